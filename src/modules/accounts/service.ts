@@ -1,0 +1,93 @@
+// Companies and their users (operator-managed), the first-start bootstrap and the full reset.
+import type { AppContext } from '../../shared/context.js';
+import { ALL_TABLES, type Tx } from '../../shared/db/index.js';
+import type { CompaniesTable } from '../../shared/db/schema.js';
+import { badRequest, notFound } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
+import { ROLE_BY_NAME } from '../../shared/auth/rbac.js';
+import { createKey } from '../api-keys/service.js';
+
+export type CompanyStatus = CompaniesTable['status'];
+
+export async function createCompany(tx: Tx, name: string): Promise<CompaniesTable> {
+  if (!name.trim()) throw badRequest('name is required');
+  const now = new Date().toISOString();
+  const row: CompaniesTable = { id: newId(), name, status: 'active', created_at: now, updated_at: now };
+  await tx.insertInto('companies').values(row).execute();
+  return row;
+}
+
+export async function findCompany(tx: Tx, id: string): Promise<CompaniesTable> {
+  const c = await tx.selectFrom('companies').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!c) throw notFound('Company');
+  return c;
+}
+
+export async function setCompanyStatus(tx: Tx, id: string, status: CompanyStatus) {
+  const c = await findCompany(tx, id);
+  const updated_at = new Date().toISOString();
+  await tx.updateTable('companies').set({ status, updated_at }).where('id', '=', id).execute();
+  return { ...c, status, updated_at };
+}
+
+export async function createUser(tx: Tx, companyId: string, u: { email: string; full_name?: string; image?: string }) {
+  await findCompany(tx, companyId);
+  if (!/^[^@\s]+@[^@\s]+\.[a-z]{2,}$/i.test(u.email)) throw badRequest('email is not a valid address');
+  const row = {
+    id: newId(),
+    company_id: companyId,
+    email: u.email,
+    full_name: u.full_name ?? u.email.split('@')[0]!,
+    image: u.image ?? `https://www.gravatar.com/avatar/${Buffer.from(u.email).toString('hex').slice(0, 32)}`,
+    created_at: new Date().toISOString(),
+  };
+  await tx.insertInto('users').values(row).execute();
+  return row;
+}
+
+export async function listUsers(tx: Tx, companyId: string) {
+  const rows = await tx.selectFrom('users').select(['id', 'email', 'image', 'full_name']).where('company_id', '=', companyId).orderBy('created_at').orderBy('id').execute();
+  return { data: rows };
+}
+
+export async function createKeyWithRole(tx: Tx, app: AppContext, companyId: string, spec: { name: string; role?: string; token?: string; expired_at?: string; capabilities?: { permission: string; id_resource?: string | null }[] }) {
+  await findCompany(tx, companyId);
+  const roleIds: string[] = [];
+  if (spec.role) {
+    const role = ROLE_BY_NAME.get(spec.role.toLowerCase());
+    if (!role) throw badRequest(`Unknown role "${spec.role}" (one of: Company Admin, Company Developer, Company Billing, Company Viewer)`);
+    roleIds.push(role.id);
+  }
+  return createKey(tx, app, companyId, { name: spec.name, role_ids: roleIds, capabilities: spec.capabilities, token: spec.token, expired_at: spec.expired_at, source: 'DASHBOARD' });
+}
+
+export interface BootstrapResult {
+  created: boolean;
+  companyId?: string;
+  token?: string;
+}
+
+/** On first start: one company, one admin user and one Company Admin key (token printed once). */
+export async function bootstrap(app: AppContext): Promise<BootstrapResult> {
+  return app.database.db.transaction().execute(async (tx) => {
+    const claimed = await tx
+      .insertInto('settings')
+      .values({ key: 'bootstrapped', value: new Date().toISOString() })
+      .onConflict((oc) => oc.column('key').doNothing())
+      .returning('key')
+      .executeTakeFirst();
+    if (!claimed) return { created: false };
+    const company = await createCompany(tx, 'Default Company');
+    await createUser(tx, company.id, { email: 'admin@slipway.local', full_name: 'Slipway Admin' });
+    const key = await createKeyWithRole(tx, app, company.id, { name: 'bootstrap admin', role: 'Company Admin', token: app.config.bootstrapToken });
+    return { created: true, companyId: company.id, token: key.token };
+  });
+}
+
+/** Removes every row of every table, then bootstraps again. */
+export async function resetAll(app: AppContext, extraTables: readonly string[] = []): Promise<BootstrapResult> {
+  await app.database.db.transaction().execute(async (tx) => {
+    for (const t of [...extraTables, ...ALL_TABLES]) await (tx as any).deleteFrom(t).execute();
+  });
+  return bootstrap(app);
+}

@@ -1,0 +1,77 @@
+// The operator surface, outside /v3: manage companies, users and keys, company states, device
+// codes and a full reset. Enabled only when an operator token is configured; every request must
+// carry it as a bearer token. The same actions exist as `slipway admin ...` commands.
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../shared/context.js';
+import { ApiError, badRequest, unauthorized } from '../../shared/errors.js';
+import { hashesEqual, hashToken } from '../../shared/auth/tokens.js';
+import * as accounts from '../accounts/service.js';
+import * as devices from '../device-codes/service.js';
+import { resetTables } from '../index.js';
+
+type Body = Record<string, unknown> | undefined;
+const str = (b: Body, k: string, required = false): string | undefined => {
+  const v = b?.[k];
+  if (v === undefined || v === null) {
+    if (required) throw badRequest(`${k} is required`);
+    return undefined;
+  }
+  if (typeof v !== 'string') throw badRequest(`${k} must be a string`);
+  return v;
+};
+
+export function registerAdmin(fastify: FastifyInstance, app: AppContext): void {
+  const token = app.config.operatorToken;
+  fastify.register(
+    async (r) => {
+      r.addHook('onRequest', async (req) => {
+        if (!token) throw new ApiError(404, 'The operator surface is disabled: start the server with SLIPWAY_OPERATOR_TOKEN set');
+        const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
+        if (!m || !hashesEqual(hashToken(m[1]!), hashToken(token))) throw unauthorized('A valid operator token is required');
+      });
+      const db = app.database.db;
+      const tx = <T>(fn: (t: typeof db) => Promise<T>) => db.transaction().execute((t) => fn(t as unknown as typeof db));
+
+      r.get('/companies', async () => ({ data: await db.selectFrom('companies').selectAll().orderBy('created_at').execute() }));
+      r.post('/companies', async (req, reply) => {
+        const b = req.body as Body;
+        const result = await tx(async (t) => {
+          const company = await accounts.createCompany(t, str(b, 'name', true)!);
+          const role = str(b, 'admin_key_role') ?? 'Company Admin';
+          const key = await accounts.createKeyWithRole(t, app, company.id, { name: str(b, 'key_name') ?? 'admin', role });
+          return { company, api_key: { id: key.id, token: key.token } };
+        });
+        return reply.status(201).send(result);
+      });
+      r.get('/companies/:id', async (req) => accounts.findCompany(db, (req.params as { id: string }).id));
+      r.post('/companies/:id/users', async (req, reply) => {
+        const b = req.body as Body;
+        const user = await tx((t) => accounts.createUser(t, (req.params as { id: string }).id, { email: str(b, 'email', true)!, full_name: str(b, 'full_name'), image: str(b, 'image') }));
+        return reply.status(201).send(user);
+      });
+      r.post('/companies/:id/api-keys', async (req, reply) => {
+        const b = req.body as Body;
+        const caps = b?.capabilities as { permission: string; id_resource?: string | null }[] | undefined;
+        const key = await tx((t) =>
+          accounts.createKeyWithRole(t, app, (req.params as { id: string }).id, { name: str(b, 'name') ?? 'operator key', role: str(b, 'role'), expired_at: str(b, 'expired_at'), capabilities: caps }),
+        );
+        return reply.status(201).send({ id: key.id, name: key.name, token: key.token });
+      });
+      const setStatus = (status: accounts.CompanyStatus) => async (req: { params: unknown }) => tx((t) => accounts.setCompanyStatus(t, (req.params as { id: string }).id, status));
+      r.post('/companies/:id/suspend', setStatus('suspended'));
+      r.post('/companies/:id/resume', setStatus('active'));
+      r.post('/companies/:id/maintenance', setStatus('maintenance'));
+      r.delete('/companies/:id/maintenance', setStatus('active'));
+      r.post('/device-codes/:code/approve', async (req) => {
+        const b = req.body as Body;
+        return tx((t) => devices.decide(t, app, (req.params as { code: string }).code, { approve: true, companyId: str(b, 'company_id', true), role: str(b, 'role'), name: str(b, 'name') }));
+      });
+      r.post('/device-codes/:code/deny', async (req) => tx((t) => devices.decide(t, app, (req.params as { code: string }).code, { approve: false })));
+      r.post('/reset', async () => {
+        const boot = await accounts.resetAll(app, resetTables());
+        return { message: 'All state was removed and the server bootstrapped again', company_id: boot.companyId, token: boot.token };
+      });
+    },
+    { prefix: '/_admin' },
+  );
+}

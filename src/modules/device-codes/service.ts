@@ -1,0 +1,74 @@
+// Device authorization for CLIs: a client asks for a short code, a person approves it (here:
+// the operator, through /_admin or `slipway admin`), and the client's next poll receives a new
+// API key token exactly once. Codes expire after five minutes; an IP may hold five active codes.
+import { randomInt } from 'node:crypto';
+import type { AppContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { ApiError, badRequest, notFound } from '../../shared/errors.js';
+import { ROLE_BY_NAME } from '../../shared/auth/rbac.js';
+import { createKey } from '../api-keys/service.js';
+
+export const CODE_TTL_MS = 5 * 60_000;
+export const MAX_ACTIVE_PER_IP = 5;
+const ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ23456789';
+
+function newCode(): string {
+  const pick = () => Array.from({ length: 4 }, () => ALPHABET[randomInt(ALPHABET.length)]).join('');
+  return `${pick()}-${pick()}`;
+}
+
+export async function createCode(tx: Tx, ip: string) {
+  const now = new Date();
+  const active = await tx
+    .selectFrom('device_codes')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('client_ip', '=', ip)
+    .where('status', '=', 'pending')
+    .where('expires_at', '>', now.toISOString())
+    .executeTakeFirst();
+  if (Number(active?.n ?? 0) >= MAX_ACTIVE_PER_IP)
+    throw new ApiError(429, `At most ${MAX_ACTIVE_PER_IP} device codes may be pending per client address; wait for one to expire.`, undefined, { 'retry-after': '60' });
+  await tx.deleteFrom('device_codes').where('expires_at', '<', new Date(now.getTime() - 86400_000).toISOString()).execute();
+  const code = newCode();
+  const expires_at = new Date(now.getTime() + CODE_TTL_MS).toISOString();
+  await tx.insertInto('device_codes').values({ code, client_ip: ip, status: 'pending', expires_at, company_id: null, api_key_id: null, token_enc: null, created_at: now.toISOString() }).execute();
+  return { code, expires_at };
+}
+
+export async function pollCode(tx: Tx, app: AppContext, code: string) {
+  const row = await tx.selectFrom('device_codes').selectAll().where('code', '=', code.toUpperCase()).executeTakeFirst();
+  if (!row) return { status: 'expired' as const };
+  if (row.status === 'denied') return { status: 'denied' as const };
+  if (row.status === 'approved') {
+    if (!row.token_enc) return { status: 'approved' as const };
+    // Compare-and-clear: of concurrent polls exactly one receives the token.
+    const res = await tx.updateTable('device_codes').set({ token_enc: null }).where('code', '=', row.code).where('token_enc', '=', row.token_enc).executeTakeFirst();
+    if (Number(res.numUpdatedRows) !== 1) return { status: 'approved' as const };
+    return { status: 'approved' as const, token: app.secrets.decrypt(row.token_enc) };
+  }
+  if (row.expires_at <= new Date().toISOString()) return { status: 'expired' as const };
+  return { status: 'pending' as const };
+}
+
+/** Operator decision on a pending code. Approval creates a CLI key in the chosen company. */
+export async function decide(tx: Tx, app: AppContext, code: string, decision: { approve: boolean; companyId?: string; role?: string; name?: string }) {
+  const row = await tx.selectFrom('device_codes').selectAll().where('code', '=', code.toUpperCase()).executeTakeFirst();
+  if (!row) throw notFound('Device code');
+  if (row.status !== 'pending' || row.expires_at <= new Date().toISOString()) throw badRequest(`Device code is ${row.status === 'pending' ? 'expired' : row.status}`);
+  if (!decision.approve) {
+    await tx.updateTable('device_codes').set({ status: 'denied' }).where('code', '=', row.code).execute();
+    return { code: row.code, status: 'denied' };
+  }
+  if (!decision.companyId) throw badRequest('company_id is required to approve a device code');
+  const company = await tx.selectFrom('companies').select('id').where('id', '=', decision.companyId).executeTakeFirst();
+  if (!company) throw notFound('Company');
+  const role = ROLE_BY_NAME.get((decision.role ?? 'Company Admin').toLowerCase());
+  if (!role) throw badRequest(`Unknown role "${decision.role}"`);
+  const key = await createKey(tx, app, company.id, { name: decision.name ?? `CLI device ${row.code}`, role_ids: [role.id], source: 'CLI' });
+  await tx
+    .updateTable('device_codes')
+    .set({ status: 'approved', company_id: company.id, api_key_id: key.id, token_enc: app.secrets.encrypt(key.token) })
+    .where('code', '=', row.code)
+    .execute();
+  return { code: row.code, status: 'approved', api_key_id: key.id };
+}

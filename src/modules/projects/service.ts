@@ -1,0 +1,96 @@
+// Projects group a company's services. Services are looked up through the service registry,
+// so only kinds that a module has registered can be added.
+import type { AppContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import type { ProjectsTable } from '../../shared/db/schema.js';
+import { badRequest, notFound } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
+import { uniqueName } from '../../shared/naming.js';
+import { paginate, type Page } from '../../shared/pagination.js';
+
+const view = (p: ProjectsTable) => ({
+  id: p.id,
+  company_id: p.company_id,
+  name: p.name,
+  display_name: p.display_name,
+  created_at: p.created_at,
+  updated_at: p.updated_at,
+});
+
+export async function listProjects(tx: Tx, companyId: string, page: Page, scope: Set<string> | null) {
+  let q = tx.selectFrom('projects').select(['id', 'name', 'display_name', 'created_at', 'updated_at']).where('company_id', '=', companyId);
+  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
+  return paginate(q, page);
+}
+
+async function find(tx: Tx, companyId: string, id: string): Promise<ProjectsTable> {
+  const p = await tx.selectFrom('projects').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  if (!p) throw notFound('Project');
+  return p;
+}
+
+export async function createProject(tx: Tx, companyId: string, displayName: string) {
+  const now = new Date().toISOString();
+  const name = await uniqueName(displayName, async (n) =>
+    !!(await tx.selectFrom('projects').select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst()),
+  );
+  const row: ProjectsTable = { id: newId(), company_id: companyId, name, display_name: displayName, created_at: now, updated_at: now };
+  await tx.insertInto('projects').values(row).execute();
+  return view(row);
+}
+
+export async function getProject(tx: Tx, app: AppContext, companyId: string, id: string) {
+  const p = await find(tx, companyId, id);
+  const links = await tx.selectFrom('project_services').selectAll().where('project_id', '=', id).orderBy('created_at').orderBy('service_id').execute();
+  const services = [];
+  for (const l of links) {
+    const s = await app.services.get(l.service_type)?.find(tx, companyId, l.service_id);
+    if (s) services.push({ id: s.id, name: s.name, display_name: s.display_name, type: l.service_type as 'app' });
+  }
+  return { ...view(p), services };
+}
+
+export async function updateProject(tx: Tx, companyId: string, id: string, displayName: string) {
+  const p = await find(tx, companyId, id);
+  const updated = { ...p, display_name: displayName, updated_at: new Date().toISOString() };
+  await tx.updateTable('projects').set({ display_name: displayName, updated_at: updated.updated_at }).where('id', '=', id).execute();
+  return view(updated);
+}
+
+export async function deleteProject(tx: Tx, companyId: string, id: string) {
+  await find(tx, companyId, id);
+  await tx.deleteFrom('project_services').where('project_id', '=', id).execute();
+  await tx.deleteFrom('projects').where('id', '=', id).execute();
+  return { message: 'Project deleted' };
+}
+
+function kindOf(app: AppContext, type: string) {
+  const kind = app.services.get(type);
+  if (!kind) throw badRequest(`Service type "${type}" is not available on this server yet (available: ${app.services.types().join(', ') || 'none'})`);
+  return kind;
+}
+
+export async function addService(tx: Tx, app: AppContext, companyId: string, id: string, serviceId: string, type: string) {
+  await find(tx, companyId, id);
+  const s = await kindOf(app, type).find(tx, companyId, serviceId);
+  if (!s) throw notFound('Service');
+  await tx
+    .insertInto('project_services')
+    .values({ project_id: id, service_id: serviceId, service_type: type, company_id: companyId, created_at: new Date().toISOString() })
+    .onConflict((oc) => oc.columns(['project_id', 'service_id']).doNothing())
+    .execute();
+  return { message: 'Service added to project' };
+}
+
+export async function removeService(tx: Tx, app: AppContext, companyId: string, id: string, serviceId: string, type: string) {
+  await find(tx, companyId, id);
+  kindOf(app, type);
+  const res = await tx.deleteFrom('project_services').where('project_id', '=', id).where('service_id', '=', serviceId).where('service_type', '=', type).executeTakeFirst();
+  if (!Number(res.numDeletedRows)) throw notFound('Service in this project');
+  return { message: 'Service removed from project' };
+}
+
+/** Called by service modules when a service is deleted. */
+export async function forgetService(tx: Tx, serviceId: string) {
+  await tx.deleteFrom('project_services').where('service_id', '=', serviceId).execute();
+}

@@ -1,0 +1,184 @@
+// Assembles the server: configuration, database, shared HTTP machinery and every module.
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import AjvModule from 'ajv';
+import formatsModule from 'ajv-formats';
+import type { Config } from './shared/config.js';
+import type { AppContext } from './shared/context.js';
+import { createSecretBox, loadSecretKey } from './shared/crypto.js';
+import { migrate, openDatabase, type Database } from './shared/db/index.js';
+import { ApiError, SCHEMA_MISMATCH } from './shared/errors.js';
+import { buildOpenApi } from './shared/http/openapi.js';
+import type { Operation } from './shared/http/operation.js';
+import { admit, registerOperations } from './shared/http/router.js';
+import { RateLimiter } from './shared/ratelimit.js';
+import * as idem from './shared/idempotency.js';
+import { ServiceRegistry } from './shared/services.js';
+import { UUID_RE } from './shared/ids.js';
+import { modules } from './modules/index.js';
+import { registerAdmin } from './modules/admin/routes.js';
+import { bootstrap, type BootstrapResult } from './modules/accounts/service.js';
+import { loadTls } from './shared/tls.js';
+
+export interface Server {
+  fastify: FastifyInstance;
+  app: AppContext;
+  operations: Operation[];
+  bootstrap: BootstrapResult;
+  tlsCaPath?: string;
+  listen(): Promise<string>;
+  close(): Promise<void>;
+}
+
+// ajv and ajv-formats are CommonJS modules with a `default` export.
+const Ajv = ((AjvModule as any).default ?? AjvModule) as typeof AjvModule.default;
+const addFormats = ((formatsModule as any).default ?? formatsModule) as typeof formatsModule.default;
+
+function makeAjv(coerce: boolean) {
+  const ajv = new Ajv({ allErrors: true, coerceTypes: coerce ? 'array' : false, useDefaults: true, removeAdditional: false, strict: false });
+  addFormats(ajv);
+  return ajv;
+}
+
+export async function createServer(config: Config, opts: { database?: Database; logger?: FastifyServerOptions['logger'] } = {}): Promise<Server> {
+  const database = opts.database ?? openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  await migrate(database.db);
+  const tls = config.tls ? await loadTls(config.tls, config.dataDir) : undefined;
+
+  const fastify = Fastify({
+    logger: opts.logger ?? { level: config.logLevel },
+    bodyLimit: config.bodyLimit,
+    trustProxy: config.trustProxy,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && UUID_RE.test(incoming) ? incoming.toLowerCase() : randomUUID();
+    },
+    ...(tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
+  } as FastifyServerOptions);
+
+  const scheme = tls ? 'https' : 'http';
+  const app: AppContext = {
+    config,
+    database,
+    secrets: createSecretBox(loadSecretKey(config.secretKey, config.dataDir)),
+    services: new ServiceRegistry(),
+    log: fastify.log,
+    baseUrl: config.publicUrl ?? `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`,
+  };
+  const limiter = new RateLimiter(database.db, config.rateLimits);
+
+  // Bodies: JSON only; an empty body is "no body", `null` is a valid JSON body.
+  fastify.removeContentTypeParser(['application/json']);
+  fastify.addContentTypeParser(/^application\/([\w.+-]+\+)?json(;.*)?$/i, { parseAs: 'string' }, (_req, raw, done) => {
+    const text = String(raw);
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new ApiError(400, 'The request body is not valid JSON'), undefined);
+    }
+  });
+  fastify.removeContentTypeParser(['text/plain']);
+
+  // Request parts: bodies are validated strictly; path and query strings are coerced to types.
+  const bodyAjv = makeAjv(false);
+  const paramAjv = makeAjv(true);
+  const bodyRequired = new Map<string, boolean>();
+  fastify.setValidatorCompiler(({ schema, httpPart, method, url }) => {
+    if (httpPart !== 'body') return paramAjv.compile(schema);
+    const validate = bodyAjv.compile(schema);
+    const required = bodyRequired.get(`${method} ${url}`) ?? true;
+    return (data: unknown) => {
+      if (data === undefined && !required) return { value: data };
+      if (data === undefined) return { error: Object.assign(new Error('body is required'), { validation: [{ instancePath: '', message: 'a JSON body is required' }], validationContext: 'body' }) };
+      return validate(data) ? { value: data } : { error: Object.assign(new Error('invalid body'), { validation: validate.errors, validationContext: 'body' }) };
+    };
+  });
+
+  fastify.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+    if (config.production && !tls) {
+      const proto = config.trustProxy ? req.headers['x-forwarded-proto'] : undefined;
+      if (proto !== 'https' && !req.url.startsWith('/healthz') && !req.url.startsWith('/readyz'))
+        throw new ApiError(403, 'HTTPS is required: send the request over https:// (or through a trusted proxy that sets X-Forwarded-Proto: https).');
+    }
+  });
+
+  fastify.setErrorHandler((err: any, req, reply) => {
+    if (err instanceof ApiError) return reply.status(err.status).headers(err.headers).send(err.body());
+    if (err.validation) {
+      const op = req.routeOptions.config?.op;
+      const where = err.validationContext === 'querystring' ? 'query' : (err.validationContext ?? 'body');
+      const listed400 = op?.contract.errors.includes(400) ?? true;
+      if (listed400) return reply.status(400).send({ message: SCHEMA_MISMATCH, status: 400 });
+      const issues = (err.validation as any[]).map((v) => ({
+        path: [where, ...String(v.instancePath ?? '').split('/').filter(Boolean), ...(v.params?.missingProperty ? [v.params.missingProperty] : []), ...(v.params?.additionalProperty ? [v.params.additionalProperty] : [])].join('.'),
+        message: v.message ?? 'is invalid',
+      }));
+      return reply.status(400).send({ message: SCHEMA_MISMATCH, status: 400, data: { issues } });
+    }
+    const status = typeof err.statusCode === 'number' ? err.statusCode : 500;
+    if (status === 413) return reply.status(413).send({ message: `The request body is larger than the limit of ${config.bodyLimit} bytes`, status: 413 });
+    if (status === 415) return reply.status(415).send({ message: 'Unsupported content type: send the body as application/json', status: 415 });
+    if (status >= 400 && status < 500 && err.code?.startsWith?.('FST_')) return reply.status(400).send({ message: 'The request is malformed', status: 400 });
+    const code = `ERR-${randomUUID()}`;
+    req.log.error({ err, code }, 'unhandled error');
+    return reply.status(500).send({ message: 'Internal server error; retry with exponential backoff', status: 500, data: { code, message: 'Quote this code when contacting support' } });
+  });
+
+  fastify.setNotFoundHandler(async (req, reply) => {
+    if (req.url.startsWith('/v3/')) await admit(app, limiter, req, reply);
+    return reply.status(404).send({ message: `No route ${req.method} ${req.url.split('?')[0]}`, status: 404 });
+  });
+
+  const operations: Operation[] = [];
+  for (const m of modules) {
+    m.setup?.(app);
+    operations.push(...m.operations);
+  }
+  for (const op of operations) bodyRequired.set(`${op.contract.method} /v3${op.contract.path.replace(/\{([^}]+)\}/g, ':$1')}`, !!op.contract.bodyRequired);
+  registerOperations(fastify, app, limiter, operations);
+
+  let doc: unknown;
+  fastify.get('/v3/openapi.json', async () => (doc ??= buildOpenApi(operations, `${app.baseUrl}/v3`)));
+  fastify.get('/healthz', async () => ({ status: 'ok' }));
+  fastify.get('/readyz', async (_req, reply) => {
+    try {
+      await database.db.selectFrom('settings').select('key').limit(1).execute();
+      return { status: 'ready', database: database.kind };
+    } catch {
+      return reply.status(503).send({ status: 'unavailable', database: database.kind });
+    }
+  });
+  registerAdmin(fastify, app);
+
+  const boot = await bootstrap(app);
+  const sweeper = setInterval(() => {
+    void limiter.sweep().catch(() => {});
+    void idem.sweep(database.db).catch(() => {});
+  }, 10 * 60_000);
+  sweeper.unref();
+
+  return {
+    fastify,
+    app,
+    operations,
+    bootstrap: boot,
+    tlsCaPath: tls?.caPath,
+    async listen() {
+      const address = await fastify.listen({ port: config.port, host: config.host });
+      const port = Number(new URL(address).port);
+      if (!config.publicUrl) {
+        app.baseUrl = `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+        doc = undefined;
+      }
+      return app.baseUrl;
+    },
+    async close() {
+      clearInterval(sweeper);
+      await fastify.close();
+      if (!opts.database) await database.close();
+    },
+  };
+}

@@ -1,0 +1,22 @@
+// API key tokens: 32 random bytes shown once, stored only as a SHA-256 hash and compared in
+// constant time.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export function generateToken(prefix: string): string {
+  return `${prefix}_${randomBytes(32).toString('hex')}`;
+}
+
+export const hashToken = (token: string): string => createHash('sha256').update(token, 'utf8').digest('hex');
+
+export function hashesEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'hex');
+  const y = Buffer.from(b, 'hex');
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** `svl_ab...wxyz`: the prefix, two characters after it and the last four. */
+export function maskToken(token: string): string {
+  const sep = token.indexOf('_');
+  const head = sep >= 0 && sep < 12 ? token.slice(0, sep + 3) : token.slice(0, 2);
+  return `${head}...${token.slice(-4)}`;
+}

@@ -1,0 +1,100 @@
+// Server configuration: command-line flags override environment variables, which override defaults.
+import { resolve } from 'node:path';
+
+export interface RateLimitConfig {
+  service_creation: number;
+  service_mutation: number;
+  deployment: number;
+  general_write: number;
+  logs: number;
+  read: number;
+  unauthenticated: number;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl?: string;
+  logLevel: string;
+  production: boolean;
+  trustProxy: boolean;
+  tls?: { mode: 'files'; cert: string; key: string } | { mode: 'self-signed' };
+  operatorToken?: string;
+  bootstrapToken?: string;
+  secretKey?: string;
+  brandPrefix: string;
+  rateLimits: RateLimitConfig;
+  bodyLimit: number;
+  publicUrl?: string;
+}
+
+export const DEFAULT_RATE_LIMITS: RateLimitConfig = {
+  service_creation: 20,
+  service_mutation: 10,
+  deployment: 10,
+  general_write: 30,
+  logs: 30,
+  read: 400,
+  unauthenticated: 400,
+};
+
+const TIER_ENV: Record<keyof RateLimitConfig, string> = {
+  service_creation: 'SLIPWAY_RATE_SERVICE_CREATION',
+  service_mutation: 'SLIPWAY_RATE_SERVICE_MUTATION',
+  deployment: 'SLIPWAY_RATE_DEPLOYMENT',
+  general_write: 'SLIPWAY_RATE_GENERAL_WRITE',
+  logs: 'SLIPWAY_RATE_LOGS',
+  read: 'SLIPWAY_RATE_READ',
+  unauthenticated: 'SLIPWAY_RATE_UNAUTHENTICATED',
+};
+
+export const RATE_ENV_NAMES = TIER_ENV;
+
+function bool(v: string | undefined): boolean {
+  return v !== undefined && ['1', 'true', 'yes', 'on'].includes(v.toLowerCase());
+}
+
+export type Flags = Record<string, string | boolean | undefined>;
+
+export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.env): Config {
+  const str = (flag: string, envName: string): string | undefined => {
+    const f = flags[flag];
+    if (typeof f === 'string') return f;
+    return env[envName] || undefined;
+  };
+  const rateLimits = { ...DEFAULT_RATE_LIMITS };
+  for (const [tier, name] of Object.entries(TIER_ENV) as [keyof RateLimitConfig, string][]) {
+    const v = env[name];
+    if (v && /^\d+$/.test(v)) rateLimits[tier] = Number(v);
+  }
+  const tlsFlag = str('tls', 'SLIPWAY_TLS');
+  const cert = str('tls-cert', 'SLIPWAY_TLS_CERT');
+  const key = str('tls-key', 'SLIPWAY_TLS_KEY');
+  let tls: Config['tls'];
+  if (cert || key) {
+    if (!cert || !key) throw new Error('--tls-cert and --tls-key must be given together');
+    tls = { mode: 'files', cert, key };
+  } else if (tlsFlag === 'self-signed') tls = { mode: 'self-signed' };
+  else if (tlsFlag) throw new Error(`unknown --tls mode "${tlsFlag}" (expected "self-signed")`);
+
+  const port = Number(str('port', 'PORT') ?? 8080);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid port "${str('port', 'PORT')}"`);
+  return {
+    port,
+    host: str('host', 'HOST') ?? '127.0.0.1',
+    dataDir: resolve(str('data-dir', 'DATA_DIR') ?? './data'),
+    databaseUrl: str('database-url', 'DATABASE_URL'),
+    logLevel: str('log-level', 'LOG_LEVEL') ?? 'info',
+    production: flags.production === true || env.NODE_ENV === 'production',
+    trustProxy: flags['trust-proxy'] === true || bool(env.SLIPWAY_TRUST_PROXY),
+    tls,
+    operatorToken: str('operator-token', 'SLIPWAY_OPERATOR_TOKEN'),
+    bootstrapToken: env.SLIPWAY_BOOTSTRAP_TOKEN || undefined,
+    secretKey: env.SLIPWAY_SECRET_KEY || undefined,
+    brandPrefix: (env.SLIPWAY_BRAND_PREFIX || 'svl').toLowerCase(),
+    rateLimits,
+    bodyLimit: Number(env.SLIPWAY_BODY_LIMIT || 1024 * 1024),
+    publicUrl: str('public-url', 'SLIPWAY_PUBLIC_URL'),
+  };
+}

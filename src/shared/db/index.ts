@@ -1,0 +1,62 @@
+// The query layer: one Kysely instance over SQLite (default, a WAL file in the data dir)
+// or PostgreSQL (DATABASE_URL). Every mutation goes through `db.transaction()`.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import type { DB } from './schema.js';
+import { migrationProvider } from './migrations.js';
+
+export type Db = Kysely<DB>;
+export type Tx = Transaction<DB> | Kysely<DB>;
+export type DbKind = 'sqlite' | 'postgres';
+
+// Return BIGINT (int8) as a JS number: our bigints are epoch seconds and counters.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export interface Database {
+  db: Db;
+  kind: DbKind;
+  close(): Promise<void>;
+}
+
+export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): Database {
+  if (opts.databaseUrl) {
+    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    return { db, kind: 'postgres', close: () => db.destroy() };
+  }
+  mkdirSync(opts.dataDir, { recursive: true });
+  const file = new SQLite(join(opts.dataDir, 'slipway.db'));
+  file.pragma('journal_mode = WAL');
+  file.pragma('synchronous = NORMAL');
+  file.pragma('busy_timeout = 5000');
+  file.pragma('foreign_keys = ON');
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: file }) });
+  return { db, kind: 'sqlite', close: () => db.destroy() };
+}
+
+export async function migrate(db: Db): Promise<void> {
+  const migrator = new Migrator({ db, provider: migrationProvider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? error}`);
+  }
+}
+
+/** Tables in dependency order (children first), for `reset`. */
+export const ALL_TABLES = [
+  'project_services',
+  'projects',
+  'device_codes',
+  'api_keys',
+  'users',
+  'idempotency_keys',
+  'rate_counters',
+  'settings',
+  'companies',
+] as const;
+
+export const nowIso = () => new Date().toISOString();

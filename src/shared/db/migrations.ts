@@ -1,0 +1,113 @@
+// Schema migrations, run at start (Kysely's migrator takes a lock, so several processes
+// starting together on one PostgreSQL apply each migration once). Append, never edit.
+import { type Kysely, type Migration, type MigrationProvider, sql } from 'kysely';
+
+const m001: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable('companies')
+      .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('status', 'varchar(16)', (c) => c.notNull())
+      .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+      .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable('users')
+      .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+      .addColumn('company_id', 'varchar(36)', (c) => c.notNull().references('companies.id').onDelete('cascade'))
+      .addColumn('email', 'text', (c) => c.notNull())
+      .addColumn('full_name', 'text', (c) => c.notNull())
+      .addColumn('image', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('users_company').on('users').columns(['company_id', 'created_at', 'id']).execute();
+    await db.schema
+      .createTable('api_keys')
+      .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+      .addColumn('company_id', 'varchar(36)', (c) => c.notNull().references('companies.id').onDelete('cascade'))
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('source', 'varchar(16)', (c) => c.notNull())
+      .addColumn('token_hash', 'varchar(64)', (c) => c.notNull().unique())
+      .addColumn('masked_token', 'text', (c) => c.notNull())
+      .addColumn('old_token_hash', 'varchar(64)')
+      .addColumn('old_token_expired_at', 'varchar(32)')
+      .addColumn('is_enabled', 'integer', (c) => c.notNull())
+      .addColumn('role_ids', 'text', (c) => c.notNull())
+      .addColumn('capabilities', 'text', (c) => c.notNull())
+      .addColumn('expired_at', 'varchar(32)')
+      .addColumn('last_used_at', 'varchar(32)')
+      .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+      .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+      .addColumn('deleted_at', 'varchar(32)')
+      .execute();
+    await db.schema.createIndex('api_keys_old_token').on('api_keys').column('old_token_hash').execute();
+    await db.schema.createIndex('api_keys_company').on('api_keys').columns(['company_id', 'created_at', 'id']).execute();
+    await db.schema
+      .createTable('projects')
+      .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+      .addColumn('company_id', 'varchar(36)', (c) => c.notNull().references('companies.id').onDelete('cascade'))
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('display_name', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+      .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('projects_company').on('projects').columns(['company_id', 'created_at', 'id']).execute();
+    await db.schema.createIndex('projects_name').on('projects').columns(['company_id', 'name']).unique().execute();
+    await db.schema
+      .createTable('project_services')
+      .addColumn('project_id', 'varchar(36)', (c) => c.notNull().references('projects.id').onDelete('cascade'))
+      .addColumn('service_id', 'varchar(36)', (c) => c.notNull())
+      .addColumn('service_type', 'varchar(32)', (c) => c.notNull())
+      .addColumn('company_id', 'varchar(36)', (c) => c.notNull())
+      .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+      .addPrimaryKeyConstraint('project_services_pk', ['project_id', 'service_id'])
+      .execute();
+    await db.schema.createIndex('project_services_service').on('project_services').column('service_id').execute();
+    await db.schema
+      .createTable('device_codes')
+      .addColumn('code', 'varchar(32)', (c) => c.primaryKey())
+      .addColumn('client_ip', 'text', (c) => c.notNull())
+      .addColumn('status', 'varchar(16)', (c) => c.notNull())
+      .addColumn('expires_at', 'varchar(32)', (c) => c.notNull())
+      .addColumn('company_id', 'varchar(36)')
+      .addColumn('api_key_id', 'varchar(36)')
+      .addColumn('token_enc', 'text')
+      .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('device_codes_ip').on('device_codes').columns(['client_ip', 'expires_at']).execute();
+    await db.schema
+      .createTable('rate_counters')
+      .addColumn('bucket', 'text', (c) => c.notNull())
+      .addColumn('window_start', 'bigint', (c) => c.notNull())
+      .addColumn('count', 'integer', (c) => c.notNull())
+      .addPrimaryKeyConstraint('rate_counters_pk', ['bucket', 'window_start'])
+      .execute();
+    await db.schema
+      .createTable('idempotency_keys')
+      .addColumn('company_id', 'varchar(36)', (c) => c.notNull())
+      .addColumn('key', 'text', (c) => c.notNull())
+      .addColumn('fingerprint', 'varchar(64)', (c) => c.notNull())
+      .addColumn('status_code', 'integer')
+      .addColumn('body', 'text')
+      .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+      .addPrimaryKeyConstraint('idempotency_keys_pk', ['company_id', 'key'])
+      .execute();
+    await db.schema
+      .createTable('settings')
+      .addColumn('key', 'varchar(64)', (c) => c.primaryKey())
+      .addColumn('value', 'text', (c) => c.notNull())
+      .execute();
+    void sql;
+  },
+};
+
+export const migrations: Record<string, Migration> = {
+  '001_foundation': m001,
+};
+
+export const migrationProvider: MigrationProvider = {
+  async getMigrations() {
+    return migrations;
+  },
+};

@@ -1,0 +1,97 @@
+// Table types for the query layer. Booleans are stored as 0/1 integers and timestamps as
+// ISO-8601 UTC strings so that SQLite and PostgreSQL behave the same.
+export interface CompaniesTable {
+  id: string;
+  name: string;
+  status: 'active' | 'suspended' | 'maintenance';
+  created_at: string;
+  updated_at: string;
+}
+
+export interface UsersTable {
+  id: string;
+  company_id: string;
+  email: string;
+  full_name: string;
+  image: string;
+  created_at: string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  company_id: string;
+  name: string;
+  source: 'DASHBOARD' | 'CLI' | 'EXTERNAL';
+  token_hash: string;
+  masked_token: string;
+  old_token_hash: string | null;
+  old_token_expired_at: string | null;
+  is_enabled: number;
+  role_ids: string;
+  capabilities: string;
+  expired_at: string | null;
+  last_used_at: string | null;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+export interface ProjectsTable {
+  id: string;
+  company_id: string;
+  name: string;
+  display_name: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ProjectServicesTable {
+  project_id: string;
+  service_id: string;
+  service_type: string;
+  company_id: string;
+  created_at: string;
+}
+
+export interface DeviceCodesTable {
+  code: string;
+  client_ip: string;
+  status: 'pending' | 'approved' | 'denied';
+  expires_at: string;
+  company_id: string | null;
+  api_key_id: string | null;
+  token_enc: string | null;
+  created_at: string;
+}
+
+export interface RateCountersTable {
+  bucket: string;
+  window_start: number;
+  count: number;
+}
+
+export interface IdempotencyKeysTable {
+  company_id: string;
+  key: string;
+  fingerprint: string;
+  status_code: number | null;
+  body: string | null;
+  created_at: string;
+}
+
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
+export interface DB {
+  companies: CompaniesTable;
+  users: UsersTable;
+  api_keys: ApiKeysTable;
+  projects: ProjectsTable;
+  project_services: ProjectServicesTable;
+  device_codes: DeviceCodesTable;
+  rate_counters: RateCountersTable;
+  idempotency_keys: IdempotencyKeysTable;
+  settings: SettingsTable;
+}

@@ -1,0 +1,68 @@
+// An operation is declared once, as data: its contract (method, path, schemas, status codes),
+// the permission it needs, its rate tier and its handler. That declaration drives routing,
+// validation, serialization, RBAC, rate limiting and the served OpenAPI document.
+import type { Static, TSchema } from '@sinclair/typebox';
+import type { AuthContext } from '../auth/authenticate.js';
+import type { Permission } from '../auth/rbac.js';
+import type { AppContext } from '../context.js';
+import type { Tx } from '../db/index.js';
+import type { Tier } from '../ratelimit.js';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface Contract {
+  operationId: string;
+  method: Method;
+  path: string;
+  summary: string;
+  tags: readonly string[];
+  /** The contract lists no security requirement (e.g. device codes). */
+  public?: boolean;
+  params?: TSchema;
+  querystring?: TSchema;
+  body?: TSchema;
+  bodyRequired?: boolean;
+  success: number;
+  response?: TSchema;
+  errors: readonly number[];
+}
+
+type S<T> = T extends TSchema ? Static<T> : undefined;
+
+/** Resource ids a key may see when its permission is scoped to particular resources; null = all. */
+export type Scope = Set<string> | null;
+
+export interface RequestContext<C extends Contract> {
+  app: AppContext;
+  params: S<C['params']>;
+  query: S<C['querystring']>;
+  body: S<C['body']>;
+  /** Present on every operation that requires a key. */
+  auth: AuthContext;
+  /** The transaction of this request for writes; the plain database for reads. */
+  tx: Tx;
+  scope: Scope;
+  ip: string;
+  requestId: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export type Authentication = 'key' | 'none';
+
+export interface Operation<C extends Contract = Contract> {
+  contract: C;
+  /** `key` (default): a valid API key is required; `none`: anonymous, counted per client IP. */
+  auth?: Authentication;
+  /** The permission the key needs; null means any valid key of the company. */
+  permission: Permission | null;
+  tier: Tier;
+  /** Path parameter naming the resource (scoped capabilities, per-service counters). Default `id` when present. */
+  resourceParam?: string | null;
+  handler(ctx: RequestContext<C>): Promise<C['response'] extends TSchema ? Static<C['response']> : void>;
+}
+
+export function defineOperation<C extends Contract>(op: Operation<C>): Operation<Contract> {
+  return op as unknown as Operation<Contract>;
+}
+
+export const isWrite = (m: Method) => m !== 'GET';

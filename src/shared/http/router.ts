@@ -1,0 +1,165 @@
+// Turns operation declarations into Fastify routes. The request path through one route:
+//   onRequest:  authenticate (401) -> rate limit (429) -> company state (403) -> permission (403)
+//   validation: params, query, body against the declared schemas (400)
+//   preHandler: resource scope of the key (404)
+//   handler:    idempotency replay -> transaction { claim key, service call, store response }
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { authenticate, type AuthContext } from '../auth/authenticate.js';
+import { missingPermissionMessage, type Permission } from '../auth/rbac.js';
+import type { AppContext } from '../context.js';
+import { ApiError, forbidden, notFound } from '../errors.js';
+import * as idem from '../idempotency.js';
+import { bucketFor, headersFor, type RateLimiter } from '../ratelimit.js';
+import { isWrite, type Operation, type Scope } from './operation.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth?: AuthContext;
+    scope?: Scope;
+  }
+  interface FastifyContextConfig {
+    op?: Operation;
+  }
+}
+
+class Replay {
+  constructor(public stored: idem.StoredResponse) {}
+}
+
+export const toFastifyPath = (p: string) => p.replace(/\{([^}]+)\}/g, ':$1');
+
+export function resourceParamOf(op: Operation): string | null {
+  if (op.resourceParam !== undefined) return op.resourceParam;
+  return op.contract.path.includes('{id}') ? 'id' : null;
+}
+
+/** Authenticates and counts the request; anonymous or unauthenticated requests count per client IP. */
+export async function admit(app: AppContext, limiter: RateLimiter, req: FastifyRequest, reply: FastifyReply, op?: Operation): Promise<void> {
+  const anonymous = op?.auth === 'none';
+  let auth: AuthContext | undefined;
+  if (!anonymous) {
+    try {
+      auth = await authenticate(app.database.db, req.headers.authorization);
+    } catch (e) {
+      if (!(e instanceof ApiError)) throw e;
+      const s = await limiter.hit(`ip:${req.ip}`, 'unauthenticated');
+      reply.headers(headersFor(s));
+      if (op) throw e; // unknown routes fall through to the 404
+      return;
+    }
+  }
+  if (!auth) {
+    reply.headers(headersFor(await limiter.hit(`ip:${req.ip}`, 'unauthenticated')));
+    return;
+  }
+  req.auth = auth;
+  const tier = op?.tier ?? 'read';
+  const rp = op ? resourceParamOf(op) : null;
+  const serviceId = rp ? (req.params as Record<string, string>)[rp] : undefined;
+  reply.headers(headersFor(await limiter.hit(bucketFor(tier, auth.company.id, op?.contract.operationId ?? '-', serviceId), tier)));
+  if (!op) return;
+  if (auth.company.status === 'suspended') throw forbidden('This company is suspended; contact support to restore access.');
+  if (auth.company.status === 'maintenance' && isWrite(op.contract.method))
+    throw forbidden('This company is being migrated or maintained: changes are blocked until it completes; reads still work.');
+  if (op.permission) {
+    const g = auth.grants.get(op.permission);
+    const createLike = op.permission.endsWith(':CREATE') && !rp;
+    if (!g || (!g.all && (g.ids.size === 0 || createLike))) throw forbidden(missingPermissionMessage(op.permission));
+  }
+}
+
+export function registerOperations(fastify: FastifyInstance, app: AppContext, limiter: RateLimiter, ops: Operation[]): void {
+  for (const op of ops) {
+    const c = op.contract;
+    const rp = resourceParamOf(op);
+    const schema: Record<string, unknown> = {};
+    if (c.params) schema.params = c.params;
+    if (c.querystring) schema.querystring = c.querystring;
+    if (c.body) schema.body = c.body;
+    if (c.response) schema.response = { [c.success]: c.response };
+    fastify.route({
+      method: c.method,
+      url: `/v3${toFastifyPath(c.path)}`,
+      schema,
+      config: { op },
+      onRequest: async (req, reply) => admit(app, limiter, req, reply, op),
+      preHandler: async (req) => {
+        req.scope = null;
+        if (!op.permission || !req.auth) return;
+        const g = req.auth.grants.get(op.permission as Permission)!;
+        if (g.all) return;
+        const id = rp ? (req.params as Record<string, string>)[rp] : undefined;
+        if (id !== undefined) {
+          if (!g.ids.has(id)) throw notFound();
+        } else req.scope = g.ids;
+      },
+      handler: async (req, reply) => {
+        const write = isWrite(c.method);
+        const auth = req.auth as AuthContext;
+        const ctx = {
+          app,
+          params: req.params,
+          query: req.query,
+          body: req.body,
+          auth,
+          tx: app.database.db,
+          scope: req.scope ?? null,
+          ip: req.ip,
+          requestId: String(req.id),
+          headers: req.headers,
+        };
+        const key = write && auth ? idempotencyKey(req) : undefined;
+        if (!write) return send(reply, c.success, await op.handler(ctx as never));
+        const companyId = auth?.company.id;
+        const fp = key ? idem.fingerprint(c.method, req.url, req.body) : '';
+        if (key && companyId) {
+          const prior = await idem.lookup(app.database.db, companyId, key, fp);
+          if (prior) return replay(reply, prior);
+        }
+        try {
+          const body = await app.database.db.transaction().execute(async (tx) => {
+            if (key && companyId && !(await idem.claim(tx, companyId, key, fp))) {
+              throw new Replay((await idem.lookup(tx, companyId, key, fp)) ?? { status: 409, body: undefined });
+            }
+            const result = await op.handler({ ...ctx, tx } as never);
+            if (key && companyId) await idem.complete(tx, companyId, key, { status: c.success, body: result });
+            return result;
+          });
+          return send(reply, c.success, body);
+        } catch (e) {
+          if (e instanceof Replay) {
+            if (e.stored.status === 409) throw new ApiError(409, 'A request with this Idempotency-Key is still being processed; retry shortly.');
+            return replay(reply, e.stored);
+          }
+          if (key && companyId && e instanceof ApiError && e.status < 500 && e.status !== 429) {
+            await idem.recordFailure(app.database.db, companyId, key, fp, { status: e.status, body: e.body() });
+          }
+          throw e;
+        }
+      },
+    });
+  }
+}
+
+function idempotencyKey(req: FastifyRequest): string | undefined {
+  const v = req.headers['idempotency-key'];
+  if (v === undefined) return undefined;
+  const s = Array.isArray(v) ? v[0] : v;
+  if (!s || s.length > 255) throw new ApiError(400, 'Idempotency-Key must be 1 to 255 characters');
+  return s;
+}
+
+function send(reply: FastifyReply, status: number, body: unknown) {
+  reply.status(status);
+  if (status === 204 || body === undefined) return reply.send();
+  return reply.send(body);
+}
+
+function replay(reply: FastifyReply, stored: idem.StoredResponse) {
+  reply.header('idempotent-replayed', 'true');
+  reply.status(stored.status);
+  // Replayed bodies were already serialized once; send them verbatim.
+  if (stored.body === undefined) return reply.send();
+  reply.type('application/json');
+  return reply.serializer((x: unknown) => JSON.stringify(x)).send(stored.body);
+}

@@ -1,0 +1,54 @@
+// Schema building blocks shared by every module. Each module's schemas.ts composes these;
+// the same objects validate requests, serialize responses and feed the served OpenAPI document.
+import { Type, type TSchema, type SchemaOptions, type TUnsafe } from '@sinclair/typebox';
+
+export const Uuid = (options: SchemaOptions = {}) => Type.String({ format: 'uuid', ...options });
+export const DateTime = (options: SchemaOptions = {}) => Type.String({ format: 'date-time', ...options });
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+export const StringEnum = <const T extends readonly string[]>(values: T, options: SchemaOptions = {}): TUnsafe<T[number]> =>
+  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+
+/** The error body of the contract: `{message, status, data?: {code?, message?}}`. */
+export const ErrorBody = Type.Object(
+  {
+    message: Type.String(),
+    status: Type.Integer(),
+    data: Type.Optional(
+      Type.Object({ code: Type.Optional(Type.String()), message: Type.Optional(Type.String()) }, { additionalProperties: false }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** Schema-mismatch body on operations whose contract lists no 400 response: carries `data.issues`. */
+export const ValidationErrorBody = Type.Object(
+  {
+    message: Type.String(),
+    status: Type.Integer(),
+    data: Type.Object(
+      { issues: Type.Array(Type.Object({ path: Type.String(), message: Type.String() }, { additionalProperties: false })) },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const PaginationQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 10000, default: 0 })),
+};
+
+/** The list envelope `{data, total, offset, limit}` around an item schema. */
+export const Paginated = <T extends TSchema>(item: T) =>
+  Type.Object(
+    {
+      data: Type.Array(item),
+      total: Type.Integer({ minimum: 0, maximum: 10000 }),
+      offset: Type.Integer({ minimum: 0, maximum: 10000 }),
+      limit: Type.Integer({ minimum: 1, maximum: 100 }),
+    },
+    { additionalProperties: false },
+  );
+
+export const MessageResponse = Type.Object({ message: Type.String() }, { additionalProperties: false });
+export const IdParams = Type.Object({ id: Uuid() });

@@ -1,0 +1,29 @@
+// The registry of service kinds (applications, databases, ...). Resource modules register the
+// kinds they own, so cross-cutting features (projects, later load balancers and pipelines) can
+// check that a service exists in the caller's company without depending on every module.
+import type { Tx } from './db/index.js';
+
+export interface ServiceSummary {
+  id: string;
+  name: string;
+  display_name: string;
+}
+
+export interface ServiceKind {
+  /** The contract's service type name, e.g. `app`, `database`, `object-storage`. */
+  type: string;
+  find(tx: Tx, companyId: string, id: string): Promise<ServiceSummary | undefined>;
+}
+
+export class ServiceRegistry {
+  private kinds = new Map<string, ServiceKind>();
+  register(kind: ServiceKind): void {
+    this.kinds.set(kind.type, kind);
+  }
+  get(type: string): ServiceKind | undefined {
+    return this.kinds.get(type);
+  }
+  types(): string[] {
+    return [...this.kinds.keys()];
+  }
+}

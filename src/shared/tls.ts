@@ -1,0 +1,76 @@
+// HTTPS material: either the operator's certificate files, or (`--tls self-signed`) a local CA
+// and a localhost certificate created once and kept in the data directory.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import forge from 'node-forge';
+import type { Config } from './config.js';
+
+export interface TlsMaterial {
+  cert: string;
+  key: string;
+  caPath?: string;
+}
+
+function serial(): string {
+  return '01' + forge.util.bytesToHex(forge.random.getBytesSync(15));
+}
+
+function makeCa() {
+  const keys = forge.pki.rsa.generateKeyPair(2048);
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = keys.publicKey;
+  cert.serialNumber = serial();
+  cert.validity.notBefore = new Date(Date.now() - 60_000);
+  cert.validity.notAfter = new Date(Date.now() + 10 * 365 * 86400_000);
+  const attrs = [{ name: 'commonName', value: 'Slipway local CA' }, { name: 'organizationName', value: 'Slipway' }];
+  cert.setSubject(attrs);
+  cert.setIssuer(attrs);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: true, critical: true },
+    { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+    { name: 'subjectKeyIdentifier' },
+  ]);
+  cert.sign(keys.privateKey, forge.md.sha256.create());
+  return { cert, keys };
+}
+
+function makeLeaf(ca: { cert: forge.pki.Certificate; key: forge.pki.rsa.PrivateKey }) {
+  const keys = forge.pki.rsa.generateKeyPair(2048);
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = keys.publicKey;
+  cert.serialNumber = serial();
+  cert.validity.notBefore = new Date(Date.now() - 60_000);
+  cert.validity.notAfter = new Date(Date.now() + 825 * 86400_000);
+  cert.setSubject([{ name: 'commonName', value: 'localhost' }]);
+  cert.setIssuer(ca.cert.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: false },
+    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'extKeyUsage', serverAuth: true },
+    { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
+  ]);
+  cert.sign(ca.key, forge.md.sha256.create());
+  return { cert, keys };
+}
+
+export async function loadTls(tls: NonNullable<Config['tls']>, dataDir: string): Promise<TlsMaterial> {
+  if (tls.mode === 'files') return { cert: readFileSync(tls.cert, 'utf8'), key: readFileSync(tls.key, 'utf8') };
+  const dir = join(dataDir, 'tls');
+  mkdirSync(dir, { recursive: true });
+  const caCert = join(dir, 'ca.pem');
+  const caKey = join(dir, 'ca-key.pem');
+  const cert = join(dir, 'localhost.pem');
+  const key = join(dir, 'localhost-key.pem');
+  if (!existsSync(caCert) || !existsSync(caKey)) {
+    const ca = makeCa();
+    writeFileSync(caKey, forge.pki.privateKeyToPem(ca.keys.privateKey), { mode: 0o600 });
+    writeFileSync(caCert, forge.pki.certificateToPem(ca.cert));
+  }
+  if (!existsSync(cert) || !existsSync(key)) {
+    const ca = { cert: forge.pki.certificateFromPem(readFileSync(caCert, 'utf8')), key: forge.pki.privateKeyFromPem(readFileSync(caKey, 'utf8')) as forge.pki.rsa.PrivateKey };
+    const leaf = makeLeaf(ca);
+    writeFileSync(key, forge.pki.privateKeyToPem(leaf.keys.privateKey), { mode: 0o600 });
+    writeFileSync(cert, forge.pki.certificateToPem(leaf.cert));
+  }
+  return { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8'), caPath: caCert };
+}
