@@ -1,0 +1,186 @@
+// Test harness: starts a real Slipway server (in this process, on a random port) against SQLite
+// in a temporary directory or against a fresh PostgreSQL database, and gives an HTTP client whose
+// every response is validated against the OpenAPI document that server publishes.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { loadConfig, DEFAULT_RATE_LIMITS, type RateLimitConfig } from '../../src/shared/config.js';
+import { createServer, type Server } from '../../src/server.js';
+import { ContractChecker } from './contract.js';
+
+export type DbKind = 'sqlite' | 'postgres';
+
+export const PG_ADMIN_URL = process.env.SLIPWAY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const REQUIRE_PG = process.env.SLIPWAY_REQUIRE_POSTGRES === '1';
+
+let pgAvailable: Promise<boolean> | undefined;
+export function postgresAvailable(): Promise<boolean> {
+  pgAvailable ??= (async () => {
+    const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 3000 });
+    try {
+      await c.connect();
+      await c.query('select 1');
+      return true;
+    } catch (e) {
+      if (REQUIRE_PG) throw new Error(`PostgreSQL is required (SLIPWAY_REQUIRE_POSTGRES=1) but unreachable at ${PG_ADMIN_URL}: ${(e as Error).message}`);
+      console.warn(`# PostgreSQL unreachable at ${PG_ADMIN_URL}: PostgreSQL suites are skipped (set SLIPWAY_REQUIRE_POSTGRES=1 to make them mandatory)`);
+      return false;
+    } finally {
+      await c.end().catch(() => {});
+    }
+  })();
+  return pgAvailable;
+}
+
+/** The database kinds every HTTP suite runs against. */
+export const DB_KINDS: DbKind[] = ['sqlite', 'postgres'];
+
+/** `{ skip }` option for node:test: skips PostgreSQL suites only when PostgreSQL is not required and not reachable. */
+export async function skipUnless(kind: DbKind): Promise<boolean | string> {
+  if (kind === 'sqlite') return false;
+  return (await postgresAvailable()) ? false : 'PostgreSQL not reachable (set SLIPWAY_REQUIRE_POSTGRES=1 to fail instead)';
+}
+
+export async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `slipway_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const u = new URL(PG_ADMIN_URL);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export interface TestServerOptions {
+  db?: DbKind;
+  rateLimits?: Partial<RateLimitConfig>;
+  env?: Record<string, string>;
+  flags?: Record<string, string | boolean>;
+  /** Reuse an existing database URL (several servers on one PostgreSQL). */
+  databaseUrl?: string;
+}
+
+export interface Response<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** Raw body text (sent as-is); overrides `body`. */
+  raw?: string;
+  token?: string | null;
+  headers?: Record<string, string>;
+}
+
+export class TestServer {
+  readonly checker: ContractChecker;
+  constructor(
+    readonly server: Server,
+    readonly baseUrl: string,
+    readonly token: string,
+    readonly companyId: string,
+    private cleanup: () => Promise<void>,
+  ) {
+    this.checker = new ContractChecker();
+  }
+
+  get app() {
+    return this.server.app;
+  }
+
+  /** Sends a request to `/v3<path>` (or an absolute path outside /v3 when it starts with `/_` or `/healthz`). */
+  async request<T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<Response<T>> {
+    const url = path.startsWith('/v3') || path.startsWith('/_') || path.startsWith('/healthz') || path.startsWith('/readyz') ? path : `/v3${path}`;
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    const token = opts.token === undefined ? this.token : opts.token;
+    if (token !== null && headers.authorization === undefined) headers.authorization = `Bearer ${token}`;
+    let body: string | undefined;
+    if (opts.raw !== undefined) body = opts.raw;
+    else if (opts.body !== undefined) body = JSON.stringify(opts.body);
+    if (body !== undefined && headers['content-type'] === undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(this.baseUrl + url, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    if (text) {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = text;
+      }
+    }
+    if (url.startsWith('/v3/') && url !== '/v3/openapi.json') await this.checker.check(this, method, url, res.status, parsed);
+    return { status: res.status, headers: res.headers, body: parsed as T, text };
+  }
+
+  get = <T = any>(path: string, opts?: RequestOptions) => this.request<T>('GET', path, opts);
+  post = <T = any>(path: string, body?: unknown, opts?: RequestOptions) => this.request<T>('POST', path, { ...opts, body });
+  patch = <T = any>(path: string, body?: unknown, opts?: RequestOptions) => this.request<T>('PATCH', path, { ...opts, body });
+  put = <T = any>(path: string, body?: unknown, opts?: RequestOptions) => this.request<T>('PUT', path, { ...opts, body });
+  delete = <T = any>(path: string, opts?: RequestOptions) => this.request<T>('DELETE', path, opts);
+
+  /** Operator call to /_admin (the harness always sets an operator token). */
+  admin = <T = any>(method: string, path: string, body?: unknown) =>
+    this.request<T>(method, `/_admin${path}`, { body, token: null, headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } });
+
+  /** A new company with one key of `role`; returns its id and token. */
+  async newCompany(role = 'Company Admin'): Promise<{ companyId: string; token: string }> {
+    const r = await this.admin('POST', '/companies', { name: `company ${randomBytes(3).toString('hex')}`, admin_key_role: role });
+    if (r.status !== 201) throw new Error(`admin create company: ${r.status} ${r.text}`);
+    return { companyId: r.body.company.id, token: r.body.api_key.token };
+  }
+
+  /** A new key in this server's first company (or `companyId`). */
+  async newKey(spec: { role?: string; capabilities?: { permission: string; id_resource?: string | null }[]; companyId?: string; expired_at?: string }): Promise<{ id: string; token: string }> {
+    const r = await this.admin('POST', `/companies/${spec.companyId ?? this.companyId}/api-keys`, { name: 'test key', role: spec.role, capabilities: spec.capabilities, expired_at: spec.expired_at });
+    if (r.status !== 201) throw new Error(`admin create key: ${r.status} ${r.text}`);
+    return { id: r.body.id, token: r.body.token };
+  }
+
+  close() {
+    return this.cleanup();
+  }
+}
+
+export const OPERATOR_TOKEN = 'test-operator-token-0123456789';
+
+export async function startServer(opts: TestServerOptions = {}): Promise<TestServer> {
+  const kind = opts.db ?? 'sqlite';
+  const dataDir = mkdtempSync(join(tmpdir(), 'slipway-test-'));
+  let pgDb: { url: string; drop(): Promise<void> } | undefined;
+  let databaseUrl = opts.databaseUrl;
+  if (kind === 'postgres' && !databaseUrl) {
+    pgDb = await createPgDatabase();
+    databaseUrl = pgDb.url;
+  }
+  const token = `svl_${randomBytes(32).toString('hex')}`;
+  const env: NodeJS.ProcessEnv = {
+    SLIPWAY_BOOTSTRAP_TOKEN: token,
+    SLIPWAY_OPERATOR_TOKEN: OPERATOR_TOKEN,
+    SLIPWAY_SECRET_KEY: 'test-secret-key',
+    ...(opts.env ?? {}),
+  };
+  const config = loadConfig({ port: '0', 'data-dir': dataDir, 'log-level': process.env.SLIPWAY_TEST_LOG_LEVEL ?? 'silent', ...(databaseUrl ? { 'database-url': databaseUrl } : {}), ...(opts.flags ?? {}) }, env);
+  config.rateLimits = { ...DEFAULT_RATE_LIMITS, ...(opts.rateLimits ?? {}) };
+  const server = await createServer(config);
+  const baseUrl = await server.listen();
+  const companyId = server.bootstrap.companyId ?? (await server.app.database.db.selectFrom('companies').select('id').orderBy('created_at').executeTakeFirstOrThrow()).id;
+  return new TestServer(server, baseUrl, server.bootstrap.token ?? token, companyId, async () => {
+    await server.close();
+    await pgDb?.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+}
