@@ -1,0 +1,117 @@
+// 401: every way a request can fail to authenticate, and the key lifecycle operations
+// (toggle, expiry, delete, rotate) that make a key stop or keep working.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { DB_KINDS, skipUnless, startServer, type Response, type TestServer } from '../helpers/server.js';
+import { assertCommonHeaders, assertErrorBody, sleep } from './support.js';
+
+/** A 401 with the exact error body `{message, status}` and the headers every response carries. */
+function assert401(r: Response, message?: RegExp): string {
+  const msg = assertErrorBody(r, 401);
+  assert.deepEqual(Object.keys(r.body).sort(), ['message', 'status'], `401 body has exactly message and status: ${r.text}`);
+  if (message) assert.match(msg, message);
+  assertCommonHeaders(r);
+  return msg;
+}
+
+for (const kind of DB_KINDS) {
+  describe(`authentication (401) [${kind}]`, { skip: await skipUnless(kind) }, () => {
+    let s: TestServer;
+    before(async () => {
+      s = await startServer({ db: kind });
+    });
+    after(async () => s?.close());
+
+    it('rejects a request without an Authorization header', async () => {
+      const r = await s.get('/projects', { token: null });
+      assert401(r, /missing/i);
+    });
+
+    it('rejects malformed Authorization headers', async () => {
+      const valid = s.token;
+      for (const header of ['Token x', 'Bearer', 'Bearer ', `Basic ${valid}`, `bearer${valid}`, 'Bearer short', `Bearer ${valid} extra`]) {
+        const r = await s.get('/projects', { token: null, headers: { authorization: header } });
+        assert401(r, /malformed|missing/i);
+      }
+      const m = assert401(await s.get('/projects', { token: null, headers: { authorization: 'Token x' } }));
+      assert.match(m, /malformed/i);
+    });
+
+    it('rejects an unknown key', async () => {
+      const r = await s.get('/projects', { token: `svl_${randomBytes(32).toString('hex')}` });
+      assert401(r, /invalid/i);
+    });
+
+    it('rejects a disabled key and accepts it again once re-enabled', async () => {
+      const k = await s.newKey({ role: 'Company Admin' });
+      assert.equal((await s.get('/projects', { token: k.token })).status, 200);
+
+      const off = await s.post(`/api-keys/${k.id}/toggle`);
+      assert.equal(off.status, 200);
+      assert.equal(off.body.is_enabled, false);
+      assert401(await s.get('/projects', { token: k.token }), /disabled/i);
+      assert.equal((await s.get(`/api-keys/${k.id}`)).body.is_enabled, false);
+
+      const on = await s.post(`/api-keys/${k.id}/toggle`);
+      assert.equal(on.status, 200);
+      assert.equal(on.body.is_enabled, true);
+      assert.equal((await s.get('/projects', { token: k.token })).status, 200);
+    });
+
+    it('rejects an expired key', async () => {
+      const expiresAt = Date.now() + 1500;
+      const k = await s.newKey({ role: 'Company Viewer', expired_at: new Date(expiresAt).toISOString() });
+      const before = await s.get('/projects', { token: k.token });
+      assert.equal(before.status, 200, 'the key works before its expiry');
+      await sleep(expiresAt - Date.now() + 50);
+      assert401(await s.get('/projects', { token: k.token }), /expired/i);
+      const view = await s.get(`/api-keys/${k.id}`);
+      assert.equal(view.status, 200, 'an expired key is still listed');
+      assert.equal(Date.parse(view.body.expired_at), expiresAt);
+    });
+
+    it('rejects a deleted key', async () => {
+      const k = await s.newKey({ role: 'Company Admin' });
+      assert.equal((await s.get('/projects', { token: k.token })).status, 200);
+      const d = await s.delete(`/api-keys/${k.id}`);
+      assert.equal(d.status, 200);
+      assert401(await s.get('/projects', { token: k.token }), /deleted/i);
+      assert.equal((await s.get(`/api-keys/${k.id}`)).status, 404, 'a deleted key is gone from the API');
+      const list = await s.get('/api-keys?limit=100');
+      assert.ok(!list.body.data.some((x: { id: string }) => x.id === k.id), 'a deleted key is not listed');
+    });
+
+    it('rejects the old token right after a rotation without grace period', async () => {
+      const k = await s.newKey({ role: 'Company Admin' });
+      const rot = await s.post(`/api-keys/${k.id}/rotate`, { old_token_ttl_hours: 0 });
+      assert.equal(rot.status, 200);
+      assert.notEqual(rot.body.token, k.token);
+      assert401(await s.get('/projects', { token: k.token }));
+      assert.equal((await s.get('/projects', { token: rot.body.token })).status, 200, 'the new token works');
+      const view = await s.get(`/api-keys/${k.id}`);
+      assert.equal(view.body.old_token_expired_at, null);
+    });
+
+    it('keeps the old token valid during a rotation grace period', async () => {
+      const k = await s.newKey({ role: 'Company Admin' });
+      const t0 = Date.now();
+      const rot = await s.post(`/api-keys/${k.id}/rotate`, { old_token_ttl_hours: 1 });
+      assert.equal(rot.status, 200);
+      assert.equal((await s.get('/projects', { token: k.token })).status, 200, 'the old token still works');
+      assert.equal((await s.get('/projects', { token: rot.body.token })).status, 200, 'the new token works');
+      const view = await s.get(`/api-keys/${k.id}`);
+      assert.equal(view.status, 200);
+      assert.equal(typeof view.body.old_token_expired_at, 'string');
+      const until = Date.parse(view.body.old_token_expired_at);
+      assert.ok(until >= t0 + 3600_000 - 5000 && until <= Date.now() + 3600_000 + 5000, `old_token_expired_at ${view.body.old_token_expired_at} is about an hour away`);
+
+      // A second rotation without grace ends the first token's grace period too.
+      const rot2 = await s.post(`/api-keys/${k.id}/rotate`, { old_token_ttl_hours: 0 });
+      assert.equal(rot2.status, 200);
+      assert401(await s.get('/projects', { token: k.token }));
+      assert401(await s.get('/projects', { token: rot.body.token }));
+      assert.equal((await s.get('/projects', { token: rot2.body.token })).status, 200);
+    });
+  });
+}

@@ -1,0 +1,56 @@
+// Starts `slipway serve` as a child process (for multi-process, crash and CLI tests) and waits
+// for its start banner.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../../bin/slipway.mjs', import.meta.url));
+
+export interface ChildServer {
+  child: ChildProcess;
+  baseUrl: string;
+  output: () => string;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export function startChild(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<ChildServer> {
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--log-level', 'warn', ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${out}`)), timeoutMs);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = /serving the Hosting Platform API v3 at (\S+)\/v3/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({
+          child,
+          baseUrl: m[1]!,
+          output: () => out,
+          async stop(signal = 'SIGTERM') {
+            if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+            await exited;
+          },
+        });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before starting:\n${out}`));
+    });
+  });
+}
+
+export async function call(baseUrl: string, method: string, path: string, token: string | null, body?: unknown) {
+  const headers: Record<string, string> = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${baseUrl}/v3${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}
