@@ -2,15 +2,13 @@
 // directly against the configured database.
 import pino from 'pino';
 import { loadConfig, type Flags } from './shared/config.js';
-import { createSecretBox, loadSecretKey } from './shared/crypto.js';
-import type { AppContext } from './shared/context.js';
+import { createAppContext } from './shared/context.js';
 import { migrate, openDatabase } from './shared/db/index.js';
 import { ApiError } from './shared/errors.js';
-import { ServiceRegistry } from './shared/services.js';
 import { createServer } from './server.js';
 import * as accounts from './modules/accounts/service.js';
 import * as devices from './modules/device-codes/service.js';
-import { modules, resetTables } from './modules/index.js';
+import { moduleMigrations, modules, resetTables } from './modules/index.js';
 
 const HELP = `slipway — an open control plane for the Hosting Platform REST API v3
 
@@ -106,15 +104,8 @@ async function serve(flags: Flags) {
 async function admin(positional: string[], flags: Flags) {
   const config = loadConfig(flags);
   const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  await migrate(database.db);
-  const app: AppContext = {
-    config,
-    database,
-    secrets: createSecretBox(loadSecretKey(config.secretKey, config.dataDir)),
-    services: new ServiceRegistry(),
-    log: pino({ level: 'silent' }),
-    baseUrl: config.publicUrl ?? `http://${config.host}:${config.port}`,
-  };
+  await migrate(database.db, moduleMigrations());
+  const app = createAppContext(config, database, pino({ level: 'silent' }), config.publicUrl ?? `http://${config.host}:${config.port}`);
   for (const m of modules) m.setup?.(app);
   const db = database.db;
   const need = (k: string) => {

@@ -4,8 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import AjvModule from 'ajv';
 import formatsModule from 'ajv-formats';
 import type { Config } from './shared/config.js';
-import type { AppContext } from './shared/context.js';
-import { createSecretBox, loadSecretKey } from './shared/crypto.js';
+import { createAppContext, type AppContext } from './shared/context.js';
 import { migrate, openDatabase, type Database } from './shared/db/index.js';
 import { ApiError, SCHEMA_MISMATCH } from './shared/errors.js';
 import { buildOpenApi } from './shared/http/openapi.js';
@@ -13,9 +12,8 @@ import type { Operation } from './shared/http/operation.js';
 import { admit, registerOperations } from './shared/http/router.js';
 import { RateLimiter } from './shared/ratelimit.js';
 import * as idem from './shared/idempotency.js';
-import { ServiceRegistry } from './shared/services.js';
 import { UUID_RE } from './shared/ids.js';
-import { modules } from './modules/index.js';
+import { moduleMigrations, modules } from './modules/index.js';
 import { registerAdmin } from './modules/admin/routes.js';
 import { bootstrap, type BootstrapResult } from './modules/accounts/service.js';
 import { loadTls } from './shared/tls.js';
@@ -42,7 +40,7 @@ function makeAjv(coerce: boolean) {
 
 export async function createServer(config: Config, opts: { database?: Database; logger?: FastifyServerOptions['logger'] } = {}): Promise<Server> {
   const database = opts.database ?? openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  await migrate(database.db);
+  await migrate(database.db, moduleMigrations());
   const tls = config.tls ? await loadTls(config.tls, config.dataDir) : undefined;
 
   const fastify = Fastify({
@@ -58,14 +56,7 @@ export async function createServer(config: Config, opts: { database?: Database; 
   } as FastifyServerOptions);
 
   const scheme = tls ? 'https' : 'http';
-  const app: AppContext = {
-    config,
-    database,
-    secrets: createSecretBox(loadSecretKey(config.secretKey, config.dataDir)),
-    services: new ServiceRegistry(),
-    log: fastify.log,
-    baseUrl: config.publicUrl ?? `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`,
-  };
+  const app = createAppContext(config, database, fastify.log, config.publicUrl ?? `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`);
   const limiter = new RateLimiter(database.db, config.rateLimits);
 
   // Bodies: JSON only; an empty body is "no body", `null` is a valid JSON body.
@@ -154,6 +145,7 @@ export async function createServer(config: Config, opts: { database?: Database; 
   registerAdmin(fastify, app);
 
   const boot = await bootstrap(app);
+  await app.jobs.start();
   const sweeper = setInterval(() => {
     void limiter.sweep().catch(() => {});
     void idem.sweep(database.db).catch(() => {});
@@ -178,6 +170,7 @@ export async function createServer(config: Config, opts: { database?: Database; 
     async close() {
       clearInterval(sweeper);
       await fastify.close();
+      await app.jobs.stop();
       if (!opts.database) await database.close();
     },
   };

@@ -1,5 +1,6 @@
 // Every resource module, in one list. A module contributes its operations and, optionally,
 // start-up wiring (service kinds for the registry, background work) and its own tables for reset.
+import type { Migration } from 'kysely';
 import type { AppContext } from '../shared/context.js';
 import type { Operation } from '../shared/http/operation.js';
 import * as accounts from './accounts/routes.js';
@@ -7,12 +8,18 @@ import * as apiKeys from './api-keys/routes.js';
 import * as deviceCodes from './device-codes/routes.js';
 import * as projects from './projects/routes.js';
 import * as resources from './resources/routes.js';
+import * as applications from './applications/routes.js';
+import * as appStorage from './applications/storage.js';
+import * as processes from './processes/routes.js';
+import * as envVars from './env-vars/routes.js';
 
 export interface Module {
   name: string;
   operations: Operation[];
   /** Tables the module owns beyond the foundation's, children first (used by reset). */
   tables?: readonly string[];
+  /** Schema migrations of the module's tables, named `NNN_<module>_<what>` (NNN orders them globally). */
+  migrations?: Record<string, Migration>;
   setup?(app: AppContext): void;
 }
 
@@ -22,6 +29,11 @@ export const modules: Module[] = [
   { name: 'api-keys', operations: apiKeys.operations },
   { name: 'projects', operations: projects.operations },
   { name: 'device-codes', operations: deviceCodes.operations },
+  { name: 'applications', operations: applications.operations, tables: appStorage.tables, migrations: appStorage.migrations, setup: applications.setup },
+  { name: 'processes', operations: processes.operations },
+  { name: 'env-vars', operations: envVars.operations },
 ];
+
+export const moduleMigrations = (): Record<string, Migration> => Object.assign({}, ...modules.map((m) => m.migrations ?? {}));
 
 export const resetTables = (): string[] => modules.flatMap((m) => [...(m.tables ?? [])]).reverse();

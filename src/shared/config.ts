@@ -1,5 +1,6 @@
 // Server configuration: command-line flags override environment variables, which override defaults.
 import { resolve } from 'node:path';
+import { parseProgression, type FaultRule, type Progression } from './runtime/simulation.js';
 
 export interface RateLimitConfig {
   service_creation: number;
@@ -27,6 +28,8 @@ export interface Config {
   rateLimits: RateLimitConfig;
   bodyLimit: number;
   publicUrl?: string;
+  jobs: { concurrency: number; leaseMs: number; pollMs: number; retryBaseMs: number };
+  simulation: { progression: Record<string, Progression>; faults: Omit<FaultRule, 'id' | 'created_at'>[] };
 }
 
 export const DEFAULT_RATE_LIMITS: RateLimitConfig = {
@@ -96,5 +99,34 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     rateLimits,
     bodyLimit: Number(env.SLIPWAY_BODY_LIMIT || 1024 * 1024),
     publicUrl: str('public-url', 'SLIPWAY_PUBLIC_URL'),
+    jobs: {
+      concurrency: Number(env.SLIPWAY_JOB_CONCURRENCY || 8),
+      leaseMs: Number(env.SLIPWAY_JOB_LEASE_MS || 15_000),
+      pollMs: Number(env.SLIPWAY_JOB_POLL_MS || 100),
+      retryBaseMs: Number(env.SLIPWAY_JOB_RETRY_BASE_MS || 1000),
+    },
+    simulation: {
+      progression: parseProgression(str('sim-progression', 'SLIPWAY_SIM_PROGRESSION')),
+      faults: parseFaults(env.SLIPWAY_SIM_FAULTS),
+    },
   };
+}
+
+function parseFaults(json: string | undefined): Omit<FaultRule, 'id' | 'created_at'>[] {
+  if (!json) return [];
+  let list: unknown;
+  try {
+    list = JSON.parse(json);
+  } catch {
+    throw new Error('SLIPWAY_SIM_FAULTS must be a JSON array of fault rules');
+  }
+  if (!Array.isArray(list)) throw new Error('SLIPWAY_SIM_FAULTS must be a JSON array of fault rules');
+  return list.map((f: Record<string, unknown>) => ({
+    operation: String(f.operation ?? '*'),
+    target_id: (f.target_id as string) ?? null,
+    phase: (f.phase as string) ?? null,
+    probability: typeof f.probability === 'number' ? f.probability : 1,
+    remaining: typeof f.remaining === 'number' ? f.remaining : null,
+    message: String(f.message ?? `Simulated failure (${String(f.operation ?? '*')})`),
+  }));
 }

@@ -2,8 +2,11 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.js';
 import type { Database } from './db/index.js';
-import type { SecretBox } from './crypto.js';
-import type { ServiceRegistry } from './services.js';
+import { createSecretBox, loadSecretKey, type SecretBox } from './crypto.js';
+import { ServiceRegistry } from './services.js';
+import { JobEngine } from './jobs.js';
+import { Simulation } from './runtime/simulation.js';
+import { SimulatedDriver, type RuntimeDriver } from './runtime/driver.js';
 
 export interface AppContext {
   config: Config;
@@ -11,6 +14,26 @@ export interface AppContext {
   secrets: SecretBox;
   services: ServiceRegistry;
   log: FastifyBaseLogger;
+  jobs: JobEngine;
+  /** Progression and fault rules of the simulated runtime (shared through the database). */
+  simulation: Simulation;
+  runtime: RuntimeDriver;
   /** The base URL clients reach this server on (without /v3). */
   baseUrl: string;
+}
+
+/** Builds the shared services around a configuration and an open database. */
+export function createAppContext(config: Config, database: Database, log: FastifyBaseLogger, baseUrl: string): AppContext {
+  const simulation = new Simulation(database.db, config.simulation.progression, config.simulation.faults);
+  return {
+    config,
+    database,
+    secrets: createSecretBox(loadSecretKey(config.secretKey, config.dataDir)),
+    services: new ServiceRegistry(),
+    log,
+    jobs: new JobEngine(database, log, config.jobs),
+    simulation,
+    runtime: new SimulatedDriver(simulation),
+    baseUrl,
+  };
 }

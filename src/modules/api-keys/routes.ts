@@ -64,6 +64,6 @@ export const operations = [
     contract: c.rotateApiKeyContract,
     permission: 'API_KEY:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, app, auth, params, body }) => svc.rotateKey(tx, app, auth.company.id, params.id, body?.old_token_ttl_hours ?? 0),
+    handler: async ({ tx, app, auth, params, body }) => svc.rotateKey(tx, app, auth.company.id, params.id, body?.old_token_ttl_hours ?? 0, auth.grants),
   }),
 ];

@@ -137,8 +137,10 @@ export async function toggleKey(tx: Tx, companyId: string, id: string, callerKey
   return { message: is_enabled ? 'API key enabled' : 'API key disabled', is_enabled: !!is_enabled };
 }
 
-export async function rotateKey(tx: Tx, app: AppContext, companyId: string, id: string, graceHours: number) {
+export async function rotateKey(tx: Tx, app: AppContext, companyId: string, id: string, graceHours: number, caller?: Grants) {
   const row = await findKey(tx, companyId, id);
+  // The caller receives the key's new token, so it must hold everything the key grants.
+  assertGrantable(caller, JSON.parse(row.role_ids) as string[], JSON.parse(row.capabilities) as Capability[]);
   const token = generateToken(app.config.brandPrefix);
   const now = new Date();
   const graceUntil = graceHours > 0 ? new Date(now.getTime() + graceHours * 3600_000).toISOString() : null;

@@ -8,7 +8,7 @@ export const operations = [
     auth: 'none',
     permission: null,
     tier: 'general_write',
-    handler: async ({ tx, ip }) => svc.createCode(tx, ip),
+    handler: async ({ tx, app, ip }) => svc.createCode(tx, app, ip),
   }),
   defineOperation({
     contract: c.pollDeviceCodeContract,

@@ -2,6 +2,7 @@
 // the operator, through /_admin or `slipway admin`), and the client's next poll receives a new
 // API key token exactly once. Codes expire after five minutes; an IP may hold five active codes.
 import { randomInt } from 'node:crypto';
+import { sql } from 'kysely';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
@@ -17,7 +18,10 @@ function newCode(): string {
   return `${pick()}-${pick()}`;
 }
 
-export async function createCode(tx: Tx, ip: string) {
+export async function createCode(tx: Tx, app: AppContext, ip: string) {
+  // Count and insert as one step per address, or concurrent requests overshoot the limit. SQLite
+  // runs one transaction at a time; PostgreSQL needs a transaction-scoped lock on the address.
+  if (app.database.kind === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${`device-codes:${ip}`}))`.execute(tx);
   const now = new Date();
   const active = await tx
     .selectFrom('device_codes')

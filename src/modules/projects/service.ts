@@ -31,12 +31,22 @@ async function find(tx: Tx, companyId: string, id: string): Promise<ProjectsTabl
 
 export async function createProject(tx: Tx, companyId: string, displayName: string) {
   const now = new Date().toISOString();
-  const name = await uniqueName(displayName, async (n) =>
-    !!(await tx.selectFrom('projects').select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst()),
-  );
-  const row: ProjectsTable = { id: newId(), company_id: companyId, name, display_name: displayName, created_at: now, updated_at: now };
-  await tx.insertInto('projects').values(row).execute();
-  return view(row);
+  // A concurrent request may claim the same name between the check and the insert; the unique
+  // index turns that into "nothing inserted" and the next round picks another name.
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const name = await uniqueName(displayName, async (n) =>
+      !!(await tx.selectFrom('projects').select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst()),
+    );
+    const row: ProjectsTable = { id: newId(), company_id: companyId, name, display_name: displayName, created_at: now, updated_at: now };
+    const inserted = await tx
+      .insertInto('projects')
+      .values(row)
+      .onConflict((oc) => oc.columns(['company_id', 'name']).doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    if (inserted) return view(row);
+  }
+  throw new Error(`no free project name for "${displayName}" after 10 attempts`); // a 500: retrying helps
 }
 
 export async function getProject(tx: Tx, app: AppContext, companyId: string, id: string) {

@@ -2,7 +2,7 @@
 // or PostgreSQL (DATABASE_URL). Every mutation goes through `db.transaction()`.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type Transaction } from 'kysely';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import type { DB } from './schema.js';
@@ -37,8 +37,8 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): D
   return { db, kind: 'sqlite', close: () => db.destroy() };
 }
 
-export async function migrate(db: Db): Promise<void> {
-  const migrator = new Migrator({ db, provider: migrationProvider });
+export async function migrate(db: Db, extra: Record<string, Migration> = {}): Promise<void> {
+  const migrator = new Migrator({ db, provider: migrationProvider(extra) });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');
@@ -48,6 +48,10 @@ export async function migrate(db: Db): Promise<void> {
 
 /** Tables in dependency order (children first), for `reset`. */
 export const ALL_TABLES = [
+  'runtime_logs',
+  'sim_faults',
+  'sim_progression',
+  'jobs',
   'project_services',
   'projects',
   'device_codes',

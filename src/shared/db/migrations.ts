@@ -102,12 +102,77 @@ const m001: Migration = {
   },
 };
 
-export const migrations: Record<string, Migration> = {
-  '001_foundation': m001,
-};
-
-export const migrationProvider: MigrationProvider = {
-  async getMigrations() {
-    return migrations;
+const m002: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable('jobs')
+      .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+      .addColumn('kind', 'varchar(64)', (c) => c.notNull())
+      .addColumn('payload', 'text', (c) => c.notNull())
+      .addColumn('status', 'varchar(16)', (c) => c.notNull())
+      .addColumn('run_at', 'varchar(32)', (c) => c.notNull())
+      .addColumn('attempts', 'integer', (c) => c.notNull())
+      .addColumn('max_attempts', 'integer', (c) => c.notNull())
+      .addColumn('lease_owner', 'varchar(64)')
+      .addColumn('lease_expires_at', 'varchar(32)')
+      .addColumn('last_error', 'text')
+      .addColumn('subject_id', 'varchar(64)')
+      .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+      .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('jobs_due').on('jobs').columns(['status', 'run_at']).execute();
+    await db.schema.createIndex('jobs_subject').on('jobs').columns(['subject_id', 'status']).execute();
   },
 };
+
+const m003: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable('sim_progression')
+      .addColumn('operation', 'varchar(64)', (c) => c.primaryKey())
+      .addColumn('setting', 'text', (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable('sim_faults')
+      .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+      .addColumn('operation', 'varchar(64)', (c) => c.notNull())
+      .addColumn('target_id', 'varchar(64)')
+      .addColumn('phase', 'varchar(64)')
+      .addColumn('probability', 'varchar(32)', (c) => c.notNull())
+      .addColumn('remaining', 'integer')
+      .addColumn('message', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable('runtime_logs')
+      .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+      .addColumn('company_id', 'varchar(36)', (c) => c.notNull())
+      .addColumn('app_id', 'varchar(36)', (c) => c.notNull())
+      .addColumn('kind', 'varchar(16)', (c) => c.notNull())
+      .addColumn('deployment_id', 'varchar(36)')
+      .addColumn('process_id', 'varchar(36)')
+      .addColumn('severity', 'varchar(16)', (c) => c.notNull())
+      .addColumn('message', 'text', (c) => c.notNull())
+      .addColumn('ts', 'varchar(32)', (c) => c.notNull())
+      .addColumn('seq', 'integer', (c) => c.notNull())
+      .addColumn('attributes', 'text', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('runtime_logs_app').on('runtime_logs').columns(['app_id', 'kind', 'ts', 'seq']).execute();
+    await db.schema.createIndex('runtime_logs_deployment').on('runtime_logs').columns(['deployment_id', 'ts', 'seq']).execute();
+  },
+};
+
+/** Foundation migrations; modules contribute theirs through `Module.migrations`. */
+export const coreMigrations: Record<string, Migration> = {
+  '001_foundation': m001,
+  '002_jobs': m002,
+  '003_runtime': m003,
+};
+
+export function migrationProvider(extra: Record<string, Migration> = {}): MigrationProvider {
+  return {
+    async getMigrations() {
+      return { ...coreMigrations, ...extra };
+    },
+  };
+}

@@ -84,7 +84,26 @@ export interface SettingsTable {
   value: string;
 }
 
+export interface JobsTable {
+  id: string;
+  kind: string;
+  payload: string;
+  status: 'queued' | 'running' | 'done' | 'failed' | 'cancelled';
+  run_at: string;
+  attempts: number;
+  max_attempts: number;
+  lease_owner: string | null;
+  lease_expires_at: string | null;
+  last_error: string | null;
+  /** The resource the job works on (e.g. a deployment id), for cancellation and lookups. */
+  subject_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Tables of the foundation; resource modules add theirs by declaration merging on this interface. */
 export interface DB {
+  jobs: JobsTable;
   companies: CompaniesTable;
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -94,4 +113,41 @@ export interface DB {
   rate_counters: RateCountersTable;
   idempotency_keys: IdempotencyKeysTable;
   settings: SettingsTable;
+}
+
+export interface SimProgressionTable {
+  operation: string;
+  setting: string;
+}
+
+export interface SimFaultsTable {
+  id: string;
+  operation: string;
+  target_id: string | null;
+  phase: string | null;
+  probability: string;
+  remaining: number | null;
+  message: string;
+  created_at: string;
+}
+
+export interface RuntimeLogsTable {
+  id: string;
+  company_id: string;
+  app_id: string;
+  /** `build` lines belong to a deployment; `runtime` lines to the running application. */
+  kind: 'build' | 'runtime';
+  deployment_id: string | null;
+  process_id: string | null;
+  severity: string;
+  message: string;
+  ts: string;
+  seq: number;
+  attributes: string;
+}
+
+export interface DB {
+  sim_progression: SimProgressionTable;
+  sim_faults: SimFaultsTable;
+  runtime_logs: RuntimeLogsTable;
 }

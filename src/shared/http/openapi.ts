@@ -2,7 +2,7 @@
 // validate requests.
 import type { TSchema } from '@sinclair/typebox';
 import { ErrorBody, ValidationErrorBody } from '../schemas/common.js';
-import type { Operation } from './operation.js';
+import { isWrite, type Operation } from './operation.js';
 
 const ERROR_TEXT: Record<number, string> = {
   400: 'The request is invalid or does not match the schema',
@@ -45,6 +45,11 @@ export function buildOpenApi(ops: Operation[], serverUrl: string) {
     if (!c.public) errors.add(401);
     errors.add(429);
     errors.add(500);
+    // Every write's body is parsed (size, media type) before validation, with or without a declared body.
+    if (isWrite(c.method)) {
+      errors.add(413);
+      errors.add(415);
+    }
     for (const code of [...errors].sort()) {
       const schema = code === 400 && !c.errors.includes(400) ? ValidationErrorBody : ErrorBody;
       responses[String(code)] = { description: ERROR_TEXT[code] ?? 'Error', content: { 'application/json': { schema: plain(schema) } } };

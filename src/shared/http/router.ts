@@ -125,6 +125,7 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
             if (key && companyId) await idem.complete(tx, companyId, key, { status: c.success, body: result });
             return result;
           });
+          app.jobs.wake();
           return send(reply, c.success, body);
         } catch (e) {
           if (e instanceof Replay) {

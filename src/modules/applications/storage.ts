@@ -1,0 +1,174 @@
+// Tables of the applications area: applications and their deployments.
+import type { Kysely, Migration } from 'kysely';
+import type { Tx } from '../../shared/db/index.js';
+import { notFound } from '../../shared/errors.js';
+
+export interface ApplicationsTable {
+  id: string;
+  company_id: string;
+  project_id: string | null;
+  cluster_id: string;
+  name: string;
+  namespace: string;
+  display_name: string;
+  source: 'privateGit' | 'publicGit' | 'dockerImage' | 'app';
+  type: 'app' | 'previewApp';
+  status: 'deploymentInProgress' | 'deploymentFailed' | 'deploymentSuccess' | 'deleting' | 'appDeletionFailed' | 'deploymentCancelled' | null;
+  build_cache_enabled: number;
+  hibernation_enabled: number;
+  hibernate_after_seconds: number | null;
+  auto_deploy: number;
+  is_suspended: number;
+  git_type: 'github' | 'bitbucket' | 'gitlab' | null;
+  repo_url: string | null;
+  default_branch: string | null;
+  docker_image: string | null;
+  build_type: 'dockerfile' | 'pack' | 'nixpacks' | 'railpack';
+  build_path: string | null;
+  pack_builder: string | null;
+  nixpacks_version: string | null;
+  dockerfile_path: string | null;
+  docker_context: string | null;
+  allow_deploy_paths: string;
+  ignore_deploy_paths: string;
+  buildpacks: string;
+  docker_registry_credential_id: string | null;
+  git_lfs_enabled: number;
+  /** Generated temporary domain (`<name>.<cluster>.slipway.local`); not carried over by clone. */
+  temp_domain: string;
+  /** Token of the deployment hook URL; null when the hook is disabled. */
+  hook_token: string | null;
+  created_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DeploymentsTable {
+  id: string;
+  app_id: string;
+  company_id: string;
+  status: 'waiting' | 'inProgress' | 'success' | 'failed' | 'cancelled' | 'skipped';
+  type: 'manual' | 'automatic';
+  trigger: string;
+  steps: string;
+  /** The phase being worked on while inProgress (one of steps). */
+  phase: string | null;
+  phase_started_at: string | null;
+  /** Reads of the deployment (or its application) since the phase began (reads progression). */
+  reads: number;
+  docker_image_url: string | null;
+  git_type: string | null;
+  repo_url: string | null;
+  branch: string | null;
+  commit_sha: string | null;
+  commit_message: string | null;
+  author_login: string | null;
+  author_img: string | null;
+  /** The deployment whose build this one runs (itself, or the rolled-back-to build). */
+  build_of: string | null;
+  is_restart: number;
+  initiated_by: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+declare module '../../shared/db/schema.js' {
+  interface DB {
+    applications: ApplicationsTable;
+    deployments: DeploymentsTable;
+  }
+}
+
+export const migrations: Record<string, Migration> = {
+  '010_applications': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('applications')
+        .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+        .addColumn('company_id', 'varchar(36)', (c) => c.notNull().references('companies.id').onDelete('cascade'))
+        .addColumn('project_id', 'varchar(36)')
+        .addColumn('cluster_id', 'varchar(36)', (c) => c.notNull())
+        .addColumn('name', 'varchar(64)', (c) => c.notNull())
+        .addColumn('namespace', 'varchar(128)', (c) => c.notNull())
+        .addColumn('display_name', 'text', (c) => c.notNull())
+        .addColumn('source', 'varchar(16)', (c) => c.notNull())
+        .addColumn('type', 'varchar(16)', (c) => c.notNull())
+        .addColumn('status', 'varchar(32)')
+        .addColumn('build_cache_enabled', 'integer', (c) => c.notNull())
+        .addColumn('hibernation_enabled', 'integer', (c) => c.notNull())
+        .addColumn('hibernate_after_seconds', 'integer')
+        .addColumn('auto_deploy', 'integer', (c) => c.notNull())
+        .addColumn('is_suspended', 'integer', (c) => c.notNull())
+        .addColumn('git_type', 'varchar(16)')
+        .addColumn('repo_url', 'text')
+        .addColumn('default_branch', 'text')
+        .addColumn('docker_image', 'text')
+        .addColumn('build_type', 'varchar(16)', (c) => c.notNull())
+        .addColumn('build_path', 'text')
+        .addColumn('pack_builder', 'text')
+        .addColumn('nixpacks_version', 'text')
+        .addColumn('dockerfile_path', 'text')
+        .addColumn('docker_context', 'text')
+        .addColumn('allow_deploy_paths', 'text', (c) => c.notNull())
+        .addColumn('ignore_deploy_paths', 'text', (c) => c.notNull())
+        .addColumn('buildpacks', 'text', (c) => c.notNull())
+        .addColumn('docker_registry_credential_id', 'varchar(36)')
+        .addColumn('git_lfs_enabled', 'integer', (c) => c.notNull())
+        .addColumn('temp_domain', 'text', (c) => c.notNull())
+        .addColumn('hook_token', 'varchar(128)')
+        .addColumn('created_by', 'text')
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('applications_company').on('applications').columns(['company_id', 'created_at', 'id']).execute();
+      await db.schema.createIndex('applications_name').on('applications').columns(['company_id', 'name']).unique().execute();
+      await db.schema.createIndex('applications_hook').on('applications').column('hook_token').unique().execute();
+    },
+  },
+  '011_deployments': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('deployments')
+        .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+        .addColumn('app_id', 'varchar(36)', (c) => c.notNull().references('applications.id').onDelete('cascade'))
+        .addColumn('company_id', 'varchar(36)', (c) => c.notNull())
+        .addColumn('status', 'varchar(16)', (c) => c.notNull())
+        .addColumn('type', 'varchar(16)', (c) => c.notNull())
+        .addColumn('trigger', 'varchar(32)', (c) => c.notNull())
+        .addColumn('steps', 'text', (c) => c.notNull())
+        .addColumn('phase', 'varchar(32)')
+        .addColumn('phase_started_at', 'varchar(32)')
+        .addColumn('reads', 'integer', (c) => c.notNull())
+        .addColumn('docker_image_url', 'text')
+        .addColumn('git_type', 'varchar(16)')
+        .addColumn('repo_url', 'text')
+        .addColumn('branch', 'text')
+        .addColumn('commit_sha', 'varchar(64)')
+        .addColumn('commit_message', 'text')
+        .addColumn('author_login', 'text')
+        .addColumn('author_img', 'text')
+        .addColumn('build_of', 'varchar(36)')
+        .addColumn('is_restart', 'integer', (c) => c.notNull())
+        .addColumn('initiated_by', 'text')
+        .addColumn('started_at', 'varchar(32)')
+        .addColumn('finished_at', 'varchar(32)')
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('deployments_app').on('deployments').columns(['app_id', 'created_at', 'id']).execute();
+      await db.schema.createIndex('deployments_app_status').on('deployments').columns(['app_id', 'status']).execute();
+    },
+  },
+};
+
+/** Tables of this area, children first (for reset). */
+export const tables = ['deployments', 'applications'] as const;
+
+/** The application of the company, or 404. Applications being deleted are still found (status `deleting`). */
+export async function findApp(tx: Tx, companyId: string, id: string): Promise<ApplicationsTable> {
+  const app = await tx.selectFrom('applications').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  if (!app) throw notFound('Application');
+  return app;
+}

@@ -1,0 +1,280 @@
+// The durable job engine. Background work (deployments, restarts, restores, backups, cron runs,
+// webhook deliveries) is a row in `jobs`, inserted in the same transaction as the state change
+// that caused it. Workers claim due jobs with a lease (PostgreSQL: FOR UPDATE SKIP LOCKED;
+// SQLite: one writer), run the handler, and record the outcome. A job whose worker died is taken
+// over when its lease expires; on SQLite (one process) leases of the previous run are released
+// at start. A handler may reschedule its job (multi-step work such as a deployment's phases), and
+// failures are retried with exponential backoff and jitter.
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Database, Tx } from './db/index.js';
+import type { JobsTable } from './db/schema.js';
+import { newId } from './ids.js';
+
+export interface Job<P = any> {
+  id: string;
+  kind: string;
+  payload: P;
+  attempts: number;
+  subjectId: string | null;
+}
+
+/** What a handler returns: nothing (done) or a time to run again with an optional new payload. */
+export type JobOutcome = void | { rescheduleAt: Date; payload?: unknown };
+
+export interface JobKind<P = any> {
+  /** Runs inside one transaction together with the job's completion (default). Set false for work that waits on the network. */
+  transactional?: boolean;
+  maxAttempts?: number;
+  /** Called (in a transaction) when the last attempt failed. */
+  onFailure?(tx: Tx, job: Job<P>, error: Error): Promise<void>;
+  run(tx: Tx, job: Job<P>): Promise<JobOutcome>;
+}
+
+export interface EnqueueOptions {
+  kind: string;
+  payload: unknown;
+  runAt?: Date;
+  maxAttempts?: number;
+  subjectId?: string;
+}
+
+export async function enqueue(tx: Tx, o: EnqueueOptions): Promise<string> {
+  const now = new Date().toISOString();
+  const id = newId();
+  await tx
+    .insertInto('jobs')
+    .values({
+      id,
+      kind: o.kind,
+      payload: JSON.stringify(o.payload ?? null),
+      status: 'queued',
+      run_at: (o.runAt ?? new Date()).toISOString(),
+      attempts: 0,
+      max_attempts: o.maxAttempts ?? 10,
+      lease_owner: null,
+      lease_expires_at: null,
+      last_error: null,
+      subject_id: o.subjectId ?? null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+  return id;
+}
+
+/** Cancels queued (not running) jobs of a subject, optionally of one kind. */
+export async function cancelJobs(tx: Tx, subjectId: string, kind?: string): Promise<number> {
+  let q = tx.updateTable('jobs').set({ status: 'cancelled', updated_at: new Date().toISOString() }).where('subject_id', '=', subjectId).where('status', '=', 'queued');
+  if (kind) q = q.where('kind', '=', kind);
+  const r = await q.executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}
+
+/** Exponential backoff with ±20 % jitter: 1 s, 2 s, 4 s ... capped at 5 minutes. */
+export function backoffMs(attempt: number, baseMs = 1000, capMs = 300_000): number {
+  const raw = Math.min(capMs, baseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(raw * (0.8 + Math.random() * 0.4));
+}
+
+export interface JobEngineOptions {
+  concurrency?: number;
+  pollMs?: number;
+  leaseMs?: number;
+  retryBaseMs?: number;
+}
+
+export class JobEngine {
+  readonly workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private kinds = new Map<string, JobKind>();
+  private running = new Set<Promise<void>>();
+  private timer?: NodeJS.Timeout;
+  private stopped = true;
+  private polling = false;
+  private readonly concurrency: number;
+  private readonly pollMs: number;
+  private readonly leaseMs: number;
+  private readonly retryBaseMs: number;
+
+  constructor(
+    private database: Database,
+    private log: FastifyBaseLogger,
+    opts: JobEngineOptions = {},
+  ) {
+    this.concurrency = opts.concurrency ?? 8;
+    this.pollMs = opts.pollMs ?? 100;
+    this.leaseMs = opts.leaseMs ?? 15_000;
+    this.retryBaseMs = opts.retryBaseMs ?? 1000;
+  }
+
+  register<P>(kind: string, handler: JobKind<P>): void {
+    this.kinds.set(kind, handler as JobKind);
+  }
+
+  async start(): Promise<void> {
+    if (this.database.kind === 'sqlite') {
+      // One process owns a SQLite file: whatever was running when it last stopped is due again.
+      await this.database.db
+        .updateTable('jobs')
+        .set({ status: 'queued', lease_owner: null, lease_expires_at: null, updated_at: new Date().toISOString() })
+        .where('status', '=', 'running')
+        .execute();
+    }
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await Promise.allSettled([...this.running]);
+  }
+
+  /** Asks the local worker to look for due jobs now (after a commit that enqueued work). */
+  wake(): void {
+    if (!this.stopped) this.schedule(0);
+  }
+
+  private schedule(ms: number) {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.poll(), ms);
+    this.timer.unref?.();
+  }
+
+  private async poll() {
+    if (this.polling || this.stopped) return;
+    this.polling = true;
+    let claimed = 0;
+    try {
+      while (!this.stopped && this.running.size < this.concurrency) {
+        const row = await this.claim();
+        if (!row) break;
+        claimed++;
+        const p = this.execute(row).finally(() => {
+          this.running.delete(p);
+          this.wake();
+        });
+        this.running.add(p);
+      }
+    } catch (e) {
+      this.log.error({ err: e }, 'job poll failed');
+    } finally {
+      this.polling = false;
+      this.schedule(claimed > 0 ? 0 : this.pollMs);
+    }
+  }
+
+  private async claim(): Promise<JobsTable | undefined> {
+    const now = new Date();
+    const nowIso = now.toISOString();
+    const lease = new Date(now.getTime() + this.leaseMs).toISOString();
+    const kinds = [...this.kinds.keys()];
+    if (!kinds.length) return undefined;
+    const lock = this.database.kind === 'postgres' ? sql` FOR UPDATE SKIP LOCKED` : sql``;
+    const r = await sql<JobsTable>`
+      UPDATE jobs SET status = 'running', lease_owner = ${this.workerId}, lease_expires_at = ${lease},
+        attempts = attempts + 1, updated_at = ${nowIso}
+      WHERE id = (
+        SELECT id FROM jobs
+        WHERE kind IN (${sql.join(kinds)})
+          AND ((status = 'queued' AND run_at <= ${nowIso}) OR (status = 'running' AND lease_expires_at < ${nowIso}))
+        ORDER BY run_at, id LIMIT 1${lock}
+      )
+      RETURNING *`.execute(this.database.db);
+    return r.rows[0];
+  }
+
+  private async execute(row: JobsTable): Promise<void> {
+    const kind = this.kinds.get(row.kind)!;
+    const job: Job = { id: row.id, kind: row.kind, payload: JSON.parse(row.payload), attempts: row.attempts, subjectId: row.subject_id };
+    const heartbeat = setInterval(() => {
+      void this.database.db
+        .updateTable('jobs')
+        .set({ lease_expires_at: new Date(Date.now() + this.leaseMs).toISOString() })
+        .where('id', '=', row.id)
+        .where('lease_owner', '=', this.workerId)
+        .execute()
+        .catch(() => {});
+    }, Math.max(1000, this.leaseMs / 3));
+    heartbeat.unref?.();
+    const db = this.database.db;
+    try {
+      if (kind.transactional === false) {
+        const outcome = await kind.run(db, job);
+        await db.transaction().execute((tx) => this.finish(tx, row, outcome));
+      } else {
+        await db.transaction().execute(async (tx) => {
+          // Re-check ownership inside the transaction: another worker may have taken over.
+          const mine = await tx.selectFrom('jobs').select('status').where('id', '=', row.id).where('lease_owner', '=', this.workerId).executeTakeFirst();
+          if (!mine || mine.status !== 'running') return;
+          await this.finish(tx, row, await kind.run(tx, job));
+        });
+      }
+    } catch (e) {
+      const err = e instanceof Error ? e : new Error(String(e));
+      this.log.warn({ err, job: row.id, kind: row.kind, attempt: row.attempts }, 'job attempt failed');
+      try {
+        await db.transaction().execute(async (tx) => {
+          const last = row.attempts >= row.max_attempts;
+          await tx
+            .updateTable('jobs')
+            .set({
+              status: last ? 'failed' : 'queued',
+              run_at: new Date(Date.now() + backoffMs(row.attempts, this.retryBaseMs)).toISOString(),
+              lease_owner: null,
+              lease_expires_at: null,
+              last_error: err.message.slice(0, 2000),
+              updated_at: new Date().toISOString(),
+            })
+            .where('id', '=', row.id)
+            .where('lease_owner', '=', this.workerId)
+            .execute();
+          if (last) await kind.onFailure?.(tx, job, err);
+        });
+      } catch (e2) {
+        this.log.error({ err: e2, job: row.id }, 'could not record job failure');
+      }
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  private async finish(tx: Tx, row: JobsTable, outcome: JobOutcome) {
+    const now = new Date().toISOString();
+    if (outcome && 'rescheduleAt' in outcome) {
+      await tx
+        .updateTable('jobs')
+        .set({
+          status: 'queued',
+          run_at: outcome.rescheduleAt.toISOString(),
+          attempts: 0,
+          lease_owner: null,
+          lease_expires_at: null,
+          ...(outcome.payload !== undefined ? { payload: JSON.stringify(outcome.payload) } : {}),
+          updated_at: now,
+        })
+        .where('id', '=', row.id)
+        .where('lease_owner', '=', this.workerId)
+        .execute();
+    } else {
+      await tx.updateTable('jobs').set({ status: 'done', lease_owner: null, lease_expires_at: null, updated_at: now }).where('id', '=', row.id).where('lease_owner', '=', this.workerId).execute();
+    }
+  }
+
+  /** For tests and benchmarks: resolves when no queued or running job is due before `horizonMs`. */
+  async idle(horizonMs = 0): Promise<void> {
+    for (;;) {
+      const horizon = new Date(Date.now() + horizonMs).toISOString();
+      const n = await this.database.db
+        .selectFrom('jobs')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where((eb) => eb.or([eb('status', '=', 'running'), eb.and([eb('status', '=', 'queued'), eb('run_at', '<=', horizon)])]))
+        .executeTakeFirst();
+      if (Number(n?.n ?? 0) === 0) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}

@@ -1,0 +1,86 @@
+// The one interface through which the control plane touches "the hosting". Long-running
+// operations are split into phases; the control plane asks the driver to advance a phase and
+// records what it reports. The default `simulated` driver decides from the simulation settings
+// (progression and fault rules) and writes realistic log lines; real drivers come later.
+import type { Tx } from '../db/index.js';
+import type { LogLine } from './logs.js';
+import { phaseDone, type Simulation } from './simulation.js';
+
+export interface PhaseRequest {
+  /** Operation kind: `deployment`, `restart`, `restore`, `backup`, `cron`, ... */
+  operation: string;
+  phase: string;
+  phaseIndex: number;
+  phaseCount: number;
+  /** The resource the operation acts on (application, database, process), for fault rules. */
+  targetId: string;
+  /** When the phase began, and how often the resource was read since. */
+  startedAt: string;
+  reads: number;
+  /** Free-form facts for the log lines (app name, branch, image, ...). */
+  details?: Record<string, unknown>;
+}
+
+export type PhaseResult =
+  | { state: 'running'; checkAfterMs: number }
+  | { state: 'done'; lines: LogLine[] }
+  | { state: 'failed'; reason: string; lines: LogLine[] };
+
+export interface MetricPoint {
+  time: string;
+  value: number;
+}
+
+export interface RuntimeDriver {
+  readonly name: string;
+  /** Advances one phase of a long-running operation. */
+  advance(tx: Tx, req: PhaseRequest): Promise<PhaseResult>;
+  /** A metric series of a running resource between two instants. */
+  series(resourceId: string, metric: string, from: Date, to: Date, intervalSeconds: number, shape: { base: number; spread: number; running: (t: Date) => boolean }): MetricPoint[];
+}
+
+const PHASE_LINES: Record<string, (d: Record<string, unknown>) => string[]> = {
+  'deployment:checkout': (d) =>
+    d.docker_image
+      ? [`Pulling image ${d.docker_image}`, 'Image pulled']
+      : [`Cloning ${d.repo_url ?? 'repository'} (branch ${d.branch ?? 'main'})`, `Checked out commit ${String(d.commit_sha ?? '').slice(0, 7)}`],
+  'deployment:build': (d) =>
+    d.skip_build
+      ? [`Reusing the build of deployment ${d.reused_deployment_id}; build step skipped`]
+      : [`Building with ${d.build_type ?? 'nixpacks'}`, 'Installing dependencies', 'Running build command', `Build finished; image ${d.image ?? 'built'}`],
+  'deployment:rollout': (d) => [`Rolling out ${d.process_count ?? 1} process(es)`, 'Waiting for health checks', 'Rollout complete'],
+};
+
+/** A deterministic pseudo-random number in [0, 1) from a string seed. */
+export function seeded(seed: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < seed.length; i++) h = Math.imul(h ^ seed.charCodeAt(i), 16777619);
+  return ((h >>> 0) % 100000) / 100000;
+}
+
+export class SimulatedDriver implements RuntimeDriver {
+  readonly name = 'simulated';
+  constructor(private sim: Simulation) {}
+
+  async advance(tx: Tx, req: PhaseRequest): Promise<PhaseResult> {
+    const p = await this.sim.progression(req.operation);
+    const done = phaseDone(p, req.phaseCount, Date.now() - Date.parse(req.startedAt), req.reads);
+    if (!done.done) return { state: 'running', checkAfterMs: done.checkAfterMs };
+    const lines = (PHASE_LINES[`${req.operation}:${req.phase}`]?.(req.details ?? {}) ?? [`${req.operation}: ${req.phase} finished`]).map((message) => ({ message }));
+    const fault = await this.sim.shouldFail(tx, req.operation, req.targetId, req.phase);
+    if (fault) return { state: 'failed', reason: fault, lines: [...lines.slice(0, 1), { message: fault, severity: 'error' as const }] };
+    return { state: 'done', lines };
+  }
+
+  series(resourceId: string, metric: string, from: Date, to: Date, intervalSeconds: number, shape: { base: number; spread: number; running: (t: Date) => boolean }): MetricPoint[] {
+    const out: MetricPoint[] = [];
+    const step = Math.max(1, intervalSeconds) * 1000;
+    const start = Math.floor(from.getTime() / step) * step;
+    for (let t = start; t <= to.getTime() && out.length < 10_000; t += step) {
+      const at = new Date(t);
+      const v = shape.running(at) ? shape.base + shape.spread * seeded(`${resourceId}:${metric}:${t}`) : 0;
+      out.push({ time: at.toISOString(), value: Math.round(v * 100) / 100 });
+    }
+    return out;
+  }
+}

@@ -1,0 +1,164 @@
+// Simulation controls of the simulated runtime, for people testing clients:
+// - progression: how each kind of operation advances — immediately, over a duration, or only
+//   after the resource was read N times (so a client's polling loop can be tested deterministically);
+// - faults: rules that make matching operations fail (e.g. the next deployment of app X fails in
+//   the build step; 30 % of restores fail), listed and removable.
+// Start-up defaults come from configuration; operator changes are stored in the database, so all
+// processes sharing PostgreSQL see them.
+import type { Db, Tx } from '../db/index.js';
+import { badRequest, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+
+export type Progression = { mode: 'immediate' } | { mode: 'duration'; ms: number } | { mode: 'reads'; reads: number };
+
+export interface FaultRule {
+  id: string;
+  /** Operation kind, e.g. `deployment`, `restart`, `restore`, `backup`, `cron`, or `*`. */
+  operation: string;
+  /** Only for this resource (application, database, process ...); null = any. */
+  target_id: string | null;
+  /** Only in this phase (e.g. `build`); null = any phase. */
+  phase: string | null;
+  /** Chance of failing each matching phase, 0..1. */
+  probability: number;
+  /** How many more times the rule fires; null = unlimited. */
+  remaining: number | null;
+  message: string;
+  created_at: string;
+}
+
+export const DEFAULT_PROGRESSION: Progression = { mode: 'duration', ms: 3000 };
+
+/** Parses `deployment=duration:3000,restore=reads:3,*=immediate`. */
+export function parseProgression(spec: string | undefined): Record<string, Progression> {
+  const out: Record<string, Progression> = {};
+  if (!spec) return out;
+  for (const part of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const m = /^([\w*-]+)=(immediate|duration:(\d+)|reads:(\d+))$/.exec(part);
+    if (!m) throw new Error(`invalid simulation progression "${part}" (expected op=immediate|duration:<ms>|reads:<n>)`);
+    out[m[1]!] = m[2] === 'immediate' ? { mode: 'immediate' } : m[3] !== undefined ? { mode: 'duration', ms: Number(m[3]) } : { mode: 'reads', reads: Math.max(1, Number(m[4])) };
+  }
+  return out;
+}
+
+export function validateProgression(p: unknown): Progression {
+  const v = p as Record<string, unknown>;
+  if (v?.mode === 'immediate') return { mode: 'immediate' };
+  if (v?.mode === 'duration' && Number.isInteger(v.ms) && (v.ms as number) >= 0) return { mode: 'duration', ms: v.ms as number };
+  if (v?.mode === 'reads' && Number.isInteger(v.reads) && (v.reads as number) >= 1) return { mode: 'reads', reads: v.reads as number };
+  throw badRequest('progression must be {"mode":"immediate"}, {"mode":"duration","ms":<integer ≥ 0>} or {"mode":"reads","reads":<integer ≥ 1>}');
+}
+
+export class Simulation {
+  private startupFaults: FaultRule[];
+
+  constructor(
+    private db: Db,
+    private defaults: Record<string, Progression>,
+    startupFaults: Omit<FaultRule, 'id' | 'created_at'>[] = [],
+  ) {
+    this.startupFaults = startupFaults.map((f) => ({ ...f, id: newId(), created_at: new Date().toISOString() }));
+  }
+
+  async progression(operation: string): Promise<Progression> {
+    const rows = await this.db.selectFrom('sim_progression').selectAll().where('operation', 'in', [operation, '*']).execute();
+    const row = rows.find((r) => r.operation === operation) ?? rows.find((r) => r.operation === '*');
+    if (row) return JSON.parse(row.setting) as Progression;
+    return this.defaults[operation] ?? this.defaults['*'] ?? DEFAULT_PROGRESSION;
+  }
+
+  async listProgression(): Promise<Record<string, Progression>> {
+    const rows = await this.db.selectFrom('sim_progression').selectAll().execute();
+    return { ...this.defaults, ...Object.fromEntries(rows.map((r) => [r.operation, JSON.parse(r.setting) as Progression])) };
+  }
+
+  async setProgression(operation: string, p: Progression): Promise<void> {
+    await this.db
+      .insertInto('sim_progression')
+      .values({ operation, setting: JSON.stringify(p) })
+      .onConflict((oc) => oc.column('operation').doUpdateSet({ setting: JSON.stringify(p) }))
+      .execute();
+  }
+
+  async clearProgression(operation: string): Promise<void> {
+    await this.db.deleteFrom('sim_progression').where('operation', '=', operation).execute();
+  }
+
+  async listFaults(): Promise<FaultRule[]> {
+    const rows = await this.db.selectFrom('sim_faults').selectAll().orderBy('created_at').execute();
+    return [...this.startupFaults, ...rows.map(rowToRule)];
+  }
+
+  async addFault(input: Partial<FaultRule>): Promise<FaultRule> {
+    if (!input.operation || typeof input.operation !== 'string') throw badRequest('operation is required (e.g. "deployment", "restore" or "*")');
+    const probability = input.probability ?? 1;
+    if (typeof probability !== 'number' || probability < 0 || probability > 1) throw badRequest('probability must be between 0 and 1');
+    if (input.remaining !== undefined && input.remaining !== null && (!Number.isInteger(input.remaining) || input.remaining < 1)) throw badRequest('remaining must be a positive integer or null');
+    const rule: FaultRule = {
+      id: newId(),
+      operation: input.operation,
+      target_id: input.target_id ?? null,
+      phase: input.phase ?? null,
+      probability,
+      remaining: input.remaining ?? null,
+      message: input.message ?? `Simulated failure (${input.operation}${input.phase ? ` in ${input.phase}` : ''})`,
+      created_at: new Date().toISOString(),
+    };
+    await this.db
+      .insertInto('sim_faults')
+      .values({ ...rule, probability: String(rule.probability) })
+      .execute();
+    return rule;
+  }
+
+  async removeFault(id: string): Promise<void> {
+    const before = this.startupFaults.length;
+    this.startupFaults = this.startupFaults.filter((f) => f.id !== id);
+    if (this.startupFaults.length !== before) return;
+    const r = await this.db.deleteFrom('sim_faults').where('id', '=', id).executeTakeFirst();
+    if (!Number(r.numDeletedRows)) throw notFound('Fault rule');
+  }
+
+  /** The failure message when a fault rule fires for this phase, consuming one use of the rule. */
+  async shouldFail(tx: Tx, operation: string, targetId: string | null, phase: string, roll: () => number = Math.random): Promise<string | null> {
+    const matches = (f: Pick<FaultRule, 'operation' | 'target_id' | 'phase'>) =>
+      (f.operation === operation || f.operation === '*') && (f.target_id === null || f.target_id === targetId) && (f.phase === null || f.phase === phase);
+    for (const f of this.startupFaults) {
+      if (!matches(f) || (f.remaining !== null && f.remaining <= 0)) continue;
+      if (roll() >= f.probability) continue;
+      if (f.remaining !== null) f.remaining--;
+      return f.message;
+    }
+    const rows = await tx.selectFrom('sim_faults').selectAll().orderBy('created_at').execute();
+    for (const row of rows) {
+      const f = rowToRule(row);
+      if (!matches(f)) continue;
+      if (roll() >= f.probability) continue;
+      if (f.remaining !== null) {
+        // Consume one use atomically; a concurrent consumer may have taken the last one.
+        const r = await tx.updateTable('sim_faults').set({ remaining: f.remaining - 1 }).where('id', '=', f.id).where('remaining', '=', f.remaining).executeTakeFirst();
+        if (!Number(r.numUpdatedRows)) continue;
+        if (f.remaining - 1 <= 0) await tx.deleteFrom('sim_faults').where('id', '=', f.id).execute();
+      }
+      return f.message;
+    }
+    return null;
+  }
+}
+
+function rowToRule(r: { id: string; operation: string; target_id: string | null; phase: string | null; probability: string; remaining: number | null; message: string; created_at: string }): FaultRule {
+  return { ...r, probability: Number(r.probability) };
+}
+
+/**
+ * Whether one phase (of `phaseCount`) of an operation has finished under a progression policy:
+ * a duration is split evenly over the phases; `reads` needs that many reads since the phase began.
+ */
+export function phaseDone(p: Progression, phaseCount: number, elapsedMs: number, reads: number): { done: boolean; checkAfterMs: number } {
+  if (p.mode === 'immediate') return { done: true, checkAfterMs: 0 };
+  if (p.mode === 'duration') {
+    const per = p.ms / Math.max(1, phaseCount);
+    return elapsedMs >= per ? { done: true, checkAfterMs: 0 } : { done: false, checkAfterMs: Math.max(5, Math.ceil(per - elapsedMs)) };
+  }
+  return reads >= p.reads ? { done: true, checkAfterMs: 0 } : { done: false, checkAfterMs: 5000 };
+}
