@@ -36,4 +36,5 @@ export const modules: Module[] = [
 
 export const moduleMigrations = (): Record<string, Migration> => Object.assign({}, ...modules.map((m) => m.migrations ?? {}));
 
-export const resetTables = (): string[] => modules.flatMap((m) => [...(m.tables ?? [])]).reverse();
+/** Every module table, later modules first and each module's children first, so deletes respect references. */
+export const resetTables = (): string[] => [...modules].reverse().flatMap((m) => [...(m.tables ?? [])]);
