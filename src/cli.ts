@@ -3,6 +3,7 @@
 import pino from 'pino';
 import { loadConfig, type Flags } from './shared/config.js';
 import { createAppContext } from './shared/context.js';
+import { validateProgression } from './shared/runtime/simulation.js';
 import { migrate, openDatabase } from './shared/db/index.js';
 import { ApiError } from './shared/errors.js';
 import { createServer } from './server.js';
@@ -47,6 +48,15 @@ Admin commands (take --data-dir / --database-url like serve):
   admin approve-device --code <code> --company <id> [--role <role>]
   admin deny-device --code <code>
   admin reset                                               removes all state, then bootstraps again
+  admin sim-show                                            simulation progression and fault rules
+  admin sim-progression --operation <op> --mode immediate|duration|reads [--ms <n>] [--reads <n>]
+  admin sim-fault-add --operation <op> [--target <id>] [--phase <p>] [--probability <0..1>]
+                      [--remaining <n>] [--message <text>]
+  admin sim-fault-remove --id <rule id>
+
+Simulation at start-up: SLIPWAY_SIM_PROGRESSION (or --sim-progression), e.g.
+"deployment=duration:3000,restore=reads:3,*=immediate"; SLIPWAY_SIM_FAULTS, a JSON array of
+fault rules such as [{"operation":"deployment","phase":"build","remaining":1}].
 `;
 
 const BOOLEAN_FLAGS = new Set(['production', 'trust-proxy', 'help']);
@@ -107,6 +117,7 @@ async function admin(positional: string[], flags: Flags) {
   await migrate(database.db, moduleMigrations());
   const app = createAppContext(config, database, pino({ level: 'silent' }), config.publicUrl ?? `http://${config.host}:${config.port}`);
   for (const m of modules) m.setup?.(app);
+  await app.simulation.start();
   const db = database.db;
   const need = (k: string) => {
     const v = flags[k];
@@ -155,6 +166,32 @@ async function admin(positional: string[], flags: Flags) {
       case 'deny-device':
         out(await tx((t) => devices.decide(t, app, need('code'), { approve: false })));
         break;
+      case 'sim-show':
+        out({ progression: await app.simulation.listProgression(), faults: await app.simulation.listFaults() });
+        break;
+      case 'sim-progression': {
+        const mode = need('mode');
+        const p = validateProgression({ mode, ms: flags.ms === undefined ? undefined : Number(flags.ms), reads: flags.reads === undefined ? undefined : Number(flags.reads) });
+        await app.simulation.setProgression(need('operation'), p);
+        out({ operation: flags.operation, progression: p });
+        break;
+      }
+      case 'sim-fault-add':
+        out(
+          await app.simulation.addFault({
+            operation: need('operation'),
+            target_id: (flags.target as string) ?? null,
+            phase: (flags.phase as string) ?? null,
+            probability: flags.probability === undefined ? 1 : Number(flags.probability),
+            remaining: flags.remaining === undefined ? null : Number(flags.remaining),
+            message: flags.message as string | undefined,
+          }),
+        );
+        break;
+      case 'sim-fault-remove':
+        await app.simulation.removeFault(need('id'));
+        out({ removed: flags.id });
+        break;
       case 'reset':
         out(await accounts.resetAll(app, resetTables()));
         break;
@@ -162,6 +199,7 @@ async function admin(positional: string[], flags: Flags) {
         throw new Error(`unknown admin command "${positional[1] ?? ''}"; see slipway --help`);
     }
   } finally {
+    app.simulation.stop();
     await database.close();
   }
 }

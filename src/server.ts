@@ -10,7 +10,6 @@ import { ApiError, SCHEMA_MISMATCH } from './shared/errors.js';
 import { buildOpenApi } from './shared/http/openapi.js';
 import type { Operation } from './shared/http/operation.js';
 import { admit, registerOperations } from './shared/http/router.js';
-import { RateLimiter } from './shared/ratelimit.js';
 import * as idem from './shared/idempotency.js';
 import { UUID_RE } from './shared/ids.js';
 import { moduleMigrations, modules } from './modules/index.js';
@@ -57,7 +56,7 @@ export async function createServer(config: Config, opts: { database?: Database; 
 
   const scheme = tls ? 'https' : 'http';
   const app = createAppContext(config, database, fastify.log, config.publicUrl ?? `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`);
-  const limiter = new RateLimiter(database.db, config.rateLimits);
+  const limiter = app.limiter;
 
   // Bodies: JSON only; an empty body is "no body", `null` is a valid JSON body.
   fastify.removeContentTypeParser(['application/json']);
@@ -143,8 +142,10 @@ export async function createServer(config: Config, opts: { database?: Database; 
     }
   });
   registerAdmin(fastify, app);
+  for (const m of modules) m.http?.(fastify, app);
 
   const boot = await bootstrap(app);
+  await app.simulation.start();
   await app.jobs.start();
   const sweeper = setInterval(() => {
     void limiter.sweep().catch(() => {});
@@ -171,6 +172,7 @@ export async function createServer(config: Config, opts: { database?: Database; 
       clearInterval(sweeper);
       await fastify.close();
       await app.jobs.stop();
+      app.simulation.stop();
       if (!opts.database) await database.close();
     },
   };

@@ -1,6 +1,7 @@
 // Every resource module, in one list. A module contributes its operations and, optionally,
 // start-up wiring (service kinds for the registry, background work) and its own tables for reset.
 import type { Migration } from 'kysely';
+import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../shared/context.js';
 import type { Operation } from '../shared/http/operation.js';
 import * as accounts from './accounts/routes.js';
@@ -21,6 +22,8 @@ export interface Module {
   /** Schema migrations of the module's tables, named `NNN_<module>_<what>` (NNN orders them globally). */
   migrations?: Record<string, Migration>;
   setup?(app: AppContext): void;
+  /** Routes outside /v3 (e.g. public hook URLs). */
+  http?(fastify: FastifyInstance, app: AppContext): void;
 }
 
 export const modules: Module[] = [
@@ -29,9 +32,9 @@ export const modules: Module[] = [
   { name: 'api-keys', operations: apiKeys.operations },
   { name: 'projects', operations: projects.operations },
   { name: 'device-codes', operations: deviceCodes.operations },
-  { name: 'applications', operations: applications.operations, tables: appStorage.tables, migrations: appStorage.migrations, setup: applications.setup },
-  { name: 'processes', operations: processes.operations },
-  { name: 'env-vars', operations: envVars.operations },
+  { name: 'applications', operations: applications.operations, tables: appStorage.tables, migrations: appStorage.migrations, setup: applications.setup, http: applications.http },
+  { name: 'processes', operations: processes.operations, tables: processes.tables, migrations: processes.migrations, setup: processes.setup },
+  { name: 'env-vars', operations: envVars.operations, tables: envVars.tables, migrations: envVars.migrations },
 ];
 
 export const moduleMigrations = (): Record<string, Migration> => Object.assign({}, ...modules.map((m) => m.migrations ?? {}));

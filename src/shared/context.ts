@@ -7,6 +7,7 @@ import { ServiceRegistry } from './services.js';
 import { JobEngine } from './jobs.js';
 import { Simulation } from './runtime/simulation.js';
 import { SimulatedDriver, type RuntimeDriver } from './runtime/driver.js';
+import { RateLimiter } from './ratelimit.js';
 
 export interface AppContext {
   config: Config;
@@ -18,13 +19,14 @@ export interface AppContext {
   /** Progression and fault rules of the simulated runtime (shared through the database). */
   simulation: Simulation;
   runtime: RuntimeDriver;
+  limiter: RateLimiter;
   /** The base URL clients reach this server on (without /v3). */
   baseUrl: string;
 }
 
 /** Builds the shared services around a configuration and an open database. */
 export function createAppContext(config: Config, database: Database, log: FastifyBaseLogger, baseUrl: string): AppContext {
-  const simulation = new Simulation(database.db, config.simulation.progression, config.simulation.faults);
+  const simulation = new Simulation(database, config.simulation.progression, config.simulation.faults);
   return {
     config,
     database,
@@ -34,6 +36,7 @@ export function createAppContext(config: Config, database: Database, log: Fastif
     jobs: new JobEngine(database, log, config.jobs),
     simulation,
     runtime: new SimulatedDriver(simulation),
+    limiter: new RateLimiter(database.db, config.rateLimits),
     baseUrl,
   };
 }

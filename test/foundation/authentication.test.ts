@@ -38,6 +38,13 @@ for (const kind of DB_KINDS) {
       assert.match(m, /malformed/i);
     });
 
+    it('accepts the Bearer scheme name in any case', async () => {
+      for (const scheme of ['bearer', 'BEARER', 'Bearer']) {
+        const r = await s.get('/api-keys/me', { token: null, headers: { authorization: `${scheme} ${s.token}` } });
+        assert.equal(r.status, 200, `${scheme}: ${r.text}`);
+      }
+    });
+
     it('rejects an unknown key', async () => {
       const r = await s.get('/projects', { token: `svl_${randomBytes(32).toString('hex')}` });
       assert401(r, /invalid/i);
@@ -106,7 +113,22 @@ for (const kind of DB_KINDS) {
       const until = Date.parse(view.body.old_token_expired_at);
       assert.ok(until >= t0 + 3600_000 - 5000 && until <= Date.now() + 3600_000 + 5000, `old_token_expired_at ${view.body.old_token_expired_at} is about an hour away`);
 
-      // A second rotation without grace ends the first token's grace period too.
+      // Once the grace period is over (moved into the past here rather than waited for), the old token fails.
+      await s.app.database.db
+        .updateTable('api_keys')
+        .set({ old_token_expired_at: new Date(Date.now() - 1000).toISOString() })
+        .where('id', '=', k.id)
+        .execute();
+      assert401(await s.get('/projects', { token: k.token }), /rotated/i);
+      assert.equal((await s.get(`/api-keys/${k.id}`)).body.old_token_expired_at, null, 'a past grace period is not shown');
+      assert.equal((await s.get('/projects', { token: rot.body.token })).status, 200);
+    });
+
+    it('ends an earlier grace period when the key is rotated again without one', async () => {
+      const k = await s.newKey({ role: 'Company Admin' });
+      const rot = await s.post(`/api-keys/${k.id}/rotate`, { old_token_ttl_hours: 1 });
+      assert.equal(rot.status, 200);
+      assert.equal((await s.get('/projects', { token: k.token })).status, 200);
       const rot2 = await s.post(`/api-keys/${k.id}/rotate`, { old_token_ttl_hours: 0 });
       assert.equal(rot2.status, 200);
       assert401(await s.get('/projects', { token: k.token }));

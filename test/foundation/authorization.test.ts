@@ -78,6 +78,8 @@ for (const kind of DB_KINDS) {
       const write = await s.post('/projects', { display_name: 'during suspension' }, { token });
       assert.match(assertErrorBody(write, 403), /suspended/i);
       assert.match(assertErrorBody(await s.patch(`/projects/${p.body.id}`, { display_name: 'x' }, { token }), 403), /suspended/i);
+      // Also on operations that need no permission at all.
+      for (const path of ['/api-keys/me', '/resources/clusters']) assert.match(assertErrorBody(await s.get(path, { token }), 403), /suspended/i, path);
 
       const res = await s.admin('POST', `/companies/${companyId}/resume`);
       assert.equal(res.status, 200, res.text);
@@ -89,6 +91,7 @@ for (const kind of DB_KINDS) {
         'the write during suspension did not happen',
       );
       assert.equal((await s.post('/projects', { display_name: 'after resume' }, { token })).status, 201);
+      assert.equal((await s.get('/api-keys/me', { token })).status, 200);
     });
 
     it('a company under maintenance gets 403 on writes while reads still work', async () => {

@@ -8,6 +8,7 @@ import { hashesEqual, hashToken } from '../../shared/auth/tokens.js';
 import * as accounts from '../accounts/service.js';
 import * as devices from '../device-codes/service.js';
 import { resetTables } from '../index.js';
+import { validateProgression } from '../../shared/runtime/simulation.js';
 
 type Body = Record<string, unknown> | undefined;
 const str = (b: Body, k: string, required = false): string | undefined => {
@@ -67,6 +68,24 @@ export function registerAdmin(fastify: FastifyInstance, app: AppContext): void {
         return tx((t) => devices.decide(t, app, (req.params as { code: string }).code, { approve: true, companyId: str(b, 'company_id', true), role: str(b, 'role'), name: str(b, 'name') }));
       });
       r.post('/device-codes/:code/deny', async (req) => tx((t) => devices.decide(t, app, (req.params as { code: string }).code, { approve: false })));
+      // Simulation controls of the simulated runtime.
+      r.get('/simulation', async () => ({ progression: await app.simulation.listProgression(), faults: await app.simulation.listFaults() }));
+      r.put('/simulation/progression/:operation', async (req) => {
+        const { operation } = req.params as { operation: string };
+        const p = validateProgression(req.body);
+        await app.simulation.setProgression(operation, p);
+        return { operation, progression: p };
+      });
+      r.delete('/simulation/progression/:operation', async (req, reply) => {
+        await app.simulation.clearProgression((req.params as { operation: string }).operation);
+        return reply.status(204).send();
+      });
+      r.get('/simulation/faults', async () => ({ data: await app.simulation.listFaults() }));
+      r.post('/simulation/faults', async (req, reply) => reply.status(201).send(await app.simulation.addFault((req.body ?? {}) as Record<string, never>)));
+      r.delete('/simulation/faults/:id', async (req, reply) => {
+        await app.simulation.removeFault((req.params as { id: string }).id);
+        return reply.status(204).send();
+      });
       r.post('/reset', async () => {
         const boot = await accounts.resetAll(app, resetTables());
         return { message: 'All state was removed and the server bootstrapped again', company_id: boot.companyId, token: boot.token };

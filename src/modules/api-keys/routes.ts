@@ -52,13 +52,13 @@ export const operations = [
     contract: c.deleteApiKeyContract,
     permission: 'API_KEY:DELETE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params }) => svc.deleteKey(tx, auth.company.id, params.id, auth.key.id),
+    handler: async ({ tx, auth, params }) => svc.deleteKey(tx, auth.company.id, params.id, auth.key.id, auth.grants),
   }),
   defineOperation({
     contract: c.toggleApiKeyContract,
     permission: 'API_KEY:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params }) => svc.toggleKey(tx, auth.company.id, params.id, auth.key.id),
+    handler: async ({ tx, auth, params }) => svc.toggleKey(tx, auth.company.id, params.id, auth.key.id, auth.grants),
   }),
   defineOperation({
     contract: c.rotateApiKeyContract,

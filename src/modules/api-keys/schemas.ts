@@ -188,7 +188,8 @@ export const getCurrentApiKeyContract = {
     is_enabled: Type.Optional(Type.Boolean()),
     source: Type.Optional(Type.String()),
     masked_token: Type.Optional(Type.String()),
-    roles: Type.Optional(Type.Array(Type.Object({}))),
+    // Role items are open in the contract; keep every field we send (id, name, description).
+    roles: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }))),
     capabilities: Type.Array(Type.Object({
       permission: Type.Optional(Type.String()),
       id_resource: Type.Optional(Nullable(Type.String())),

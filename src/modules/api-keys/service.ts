@@ -129,8 +129,14 @@ export async function updateKey(tx: Tx, companyId: string, id: string, patch: { 
   return toView({ ...row, ...updated });
 }
 
-export async function toggleKey(tx: Tx, companyId: string, id: string, callerKeyId: string) {
+/** A key may only manage keys whose permissions it holds itself (no lock-out of stronger keys). */
+function assertManageable(row: ApiKeysTable, caller?: Grants) {
+  assertGrantable(caller, JSON.parse(row.role_ids) as string[], JSON.parse(row.capabilities) as Capability[]);
+}
+
+export async function toggleKey(tx: Tx, companyId: string, id: string, callerKeyId: string, caller?: Grants) {
   const row = await findKey(tx, companyId, id);
+  assertManageable(row, caller);
   if (row.id === callerKeyId && row.is_enabled) throw badRequest('A key cannot disable itself; use another key');
   const is_enabled = row.is_enabled ? 0 : 1;
   await tx.updateTable('api_keys').set({ is_enabled, updated_at: new Date().toISOString() }).where('id', '=', id).execute();
@@ -158,8 +164,8 @@ export async function rotateKey(tx: Tx, app: AppContext, companyId: string, id: 
   return { token, name: row.name };
 }
 
-export async function deleteKey(tx: Tx, companyId: string, id: string, callerKeyId: string) {
-  await findKey(tx, companyId, id);
+export async function deleteKey(tx: Tx, companyId: string, id: string, callerKeyId: string, caller?: Grants) {
+  assertManageable(await findKey(tx, companyId, id), caller);
   if (id === callerKeyId) throw badRequest('A key cannot delete itself; use another key');
   const now = new Date().toISOString();
   await tx.updateTable('api_keys').set({ deleted_at: now, is_enabled: 0, updated_at: now, old_token_hash: null }).where('id', '=', id).execute();

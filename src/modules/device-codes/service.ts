@@ -59,8 +59,13 @@ export async function decide(tx: Tx, app: AppContext, code: string, decision: { 
   const row = await tx.selectFrom('device_codes').selectAll().where('code', '=', code.toUpperCase()).executeTakeFirst();
   if (!row) throw notFound('Device code');
   if (row.status !== 'pending' || row.expires_at <= new Date().toISOString()) throw badRequest(`Device code is ${row.status === 'pending' ? 'expired' : row.status}`);
+  // Decisions update the row only while it is still pending: of concurrent decisions one wins and
+  // the others fail (rolling back the key an approval created).
+  const decided = (res: { numUpdatedRows: bigint }) => {
+    if (Number(res.numUpdatedRows) !== 1) throw badRequest('Device code was decided by another request');
+  };
   if (!decision.approve) {
-    await tx.updateTable('device_codes').set({ status: 'denied' }).where('code', '=', row.code).execute();
+    decided(await tx.updateTable('device_codes').set({ status: 'denied' }).where('code', '=', row.code).where('status', '=', 'pending').executeTakeFirst());
     return { code: row.code, status: 'denied' };
   }
   if (!decision.companyId) throw badRequest('company_id is required to approve a device code');
@@ -69,10 +74,13 @@ export async function decide(tx: Tx, app: AppContext, code: string, decision: { 
   const role = ROLE_BY_NAME.get((decision.role ?? 'Company Admin').toLowerCase());
   if (!role) throw badRequest(`Unknown role "${decision.role}"`);
   const key = await createKey(tx, app, company.id, { name: decision.name ?? `CLI device ${row.code}`, role_ids: [role.id], source: 'CLI' });
-  await tx
-    .updateTable('device_codes')
-    .set({ status: 'approved', company_id: company.id, api_key_id: key.id, token_enc: app.secrets.encrypt(key.token) })
-    .where('code', '=', row.code)
-    .execute();
+  decided(
+    await tx
+      .updateTable('device_codes')
+      .set({ status: 'approved', company_id: company.id, api_key_id: key.id, token_enc: app.secrets.encrypt(key.token) })
+      .where('code', '=', row.code)
+      .where('status', '=', 'pending')
+      .executeTakeFirst(),
+  );
   return { code: row.code, status: 'approved', api_key_id: key.id };
 }

@@ -11,7 +11,8 @@ export interface AuthContext {
   grants: Grants;
 }
 
-const BEARER = /^Bearer ([\x21-\x7e]{16,512})$/;
+// The scheme name is case-insensitive (RFC 9110, section 11.1).
+const BEARER = /^Bearer ([\x21-\x7e]{16,512})$/i;
 
 export async function authenticate(db: Db, header: string | undefined, now = new Date()): Promise<AuthContext> {
   if (header === undefined || header === '') throw unauthorized('Missing Authorization header: send "Authorization: Bearer <API key>"');

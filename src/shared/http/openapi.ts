@@ -1,6 +1,6 @@
 // Builds the served OpenAPI 3.1 document from the same operation declarations that route and
 // validate requests.
-import type { TSchema } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import { ErrorBody, ValidationErrorBody } from '../schemas/common.js';
 import { isWrite, type Operation } from './operation.js';
 
@@ -43,6 +43,8 @@ export function buildOpenApi(ops: Operation[], serverUrl: string) {
     const errors = new Set(c.errors);
     errors.add(400);
     if (!c.public) errors.add(401);
+    // Any key-authenticated operation answers 403 while its company is suspended.
+    if (op.auth !== 'none') errors.add(403);
     errors.add(429);
     errors.add(500);
     // Every write's body is parsed (size, media type) before validation, with or without a declared body.
@@ -51,7 +53,9 @@ export function buildOpenApi(ops: Operation[], serverUrl: string) {
       errors.add(415);
     }
     for (const code of [...errors].sort()) {
-      const schema = code === 400 && !c.errors.includes(400) ? ValidationErrorBody : ErrorBody;
+      // Without a listed 400, a schema mismatch carries data.issues; other 400s (malformed JSON,
+      // Idempotency-Key) keep the plain error body.
+      const schema = code === 400 && !c.errors.includes(400) ? Type.Union([ValidationErrorBody, ErrorBody]) : ErrorBody;
       responses[String(code)] = { description: ERROR_TEXT[code] ?? 'Error', content: { 'application/json': { schema: plain(schema) } } };
     }
     const operation: Record<string, unknown> = {

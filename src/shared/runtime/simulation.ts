@@ -5,7 +5,7 @@
 //   the build step; 30 % of restores fail), listed and removable.
 // Start-up defaults come from configuration; operator changes are stored in the database, so all
 // processes sharing PostgreSQL see them.
-import type { Db, Tx } from '../db/index.js';
+import type { Database, Db, Tx } from '../db/index.js';
 import { badRequest, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 
@@ -51,20 +51,43 @@ export function validateProgression(p: unknown): Progression {
 
 export class Simulation {
   private startupFaults: FaultRule[];
+  private db: Db;
+  /**
+   * SQLite: an in-memory copy of the progression table, loaded at start and refreshed every few
+   * seconds outside any transaction (SQLite has one connection: reading it from inside a job's
+   * transaction would wait on itself). PostgreSQL reads the table through the pool each time.
+   */
+  private cache?: Map<string, Progression>;
+  private refresher?: NodeJS.Timeout;
 
   constructor(
-    private db: Db,
+    private database: Database,
     private defaults: Record<string, Progression>,
     startupFaults: Omit<FaultRule, 'id' | 'created_at'>[] = [],
   ) {
+    this.db = database.db;
     this.startupFaults = startupFaults.map((f) => ({ ...f, id: newId(), created_at: new Date().toISOString() }));
   }
 
+  async start(): Promise<void> {
+    if (this.database.kind !== 'sqlite') return;
+    this.cache = await this.load();
+    this.refresher = setInterval(() => void this.load().then((m) => (this.cache = m), () => {}), 2000);
+    this.refresher.unref();
+  }
+
+  stop(): void {
+    if (this.refresher) clearInterval(this.refresher);
+  }
+
+  private async load(): Promise<Map<string, Progression>> {
+    const rows = await this.db.selectFrom('sim_progression').selectAll().execute();
+    return new Map(rows.map((r) => [r.operation, JSON.parse(r.setting) as Progression]));
+  }
+
   async progression(operation: string): Promise<Progression> {
-    const rows = await this.db.selectFrom('sim_progression').selectAll().where('operation', 'in', [operation, '*']).execute();
-    const row = rows.find((r) => r.operation === operation) ?? rows.find((r) => r.operation === '*');
-    if (row) return JSON.parse(row.setting) as Progression;
-    return this.defaults[operation] ?? this.defaults['*'] ?? DEFAULT_PROGRESSION;
+    const table = this.cache ?? (await this.load());
+    return table.get(operation) ?? table.get('*') ?? this.defaults[operation] ?? this.defaults['*'] ?? DEFAULT_PROGRESSION;
   }
 
   async listProgression(): Promise<Record<string, Progression>> {
@@ -78,10 +101,12 @@ export class Simulation {
       .values({ operation, setting: JSON.stringify(p) })
       .onConflict((oc) => oc.column('operation').doUpdateSet({ setting: JSON.stringify(p) }))
       .execute();
+    this.cache?.set(operation, p);
   }
 
   async clearProgression(operation: string): Promise<void> {
     await this.db.deleteFrom('sim_progression').where('operation', '=', operation).execute();
+    this.cache?.delete(operation);
   }
 
   async listFaults(): Promise<FaultRule[]> {

@@ -1,0 +1,304 @@
+// Deployments and their state machine: waiting -> inProgress -> success | failed | cancelled,
+// with `skipped` for a waiting deployment that a newer one superseded. A deployment is driven by
+// one durable job ('deployment.advance') that runs one step per execution and reschedules itself;
+// every transition is a conditional update, so a step that runs twice (after a crash, or from a
+// read in `reads` progression) changes nothing the second time.
+import { randomBytes } from 'node:crypto';
+import type { AppContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { badRequest, notFound } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
+import { cancelJobs, enqueue, type JobKind } from '../../shared/jobs.js';
+import { paginate, type Page } from '../../shared/pagination.js';
+import { writeLogs, type LogLine } from '../../shared/runtime/logs.js';
+import * as processes from '../processes/service.js';
+import * as envVars from '../env-vars/service.js';
+import type { ApplicationsTable, DeploymentsTable } from './storage.js';
+
+export const ACTIVE = ['waiting', 'inProgress'] as const;
+const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
+export const ADVANCE = 'deployment.advance';
+
+const APP_STATUS: Record<string, ApplicationsTable['status']> = {
+  waiting: 'deploymentInProgress',
+  inProgress: 'deploymentInProgress',
+  success: 'deploymentSuccess',
+  failed: 'deploymentFailed',
+  cancelled: 'deploymentCancelled',
+};
+
+export function deploymentView(d: DeploymentsTable) {
+  return {
+    id: d.id,
+    app_id: d.app_id,
+    status: d.status,
+    type: d.type,
+    trigger: d.trigger,
+    steps: JSON.parse(d.steps) as ('checkout' | 'build' | 'rollout' | 'syncConnections')[],
+    docker_image_url: d.docker_image_url,
+    git_type: d.git_type as 'github' | 'bitbucket' | 'gitlab' | null,
+    repo_url: d.repo_url,
+    branch: d.branch,
+    commit_sha: d.commit_sha,
+    commit_message: d.commit_message,
+    author_login: d.author_login,
+    author_img: d.author_img,
+    started_at: d.started_at,
+    finished_at: d.finished_at,
+    created_at: d.created_at,
+    updated_at: d.updated_at,
+  };
+}
+
+/** The application's status follows its latest deployment that was not skipped. */
+export async function refreshAppStatus(tx: Tx, appId: string): Promise<void> {
+  const latest = await tx
+    .selectFrom('deployments')
+    .select('status')
+    .where('app_id', '=', appId)
+    .where('status', '!=', 'skipped')
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  if (!latest) return;
+  await tx
+    .updateTable('applications')
+    .set({ status: APP_STATUS[latest.status] ?? null })
+    .where('id', '=', appId)
+    .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', ['deleting', 'appDeletionFailed'])]))
+    .execute();
+}
+
+const log = (tx: Tx, d: DeploymentsTable, lines: LogLine[]) => writeLogs(tx, { companyId: d.company_id, appId: d.app_id, kind: 'build', deploymentId: d.id }, lines);
+
+export interface DeployOptions {
+  trigger: string;
+  type?: 'manual' | 'automatic';
+  initiatedBy: string | null;
+  branch?: string;
+  dockerImage?: string;
+  isRestart?: boolean;
+  /** Run the build of this earlier deployment instead of building (rollback, restart). */
+  reuse?: DeploymentsTable;
+}
+
+export async function createDeployment(tx: Tx, app: AppContext, a: ApplicationsTable, o: DeployOptions): Promise<DeploymentsTable> {
+  if (a.status === 'deleting') throw badRequest('The application is being deleted');
+  const now = new Date().toISOString();
+  // A newer deployment supersedes every deployment still waiting.
+  const waiting = await tx.selectFrom('deployments').select('id').where('app_id', '=', a.id).where('status', '=', 'waiting').execute();
+  for (const w of waiting) {
+    await tx.updateTable('deployments').set({ status: 'skipped', finished_at: now, updated_at: now }).where('id', '=', w.id).where('status', '=', 'waiting').execute();
+    await cancelJobs(tx, w.id, ADVANCE);
+  }
+  const busy = await tx.selectFrom('deployments').select('id').where('app_id', '=', a.id).where('status', '=', 'inProgress').executeTakeFirst();
+  const image = a.source === 'dockerImage';
+  const steps = o.reuse ? ['rollout'] : image ? ['checkout', 'rollout'] : ['checkout', 'build', 'rollout'];
+  const src = o.reuse;
+  const row: DeploymentsTable = {
+    id: newId(),
+    app_id: a.id,
+    company_id: a.company_id,
+    status: busy ? 'waiting' : 'inProgress',
+    type: o.type ?? 'manual',
+    trigger: o.trigger,
+    steps: JSON.stringify(steps),
+    phase: busy ? null : steps[0]!,
+    phase_started_at: busy ? null : now,
+    reads: 0,
+    docker_image_url: src ? src.docker_image_url : image ? (o.dockerImage ?? a.docker_image) : null,
+    git_type: src ? src.git_type : image ? null : a.git_type,
+    repo_url: src ? src.repo_url : image ? null : a.repo_url,
+    branch: src ? src.branch : image ? null : (o.branch ?? a.default_branch ?? 'main'),
+    commit_sha: src ? src.commit_sha : image ? null : randomBytes(20).toString('hex'),
+    commit_message: src ? src.commit_message : image ? null : `Latest commit on ${o.branch ?? a.default_branch ?? 'main'}`,
+    author_login: null,
+    author_img: null,
+    build_of: src ? (src.build_of ?? src.id) : null,
+    is_restart: o.isRestart ? 1 : 0,
+    initiated_by: o.initiatedBy,
+    started_at: busy ? null : now,
+    finished_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+  await tx.insertInto('deployments').values(row).execute();
+  await log(tx, row, [{ message: busy ? 'Deployment queued: waiting for the running deployment to finish' : `Deployment started (trigger: ${row.trigger})` }]);
+  await enqueue(tx, { kind: ADVANCE, payload: { deploymentId: row.id }, subjectId: row.id });
+  await refreshAppStatus(tx, a.id);
+  void app;
+  return row;
+}
+
+export async function cancelActiveDeployments(tx: Tx, appId: string, reason: string) {
+  const active = await tx.selectFrom('deployments').selectAll().where('app_id', '=', appId).where('status', 'in', [...ACTIVE]).execute();
+  for (const d of active) await finish(tx, d, 'cancelled', [{ message: reason, severity: 'warning' }]);
+}
+
+/** Moves an active deployment to a final status (conditional on its current status). */
+async function finish(tx: Tx, d: DeploymentsTable, status: 'success' | 'failed' | 'cancelled', lines: LogLine[]): Promise<boolean> {
+  const now = new Date().toISOString();
+  const r = await tx
+    .updateTable('deployments')
+    .set({ status, finished_at: now, updated_at: now, phase: null })
+    .where('id', '=', d.id)
+    .where('status', '=', d.status)
+    .executeTakeFirst();
+  if (!Number(r.numUpdatedRows)) return false;
+  await cancelJobs(tx, d.id, ADVANCE);
+  await log(tx, d, [...lines, { message: `Deployment ${status}`, severity: status === 'success' ? 'info' : status === 'failed' ? 'error' : 'warning' }]);
+  await refreshAppStatus(tx, d.app_id);
+  return true;
+}
+
+/**
+ * One step of a deployment. Returns when to look again (undefined: nothing more to do).
+ * Called by the job and, in `reads` progression, by the read that completes a phase.
+ */
+export async function step(tx: Tx, app: AppContext, deploymentId: string): Promise<Date | undefined> {
+  const d = await tx.selectFrom('deployments').selectAll().where('id', '=', deploymentId).executeTakeFirst();
+  if (!d || FINAL.has(d.status)) return undefined;
+  const a = await tx.selectFrom('applications').selectAll().where('id', '=', d.app_id).executeTakeFirst();
+  if (!a) return undefined;
+  const now = new Date();
+  if (d.status === 'waiting') {
+    const busy = await tx.selectFrom('deployments').select('id').where('app_id', '=', d.app_id).where('status', '=', 'inProgress').executeTakeFirst();
+    if (busy) return new Date(now.getTime() + 200);
+    const steps = JSON.parse(d.steps) as string[];
+    const r = await tx
+      .updateTable('deployments')
+      .set({ status: 'inProgress', phase: steps[0]!, phase_started_at: now.toISOString(), reads: 0, started_at: now.toISOString(), updated_at: now.toISOString() })
+      .where('id', '=', d.id)
+      .where('status', '=', 'waiting')
+      .executeTakeFirst();
+    if (!Number(r.numUpdatedRows)) return undefined;
+    await log(tx, d, [{ message: `Deployment started (trigger: ${d.trigger})` }]);
+    await refreshAppStatus(tx, d.app_id);
+    return now;
+  }
+  const steps = JSON.parse(d.steps) as string[];
+  const phase = d.phase ?? steps[0]!;
+  const index = Math.max(0, steps.indexOf(phase));
+  const result = await app.runtime.advance(tx, {
+    operation: 'deployment',
+    phase,
+    phaseIndex: index,
+    phaseCount: steps.length,
+    targetId: d.app_id,
+    startedAt: d.phase_started_at ?? d.created_at,
+    reads: d.reads,
+    details: {
+      repo_url: d.repo_url,
+      branch: d.branch,
+      commit_sha: d.commit_sha,
+      docker_image: d.docker_image_url,
+      build_type: a.build_type,
+      skip_build: !!d.build_of,
+      reused_deployment_id: d.build_of,
+      image: `registry.slipway.local/${a.namespace}:${(d.commit_sha ?? d.id).slice(0, 12)}`,
+      process_count: await processes.countProcesses(tx, a.id),
+    },
+  });
+  if (result.state === 'running') return new Date(now.getTime() + result.checkAfterMs);
+  if (result.state === 'failed') {
+    await finish(tx, d, 'failed', result.lines.map((l) => ({ ...l, attributes: { phase } })));
+    return undefined;
+  }
+  const lines: LogLine[] = result.lines.map((l) => ({ ...l, attributes: { phase } }));
+  if (phase === 'build' || phase === 'rollout') {
+    const system = envVars.systemVariables(app.config.brandPrefix, a, d);
+    const env = await envVars.resolveEnvironment(tx, app.secrets, a, system, phase === 'build' ? 'build' : 'runtime');
+    for (const p of env.problems) lines.push({ message: `Environment: ${p}`, severity: 'warning', attributes: { phase } });
+    lines.push({ message: `${phase === 'build' ? 'Build' : 'Runtime'} environment: ${Object.keys(env.vars).length} variables`, attributes: { phase } });
+  }
+  const next = steps[index + 1];
+  if (!next) {
+    if (!(await finish(tx, d, 'success', lines))) return undefined;
+    await processes.onRollout(tx, app, a, d.id);
+    return undefined;
+  }
+  const r = await tx
+    .updateTable('deployments')
+    .set({ phase: next, phase_started_at: now.toISOString(), reads: 0, updated_at: now.toISOString() })
+    .where('id', '=', d.id)
+    .where('status', '=', 'inProgress')
+    .where('phase', '=', phase)
+    .executeTakeFirst();
+  if (!Number(r.numUpdatedRows)) return undefined;
+  await log(tx, d, lines);
+  return now;
+}
+
+export const advanceJob = (app: AppContext): JobKind<{ deploymentId: string }> => ({
+  maxAttempts: 20,
+  async run(tx, job) {
+    const at = await step(tx, app, job.payload.deploymentId);
+    return at ? { rescheduleAt: at } : undefined;
+  },
+  async onFailure(tx, job, error) {
+    const d = await tx.selectFrom('deployments').selectAll().where('id', '=', job.payload.deploymentId).executeTakeFirst();
+    if (d && !FINAL.has(d.status)) await finish(tx, d, 'failed', [{ message: `Internal error: ${error.message}`, severity: 'error' }]);
+  },
+});
+
+export async function findDeployment(tx: Tx, appId: string, id: string): Promise<DeploymentsTable> {
+  const d = await tx.selectFrom('deployments').selectAll().where('id', '=', id).where('app_id', '=', appId).executeTakeFirst();
+  if (!d) throw notFound('Deployment');
+  return d;
+}
+
+/**
+ * Counts a client's read of a deployment (or of its application). In `reads` progression the
+ * read that completes a phase advances the deployment before answering, so polling loops see
+ * deterministic transitions.
+ */
+export async function noteRead(app: AppContext, appId: string, deploymentId?: string): Promise<void> {
+  const db = app.database.db;
+  const d = deploymentId
+    ? await db.selectFrom('deployments').select(['id', 'status']).where('id', '=', deploymentId).executeTakeFirst()
+    : await db.selectFrom('deployments').select(['id', 'status']).where('app_id', '=', appId).where('status', '=', 'inProgress').executeTakeFirst();
+  if (!d || d.status !== 'inProgress') return;
+  const p = await app.simulation.progression('deployment');
+  if (p.mode !== 'reads') return;
+  await db.transaction().execute(async (tx) => {
+    await tx.updateTable('deployments').set((eb) => ({ reads: eb('reads', '+', 1) })).where('id', '=', d.id).execute();
+    let at = await step(tx, app, d.id);
+    // Follow-up steps that need no reads (e.g. the start of the next phase) happen at once.
+    for (let i = 0; at && at.getTime() <= Date.now() && i < 3; i++) at = await step(tx, app, d.id);
+  });
+}
+
+export async function listDeployments(tx: Tx, appId: string, page: Page) {
+  const res = await paginate(tx.selectFrom('deployments').selectAll().where('app_id', '=', appId), page);
+  return { ...res, data: res.data.map(deploymentView) };
+}
+
+export async function cancelDeployment(tx: Tx, appId: string, id: string) {
+  const d = await findDeployment(tx, appId, id);
+  if (FINAL.has(d.status)) throw badRequest(`The deployment is already ${d.status} and cannot be cancelled`);
+  if (!(await finish(tx, d, 'cancelled', [{ message: 'Cancelled on request', severity: 'warning' }]))) throw badRequest('The deployment finished before it could be cancelled');
+  return { message: 'Deployment cancelled' };
+}
+
+/** Redeploys an earlier successful build: the release before the current one (or the current release after a failure). */
+export async function rollback(tx: Tx, app: AppContext, a: ApplicationsTable, initiatedBy: string) {
+  const successes = await tx.selectFrom('deployments').selectAll().where('app_id', '=', a.id).where('status', '=', 'success').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(2).execute();
+  const latest = await tx
+    .selectFrom('deployments')
+    .select(['id', 'status'])
+    .where('app_id', '=', a.id)
+    .where('status', '!=', 'skipped')
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  const target = latest && successes[0] && latest.id === successes[0].id ? successes[1] : successes[0];
+  if (!target) throw badRequest('There is no earlier successful deployment to roll back to');
+  return createDeployment(tx, app, a, { trigger: 'rollback', initiatedBy, reuse: target });
+}
+
+/** The current release, for restarts. */
+export async function currentRelease(tx: Tx, appId: string) {
+  return tx.selectFrom('deployments').selectAll().where('app_id', '=', appId).where('status', '=', 'success').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
+}

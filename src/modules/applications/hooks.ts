@@ -1,0 +1,55 @@
+// Deployment hooks: an unguessable URL that triggers a deployment of the application when
+// POSTed to, without an API key (for CI systems and git providers).
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { ApiError, notFound } from '../../shared/errors.js';
+import { bucketFor, headersFor, type RateLimiter } from '../../shared/ratelimit.js';
+import { createDeployment, deploymentView } from './deployments.js';
+import { assertMutable } from './service.js';
+import { findApp } from './storage.js';
+
+export const HOOK_PATH = '/hooks/deployments';
+const url = (app: AppContext, token: string) => `${app.baseUrl}${HOOK_PATH}/${token}`;
+const newToken = () => randomBytes(32).toString('base64url');
+
+export async function getHook(tx: Tx, app: AppContext, companyId: string, appId: string) {
+  const a = await findApp(tx, companyId, appId);
+  if (!a.hook_token) throw notFound('Deployment hook (it is not enabled)');
+  return { url: url(app, a.hook_token) };
+}
+
+export async function setHook(tx: Tx, app: AppContext, companyId: string, appId: string, mode: 'enable' | 'regenerate' | 'disable') {
+  const a = await findApp(tx, companyId, appId);
+  assertMutable(a);
+  if (mode === 'disable') {
+    if (!a.hook_token) throw notFound('Deployment hook (it is not enabled)');
+    await tx.updateTable('applications').set({ hook_token: null, updated_at: new Date().toISOString() }).where('id', '=', a.id).execute();
+    return undefined;
+  }
+  if (mode === 'regenerate' && !a.hook_token) throw notFound('Deployment hook (it is not enabled)');
+  const token = mode === 'enable' && a.hook_token ? a.hook_token : newToken();
+  await tx.updateTable('applications').set({ hook_token: token, updated_at: new Date().toISOString() }).where('id', '=', a.id).execute();
+  return { url: url(app, token) };
+}
+
+/** The public hook endpoint. Counted in the deployment tier of the application's company. */
+export function registerHookRoute(fastify: FastifyInstance, app: AppContext, limiter: RateLimiter) {
+  fastify.post(`${HOOK_PATH}/:token`, async (req, reply) => {
+    const { token } = req.params as { token: string };
+    if (!/^[\w-]{20,100}$/.test(token)) throw new ApiError(404, 'Unknown deployment hook');
+    const a = await app.database.db.selectFrom('applications').selectAll().where('hook_token', '=', token).executeTakeFirst();
+    if (!a) {
+      reply.headers(headersFor(await limiter.hit(`ip:${req.ip}`, 'unauthenticated')));
+      throw new ApiError(404, 'Unknown deployment hook');
+    }
+    reply.headers(headersFor(await limiter.hit(bucketFor('deployment', a.company_id, 'triggerDeploymentV3', a.id), 'deployment')));
+    const body = (req.body ?? {}) as { branch?: unknown };
+    const d = await app.database.db.transaction().execute((tx) =>
+      createDeployment(tx, app, a, { trigger: 'hook', type: 'automatic', initiatedBy: 'deployment-hook', branch: typeof body.branch === 'string' ? body.branch : undefined }),
+    );
+    app.jobs.wake();
+    return reply.status(201).send(deploymentView(d));
+  });
+}

@@ -1,0 +1,311 @@
+// Applications: create, read, update, suspend/activate, clone and deletion (which cancels
+// running work first, goes through `deleting`, then removes processes, variables and
+// deployments in a durable job).
+import { randomBytes } from 'node:crypto';
+import type { AppContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { badRequest, notFound } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
+import { enqueue, type JobKind } from '../../shared/jobs.js';
+import { uniqueName } from '../../shared/naming.js';
+import { paginate, type Page } from '../../shared/pagination.js';
+import { writeLogs } from '../../shared/runtime/logs.js';
+import { CLUSTER_BY_ID } from '../resources/catalog.js';
+import { forgetService } from '../projects/service.js';
+import * as processes from '../processes/service.js';
+import * as envVars from '../env-vars/service.js';
+import { cancelActiveDeployments, createDeployment } from './deployments.js';
+import { findApp, type ApplicationsTable } from './storage.js';
+
+const bool = (n: number) => n === 1;
+const json = <T>(s: string) => JSON.parse(s) as T;
+
+/** The representation returned by create, update and clone. */
+export function appView(a: ApplicationsTable) {
+  return {
+    id: a.id,
+    company_id: a.company_id,
+    project_id: a.project_id,
+    name: a.name,
+    namespace: a.namespace,
+    display_name: a.display_name,
+    source: a.source,
+    type: a.type,
+    status: a.status,
+    build_cache_enabled: bool(a.build_cache_enabled),
+    hibernation_enabled: bool(a.hibernation_enabled),
+    hibernate_after_seconds: a.hibernate_after_seconds,
+    auto_deploy: bool(a.auto_deploy),
+    is_suspended: bool(a.is_suspended),
+    git_type: a.git_type,
+    repo_url: a.repo_url,
+    default_branch: a.default_branch,
+    docker_image: a.docker_image,
+    build_type: a.build_type,
+    build_path: a.build_path,
+    pack_builder: a.pack_builder,
+    nixpacks_version: a.nixpacks_version,
+    dockerfile_path: a.dockerfile_path,
+    docker_context: a.docker_context,
+    allow_deploy_paths: json<string[]>(a.allow_deploy_paths),
+    ignore_deploy_paths: json<string[]>(a.ignore_deploy_paths),
+    created_by: a.created_by,
+    created_at: a.created_at,
+    updated_at: a.updated_at,
+    git_lfs_enabled: bool(a.git_lfs_enabled),
+  };
+}
+
+/** The full representation of GET /applications/{id}. */
+export function appDetailView(a: ApplicationsTable) {
+  return {
+    ...appView(a),
+    buildpacks: json<{ id: string; source: string; order: number }[]>(a.buildpacks),
+    cluster_id: a.cluster_id,
+    docker_registry_credential_id: a.docker_registry_credential_id,
+  };
+}
+
+export async function listApps(tx: Tx, companyId: string, page: Page, scope: Set<string> | null) {
+  let q = tx
+    .selectFrom('applications')
+    .select(['id', 'name', 'display_name', 'status', 'type', 'source', 'is_suspended', 'created_at', 'updated_at'])
+    .where('company_id', '=', companyId);
+  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
+  const res = await paginate(q, page);
+  return { ...res, data: res.data.map((r) => ({ ...r, is_suspended: bool(r.is_suspended) })) };
+}
+
+function checkCluster(id: string) {
+  const c = CLUSTER_BY_ID.get(id);
+  if (!c) throw badRequest(`Unknown cluster_id ${id}; see GET /resources/clusters`);
+  return c;
+}
+
+function checkSource(a: Pick<ApplicationsTable, 'source' | 'repo_url' | 'docker_image'>) {
+  if (a.source === 'dockerImage' && !a.docker_image) throw badRequest('docker_image is required when source is dockerImage');
+  if ((a.source === 'privateGit' || a.source === 'publicGit') && !a.repo_url) throw badRequest(`repo_url is required when source is ${a.source}`);
+}
+
+export function assertMutable(a: ApplicationsTable) {
+  if (a.status === 'deleting') throw badRequest('The application is being deleted');
+}
+
+async function nameFor(tx: Tx, companyId: string, displayName: string) {
+  return uniqueName(displayName, async (n) => !!(await tx.selectFrom('applications').select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst()));
+}
+
+function tempDomain(name: string, clusterName: string) {
+  return `${name}-${randomBytes(3).toString('hex')}.${clusterName}.slipway.app`;
+}
+
+export interface CreateInput {
+  display_name: string;
+  cluster_id: string;
+  source: 'privateGit' | 'publicGit' | 'dockerImage';
+  project_id?: string | null;
+  git_type?: ApplicationsTable['git_type'];
+  repo_url?: string | null;
+  default_branch?: string | null;
+  docker_image?: string | null;
+  docker_registry_credential_id?: string | null;
+}
+
+export async function createApp(tx: Tx, companyId: string, createdBy: string, input: CreateInput, type: ApplicationsTable['type'] = 'app') {
+  const cluster = checkCluster(input.cluster_id);
+  if (input.project_id) {
+    const p = await tx.selectFrom('projects').select('id').where('id', '=', input.project_id).where('company_id', '=', companyId).executeTakeFirst();
+    if (!p) throw badRequest(`Unknown project_id ${input.project_id}`);
+  }
+  const now = new Date().toISOString();
+  const name = await nameFor(tx, companyId, input.display_name);
+  const row: ApplicationsTable = {
+    id: newId(),
+    company_id: companyId,
+    project_id: input.project_id ?? null,
+    cluster_id: cluster.id,
+    name,
+    namespace: `app-${name}-${randomBytes(4).toString('hex')}`,
+    display_name: input.display_name,
+    source: input.source,
+    type,
+    status: null,
+    build_cache_enabled: 1,
+    hibernation_enabled: 0,
+    hibernate_after_seconds: null,
+    auto_deploy: 1,
+    is_suspended: 0,
+    git_type: input.source === 'dockerImage' ? null : (input.git_type ?? 'github'),
+    repo_url: input.repo_url ?? null,
+    default_branch: input.source === 'dockerImage' ? null : (input.default_branch ?? 'main'),
+    docker_image: input.docker_image ?? null,
+    build_type: input.source === 'dockerImage' ? 'dockerfile' : 'nixpacks',
+    build_path: null,
+    pack_builder: null,
+    nixpacks_version: null,
+    dockerfile_path: null,
+    docker_context: null,
+    allow_deploy_paths: '[]',
+    ignore_deploy_paths: '[]',
+    buildpacks: '[]',
+    docker_registry_credential_id: input.docker_registry_credential_id ?? null,
+    git_lfs_enabled: 1,
+    temp_domain: tempDomain(name, cluster.name),
+    hook_token: null,
+    created_by: createdBy,
+    created_at: now,
+    updated_at: now,
+  };
+  checkSource(row);
+  await tx.insertInto('applications').values(row).execute();
+  if (row.project_id)
+    await tx.insertInto('project_services').values({ project_id: row.project_id, service_id: row.id, service_type: 'app', company_id: companyId, created_at: now }).execute();
+  await processes.createDefaultProcesses(tx, row);
+  return row;
+}
+
+export interface UpdateInput {
+  display_name?: string;
+  auto_deploy?: boolean;
+  default_branch?: string;
+  hibernation_enabled?: boolean;
+  hibernate_after_seconds?: number;
+  build_type?: ApplicationsTable['build_type'];
+  build_path?: string;
+  dockerfile_path?: string;
+  docker_context?: string;
+  build_cache_enabled?: boolean;
+  docker_registry_credential_id?: string;
+  pack_builder?: string;
+  nixpacks_version?: string;
+  buildpacks?: { order: number; source: string }[];
+  allow_deploy_paths?: string[];
+  ignore_deploy_paths?: string[];
+  source?: 'privateGit' | 'publicGit' | 'dockerImage';
+  git_type?: 'github' | 'bitbucket' | 'gitlab';
+  repo_url?: string;
+  docker_image?: string;
+  git_lfs_enabled?: boolean;
+}
+
+export async function updateApp(tx: Tx, companyId: string, id: string, u: UpdateInput) {
+  const a = await findApp(tx, companyId, id);
+  assertMutable(a);
+  const b = (v: boolean | undefined, cur: number) => (v === undefined ? cur : v ? 1 : 0);
+  const next: ApplicationsTable = {
+    ...a,
+    display_name: u.display_name ?? a.display_name,
+    auto_deploy: b(u.auto_deploy, a.auto_deploy),
+    default_branch: u.default_branch ?? a.default_branch,
+    hibernation_enabled: b(u.hibernation_enabled, a.hibernation_enabled),
+    hibernate_after_seconds: u.hibernate_after_seconds ?? a.hibernate_after_seconds,
+    build_type: u.build_type ?? a.build_type,
+    build_path: u.build_path ?? a.build_path,
+    dockerfile_path: u.dockerfile_path ?? a.dockerfile_path,
+    docker_context: u.docker_context ?? a.docker_context,
+    build_cache_enabled: b(u.build_cache_enabled, a.build_cache_enabled),
+    docker_registry_credential_id: u.docker_registry_credential_id ?? a.docker_registry_credential_id,
+    pack_builder: u.pack_builder ?? a.pack_builder,
+    nixpacks_version: u.nixpacks_version ?? a.nixpacks_version,
+    buildpacks: u.buildpacks ? JSON.stringify(u.buildpacks.map((p) => ({ id: newId(), source: p.source, order: p.order }))) : a.buildpacks,
+    allow_deploy_paths: u.allow_deploy_paths ? JSON.stringify(u.allow_deploy_paths) : a.allow_deploy_paths,
+    ignore_deploy_paths: u.ignore_deploy_paths ? JSON.stringify(u.ignore_deploy_paths) : a.ignore_deploy_paths,
+    source: u.source ?? a.source,
+    git_type: u.git_type ?? a.git_type,
+    repo_url: u.repo_url ?? a.repo_url,
+    docker_image: u.docker_image ?? a.docker_image,
+    git_lfs_enabled: b(u.git_lfs_enabled, a.git_lfs_enabled),
+    updated_at: new Date().toISOString(),
+  };
+  checkSource(next);
+  const { id: _id, company_id: _c, created_at: _ca, ...changes } = next;
+  await tx.updateTable('applications').set(changes).where('id', '=', id).execute();
+  return next;
+}
+
+export async function setSuspended(tx: Tx, app: AppContext, companyId: string, id: string, suspended: boolean) {
+  const a = await findApp(tx, companyId, id);
+  assertMutable(a);
+  if (bool(a.is_suspended) === suspended) return { message: suspended ? 'Application is already suspended' : 'Application is already active' };
+  const now = new Date().toISOString();
+  await tx.updateTable('applications').set({ is_suspended: suspended ? 1 : 0, updated_at: now }).where('id', '=', id).execute();
+  const updated = { ...a, is_suspended: suspended ? 1 : 0, updated_at: now };
+  if (suspended) {
+    await processes.onSuspend(tx, updated);
+    await writeLogs(tx, { companyId, appId: id, kind: 'runtime' }, [{ message: 'Application suspended: all processes stopped' }]);
+  } else {
+    await writeLogs(tx, { companyId, appId: id, kind: 'runtime' }, [{ message: 'Application activated' }]);
+    if (a.status === 'deploymentSuccess') await processes.onRollout(tx, app, updated, 'activation');
+  }
+  return { message: suspended ? 'Application suspended' : 'Application activated' };
+}
+
+export async function cloneApp(tx: Tx, app: AppContext, companyId: string, id: string, createdBy: string, body: { display_name: string; cluster_id?: string }) {
+  const src = await findApp(tx, companyId, id);
+  assertMutable(src);
+  const cluster = checkCluster(body.cluster_id ?? src.cluster_id);
+  const now = new Date().toISOString();
+  const name = await nameFor(tx, companyId, body.display_name);
+  const row: ApplicationsTable = {
+    ...src,
+    id: newId(),
+    name,
+    namespace: `app-${name}-${randomBytes(4).toString('hex')}`,
+    display_name: body.display_name,
+    cluster_id: cluster.id,
+    status: null,
+    is_suspended: 0,
+    buildpacks: JSON.stringify(json<{ source: string; order: number }[]>(src.buildpacks).map((p) => ({ ...p, id: newId() }))),
+    temp_domain: tempDomain(name, cluster.name),
+    hook_token: null,
+    created_by: createdBy,
+    created_at: now,
+    updated_at: now,
+  };
+  await tx.insertInto('applications').values(row).execute();
+  if (row.project_id)
+    await tx.insertInto('project_services').values({ project_id: row.project_id, service_id: row.id, service_type: 'app', company_id: companyId, created_at: now }).execute();
+  await processes.copyProcesses(tx, src.id, row);
+  await envVars.copyEnvVars(tx, src.id, row.id, companyId);
+  await createDeployment(tx, app, row, { trigger: 'clone', type: 'automatic', initiatedBy: createdBy });
+  return findApp(tx, companyId, row.id);
+}
+
+export async function deleteApp(tx: Tx, app: AppContext, companyId: string, id: string) {
+  const a = await findApp(tx, companyId, id);
+  if (a.status === 'deleting') return { message: 'Application deletion is in progress' };
+  await cancelActiveDeployments(tx, a.id, 'The application is being deleted');
+  await processes.onSuspend(tx, a);
+  await tx.updateTable('applications').set({ status: 'deleting', updated_at: new Date().toISOString() }).where('id', '=', id).execute();
+  await enqueue(tx, { kind: 'application.delete', payload: { appId: id, startedAt: new Date().toISOString() }, subjectId: id });
+  void app;
+  return { message: 'Application deletion started' };
+}
+
+/** Removes an application and everything it owns, after the runtime tore it down. */
+export const deleteJob = (app: AppContext): JobKind<{ appId: string; startedAt: string }> => ({
+  async run(tx, job) {
+    const a = await tx.selectFrom('applications').selectAll().where('id', '=', job.payload.appId).executeTakeFirst();
+    if (!a || a.status !== 'deleting') return;
+    const r = await app.runtime.advance(tx, { operation: 'app_delete', phase: 'teardown', phaseIndex: 0, phaseCount: 1, targetId: a.id, startedAt: job.payload.startedAt, reads: 0 });
+    if (r.state === 'running') return { rescheduleAt: new Date(Date.now() + r.checkAfterMs) };
+    if (r.state === 'failed') {
+      await tx.updateTable('applications').set({ status: 'appDeletionFailed', updated_at: new Date().toISOString() }).where('id', '=', a.id).execute();
+      await writeLogs(tx, { companyId: a.company_id, appId: a.id, kind: 'runtime' }, [{ message: `Deletion failed: ${r.reason}`, severity: 'error' }]);
+      return;
+    }
+    await processes.deleteAppProcesses(tx, a.id);
+    await envVars.deleteAppEnvVars(tx, a.id);
+    await tx.deleteFrom('runtime_logs').where('app_id', '=', a.id).execute();
+    await tx.deleteFrom('deployments').where('app_id', '=', a.id).execute();
+    await forgetService(tx, a.id);
+    await tx.deleteFrom('applications').where('id', '=', a.id).execute();
+  },
+});
+
+export async function appSummary(tx: Tx, companyId: string, id: string) {
+  const a = await tx.selectFrom('applications').select(['id', 'name', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  return a ?? undefined;
+}
+
+export { notFound };

@@ -1,0 +1,107 @@
+// Offset pagination: the {data,total,offset,limit} envelope, the default and bounds of limit and
+// offset, and windows that are stable, disjoint and together cover every item in order.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { assertErrorBody } from './support.js';
+
+const COUNT = 30;
+
+type Item = { id: string; created_at: string; display_name: string };
+
+for (const kind of DB_KINDS) {
+  describe(`pagination [${kind}]`, { skip: await skipUnless(kind) }, () => {
+    let s: TestServer;
+    let token: string;
+    let all: Item[];
+
+    before(async () => {
+      s = await startServer({ db: kind, rateLimits: { general_write: 1000, read: 1000 } });
+      ({ token } = await s.newCompany());
+      for (let i = 0; i < COUNT; i++) {
+        const r = await s.post('/projects', { display_name: `page ${String(i).padStart(2, '0')}` }, { token });
+        assert.equal(r.status, 201);
+      }
+      const r = await s.get('/projects?limit=100', { token });
+      assert.equal(r.status, 200);
+      all = r.body.data;
+    });
+    after(async () => s?.close());
+
+    it('lists every item in a stable (created_at, id) order', async () => {
+      assert.equal(all.length, COUNT);
+      for (let i = 1; i < all.length; i++) {
+        const [a, b] = [all[i - 1]!, all[i]!];
+        assert.ok(a.created_at < b.created_at || (a.created_at === b.created_at && a.id < b.id), `order at ${i}: ${a.created_at}/${a.id} then ${b.created_at}/${b.id}`);
+      }
+      assert.deepEqual(
+        all.map((p) => p.display_name).sort(),
+        Array.from({ length: COUNT }, (_, i) => `page ${String(i).padStart(2, '0')}`),
+        'every created project is listed once',
+      );
+      const again = await s.get('/projects?limit=100', { token });
+      assert.deepEqual(again.body.data, all, 'the same request gives the same page');
+    });
+
+    it('defaults to limit 25 and offset 0', async () => {
+      const r = await s.get('/projects', { token });
+      assert.equal(r.status, 200);
+      assert.deepEqual(Object.keys(r.body).sort(), ['data', 'limit', 'offset', 'total']);
+      assert.equal(r.body.limit, 25);
+      assert.equal(r.body.offset, 0);
+      assert.equal(r.body.total, COUNT);
+      assert.deepEqual(r.body.data, all.slice(0, 25));
+    });
+
+    it('limit/offset windows are disjoint and together cover all items in order', async () => {
+      for (const limit of [1, 7, 10, 25, 30, 100]) {
+        const seen: Item[] = [];
+        for (let offset = 0; offset < COUNT; offset += limit) {
+          const r = await s.get(`/projects?limit=${limit}&offset=${offset}`, { token });
+          assert.equal(r.status, 200);
+          assert.equal(r.body.limit, limit);
+          assert.equal(r.body.offset, offset);
+          assert.equal(r.body.total, COUNT);
+          assert.equal(r.body.data.length, Math.min(limit, COUNT - offset));
+          seen.push(...r.body.data);
+        }
+        assert.deepEqual(seen, all, `limit ${limit}: windows cover every item once, in order`);
+      }
+      // An arbitrary window equals the same slice of the full list.
+      const w = await s.get('/projects?limit=4&offset=13', { token });
+      assert.deepEqual(w.body.data, all.slice(13, 17));
+    });
+
+    it('an offset beyond the total gives an empty page with the correct total', async () => {
+      for (const offset of [COUNT, COUNT + 1, 10000]) {
+        const r = await s.get(`/projects?offset=${offset}`, { token });
+        assert.equal(r.status, 200);
+        assert.deepEqual(r.body, { data: [], total: COUNT, offset, limit: 25 });
+      }
+    });
+
+    it('limit and offset outside their ranges, or not integers, are a 400', async () => {
+      for (const q of ['limit=101', 'limit=0', 'limit=-1', 'offset=10001', 'offset=-1', 'limit=abc', 'offset=abc', 'limit=2.5', 'limit=']) {
+        const r = await s.get(`/projects?${q}`, { token });
+        assertErrorBody(r, 400);
+        assert.match(r.body.message, /does not match the schema/, q);
+        assert.ok(
+          r.body.data.issues.some((i: { path: string }) => i.path === `query.${q.split('=')[0]}`),
+          `${q}: ${r.text}`,
+        );
+      }
+      // The bounds themselves are accepted.
+      for (const q of ['limit=1', 'limit=100', 'offset=0', 'offset=10000']) assert.equal((await s.get(`/projects?${q}`, { token })).status, 200, q);
+    });
+
+    it('the envelope is the same on every list operation', async () => {
+      const keys = await s.get('/api-keys?limit=1&offset=0', { token });
+      assert.equal(keys.status, 200);
+      assert.deepEqual(Object.keys(keys.body).sort(), ['data', 'limit', 'offset', 'total']);
+      assert.equal(keys.body.limit, 1);
+      assert.equal(keys.body.total, 1);
+      assert.equal(keys.body.data.length, 1);
+      assertErrorBody(await s.get('/api-keys?limit=101', { token }), 400);
+    });
+  });
+}

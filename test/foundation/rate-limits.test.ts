@@ -1,0 +1,136 @@
+// Rate limits: x-ratelimit-* headers on every response; the read tier is one count per company
+// across all reads; write tiers count per company and operation; requests without a valid key
+// count per client IP. A 429 carries retry-after and the error body.
+//
+// The service_creation, service_mutation and deployment tiers have no operations yet (no service
+// modules are registered), so they are not covered here.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { DB_KINDS, skipUnless, startServer, type Response, type TestServer } from '../helpers/server.js';
+import { assertCommonHeaders, assertErrorBody, awaitFreshWindow } from './support.js';
+
+const READ = 5;
+const WRITE = 3;
+const UNAUTH = 4;
+
+function assert429(r: Response, limit: number) {
+  const msg = assertErrorBody(r, 429);
+  assert.match(msg, /rate limit/i);
+  const h = assertCommonHeaders(r, limit);
+  assert.equal(h.remaining, 0);
+  const retry = r.headers.get('retry-after');
+  assert.ok(retry !== null, 'a 429 has retry-after');
+  assert.match(retry, /^\d+$/);
+  assert.ok(Number(retry) >= 1 && Number(retry) <= 60, `retry-after ${retry} is within the minute window`);
+  assert.equal(Number(retry), h.reset, 'retry-after matches x-ratelimit-reset');
+}
+
+for (const kind of DB_KINDS) {
+  describe(`rate limits [${kind}]`, { skip: await skipUnless(kind) }, () => {
+    let s: TestServer;
+    before(async () => {
+      s = await startServer({ db: kind, rateLimits: { read: READ, general_write: WRITE, unauthenticated: UNAUTH } });
+    });
+    after(async () => s?.close());
+
+    it('success and error responses carry x-ratelimit-limit, -remaining and -reset', async () => {
+      await awaitFreshWindow();
+      const { token } = await s.newCompany();
+      const r1 = await s.get('/projects', { token });
+      assert.equal(r1.status, 200);
+      assert.deepEqual({ ...assertCommonHeaders(r1, READ), reset: 0 }, { limit: READ, remaining: READ - 1, reset: 0 });
+
+      const r2 = await s.get(`/projects/${randomUUID()}`, { token });
+      assertErrorBody(r2, 404);
+      assert.equal(assertCommonHeaders(r2, READ).remaining, READ - 2, 'errors are counted and report the state too');
+
+      const w = await s.post('/projects', { display_name: 'headers' }, { token });
+      assert.equal(w.status, 201);
+      assert.equal(assertCommonHeaders(w, WRITE).remaining, WRITE - 1, 'writes report their own tier');
+
+      const bad = await s.post('/projects', { nope: 1 }, { token });
+      assertErrorBody(bad, 400);
+      assert.equal(assertCommonHeaders(bad, WRITE).remaining, WRITE - 2);
+    });
+
+    it('the read tier is one count shared by every read operation of a company', async () => {
+      await awaitFreshWindow();
+      const { token } = await s.newCompany();
+      const paths = ['/projects', '/api-keys', '/api-keys/me', '/resources/clusters', '/users'];
+      assert.equal(paths.length, READ);
+      for (const [i, p] of paths.entries()) {
+        const r = await s.get(p, { token });
+        assert.equal(r.status, 200, `${p}: ${r.text}`);
+        assert.equal(assertCommonHeaders(r, READ).remaining, READ - 1 - i, `remaining after ${p}`);
+      }
+      const over = await s.get('/resources/rbac/api-key-roles', { token });
+      assert429(over, READ);
+      assert429(await s.get('/projects', { token }), READ);
+      // Writes are in another tier and still pass.
+      assert.equal((await s.post('/projects', { display_name: 'still writable' }, { token })).status, 201);
+    });
+
+    it('the general_write tier counts each operation separately', async () => {
+      await awaitFreshWindow();
+      const { token } = await s.newCompany();
+      const ids: string[] = [];
+      for (let i = 0; i < WRITE; i++) {
+        const r = await s.post('/projects', { display_name: `w${i}` }, { token });
+        assert.equal(r.status, 201);
+        ids.push(r.body.id);
+      }
+      const over = await s.post('/projects', { display_name: 'one too many' }, { token });
+      assert429(over, WRITE);
+
+      const patch = await s.patch(`/projects/${ids[0]}`, { display_name: 'renamed' }, { token });
+      assert.equal(patch.status, 200, 'another operation of the same tier has its own count');
+      assert.equal(assertCommonHeaders(patch, WRITE).remaining, WRITE - 1);
+
+      const list = await s.get('/projects', { token });
+      assert.equal(list.body.total, WRITE, 'the rejected create did not run');
+    });
+
+    it('each company has its own counts', async () => {
+      await awaitFreshWindow();
+      const a = await s.newCompany();
+      const b = await s.newCompany();
+      for (let i = 0; i < WRITE; i++) assert.equal((await s.post('/projects', { display_name: `a${i}` }, { token: a.token })).status, 201);
+      assert429(await s.post('/projects', { display_name: 'a over' }, { token: a.token }), WRITE);
+      for (let i = 0; i < READ; i++) assert.equal((await s.get('/projects', { token: a.token })).status, 200);
+      assert429(await s.get('/projects', { token: a.token }), READ);
+
+      const w = await s.post('/projects', { display_name: 'b first' }, { token: b.token });
+      assert.equal(w.status, 201, 'company B is not limited by company A');
+      assert.equal(assertCommonHeaders(w, WRITE).remaining, WRITE - 1);
+      const r = await s.get('/projects', { token: b.token });
+      assert.equal(r.status, 200);
+      assert.equal(assertCommonHeaders(r, READ).remaining, READ - 1);
+    });
+
+    it('requests without a valid key are counted per client IP', async () => {
+      await awaitFreshWindow();
+      const { token } = await s.newCompany();
+      // Earlier tests sent no unauthenticated requests; this test is the only one using the IP count.
+      const attempts = [
+        () => s.get('/projects', { token: null }),
+        () => s.get('/projects', { token: `svl_${'0'.repeat(64)}` }),
+        () => s.post('/projects', { display_name: 'x' }, { token: 'garbage' }),
+        () => s.get('/api-keys', { token: null }),
+      ];
+      assert.equal(attempts.length, UNAUTH);
+      for (const [i, attempt] of attempts.entries()) {
+        const r = await attempt();
+        assertErrorBody(r, 401);
+        assert.equal(assertCommonHeaders(r, UNAUTH).remaining, UNAUTH - 1 - i);
+      }
+      const over = await s.get('/projects', { token: null });
+      assert429(over, UNAUTH);
+      assert429(await s.get('/api-keys/me', { token: `svl_${'1'.repeat(64)}` }), UNAUTH);
+
+      const ok = await s.get('/projects', { token });
+      assert.equal(ok.status, 200, 'a valid key is counted per company, not per IP');
+      assert.equal(assertCommonHeaders(ok, READ).limit, READ);
+    });
+  });
+}
