@@ -1,7 +1,16 @@
 import { Type } from '@sinclair/typebox';
-import { DateTime, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';
+// Runtime logs and traffic metrics of an application.
+import { DateTime, LogEntry, LogQuery, MetricPoint, Uuid } from '../../shared/schemas/common.js';
 
-
+/** The window of the traffic metrics: from/to, an optional interval and filter. */
+const trafficWindow = {
+  from: DateTime(),
+  to: DateTime(),
+  interval_in_seconds: Type.Optional(Type.Integer({ exclusiveMinimum: 0 })),
+  filters: Type.Optional(Type.String()),
+};
+export const TrafficWindow = Type.Object(trafficWindow);
+export const TopWindow = Type.Object({ ...trafficWindow, limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10 })) });
 
 export const getApplicationRuntimeLogsContract = {
   operationId: "getApplicationRuntimeLogsV3",
@@ -12,23 +21,9 @@ export const getApplicationRuntimeLogsContract = {
   params: Type.Object({
     id: Uuid(),
   }),
-  querystring: Type.Object({
-    from: Type.Optional(DateTime()),
-    to: Type.Optional(DateTime()),
-    filters: Type.Optional(Type.String()),
-    limit: Type.Optional(Type.Integer({"minimum":1,"maximum":5000,"default":1000})),
-  }),
+  querystring: LogQuery,
   success: 200,
-  response: Type.Array(Type.Object({
-    id: Type.String(),
-    message: Type.String(),
-    service: Type.String(),
-    severity: Type.String(),
-    timestamp: Type.String(),
-    tags: Type.Record(Type.String(), Type.Unknown()),
-    attributes: Type.Record(Type.String(), Type.Unknown()),
-    unix_timestamp: Type.Number(),
-  }, { additionalProperties: false })),
+  response: Type.Array(LogEntry),
   errors: [400,401,403,404,429,500],
 } as const;
 
@@ -41,17 +36,9 @@ export const getApplicationRequestsPerMinuteContract = {
   params: Type.Object({
     id: Uuid(),
   }),
-  querystring: Type.Object({
-    from: DateTime(),
-    to: DateTime(),
-    interval_in_seconds: Type.Optional(Type.Integer({"exclusiveMinimum":0})),
-    filters: Type.Optional(Type.String()),
-  }),
+  querystring: TrafficWindow,
   success: 200,
-  response: Type.Array(Type.Object({
-    time: Type.String(),
-    value: Type.Number(),
-  }, { additionalProperties: false })),
+  response: Type.Array(MetricPoint),
   errors: [401,403,404,500],
 } as const;
 
@@ -64,18 +51,9 @@ export const getApplicationResponseTimeContract = {
   params: Type.Object({
     id: Uuid(),
   }),
-  querystring: Type.Object({
-    from: DateTime(),
-    to: DateTime(),
-    interval_in_seconds: Type.Optional(Type.Integer({"exclusiveMinimum":0})),
-    filters: Type.Optional(Type.String()),
-    percent: Type.Optional(Type.Integer({"minimum":1,"maximum":99})),
-  }),
+  querystring: Type.Object({ ...trafficWindow, percent: Type.Optional(Type.Integer({ minimum: 1, maximum: 99 })) }),
   success: 200,
-  response: Type.Array(Type.Object({
-    time: Type.String(),
-    value: Type.Number(),
-  }, { additionalProperties: false })),
+  response: Type.Array(MetricPoint),
   errors: [401,403,404,500],
 } as const;
 
@@ -88,12 +66,7 @@ export const getApplicationResponseTimeAvgContract = {
   params: Type.Object({
     id: Uuid(),
   }),
-  querystring: Type.Object({
-    from: DateTime(),
-    to: DateTime(),
-    interval_in_seconds: Type.Optional(Type.Integer({"exclusiveMinimum":0})),
-    filters: Type.Optional(Type.String()),
-  }),
+  querystring: TrafficWindow,
   success: 200,
   response: Type.Object({
     average_response_time_ms: Type.Number({"minimum":0}),
@@ -110,12 +83,7 @@ export const getApplicationStatusCodesContract = {
   params: Type.Object({
     id: Uuid(),
   }),
-  querystring: Type.Object({
-    from: DateTime(),
-    to: DateTime(),
-    interval_in_seconds: Type.Optional(Type.Integer({"exclusiveMinimum":0})),
-    filters: Type.Optional(Type.String()),
-  }),
+  querystring: TrafficWindow,
   success: 200,
   response: Type.Array(Type.Object({
     time: Type.String(),
@@ -133,13 +101,7 @@ export const getApplicationTopStatusCodesContract = {
   params: Type.Object({
     id: Uuid(),
   }),
-  querystring: Type.Object({
-    from: DateTime(),
-    to: DateTime(),
-    interval_in_seconds: Type.Optional(Type.Integer({"exclusiveMinimum":0})),
-    filters: Type.Optional(Type.String()),
-    limit: Type.Optional(Type.Integer({"minimum":1,"maximum":100,"default":10})),
-  }),
+  querystring: TopWindow,
   success: 200,
   response: Type.Array(Type.Object({
     status: Type.String(),
@@ -157,13 +119,7 @@ export const getApplicationTopCountriesContract = {
   params: Type.Object({
     id: Uuid(),
   }),
-  querystring: Type.Object({
-    from: DateTime(),
-    to: DateTime(),
-    interval_in_seconds: Type.Optional(Type.Integer({"exclusiveMinimum":0})),
-    filters: Type.Optional(Type.String()),
-    limit: Type.Optional(Type.Integer({"minimum":1,"maximum":100,"default":10})),
-  }),
+  querystring: TopWindow,
   success: 200,
   response: Type.Array(Type.Object({
     country: Type.String(),
@@ -182,13 +138,7 @@ export const getApplicationSlowestRequestsContract = {
   params: Type.Object({
     id: Uuid(),
   }),
-  querystring: Type.Object({
-    from: DateTime(),
-    to: DateTime(),
-    interval_in_seconds: Type.Optional(Type.Integer({"exclusiveMinimum":0})),
-    filters: Type.Optional(Type.String()),
-    limit: Type.Optional(Type.Integer({"minimum":1,"maximum":100,"default":10})),
-  }),
+  querystring: TopWindow,
   success: 200,
   response: Type.Array(Type.Object({
     id: Type.String(),
@@ -209,13 +159,7 @@ export const getApplicationTopPagesContract = {
   params: Type.Object({
     id: Uuid(),
   }),
-  querystring: Type.Object({
-    from: DateTime(),
-    to: DateTime(),
-    interval_in_seconds: Type.Optional(Type.Integer({"exclusiveMinimum":0})),
-    filters: Type.Optional(Type.String()),
-    limit: Type.Optional(Type.Integer({"minimum":1,"maximum":100,"default":10})),
-  }),
+  querystring: TopWindow,
   success: 200,
   response: Type.Array(Type.Object({
     page: Type.String(),

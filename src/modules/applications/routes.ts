@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../shared/context.js';
-import { defineOperation } from '../../shared/http/operation.js';
+import { defineOperation, type Contract } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import { queryLogs } from '../../shared/runtime/logs.js';
 import * as c from './schemas.js';
@@ -175,7 +175,7 @@ export const operations = [
 function metricOperations() {
   const m = (app: AppContext) => new TrafficMetrics(app);
   type Q = { from: string; to: string; interval_in_seconds?: number; limit?: number };
-  const def = <C extends (typeof o)[keyof typeof o]>(contract: C, fn: (t: TrafficMetrics) => (tx: any, a: any, w: Q) => Promise<unknown>) =>
+  const def = <C extends Contract>(contract: C, fn: (t: TrafficMetrics) => (tx: any, a: any, w: Q) => Promise<unknown>) =>
     defineOperation({
       contract,
       permission: 'APP:READ',

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { DateTime, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, LogEntry, LogQuery, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 /** The contract's build types plus `railpack` (beta), which the specification allows. */
 export const BUILD_TYPES = ['dockerfile', 'pack', 'nixpacks', 'railpack'] as const;
@@ -37,6 +37,17 @@ export const Application = Type.Object({
   updated_at: DateTime(),
   git_lfs_enabled: Type.Optional(Type.Boolean({"default":true})),
 }, { additionalProperties: false });
+
+/** GET /applications/{id}: the application plus its buildpacks, cluster and registry credential. */
+export const ApplicationDetail = Type.Object(
+  {
+    ...Application.properties,
+    buildpacks: Type.Array(Type.Object({ id: Uuid(), source: Type.String(), order: Type.Integer() }, { additionalProperties: false })),
+    cluster_id: Nullable(Type.String()),
+    docker_registry_credential_id: Nullable(Type.String()),
+  },
+  { additionalProperties: false },
+);
 
 export const Deployment = Type.Object({
   id: Uuid(),
@@ -116,45 +127,7 @@ export const getApplicationContract = {
     id: Uuid(),
   }),
   success: 200,
-  response: Type.Object({
-    id: Uuid(),
-    company_id: Nullable(Type.String()),
-    project_id: Nullable(Uuid()),
-    name: Type.String({"minLength":1,"maxLength":64}),
-    namespace: Nullable(Type.String()),
-    display_name: Type.String({"minLength":1,"maxLength":255}),
-    source: StringEnum(["privateGit","publicGit","dockerImage","app"]),
-    type: StringEnum(["app","previewApp"]),
-    status: Nullable(StringEnum(["deploymentInProgress","deploymentFailed","deploymentSuccess","deleting","appDeletionFailed","deploymentCancelled"])),
-    build_cache_enabled: Type.Boolean(),
-    hibernation_enabled: Type.Boolean(),
-    hibernate_after_seconds: Nullable(Type.Integer({"exclusiveMinimum":0})),
-    auto_deploy: Type.Boolean(),
-    is_suspended: Type.Boolean(),
-    git_type: Nullable(StringEnum(["github","bitbucket","gitlab"])),
-    repo_url: Nullable(Type.String()),
-    default_branch: Nullable(Type.String()),
-    docker_image: Nullable(Type.String()),
-    build_type: BuildType,
-    build_path: Nullable(Type.String()),
-    pack_builder: Nullable(Type.String()),
-    nixpacks_version: Nullable(Type.String()),
-    dockerfile_path: Nullable(Type.String()),
-    docker_context: Nullable(Type.String()),
-    allow_deploy_paths: Type.Array(Type.String()),
-    ignore_deploy_paths: Type.Array(Type.String()),
-    buildpacks: Type.Array(Type.Object({
-      id: Uuid(),
-      source: Type.String(),
-      order: Type.Integer(),
-    }, { additionalProperties: false })),
-    cluster_id: Nullable(Type.String()),
-    docker_registry_credential_id: Nullable(Type.String()),
-    created_by: Nullable(Type.String()),
-    created_at: DateTime(),
-    updated_at: DateTime(),
-    git_lfs_enabled: Type.Optional(Type.Boolean({"default":true})),
-  }, { additionalProperties: false }),
+  response: ApplicationDetail,
   errors: [401,403,404,500],
 } as const;
 
@@ -351,23 +324,9 @@ export const getApplicationDeploymentLogsContract = {
     id: Uuid(),
     deployment_id: Uuid(),
   }),
-  querystring: Type.Object({
-    from: Type.Optional(DateTime()),
-    to: Type.Optional(DateTime()),
-    filters: Type.Optional(Type.String()),
-    limit: Type.Optional(Type.Integer({"minimum":1,"maximum":5000,"default":1000})),
-  }),
+  querystring: LogQuery,
   success: 200,
-  response: Type.Array(Type.Object({
-    id: Type.String(),
-    message: Type.String(),
-    service: Type.String(),
-    severity: Type.String(),
-    timestamp: Type.String(),
-    tags: Type.Record(Type.String(), Type.Unknown()),
-    attributes: Type.Record(Type.String(), Type.Unknown()),
-    unix_timestamp: Type.Number(),
-  }, { additionalProperties: false })),
+  response: Type.Array(LogEntry),
   errors: [400,401,403,404,429,500],
 } as const;
 

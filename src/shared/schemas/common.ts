@@ -52,3 +52,29 @@ export const Paginated = <T extends TSchema>(item: T) =>
 
 export const MessageResponse = Type.Object({ message: Type.String() }, { additionalProperties: false });
 export const IdParams = Type.Object({ id: Uuid() });
+
+/** One log line as the logs endpoints return it. */
+export const LogEntry = Type.Object(
+  {
+    id: Type.String(),
+    message: Type.String(),
+    service: Type.String(),
+    severity: Type.String(),
+    timestamp: Type.String(),
+    tags: Type.Record(Type.String(), Type.Unknown()),
+    attributes: Type.Record(Type.String(), Type.Unknown()),
+    unix_timestamp: Type.Number(),
+  },
+  { additionalProperties: false },
+);
+
+/** Query of the logs endpoints. */
+export const LogQuery = Type.Object({
+  from: Type.Optional(DateTime()),
+  to: Type.Optional(DateTime()),
+  filters: Type.Optional(Type.String()),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 5000, default: 1000 })),
+});
+
+/** One point of a metric series. */
+export const MetricPoint = Type.Object({ time: Type.String(), value: Type.Number() }, { additionalProperties: false });
