@@ -23,7 +23,7 @@ import {
 
 const METRICS = ['cpu-usage', 'cpu-limit', 'memory-usage', 'memory-limit', 'instance-count'] as const;
 
-for (const kind of (process.env.PROC_DB ? [process.env.PROC_DB as "sqlite"] : DB_KINDS)) {
+for (const kind of DB_KINDS) {
   describe(`processes [${kind}]`, { skip: await skipUnless(kind) }, () => {
     let s: TestServer;
     before(async () => {

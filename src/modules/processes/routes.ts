@@ -69,7 +69,7 @@ export const operations = [
 
 /** Registers the cron job kinds with the job engine. */
 export function setup(app: AppContext): void {
-  app.jobs.register<svc.TickPayload>(svc.JOB_TICK, { transactional: false, run: (_db, job) => svc.runTick(app, job) });
+  app.jobs.register<svc.TickPayload>(svc.JOB_TICK, { transactional: false, run: (_db, job) => svc.runTick(app, job), onFailure: (tx, job, err) => svc.tickFailed(tx, job, err) });
   app.jobs.register<svc.TriggerPayload>(svc.JOB_TRIGGER, { transactional: false, run: (_db, job) => svc.runTrigger(app, job) });
   app.jobs.register<svc.FinishPayload>(svc.JOB_FINISH, { run: (tx, job) => svc.runFinish(tx, app, job) });
 }

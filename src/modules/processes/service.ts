@@ -673,9 +673,12 @@ export interface TickPayload {
 }
 
 /**
- * `cron.tick`. Not run in the engine's transaction: the run length comes from the simulation
- * settings, which are read outside any transaction (reading them through the pool inside one
- * would wait on itself on SQLite); the state changes then happen in one transaction of our own.
+ * `cron.tick`. Not run in the engine's transaction: the run length (simulation settings) is read
+ * first, outside any transaction, so a job never holds one connection while asking the pool for
+ * another; the state changes then happen in one transaction of our own, which re-checks that this
+ * worker still owns the job (and, on PostgreSQL, locks it against a takeover). A crash between
+ * that commit and the engine recording the outcome re-runs the tick: the fire key makes the
+ * start a no-op and the tick only reschedules.
  */
 export async function runTick(app: AppContext, job: Job<TickPayload>): Promise<JobOutcome> {
   const durationMs = runDurationMs(await app.simulation.progression('cron'));
@@ -691,6 +694,14 @@ export async function runTick(app: AppContext, job: Job<TickPayload>): Promise<J
     if (!next) return;
     return { rescheduleAt: next, payload: { ...job.payload, fireAt: next.toISOString() } };
   });
+}
+
+/** The last attempt of a tick failed: the chain stops; say so in the runtime log (a rollout re-arms it). */
+export async function tickFailed(tx: Tx, job: Job<TickPayload>, error: Error): Promise<void> {
+  const p = await tx.selectFrom('processes').selectAll().where('id', '=', job.payload.processId).executeTakeFirst();
+  if (!p || p.cron_token !== job.payload.token) return;
+  await tx.updateTable('processes').set({ cron_token: null }).where('id', '=', p.id).where('cron_token', '=', job.payload.token).execute();
+  await writeLogs(tx, ...runLog(p, `Cron schedule of ${p.key} stopped after repeated errors (${error.message}); redeploy the application to re-arm it`, { error: error.message }, 'error'));
 }
 
 export interface TriggerPayload {
