@@ -74,16 +74,9 @@ export async function createServer(config: Config, opts: { database?: Database; 
   // Request parts: bodies are validated strictly; path and query strings are coerced to types.
   const bodyAjv = makeAjv(false);
   const paramAjv = makeAjv(true);
-  const bodyRequired = new Map<string, boolean>();
-  fastify.setValidatorCompiler(({ schema, httpPart, method, url }) => {
-    if (httpPart !== 'body') return paramAjv.compile(schema);
-    const validate = bodyAjv.compile(schema);
-    const required = bodyRequired.get(`${method} ${url}`) ?? true;
-    return (data: unknown) => {
-      if (data === undefined && !required) return { value: data };
-      if (data === undefined) return { error: Object.assign(new Error('body is required'), { validation: [{ instancePath: '', message: 'a JSON body is required' }], validationContext: 'body' }) };
-      return validate(data) ? { value: data } : { error: Object.assign(new Error('invalid body'), { validation: validate.errors, validationContext: 'body' }) };
-    };
+  fastify.setValidatorCompiler(({ schema, httpPart }) => {
+    const validate = (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema);
+    return (data: unknown) => (validate(data) ? { value: data } : { error: Object.assign(new Error(`invalid ${httpPart}`), { validation: validate.errors, validationContext: httpPart }) });
   });
 
   fastify.addHook('onRequest', async (req, reply) => {
@@ -127,7 +120,6 @@ export async function createServer(config: Config, opts: { database?: Database; 
     m.setup?.(app);
     operations.push(...m.operations);
   }
-  for (const op of operations) bodyRequired.set(`${op.contract.method} /v3${op.contract.path.replace(/\{([^}]+)\}/g, ':$1')}`, !!op.contract.bodyRequired);
   registerOperations(fastify, app, limiter, operations);
 
   let doc: unknown;

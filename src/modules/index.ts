@@ -13,6 +13,7 @@ import * as applications from './applications/routes.js';
 import * as appStorage from './applications/storage.js';
 import * as processes from './processes/routes.js';
 import * as envVars from './env-vars/routes.js';
+import * as databases from './databases/routes.js';
 
 export interface Module {
   name: string;
@@ -35,6 +36,7 @@ export const modules: Module[] = [
   { name: 'applications', operations: applications.operations, tables: appStorage.tables, migrations: appStorage.migrations, setup: applications.setup, http: applications.http },
   { name: 'processes', operations: processes.operations, tables: processes.tables, migrations: processes.migrations, setup: processes.setup },
   { name: 'env-vars', operations: envVars.operations, tables: envVars.tables, migrations: envVars.migrations },
+  { name: 'databases', operations: databases.operations, tables: databases.tables, migrations: databases.migrations, setup: databases.setup },
 ];
 
 export const moduleMigrations = (): Record<string, Migration> => Object.assign({}, ...modules.map((m) => m.migrations ?? {}));

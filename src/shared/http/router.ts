@@ -83,6 +83,14 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
       schema,
       config: { op },
       onRequest: async (req, reply) => admit(app, limiter, req, reply, op),
+      // A request without body bytes has no body (Fastify would present it as null, which is
+      // also what a JSON `null` body parses to); the body validator tells the two apart by this.
+      preValidation: async (req) => {
+        if (Number(req.headers['content-length']) > 0 || req.headers['transfer-encoding'] !== undefined) return;
+        req.body = undefined;
+        if (c.body && c.bodyRequired)
+          throw Object.assign(new Error('missing body'), { validation: [{ instancePath: '', message: 'a JSON body is required' }], validationContext: 'body' });
+      },
       preHandler: async (req) => {
         req.scope = null;
         if (!op.permission || !req.auth) return;

@@ -1,0 +1,258 @@
+// Backups of databases: internal snapshots (`/backups`), external dumps written to backup target
+// buckets (`/external-backups`, `/backup-targets`) and restores from either. Taking a backup sets
+// the database's backup status to inProgress until the durable 'database.backup' job finishes; a
+// backup records the data version and engine major of its source, and a restore (an operation of
+// the destination database, see operations.ts) replaces the destination's data with them.
+import { randomBytes } from 'node:crypto';
+import type { AppContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { ApiError, badRequest, notFound } from '../../shared/errors.js';
+import { newId, slugify } from '../../shared/ids.js';
+import { enqueue, type JobKind } from '../../shared/jobs.js';
+import { engineMajor, startOperation } from './operations.js';
+import { assertExternalBackups, EXTERNAL_BACKUP_ENGINES } from './service.js';
+import { findDatabase, type DatabaseBackupsTable, type DatabasesTable } from './storage.js';
+
+export const BACKUP_JOB = 'database.backup';
+export const MAX_TARGETS_PER_DATABASE = 5;
+export const MAX_MANUAL_BACKUPS_PER_TARGET = 5;
+const DAY = 24 * 3600 * 1000;
+/** Manual internal backups are kept 30 days, daily ones 7 days. */
+const RETENTION = { manual: 30 * DAY, daily: 7 * DAY };
+
+/** `YYYYMMDD-HHMMSS` in UTC. */
+const stamp = (t: Date) => t.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+
+/** The external backup id: `YYYYMMDD-HHMMSS_<kind>_<engine><major>_<name>.sql.gz`. */
+export function externalBackupId(at: Date, kind: 'manual' | 'daily', d: Pick<DatabasesTable, 'type' | 'version'>, name: string) {
+  return `${stamp(at)}_${kind}_${EXTERNAL_BACKUP_ENGINES[d.type]}${engineMajor(d.version)}_${slugify(name, 60)}.sql.gz`;
+}
+export const EXTERNAL_BACKUP_ID_RE = /^\d{8}-\d{6}_(manual|daily)_[a-z]+\d+_[a-z0-9-]+\.sql\.gz$/;
+
+function assertCanBackUp(d: DatabasesTable) {
+  if (d.is_suspended) throw badRequest('The database is suspended; activate it before taking a backup');
+  if (d.status !== 'ready') throw badRequest(`Backups can be taken only when the database is ready (it is ${d.status})`);
+  if (d.backup_status !== 'ready') throw badRequest('Another backup of the database is in progress');
+}
+
+async function startBackup(tx: Tx, d: DatabasesTable, row: Omit<DatabaseBackupsTable, 'status' | 'data_version' | 'engine_major' | 'size' | 'started_at' | 'reads' | 'database_id' | 'company_id'>) {
+  const now = new Date().toISOString();
+  await tx
+    .insertInto('database_backups')
+    .values({ ...row, database_id: d.id, company_id: d.company_id, status: 'pending', data_version: d.data_version, engine_major: engineMajor(d.version), size: null, started_at: now, reads: 0 })
+    .execute();
+  await tx.updateTable('databases').set({ backup_status: 'inProgress', updated_at: now }).where('id', '=', d.id).execute();
+  await enqueue(tx, { kind: BACKUP_JOB, payload: { databaseId: d.id, backupId: row.id }, subjectId: d.id, maxAttempts: 20 });
+}
+
+async function endBackup(tx: Tx, databaseId: string) {
+  const left = await tx.selectFrom('database_backups').select('id').where('database_id', '=', databaseId).where('status', '=', 'pending').executeTakeFirst();
+  if (!left) await tx.updateTable('databases').set({ backup_status: 'ready' }).where('id', '=', databaseId).execute();
+}
+
+/** One step of a pending backup; returns when to look again. */
+export async function stepBackup(tx: Tx, app: AppContext, databaseId: string, backupId: string): Promise<Date | undefined> {
+  const b = await tx.selectFrom('database_backups').selectAll().where('database_id', '=', databaseId).where('id', '=', backupId).executeTakeFirst();
+  if (!b || b.status !== 'pending') return undefined;
+  const now = new Date();
+  const result = await app.runtime.advance(tx, { operation: 'backup', phase: 'dump', phaseIndex: 0, phaseCount: 1, targetId: databaseId, startedAt: b.started_at, reads: b.reads });
+  if (result.state === 'running') return new Date(now.getTime() + result.checkAfterMs);
+  const ok = result.state === 'done';
+  const r = await tx
+    .updateTable('database_backups')
+    .set({ status: ok ? 'ready' : 'failed', size: ok ? 4096 + b.data_version * 1024 + randomBytes(1)[0]! : null })
+    .where('database_id', '=', databaseId)
+    .where('id', '=', backupId)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  if (Number(r.numUpdatedRows)) await endBackup(tx, databaseId);
+  return undefined;
+}
+
+export const backupJob = (app: AppContext): JobKind<{ databaseId: string; backupId: string }> => ({
+  maxAttempts: 20,
+  async run(tx, job) {
+    const at = await stepBackup(tx, app, job.payload.databaseId, job.payload.backupId);
+    return at ? { rescheduleAt: at } : undefined;
+  },
+  async onFailure(tx, job) {
+    await tx.updateTable('database_backups').set({ status: 'failed' }).where('database_id', '=', job.payload.databaseId).where('id', '=', job.payload.backupId).where('status', '=', 'pending').execute();
+    await endBackup(tx, job.payload.databaseId);
+  },
+});
+
+async function findBackup(tx: Tx, databaseId: string, id: string, external: boolean) {
+  const b = await tx.selectFrom('database_backups').selectAll().where('database_id', '=', databaseId).where('id', '=', id).where('external', '=', external ? 1 : 0).where('status', '!=', 'failed').executeTakeFirst();
+  if (!b) throw notFound(external ? 'External backup' : 'Backup');
+  return b;
+}
+
+// --- Restore ----------------------------------------------------------------------------------
+
+/** Checks that the destination can take a restore now (400 otherwise). */
+function assertRestorable(dest: DatabasesTable) {
+  if (dest.status === 'restoring') throw badRequest('Another restore is in progress on the destination database');
+  if (dest.is_suspended) throw badRequest('The destination database is suspended; activate it before restoring');
+  if (!['ready', 'error', 'passwordChangeFailed', 'restoringFailed'].includes(dest.status))
+    throw badRequest(`The destination database cannot be restored while its status is ${dest.status}`);
+  if (dest.backup_status !== 'ready') throw badRequest('A backup of the destination database is in progress; restore once it finishes');
+}
+
+async function destination(tx: Tx, source: DatabasesTable, targetId: string | undefined, sameVersion: boolean) {
+  if (!targetId || targetId === source.id) return source;
+  const t = await tx.selectFrom('databases').selectAll().where('id', '=', targetId).where('company_id', '=', source.company_id).executeTakeFirst();
+  if (!t) throw new ApiError(404, 'Target database not found');
+  if (t.cluster_id !== source.cluster_id) throw badRequest('The target database must be in the same cluster (region) as the source database');
+  if (t.type !== source.type) throw badRequest(`The target database must be of the same type as the source (${source.type}, not ${t.type})`);
+  if (sameVersion && engineMajor(t.version) !== engineMajor(source.version))
+    throw badRequest(`The target database must run the same major version as the source (${engineMajor(source.version)}, not ${engineMajor(t.version)})`);
+  return t;
+}
+
+async function restore(tx: Tx, source: DatabasesTable, b: DatabaseBackupsTable, targetId: string | undefined, external: boolean) {
+  if (b.status !== 'ready') throw badRequest('The backup is still being taken; restore it once it is complete');
+  // Internal snapshots need the same major version up front; external dumps are replayed
+  // regardless, and a dump from a newer major makes the restore end in restoringFailed.
+  const dest = await destination(tx, source, targetId, !external);
+  assertRestorable(dest);
+  await startOperation(tx, dest, 'restore', { backup: { id: b.id, database_id: source.id, data_version: b.data_version, engine_major: b.engine_major, external } });
+}
+
+// --- Internal backups -------------------------------------------------------------------------
+
+export async function listBackups(tx: Tx, companyId: string, id: string, type?: 'daily' | 'manual') {
+  const d = await findDatabase(tx, companyId, id);
+  let q = tx.selectFrom('database_backups').selectAll().where('database_id', '=', d.id).where('external', '=', 0).where('status', '=', 'ready');
+  if (type) q = q.where('type', '=', type);
+  const rows = await q.orderBy('created_at', 'desc').orderBy('id').execute();
+  return rows.map((b) => ({ id: b.id, name: b.name, display_name: b.display_name, type: b.type, created_at: b.created_at, expires_at: b.expires_at }));
+}
+
+export async function createBackup(tx: Tx, companyId: string, id: string, displayName: string) {
+  const d = await findDatabase(tx, companyId, id);
+  assertCanBackUp(d);
+  const count = await tx.selectFrom('database_backups').select((eb) => eb.fn.countAll().as('n')).where('database_id', '=', d.id).where('external', '=', 0).where('type', '=', 'manual').where('status', '!=', 'failed').executeTakeFirst();
+  if (Number(count?.n ?? 0) >= 50) throw badRequest('The database already has 50 manual backups; delete some first');
+  const now = new Date();
+  const name = `manual-${slugify(displayName, 40)}-${randomBytes(3).toString('hex')}`;
+  await startBackup(tx, d, { id: name, external: 0, target_id: null, name, display_name: displayName, type: 'manual', created_at: now.toISOString(), expires_at: new Date(now.getTime() + RETENTION.manual).toISOString() });
+  return { message: 'Database backup started' };
+}
+
+export async function deleteBackup(tx: Tx, companyId: string, id: string, backupId: string, external: boolean) {
+  const d = await findDatabase(tx, companyId, id);
+  if (external) assertExternalBackups(d);
+  const b = await findBackup(tx, d.id, backupId, external);
+  if (b.status === 'pending') throw badRequest('The backup is still being taken; delete it once it is complete');
+  await tx.deleteFrom('database_backups').where('database_id', '=', d.id).where('id', '=', b.id).execute();
+  return { message: external ? 'External database backup deleted' : 'Database backup deleted' };
+}
+
+export async function restoreBackup(tx: Tx, companyId: string, id: string, backupId: string, targetId: string | undefined) {
+  const d = await findDatabase(tx, companyId, id);
+  const b = await findBackup(tx, d.id, backupId, false);
+  await restore(tx, d, b, targetId, false);
+  return { message: 'Database backup restore started' };
+}
+
+// --- External backups -------------------------------------------------------------------------
+
+export async function listExternalBackups(tx: Tx, companyId: string, id: string) {
+  const d = await findDatabase(tx, companyId, id);
+  assertExternalBackups(d);
+  const rows = await tx.selectFrom('database_backups').selectAll().where('database_id', '=', d.id).where('external', '=', 1).where('status', '=', 'ready').orderBy('created_at', 'desc').orderBy('id').execute();
+  return rows.map((b) => ({ id: b.id, name: b.name, type: b.type, backup_target_id: b.target_id!, size: b.size === null ? null : Number(b.size), created_at: b.created_at }));
+}
+
+export async function createExternalBackup(tx: Tx, companyId: string, id: string, input: { name: string; backup_target_id?: string }) {
+  const d = await findDatabase(tx, companyId, id);
+  assertExternalBackups(d);
+  let q = tx.selectFrom('database_backup_targets').select('id').where('database_id', '=', d.id);
+  if (input.backup_target_id) q = q.where('id', '=', input.backup_target_id);
+  const target = await q.orderBy('created_at').orderBy('id').executeTakeFirst();
+  if (!target) throw badRequest(input.backup_target_id ? `Unknown backup_target_id ${input.backup_target_id} for this database` : 'The database has no backup target; attach one with POST /databases/{id}/backup-targets');
+  assertCanBackUp(d);
+  const count = await tx.selectFrom('database_backups').select((eb) => eb.fn.countAll().as('n')).where('target_id', '=', target.id).where('type', '=', 'manual').where('status', '!=', 'failed').executeTakeFirst();
+  if (Number(count?.n ?? 0) >= MAX_MANUAL_BACKUPS_PER_TARGET) throw badRequest(`The backup target already holds ${MAX_MANUAL_BACKUPS_PER_TARGET} manual backups (the maximum); delete one first`);
+  const now = new Date();
+  let backupId = externalBackupId(now, 'manual', d, input.name);
+  // Two dumps with the same name in the same second: the later one takes the next second.
+  for (let i = 1; await tx.selectFrom('database_backups').select('id').where('database_id', '=', d.id).where('id', '=', backupId).executeTakeFirst(); i++)
+    backupId = externalBackupId(new Date(now.getTime() + i * 1000), 'manual', d, input.name);
+  await startBackup(tx, d, { id: backupId, external: 1, target_id: target.id, name: input.name, display_name: input.name, type: 'manual', created_at: now.toISOString(), expires_at: new Date(now.getTime() + 3650 * DAY).toISOString() });
+  return { message: 'External database backup started' };
+}
+
+export async function restoreExternalBackup(tx: Tx, companyId: string, id: string, backupId: string, targetId: string | undefined) {
+  const d = await findDatabase(tx, companyId, id);
+  assertExternalBackups(d);
+  const b = await findBackup(tx, d.id, backupId, true);
+  await restore(tx, d, b, targetId, true);
+  return { message: 'External database backup restore started' };
+}
+
+// --- Backup targets ---------------------------------------------------------------------------
+
+export async function listTargets(tx: Tx, companyId: string, id: string) {
+  const d = await findDatabase(tx, companyId, id);
+  assertExternalBackups(d);
+  const rows = await tx.selectFrom('database_backup_targets').selectAll().where('database_id', '=', d.id).orderBy('created_at').orderBy('id').execute();
+  return rows.map((t) => ({ id: t.id, object_storage_id: t.object_storage_id, bucket_name: t.bucket_name, endpoint: t.endpoint, created_at: t.created_at }));
+}
+
+export async function createTarget(
+  tx: Tx,
+  app: AppContext,
+  companyId: string,
+  id: string,
+  input: { object_storage_id?: string; bucket_name?: string; access_key?: string; secret_key?: string; endpoint?: string },
+) {
+  const d = await findDatabase(tx, companyId, id);
+  assertExternalBackups(d);
+  assertNotDeletingDb(d);
+  let bucket = input.bucket_name;
+  if (input.object_storage_id) {
+    const kind = app.services.get('object-storage');
+    const s = kind ? await kind.find(tx, companyId, input.object_storage_id) : undefined;
+    if (!s) throw badRequest(`Unknown object_storage_id ${input.object_storage_id}`);
+    bucket ??= s.name;
+  } else {
+    if (!bucket) throw badRequest('Give object_storage_id, or bucket_name with access_key and secret_key');
+    if (!input.access_key || !input.secret_key) throw badRequest('access_key and secret_key are required with bucket_name');
+  }
+  if (input.endpoint !== undefined && !/^https?:\/\/\S+$/.test(input.endpoint)) throw badRequest('endpoint must be an http(s) URL');
+  const count = await tx.selectFrom('database_backup_targets').select((eb) => eb.fn.countAll().as('n')).where('database_id', '=', d.id).executeTakeFirst();
+  if (Number(count?.n ?? 0) >= MAX_TARGETS_PER_DATABASE) throw badRequest(`The database already has ${MAX_TARGETS_PER_DATABASE} backup targets (the maximum)`);
+  await tx
+    .insertInto('database_backup_targets')
+    .values({
+      id: newId(),
+      database_id: d.id,
+      company_id: companyId,
+      object_storage_id: input.object_storage_id ?? null,
+      bucket_name: bucket!,
+      endpoint: input.endpoint ?? null,
+      access_key_enc: input.access_key ? app.secrets.encrypt(input.access_key) : null,
+      secret_key_enc: input.secret_key ? app.secrets.encrypt(input.secret_key) : null,
+      created_at: new Date().toISOString(),
+    })
+    .execute();
+  return { message: 'Backup target attached' };
+}
+
+function assertNotDeletingDb(d: DatabasesTable) {
+  if (d.status === 'deleting') throw badRequest('The database is being deleted');
+}
+
+export async function deleteTarget(tx: Tx, companyId: string, id: string, targetId: string) {
+  const d = await findDatabase(tx, companyId, id);
+  assertExternalBackups(d);
+  const t = await tx.selectFrom('database_backup_targets').select('id').where('id', '=', targetId).where('database_id', '=', d.id).executeTakeFirst();
+  if (!t) throw notFound('Backup target');
+  const pending = await tx.selectFrom('database_backups').select('id').where('target_id', '=', t.id).where('status', '=', 'pending').executeTakeFirst();
+  if (pending) throw badRequest('A backup is being written to this target; detach it once the backup finishes');
+  // The dumps stay in the bucket, but the database no longer lists or restores them.
+  await tx.deleteFrom('database_backups').where('database_id', '=', d.id).where('target_id', '=', t.id).execute();
+  await tx.deleteFrom('database_backup_targets').where('id', '=', t.id).execute();
+  return { message: 'Backup target detached' };
+}

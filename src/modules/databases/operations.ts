@@ -1,0 +1,161 @@
+// The state machine of a database's long operations: creation, restart, password change, restore
+// and deletion. Each runs as one durable job ('database.operation') that asks the runtime driver
+// to advance the operation's single phase and reschedules itself until the phase is done or
+// failed. The operation in progress is recorded on the database row (operation, op_started_at,
+// op_reads, op_payload); every transition is a conditional update on that record, so a step that
+// runs twice (after a crash, or from a read in `reads` progression) changes nothing the second time.
+//
+//   creating        --database_create-->  ready | error
+//   updating        --restart-->          ready | error
+//   passwordChange  --password_change-->  ready | passwordChangeFailed   (password unchanged on failure)
+//   restoring       --restore-->          ready (data replaced) | restoringFailed (incl. incompatible dump)
+//   deleting        --database_delete-->  (row removed) | dbDeletionFailed
+import type { AppContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { enqueue, type JobKind } from '../../shared/jobs.js';
+import { forgetService } from '../projects/service.js';
+import type { DatabaseOperation, DatabasesTable, DatabaseStatus } from './storage.js';
+
+export const OPERATION_JOB = 'database.operation';
+
+/** The status a database shows while an operation runs, and after it fails. */
+export const RUNNING_STATUS: Record<DatabaseOperation, DatabaseStatus> = {
+  database_create: 'creating',
+  restart: 'updating',
+  password_change: 'passwordChange',
+  restore: 'restoring',
+  database_delete: 'deleting',
+};
+const FAILED_STATUS: Record<DatabaseOperation, DatabaseStatus> = {
+  database_create: 'error',
+  restart: 'error',
+  password_change: 'passwordChangeFailed',
+  restore: 'restoringFailed',
+  database_delete: 'dbDeletionFailed',
+};
+
+/** Facts an operation needs when it completes. */
+export interface OperationPayload {
+  /** password_change: the new password, sealed. */
+  password_enc?: string;
+  /** restore: what the backup holds, and where it came from. */
+  backup?: { id: string; database_id: string; data_version: number; engine_major: number; external: boolean };
+}
+
+export const engineMajor = (version: string) => Number.parseInt(version, 10) || 0;
+
+/** Puts the database into an operation's running status and enqueues its job (same transaction). */
+export async function startOperation(tx: Tx, d: DatabasesTable, operation: DatabaseOperation, payload: OperationPayload = {}): Promise<void> {
+  const now = new Date().toISOString();
+  await tx
+    .updateTable('databases')
+    .set({ status: RUNNING_STATUS[operation], operation, op_started_at: now, op_reads: 0, op_payload: JSON.stringify(payload), updated_at: now })
+    .where('id', '=', d.id)
+    .execute();
+  await enqueue(tx, { kind: OPERATION_JOB, payload: { databaseId: d.id, operation, startedAt: now }, subjectId: d.id, maxAttempts: 20 });
+}
+
+async function finish(tx: Tx, d: DatabasesTable, status: DatabaseStatus, extra: Partial<DatabasesTable> = {}): Promise<boolean> {
+  const now = new Date().toISOString();
+  const r = await tx
+    .updateTable('databases')
+    .set({ ...extra, status, operation: null, op_started_at: null, op_reads: 0, op_payload: null, updated_at: now })
+    .where('id', '=', d.id)
+    .where('operation', '=', d.operation)
+    .where('op_started_at', '=', d.op_started_at)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** Removes a database and everything attached to it. */
+async function remove(tx: Tx, id: string) {
+  await tx.deleteFrom('database_internal_connections').where('database_id', '=', id).execute();
+  await tx.deleteFrom('database_internal_connections').where('target_type', '=', 'database').where('target_id', '=', id).execute();
+  await tx.deleteFrom('database_backups').where('database_id', '=', id).execute();
+  await tx.deleteFrom('database_backup_targets').where('database_id', '=', id).execute();
+  await tx.deleteFrom('databases').where('id', '=', id).execute();
+  await forgetService(tx, id);
+}
+
+/** One step of the operation started at `startedAt`; returns when to look again (undefined: finished or superseded). */
+export async function step(tx: Tx, app: AppContext, databaseId: string, operation: DatabaseOperation, startedAt: string): Promise<Date | undefined> {
+  const d = await tx.selectFrom('databases').selectAll().where('id', '=', databaseId).executeTakeFirst();
+  if (!d || d.operation !== operation || d.op_started_at !== startedAt) return undefined;
+  const now = new Date();
+  const result = await app.runtime.advance(tx, {
+    operation,
+    phase: operation,
+    phaseIndex: 0,
+    phaseCount: 1,
+    targetId: d.id,
+    startedAt,
+    reads: d.op_reads,
+    details: { name: d.name, type: d.type, version: d.version },
+  });
+  if (result.state === 'running') return new Date(now.getTime() + result.checkAfterMs);
+  if (result.state === 'failed') {
+    await finish(tx, d, FAILED_STATUS[operation]);
+    return undefined;
+  }
+  const payload = JSON.parse(d.op_payload ?? '{}') as OperationPayload;
+  switch (operation) {
+    case 'database_delete': {
+      const r = await tx.updateTable('databases').set({ operation: null }).where('id', '=', d.id).where('operation', '=', operation).where('op_started_at', '=', startedAt).executeTakeFirst();
+      if (Number(r.numUpdatedRows)) await remove(tx, d.id);
+      return undefined;
+    }
+    case 'password_change':
+      // A password change is a write: the data version moves on.
+      await finish(tx, d, 'ready', payload.password_enc ? { password_enc: payload.password_enc, data_version: d.data_version + 1 } : {});
+      return undefined;
+    case 'restore': {
+      const b = payload.backup;
+      // The replay of a dump taken on a newer major version than the destination runs fails.
+      if (!b || b.engine_major > engineMajor(d.version)) await finish(tx, d, 'restoringFailed');
+      else await finish(tx, d, 'ready', { data_version: b.data_version });
+      return undefined;
+    }
+    default:
+      // Creation and restart: data untouched.
+      await finish(tx, d, 'ready');
+      return undefined;
+  }
+}
+
+export const operationJob = (app: AppContext): JobKind<{ databaseId: string; operation: DatabaseOperation; startedAt: string }> => ({
+  maxAttempts: 20,
+  async run(tx, job) {
+    const at = await step(tx, app, job.payload.databaseId, job.payload.operation, job.payload.startedAt);
+    return at ? { rescheduleAt: at } : undefined;
+  },
+  async onFailure(tx, job) {
+    const d = await tx.selectFrom('databases').selectAll().where('id', '=', job.payload.databaseId).executeTakeFirst();
+    if (d && d.operation === job.payload.operation && d.op_started_at === job.payload.startedAt) await finish(tx, d, FAILED_STATUS[job.payload.operation]);
+  },
+});
+
+/**
+ * Counts a client's read of a database. In `reads` progression the read that completes the
+ * phase of the running operation (or backup) advances it before answering, so polling loops see
+ * deterministic transitions.
+ */
+export async function noteRead(app: AppContext, d: DatabasesTable, stepBackup: (tx: Tx, databaseId: string, backupId: string) => Promise<Date | undefined>): Promise<void> {
+  const db = app.database.db;
+  if (d.operation && d.op_started_at && (await app.simulation.progression(d.operation)).mode === 'reads') {
+    const { operation, op_started_at } = d;
+    await db.transaction().execute(async (tx) => {
+      await tx.updateTable('databases').set((eb) => ({ op_reads: eb('op_reads', '+', 1) })).where('id', '=', d.id).where('op_started_at', '=', op_started_at).execute();
+      await step(tx, app, d.id, operation, op_started_at);
+    });
+  }
+  if (d.backup_status === 'inProgress' && (await app.simulation.progression('backup')).mode === 'reads') {
+    const pending = await db.selectFrom('database_backups').select('id').where('database_id', '=', d.id).where('status', '=', 'pending').execute();
+    if (!pending.length) return;
+    await db.transaction().execute(async (tx) => {
+      for (const b of pending) {
+        await tx.updateTable('database_backups').set((eb) => ({ reads: eb('reads', '+', 1) })).where('database_id', '=', d.id).where('id', '=', b.id).execute();
+        await stepBackup(tx, d.id, b.id);
+      }
+    });
+  }
+}

@@ -1,0 +1,618 @@
+// TypeBox contracts of the databases area (shapes of the v3 contract and its additions),
+// generated with scripts/contract-to-typebox.mjs and tidied: shared shapes are named once.
+import { Type } from '@sinclair/typebox';
+import { DateTime, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';
+
+
+export const DATABASE_STATUSES = ["creating","ready","updating","passwordChange","passwordChangeFailed","deleting","error","dbDeletionFailed","restoring","restoringFailed","updatingExternalConnection"] as const;
+export const DATABASE_TYPES = ["postgresql","mariadb","mysql","mongodb","redis","valkey"] as const;
+const DatabaseStatusSchema = StringEnum(DATABASE_STATUSES);
+const DatabaseTypeSchema = StringEnum(DATABASE_TYPES);
+const DatabaseIdParams = Type.Object({
+    id: Uuid(),
+  });
+const BackupParams = Type.Object({
+    id: Uuid(),
+    backup_id: Type.String(),
+  });
+const MetricQuery = Type.Object({
+    from: DateTime(),
+    to: DateTime(),
+    interval_in_seconds: Type.Integer({"exclusiveMinimum":0}),
+  });
+export const MetricSeries = Type.Array(Type.Object({
+    time: Type.String(),
+    value: Type.Number(),
+  }, { additionalProperties: false }));
+const StorageValue = Type.Object({
+    value: Type.Number(),
+  }, { additionalProperties: false });
+
+export const DatabaseView = Type.Object({
+  id: Uuid(),
+  company_id: Nullable(Type.String()),
+  project_id: Nullable(Uuid()),
+  name: Type.String(),
+  display_name: Type.String(),
+  type: DatabaseTypeSchema,
+  version: Type.String(),
+  status: Nullable(DatabaseStatusSchema),
+  is_suspended: Type.Boolean(),
+  resource_type_name: Nullable(Type.String()),
+  created_at: DateTime(),
+  updated_at: DateTime(),
+}, { additionalProperties: false });
+
+export const IpRestriction = Type.Object({
+  type: StringEnum(["allow","deny"]),
+  is_enabled: Type.Boolean(),
+  ip_list: Type.Array(Type.String()),
+}, { additionalProperties: false });
+
+export const listDatabasesContract = {
+  operationId: "listDatabasesV3",
+  method: "GET",
+  path: "/databases",
+  summary: "List databases",
+  tags: ["Databases"],
+  querystring: Type.Object({
+    ...PaginationQuery,
+  }),
+  success: 200,
+  response: Paginated(Type.Object({
+    id: Uuid(),
+    name: Type.String(),
+    display_name: Type.String(),
+    status: Nullable(DatabaseStatusSchema),
+    type: DatabaseTypeSchema,
+    version: Type.String(),
+    resource_type_name: Nullable(Type.String()),
+    is_suspended: Type.Boolean(),
+    created_at: DateTime(),
+    updated_at: DateTime(),
+  }, { additionalProperties: false })),
+  errors: [401,403,500],
+} as const;
+
+export const createDatabaseContract = {
+  operationId: "createDatabaseV3",
+  method: "POST",
+  path: "/databases",
+  summary: "Create database",
+  tags: ["Databases"],
+  body: Type.Object({
+    display_name: Type.String({"minLength":2,"maxLength":64}),
+    type: StringEnum(["postgresql","mariadb","mysql","redis","valkey"]),
+    version: Type.String(),
+    cluster_id: Uuid(),
+    resource_type_id: Type.String(),
+    db_name: Type.String({"minLength":2,"maxLength":100,"pattern":"^[a-zA-Z0-9_\\-+]+$"}),
+    db_password: Type.String({"minLength":4,"maxLength":100,"pattern":"^[a-zA-Z0-9_?<>#@\\-=+]+$"}),
+    db_user: Type.Optional(Type.String({"minLength":2,"maxLength":100,"pattern":"^[a-zA-Z0-9_\\-+]+$"})),
+    project_id: Type.Optional(Nullable(Uuid())),
+    extensions: Type.Optional(Type.Object({
+      enable_vector: Type.Optional(Type.Boolean()),
+      enable_postgis: Type.Optional(Type.Boolean()),
+      enable_cron: Type.Optional(Type.Boolean()),
+    })),
+  }, { additionalProperties: false }),
+  bodyRequired: true,
+  success: 201,
+  response: DatabaseView,
+  errors: [400,401,403,429,500],
+} as const;
+
+export const getDatabaseContract = {
+  operationId: "getDatabaseV3",
+  method: "GET",
+  path: "/databases/{id}",
+  summary: "Get database",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  success: 200,
+  response: Type.Object({
+    id: Uuid(),
+    company_id: Nullable(Type.String()),
+    project_id: Nullable(Uuid()),
+    name: Type.String(),
+    display_name: Type.String(),
+    type: DatabaseTypeSchema,
+    version: Type.String(),
+    status: Nullable(DatabaseStatusSchema),
+    is_suspended: Type.Boolean(),
+    cluster_id: Uuid(),
+    cluster_display_name: Nullable(Type.String()),
+    cluster_location: Nullable(Type.String()),
+    resource_type_id: Nullable(Type.String()),
+    resource_type_name: Nullable(Type.String()),
+    cpu_limit: Nullable(Type.Integer({"minimum":1})),
+    memory_limit: Nullable(Type.Integer({"minimum":1})),
+    storage_size: Nullable(Type.Integer({"minimum":1})),
+    db_name: Nullable(Type.String()),
+    internal_hostname: Nullable(Type.String()),
+    internal_port: Nullable(Type.String()),
+    external_hostname: Nullable(Type.String()),
+    external_port: Nullable(Type.String()),
+    created_at: DateTime(),
+    updated_at: DateTime(),
+  }, { additionalProperties: false }),
+  errors: [401,403,404,500],
+} as const;
+
+export const updateDatabaseContract = {
+  operationId: "updateDatabaseV3",
+  method: "PATCH",
+  path: "/databases/{id}",
+  summary: "Update database",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  body: Type.Object({
+    display_name: Type.Optional(Type.String({"minLength":2,"maxLength":64})),
+    resource_type_id: Type.Optional(Type.String()),
+    project_id: Type.Optional(Nullable(Uuid())),
+  }, { additionalProperties: false }),
+  bodyRequired: true,
+  success: 200,
+  response: DatabaseView,
+  errors: [400,401,403,404,429,500],
+} as const;
+
+export const deleteDatabaseContract = {
+  operationId: "deleteDatabaseV3",
+  method: "DELETE",
+  path: "/databases/{id}",
+  summary: "Delete database",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  success: 200,
+  response: MessageResponse,
+  errors: [400,401,403,404,429,500],
+} as const;
+
+export const activateDatabaseContract = {
+  operationId: "activateDatabaseV3",
+  method: "POST",
+  path: "/databases/{id}/activate",
+  summary: "Activate database",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  success: 200,
+  response: MessageResponse,
+  errors: [401,403,404,429,500],
+} as const;
+
+export const suspendDatabaseContract = {
+  operationId: "suspendDatabaseV3",
+  method: "POST",
+  path: "/databases/{id}/suspend",
+  summary: "Suspend database",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  success: 200,
+  response: MessageResponse,
+  errors: [400,401,403,404,429,500],
+} as const;
+
+export const resetDatabasePasswordContract = {
+  operationId: "resetDatabasePasswordV3",
+  method: "POST",
+  path: "/databases/{id}/reset-password",
+  summary: "Reset database password",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  body: Type.Object({
+    new_password: Type.String({"minLength":4,"maxLength":100,"pattern":"^[a-zA-Z0-9_?<>#@\\-=+]+$"}),
+  }, { additionalProperties: false }),
+  bodyRequired: true,
+  success: 200,
+  response: MessageResponse,
+  errors: [400,401,403,404,429,500],
+} as const;
+
+export const getDatabaseCpuUsageContract = {
+  operationId: "getDatabaseCpuUsageV3",
+  method: "GET",
+  path: "/databases/{id}/metrics/cpu-usage",
+  summary: "Get database cpu usage",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  querystring: MetricQuery,
+  success: 200,
+  response: MetricSeries,
+  errors: [401,403,404,500],
+} as const;
+
+export const getDatabaseCpuLimitContract = {
+  operationId: "getDatabaseCpuLimitV3",
+  method: "GET",
+  path: "/databases/{id}/metrics/cpu-limit",
+  summary: "Get database cpu limit",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  querystring: MetricQuery,
+  success: 200,
+  response: MetricSeries,
+  errors: [401,403,404,500],
+} as const;
+
+export const getDatabaseMemoryUsageContract = {
+  operationId: "getDatabaseMemoryUsageV3",
+  method: "GET",
+  path: "/databases/{id}/metrics/memory-usage",
+  summary: "Get database memory usage",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  querystring: MetricQuery,
+  success: 200,
+  response: MetricSeries,
+  errors: [401,403,404,500],
+} as const;
+
+export const getDatabaseMemoryLimitContract = {
+  operationId: "getDatabaseMemoryLimitV3",
+  method: "GET",
+  path: "/databases/{id}/metrics/memory-limit",
+  summary: "Get database memory limit",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  querystring: MetricQuery,
+  success: 200,
+  response: MetricSeries,
+  errors: [401,403,404,500],
+} as const;
+
+export const getDatabaseStorageUsageContract = {
+  operationId: "getDatabaseStorageUsageV3",
+  method: "GET",
+  path: "/databases/{id}/metrics/storage-usage",
+  summary: "Get database storage usage",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  querystring: MetricQuery,
+  success: 200,
+  response: MetricSeries,
+  errors: [401,403,404,500],
+} as const;
+
+export const getDatabaseStorageLimitContract = {
+  operationId: "getDatabaseStorageLimitV3",
+  method: "GET",
+  path: "/databases/{id}/metrics/storage-limit",
+  summary: "Get database storage limit",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  querystring: MetricQuery,
+  success: 200,
+  response: MetricSeries,
+  errors: [401,403,404,500],
+} as const;
+
+export const getDatabaseAllStorageContract = {
+  operationId: "getDatabaseAllStorageV3",
+  method: "GET",
+  path: "/databases/{id}/metrics/all-storage",
+  summary: "Get database all storage",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  success: 200,
+  response: StorageValue,
+  errors: [401,403,404,500],
+} as const;
+
+export const getDatabaseUsedStorageContract = {
+  operationId: "getDatabaseUsedStorageV3",
+  method: "GET",
+  path: "/databases/{id}/metrics/used-storage",
+  summary: "Get database used storage",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  success: 200,
+  response: StorageValue,
+  errors: [401,403,404,500],
+} as const;
+
+export const listDatabaseBackupsContract = {
+  operationId: "listDatabaseBackupsV3",
+  method: "GET",
+  path: "/databases/{id}/backups",
+  summary: "List database backups",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  querystring: Type.Object({
+    type: Type.Optional(StringEnum(["daily","manual"])),
+  }),
+  success: 200,
+  response: Type.Array(Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    display_name: Type.String(),
+    type: StringEnum(["daily","manual"]),
+    created_at: DateTime(),
+    expires_at: DateTime(),
+  }, { additionalProperties: false })),
+  errors: [401,403,404,500],
+} as const;
+
+export const createDatabaseBackupContract = {
+  operationId: "createDatabaseBackupV3",
+  method: "POST",
+  path: "/databases/{id}/backups",
+  summary: "Create database backup",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  body: Type.Object({
+    display_name: Type.String({"minLength":1}),
+  }),
+  bodyRequired: true,
+  success: 202,
+  response: MessageResponse,
+  errors: [400,401,403,404,429,500],
+} as const;
+
+export const deleteDatabaseBackupContract = {
+  operationId: "deleteDatabaseBackupV3",
+  method: "DELETE",
+  path: "/databases/{id}/backups/{backup_id}",
+  summary: "Delete database backup",
+  tags: ["Databases"],
+  params: BackupParams,
+  success: 200,
+  response: MessageResponse,
+  errors: [401,403,404,429,500],
+} as const;
+
+export const restoreDatabaseBackupContract = {
+  operationId: "restoreDatabaseBackupV3",
+  method: "POST",
+  path: "/databases/{id}/backups/{backup_id}/restore",
+  summary: "Restore database backup",
+  tags: ["Databases"],
+  params: BackupParams,
+  body: Nullable(Type.Object({
+    target_database_id: Type.Optional(Uuid()),
+  }, { additionalProperties: false })),
+  bodyRequired: false,
+  success: 202,
+  response: MessageResponse,
+  errors: [401,403,404,429,500],
+} as const;
+
+export const toggleDatabaseExternalConnectionContract = {
+  operationId: "toggleDatabaseExternalConnectionV3",
+  method: "POST",
+  path: "/databases/{id}/external-connection/toggle",
+  summary: "Toggle database external connection",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  success: 202,
+  response: MessageResponse,
+  errors: [400,401,403,404,429,500],
+} as const;
+
+export const listDatabaseInternalConnectionsContract = {
+  operationId: "listDatabaseInternalConnectionsV3",
+  method: "GET",
+  path: "/databases/{id}/internal-connections",
+  summary: "List database internal connections",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  success: 200,
+  response: Type.Array(Type.Object({
+    id: Uuid(),
+    source_id: Type.String(),
+    source_type: StringEnum(["appResource","dbResource"]),
+    source_name: Nullable(Type.String()),
+    source_display_name: Nullable(Type.String()),
+    target_id: Type.String(),
+    target_type: StringEnum(["appResource","dbResource"]),
+    target_name: Nullable(Type.String()),
+    target_display_name: Nullable(Type.String()),
+  }, { additionalProperties: false })),
+  errors: [401,403,404,500],
+} as const;
+
+export const createDatabaseInternalConnectionContract = {
+  operationId: "createDatabaseInternalConnectionV3",
+  method: "POST",
+  path: "/databases/{id}/internal-connections",
+  summary: "Create database internal connection",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  body: Type.Object({
+    target_id: Uuid(),
+    target_type: StringEnum(["app","database"]),
+  }),
+  bodyRequired: true,
+  success: 201,
+  response: Type.Object({
+    id: Uuid(),
+  }, { additionalProperties: false }),
+  errors: [400,401,403,404,429,500],
+} as const;
+
+export const deleteDatabaseInternalConnectionContract = {
+  operationId: "deleteDatabaseInternalConnectionV3",
+  method: "DELETE",
+  path: "/databases/{id}/internal-connections/{connection_id}",
+  summary: "Delete database internal connection",
+  tags: ["Databases"],
+  params: Type.Object({
+    id: Uuid(),
+    connection_id: Uuid(),
+  }),
+  success: 200,
+  response: MessageResponse,
+  errors: [401,403,404,429,500],
+} as const;
+
+export const getDatabaseIpRestrictionContract = {
+  operationId: "getDatabaseIpRestrictionV3",
+  method: "GET",
+  path: "/databases/{id}/ip-restriction",
+  summary: "Get database ip restriction",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  success: 200,
+  response: IpRestriction,
+  errors: [401,403,404,500],
+} as const;
+
+export const updateDatabaseIpRestrictionContract = {
+  operationId: "updateDatabaseIpRestrictionV3",
+  method: "PUT",
+  path: "/databases/{id}/ip-restriction",
+  summary: "Update database ip restriction",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  body: Type.Object({
+    type: StringEnum(["allow","deny"]),
+    is_enabled: Type.Boolean(),
+    ip_list: Type.Array(Type.String({"maxLength":45}), {"maxItems":500}),
+  }),
+  bodyRequired: true,
+  success: 200,
+  response: IpRestriction,
+  errors: [400,401,403,404,429,500],
+} as const;
+
+export const restartDatabaseContract = {
+  operationId: "restartDatabaseV3",
+  method: "POST",
+  path: "/databases/{id}/restart",
+  summary: "Restart database",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  success: 200,
+  response: MessageResponse,
+  errors: [400,401,403,404,429,500],
+} as const;
+
+export const restartDatabaseAliasContract = {
+  operationId: "restartDatabaseAliasV3",
+  method: "POST",
+  path: "/databases/{id}/restart-database",
+  summary: "Restart database alias",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  success: 200,
+  response: MessageResponse,
+  errors: [400,401,403,404,429,500],
+} as const;
+
+export const listExternalDatabaseBackupsContract = {
+  operationId: "listExternalDatabaseBackupsV3",
+  method: "GET",
+  path: "/databases/{id}/external-backups",
+  summary: "List external database backups",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  success: 200,
+  response: Type.Array(Type.Object({
+    id: Type.String(),
+    name: Type.Optional(Type.String()),
+    type: Type.Optional(StringEnum(["daily","manual"])),
+    backup_target_id: Type.Optional(Uuid()),
+    size: Type.Optional(Nullable(Type.Integer())),
+    created_at: Type.Optional(DateTime()),
+  })),
+  errors: [400,401,403,404,500],
+} as const;
+
+export const createExternalDatabaseBackupContract = {
+  operationId: "createExternalDatabaseBackupV3",
+  method: "POST",
+  path: "/databases/{id}/external-backups",
+  summary: "Create external database backup",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  body: Type.Object({
+    name: Type.String({"minLength":1,"maxLength":200}),
+    backup_target_id: Type.Optional(Uuid()),
+  }, { additionalProperties: false }),
+  bodyRequired: true,
+  success: 202,
+  response: MessageResponse,
+  errors: [400,401,403,404,429,500],
+} as const;
+
+export const deleteExternalDatabaseBackupContract = {
+  operationId: "deleteExternalDatabaseBackupV3",
+  method: "DELETE",
+  path: "/databases/{id}/external-backups/{backup_id}",
+  summary: "Delete external database backup",
+  tags: ["Databases"],
+  params: BackupParams,
+  success: 200,
+  response: MessageResponse,
+  errors: [400,401,403,404,429,500],
+} as const;
+
+export const restoreExternalDatabaseBackupContract = {
+  operationId: "restoreExternalDatabaseBackupV3",
+  method: "POST",
+  path: "/databases/{id}/external-backups/{backup_id}/restore",
+  summary: "Restore external database backup",
+  tags: ["Databases"],
+  params: BackupParams,
+  // The specification: the body is required and is either a JSON object or JSON null.
+  body: Type.Union([Type.Object({
+    target_database_id: Type.Optional(Uuid()),
+  }, { additionalProperties: false }), Type.Null()]),
+  bodyRequired: true,
+  success: 202,
+  response: MessageResponse,
+  errors: [400,401,403,404,429,500],
+} as const;
+
+export const listDatabaseBackupTargetsContract = {
+  operationId: "listDatabaseBackupTargetsV3",
+  method: "GET",
+  path: "/databases/{id}/backup-targets",
+  summary: "List database backup targets",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  success: 200,
+  response: Type.Array(Type.Object({
+    id: Uuid(),
+    object_storage_id: Type.Optional(Nullable(Uuid())),
+    bucket_name: Type.Optional(Type.String()),
+    endpoint: Type.Optional(Nullable(Type.String())),
+    created_at: Type.Optional(DateTime()),
+  })),
+  errors: [400,401,403,404,500],
+} as const;
+
+export const createDatabaseBackupTargetContract = {
+  operationId: "createDatabaseBackupTargetV3",
+  method: "POST",
+  path: "/databases/{id}/backup-targets",
+  summary: "Create database backup target",
+  tags: ["Databases"],
+  params: DatabaseIdParams,
+  body: Type.Object({
+    object_storage_id: Type.Optional(Uuid()),
+    bucket_name: Type.Optional(Type.String()),
+    access_key: Type.Optional(Type.String()),
+    secret_key: Type.Optional(Type.String()),
+    endpoint: Type.Optional(Type.String()),
+  }, { additionalProperties: false }),
+  bodyRequired: true,
+  success: 202,
+  response: MessageResponse,
+  errors: [400,401,403,404,429,500],
+} as const;
+
+export const deleteDatabaseBackupTargetContract = {
+  operationId: "deleteDatabaseBackupTargetV3",
+  method: "DELETE",
+  path: "/databases/{id}/backup-targets/{target_id}",
+  summary: "Delete database backup target",
+  tags: ["Databases"],
+  params: Type.Object({
+    id: Uuid(),
+    target_id: Uuid(),
+  }),
+  success: 200,
+  response: MessageResponse,
+  errors: [400,401,403,404,429,500],
+} as const;

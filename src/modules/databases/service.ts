@@ -1,0 +1,383 @@
+// Databases: create (asynchronous: creating -> ready), read, update, suspend/activate, password
+// reset, restart, deletion, external access and IP restriction, internal connections and metrics.
+import { isIP } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import type { AppContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { ApiError, badRequest } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
+import { cancelJobs } from '../../shared/jobs.js';
+import { uniqueName } from '../../shared/naming.js';
+import { paginate, type Page } from '../../shared/pagination.js';
+import { CLUSTER_BY_ID, DATABASE_RESOURCE_TYPE_BY_ID, DATABASE_RESOURCE_TYPES } from '../resources/catalog.js';
+import { engineMajor, startOperation } from './operations.js';
+import { findDatabase, type DatabasesTable, type DatabaseType } from './storage.js';
+
+const bool = (n: number) => n === 1;
+
+/** Engine versions a database can be created with (the contract does not enumerate them). */
+export const ENGINE_VERSIONS: Record<Exclude<DatabaseType, 'mongodb'>, readonly string[]> = {
+  postgresql: ['13', '14', '15', '16', '17'],
+  mysql: ['8.0', '8.4', '9'],
+  mariadb: ['10.6', '10.11', '11.4'],
+  redis: ['7', '7.2'],
+  valkey: ['7.2', '8'],
+};
+const PORTS: Record<DatabaseType, string> = { postgresql: '5432', mysql: '3306', mariadb: '3306', mongodb: '27017', redis: '6379', valkey: '6379' };
+
+/** Engines whose data can be dumped to (and replayed from) an external backup target. Key-value stores cannot. */
+export const EXTERNAL_BACKUP_ENGINES: Partial<Record<DatabaseType, string>> = { postgresql: 'pg', mysql: 'mysql', mariadb: 'mariadb' };
+
+export function assertExternalBackups(d: DatabasesTable) {
+  if (!EXTERNAL_BACKUP_ENGINES[d.type]) throw badRequest(`Databases of type ${d.type} do not support external backups (supported: postgresql, mysql, mariadb)`);
+}
+
+export const internalHostname = (d: DatabasesTable) => `${d.name}-${d.id.slice(0, 8)}.${CLUSTER_BY_ID.get(d.cluster_id)?.name ?? 'cluster'}.svc.internal`;
+
+/** Representation of create and update. */
+export function databaseView(d: DatabasesTable) {
+  return {
+    id: d.id,
+    company_id: d.company_id,
+    project_id: d.project_id,
+    name: d.name,
+    display_name: d.display_name,
+    type: d.type,
+    version: d.version,
+    status: d.status,
+    is_suspended: bool(d.is_suspended),
+    resource_type_name: DATABASE_RESOURCE_TYPE_BY_ID.get(d.resource_type_id)?.name ?? null,
+    created_at: d.created_at,
+    updated_at: d.updated_at,
+  };
+}
+
+/** Representation of GET /databases/{id}: connection facts, never the password. */
+export function databaseDetailView(d: DatabasesTable) {
+  const cluster = CLUSTER_BY_ID.get(d.cluster_id);
+  const rt = DATABASE_RESOURCE_TYPE_BY_ID.get(d.resource_type_id);
+  const external = bool(d.external_enabled);
+  return {
+    ...databaseView(d),
+    cluster_id: d.cluster_id,
+    cluster_display_name: cluster?.display_name ?? null,
+    cluster_location: cluster?.location ?? null,
+    resource_type_id: d.resource_type_id,
+    resource_type_name: rt?.name ?? null,
+    cpu_limit: rt?.cpu_limit ?? null,
+    memory_limit: rt?.memory_limit ?? null,
+    storage_size: rt?.storage_limit ?? null,
+    db_name: d.db_name,
+    internal_hostname: internalHostname(d),
+    internal_port: d.internal_port,
+    external_hostname: external ? `${d.name}-${d.id.slice(0, 8)}.${cluster?.name ?? 'cluster'}.db.slipway.app` : null,
+    external_port: external ? d.external_port : null,
+  };
+}
+
+export async function listDatabases(tx: Tx, companyId: string, page: Page, scope: Set<string> | null) {
+  let q = tx
+    .selectFrom('databases')
+    .select(['id', 'name', 'display_name', 'status', 'type', 'version', 'resource_type_id', 'is_suspended', 'created_at', 'updated_at'])
+    .where('company_id', '=', companyId);
+  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
+  const res = await paginate(q, page);
+  return {
+    ...res,
+    data: res.data.map(({ resource_type_id, ...r }) => ({ ...r, is_suspended: bool(r.is_suspended), resource_type_name: DATABASE_RESOURCE_TYPE_BY_ID.get(resource_type_id)?.name ?? null })),
+  };
+}
+
+async function checkProject(tx: Tx, companyId: string, projectId: string | null | undefined) {
+  if (!projectId) return;
+  const p = await tx.selectFrom('projects').select('id').where('id', '=', projectId).where('company_id', '=', companyId).executeTakeFirst();
+  if (!p) throw badRequest(`Unknown project_id ${projectId}`);
+}
+
+function checkResourceType(id: string) {
+  if (!DATABASE_RESOURCE_TYPE_BY_ID.has(id)) throw badRequest(`Unknown resource_type_id ${id}; see GET /resources/database-resource-types (e.g. ${DATABASE_RESOURCE_TYPES[0]!.id})`);
+}
+
+export interface CreateInput {
+  display_name: string;
+  type: Exclude<DatabaseType, 'mongodb'>;
+  version: string;
+  cluster_id: string;
+  resource_type_id: string;
+  db_name: string;
+  db_password: string;
+  db_user?: string;
+  project_id?: string | null;
+  extensions?: { enable_vector?: boolean; enable_postgis?: boolean; enable_cron?: boolean };
+}
+
+export async function createDatabase(tx: Tx, app: AppContext, companyId: string, input: CreateInput): Promise<DatabasesTable> {
+  if (!CLUSTER_BY_ID.has(input.cluster_id)) throw badRequest(`Unknown cluster_id ${input.cluster_id}; see GET /resources/clusters`);
+  checkResourceType(input.resource_type_id);
+  const versions = ENGINE_VERSIONS[input.type];
+  if (!versions.includes(input.version)) throw badRequest(`Unsupported ${input.type} version "${input.version}" (supported: ${versions.join(', ')})`);
+  if (input.extensions && input.type !== 'postgresql' && Object.values(input.extensions).some(Boolean)) throw badRequest('extensions apply only to postgresql databases');
+  await checkProject(tx, companyId, input.project_id);
+  const now = new Date().toISOString();
+  const name = await uniqueName(input.display_name, async (n) => !!(await tx.selectFrom('databases').select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst()));
+  const row: DatabasesTable = {
+    id: newId(),
+    company_id: companyId,
+    project_id: input.project_id ?? null,
+    cluster_id: input.cluster_id,
+    name,
+    display_name: input.display_name,
+    type: input.type,
+    version: input.version,
+    status: 'creating',
+    is_suspended: 0,
+    resource_type_id: input.resource_type_id,
+    db_name: input.db_name,
+    db_user: input.db_user ?? (input.type === 'redis' || input.type === 'valkey' ? 'default' : input.db_name),
+    password_enc: app.secrets.encrypt(input.db_password),
+    extensions: JSON.stringify(input.extensions ?? {}),
+    internal_port: PORTS[input.type],
+    external_enabled: 0,
+    external_port: String(30000 + randomBytes(2).readUInt16BE() % 2000),
+    backup_status: 'ready',
+    data_version: 0,
+    ip_type: 'allow',
+    ip_enabled: 0,
+    ip_list: '[]',
+    operation: null,
+    op_started_at: null,
+    op_reads: 0,
+    op_payload: null,
+    created_at: now,
+    updated_at: now,
+  };
+  await tx.insertInto('databases').values(row).execute();
+  if (row.project_id) await tx.insertInto('project_services').values({ project_id: row.project_id, service_id: row.id, service_type: 'database', company_id: companyId, created_at: now }).execute();
+  await startOperation(tx, row, 'database_create');
+  return findDatabase(tx, companyId, row.id);
+}
+
+export function assertNotDeleting(d: DatabasesTable) {
+  if (d.status === 'deleting') throw badRequest('The database is being deleted');
+}
+
+/** Bumps the simulated data version: the database was written to. */
+const written = (d: DatabasesTable) => ({ data_version: d.data_version + 1 });
+
+export async function updateDatabase(tx: Tx, companyId: string, id: string, input: { display_name?: string; resource_type_id?: string; project_id?: string | null }) {
+  const d = await findDatabase(tx, companyId, id);
+  assertNotDeleting(d);
+  if (input.resource_type_id !== undefined) checkResourceType(input.resource_type_id);
+  await checkProject(tx, companyId, input.project_id);
+  const now = new Date().toISOString();
+  const patch: Partial<DatabasesTable> = { ...written(d), updated_at: now };
+  if (input.display_name !== undefined) patch.display_name = input.display_name;
+  if (input.resource_type_id !== undefined) patch.resource_type_id = input.resource_type_id;
+  if (input.project_id !== undefined && input.project_id !== d.project_id) {
+    patch.project_id = input.project_id;
+    await tx.deleteFrom('project_services').where('service_id', '=', d.id).execute();
+    if (input.project_id) await tx.insertInto('project_services').values({ project_id: input.project_id, service_id: d.id, service_type: 'database', company_id: companyId, created_at: now }).execute();
+  }
+  await tx.updateTable('databases').set(patch).where('id', '=', d.id).execute();
+  return findDatabase(tx, companyId, id);
+}
+
+export async function deleteDatabase(tx: Tx, companyId: string, id: string) {
+  const d = await findDatabase(tx, companyId, id);
+  assertNotDeleting(d);
+  // Whatever was under way on the database stops: its queued jobs are cancelled and the
+  // conditional updates of a running one no longer match.
+  await cancelJobs(tx, d.id);
+  await tx.updateTable('database_backups').set({ status: 'failed' }).where('database_id', '=', d.id).where('status', '=', 'pending').execute();
+  await startOperation(tx, d, 'database_delete');
+  return { message: 'Database deletion started' };
+}
+
+const BUSY: Record<string, string> = {
+  creating: 'is being created',
+  deleting: 'is being deleted',
+  updating: 'is being updated (restart in progress)',
+  passwordChange: 'is changing its password',
+  restoring: 'is being restored',
+  updatingExternalConnection: 'is updating its external connection',
+};
+
+export async function setSuspended(tx: Tx, companyId: string, id: string, suspended: boolean) {
+  const d = await findDatabase(tx, companyId, id);
+  if (suspended) {
+    if (BUSY[d.status]) throw badRequest(`The database cannot be suspended while it ${BUSY[d.status]}`);
+    if (d.backup_status !== 'ready') throw badRequest('The database cannot be suspended while a backup is in progress');
+  } else assertNotDeleting(d);
+  await tx.updateTable('databases').set({ is_suspended: suspended ? 1 : 0, updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
+  return { message: suspended ? 'Database suspended' : 'Database activated' };
+}
+
+/** States from which restart and password reset may start (the contract's restart rule). */
+const RESTARTABLE = new Set(['ready', 'error', 'passwordChangeFailed', 'restoringFailed']);
+
+function assertIdle(d: DatabasesTable, what: string) {
+  if (d.is_suspended) throw badRequest(`The database is suspended; activate it before ${what}`);
+  if (!RESTARTABLE.has(d.status)) throw badRequest(`The database ${BUSY[d.status] ?? `is ${d.status}`}; ${what} is allowed only when its status is ready, error, passwordChangeFailed or restoringFailed`);
+  if (d.backup_status !== 'ready') throw badRequest(`A backup of the database is in progress; ${what} is allowed once it finishes`);
+}
+
+export async function restartDatabase(tx: Tx, companyId: string, id: string) {
+  const d = await findDatabase(tx, companyId, id);
+  assertIdle(d, 'restarting it');
+  await startOperation(tx, d, 'restart');
+  return { message: 'Database restart started' };
+}
+
+export async function resetPassword(tx: Tx, app: AppContext, companyId: string, id: string, password: string) {
+  const d = await findDatabase(tx, companyId, id);
+  assertIdle(d, 'changing its password');
+  await startOperation(tx, d, 'password_change', { password_enc: app.secrets.encrypt(password) });
+  return { message: 'Database password change started' };
+}
+
+export async function toggleExternalConnection(tx: Tx, companyId: string, id: string) {
+  const d = await findDatabase(tx, companyId, id);
+  assertNotDeleting(d);
+  if (d.status === 'creating') throw badRequest('The database is being created; toggle its external connection once it is ready');
+  const enabled = d.external_enabled ? 0 : 1;
+  await tx.updateTable('databases').set({ external_enabled: enabled, updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
+  return { message: enabled ? 'External connection enabled' : 'External connection disabled' };
+}
+
+// --- IP restriction ---------------------------------------------------------------------------
+
+/** A single IPv4/IPv6 address or a CIDR range of one. */
+export function isIpOrCidr(entry: string): boolean {
+  const [addr, prefix, ...rest] = entry.split('/');
+  if (rest.length || !addr) return false;
+  const family = isIP(addr);
+  if (!family) return false;
+  if (prefix === undefined) return true;
+  if (!/^\d{1,3}$/.test(prefix)) return false;
+  return Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
+export const ipRestrictionView = (d: DatabasesTable) => ({ type: d.ip_type, is_enabled: bool(d.ip_enabled), ip_list: JSON.parse(d.ip_list) as string[] });
+
+export async function updateIpRestriction(tx: Tx, companyId: string, id: string, input: { type: 'allow' | 'deny'; is_enabled: boolean; ip_list: string[] }) {
+  const d = await findDatabase(tx, companyId, id);
+  assertNotDeleting(d);
+  const bad = input.ip_list.filter((e) => !isIpOrCidr(e.trim()));
+  if (bad.length) throw badRequest(`Invalid IP address or CIDR range: ${bad.slice(0, 5).join(', ')}`);
+  const list = [...new Set(input.ip_list.map((e) => e.trim()))];
+  await tx.updateTable('databases').set({ ip_type: input.type, ip_enabled: input.is_enabled ? 1 : 0, ip_list: JSON.stringify(list), updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
+  return ipRestrictionView(await findDatabase(tx, companyId, id));
+}
+
+// --- Internal connections ---------------------------------------------------------------------
+
+interface Endpoint {
+  id: string;
+  name: string | null;
+  display_name: string | null;
+  cluster_id: string | null;
+}
+
+async function endpoint(tx: Tx, app: AppContext, companyId: string, type: 'app' | 'database', id: string): Promise<Endpoint | undefined> {
+  if (type === 'database') {
+    const d = await tx.selectFrom('databases').select(['id', 'name', 'display_name', 'cluster_id']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+    return d;
+  }
+  const s = await app.services.get('app')?.find(tx, companyId, id);
+  if (!s) return undefined;
+  // The registry's summary carries no region; the application's row does.
+  const row = await tx.selectFrom('applications').select('cluster_id').where('id', '=', id).executeTakeFirst();
+  return { ...s, cluster_id: row?.cluster_id ?? null };
+}
+
+export async function listConnections(tx: Tx, app: AppContext, companyId: string, id: string) {
+  const d = await findDatabase(tx, companyId, id);
+  const rows = await tx.selectFrom('database_internal_connections').selectAll().where('database_id', '=', d.id).orderBy('created_at').orderBy('id').execute();
+  const out = [];
+  for (const r of rows) {
+    const t = await endpoint(tx, app, companyId, r.target_type, r.target_id);
+    out.push({
+      id: r.id,
+      source_id: d.id,
+      source_type: 'dbResource' as const,
+      source_name: d.name,
+      source_display_name: d.display_name,
+      target_id: r.target_id,
+      target_type: r.target_type === 'app' ? ('appResource' as const) : ('dbResource' as const),
+      target_name: t?.name ?? null,
+      target_display_name: t?.display_name ?? null,
+    });
+  }
+  return out;
+}
+
+export async function createConnection(tx: Tx, app: AppContext, companyId: string, id: string, input: { target_id: string; target_type: 'app' | 'database' }) {
+  const d = await findDatabase(tx, companyId, id);
+  assertNotDeleting(d);
+  if (input.target_type === 'database' && input.target_id === d.id) throw badRequest('A database cannot be connected to itself');
+  const t = await endpoint(tx, app, companyId, input.target_type, input.target_id);
+  if (!t) throw badRequest(`Unknown ${input.target_type === 'app' ? 'application' : 'database'} ${input.target_id}`);
+  if (t.cluster_id !== d.cluster_id) throw badRequest('Internal connections are only supported between services in the same cluster (region)');
+  const dup = await tx.selectFrom('database_internal_connections').select('id').where('database_id', '=', d.id).where('target_id', '=', input.target_id).executeTakeFirst();
+  if (dup) throw badRequest('This internal connection already exists');
+  const row = { id: newId(), database_id: d.id, company_id: companyId, target_id: input.target_id, target_type: input.target_type, created_at: new Date().toISOString() };
+  await tx.insertInto('database_internal_connections').values(row).execute();
+  return { id: row.id };
+}
+
+export async function deleteConnection(tx: Tx, companyId: string, id: string, connectionId: string) {
+  const d = await findDatabase(tx, companyId, id);
+  const r = await tx.deleteFrom('database_internal_connections').where('id', '=', connectionId).where('database_id', '=', d.id).executeTakeFirst();
+  if (!Number(r.numDeletedRows)) throw new ApiError(404, 'Internal connection not found');
+  return { message: 'Internal connection deleted' };
+}
+
+// --- Metrics ----------------------------------------------------------------------------------
+
+export type DatabaseMetric = 'cpu-usage' | 'cpu-limit' | 'memory-usage' | 'memory-limit' | 'storage-usage' | 'storage-limit';
+
+export async function metric(tx: Tx, app: AppContext, companyId: string, id: string, name: DatabaseMetric, q: { from: string; to: string; interval_in_seconds: number }) {
+  const d = await findDatabase(tx, companyId, id);
+  const from = new Date(q.from);
+  const to = new Date(q.to);
+  if (from.getTime() > to.getTime()) {
+    const message = '`from` must not be later than `to`';
+    throw new ApiError(400, message, { issues: [{ path: 'query.from', message }] });
+  }
+  const rt = DATABASE_RESOURCE_TYPE_BY_ID.get(d.resource_type_id) ?? DATABASE_RESOURCE_TYPES[0]!;
+  const cores = rt.cpu_limit / 1000;
+  const memory = rt.memory_limit * 1024 * 1024;
+  const storage = rt.storage_limit * 1024 * 1024;
+  const used = usedStorage(d, storage);
+  const shape = {
+    'cpu-usage': { base: 0.02 * cores, spread: 0.3 * cores },
+    'cpu-limit': { base: cores, spread: 0 },
+    'memory-usage': { base: 0.25 * memory, spread: 0.3 * memory },
+    'memory-limit': { base: memory, spread: 0 },
+    'storage-usage': { base: used * 0.98, spread: used * 0.02 },
+    'storage-limit': { base: storage, spread: 0 },
+  }[name];
+  // A point stands for the interval it starts: the one the database was created in counts.
+  const since = Date.parse(d.created_at);
+  const now = Date.now();
+  const live = !d.is_suspended && d.status !== 'creating';
+  return app.runtime.series(d.id, name, from, to, q.interval_in_seconds, { ...shape, running: (t) => live && t.getTime() >= since - q.interval_in_seconds * 1000 && t.getTime() <= now });
+}
+
+/** Simulated bytes in use: a small base that grows with the data version. */
+function usedStorage(d: DatabasesTable, limit: number) {
+  return Math.min(limit, 16 * 1024 * 1024 + d.data_version * 1024 * 1024);
+}
+
+export async function storageValue(tx: Tx, companyId: string, id: string, which: 'all' | 'used') {
+  const d = await findDatabase(tx, companyId, id);
+  const rt = DATABASE_RESOURCE_TYPE_BY_ID.get(d.resource_type_id) ?? DATABASE_RESOURCE_TYPES[0]!;
+  const storage = rt.storage_limit * 1024 * 1024;
+  return { value: which === 'all' ? storage : usedStorage(d, storage) };
+}
+
+export async function databaseSummary(tx: Tx, companyId: string, id: string) {
+  return (await tx.selectFrom('databases').select(['id', 'name', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst()) ?? undefined;
+}
+
+export { engineMajor };
