@@ -1,7 +1,7 @@
 // TypeBox contracts of the databases area (shapes of the v3 contract and its additions),
 // generated with scripts/contract-to-typebox.mjs and tidied: shared shapes are named once.
 import { Type } from '@sinclair/typebox';
-import { DateTime, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid, MetricSeries, MetricWindowQuery } from '../../shared/schemas/common.js';
 
 
 export const DATABASE_STATUSES = ["creating","ready","updating","passwordChange","passwordChangeFailed","deleting","error","dbDeletionFailed","restoring","restoringFailed","updatingExternalConnection"] as const;
@@ -15,15 +15,6 @@ const BackupParams = Type.Object({
     id: Uuid(),
     backup_id: Type.String(),
   });
-const MetricQuery = Type.Object({
-    from: DateTime(),
-    to: DateTime(),
-    interval_in_seconds: Type.Integer({"exclusiveMinimum":0}),
-  });
-export const MetricSeries = Type.Array(Type.Object({
-    time: Type.String(),
-    value: Type.Number(),
-  }, { additionalProperties: false }));
 const StorageValue = Type.Object({
     value: Type.Number(),
   }, { additionalProperties: false });
@@ -216,7 +207,7 @@ export const getDatabaseCpuUsageContract = {
   summary: "Get database cpu usage",
   tags: ["Databases"],
   params: DatabaseIdParams,
-  querystring: MetricQuery,
+  querystring: MetricWindowQuery,
   success: 200,
   response: MetricSeries,
   errors: [401,403,404,500],
@@ -229,7 +220,7 @@ export const getDatabaseCpuLimitContract = {
   summary: "Get database cpu limit",
   tags: ["Databases"],
   params: DatabaseIdParams,
-  querystring: MetricQuery,
+  querystring: MetricWindowQuery,
   success: 200,
   response: MetricSeries,
   errors: [401,403,404,500],
@@ -242,7 +233,7 @@ export const getDatabaseMemoryUsageContract = {
   summary: "Get database memory usage",
   tags: ["Databases"],
   params: DatabaseIdParams,
-  querystring: MetricQuery,
+  querystring: MetricWindowQuery,
   success: 200,
   response: MetricSeries,
   errors: [401,403,404,500],
@@ -255,7 +246,7 @@ export const getDatabaseMemoryLimitContract = {
   summary: "Get database memory limit",
   tags: ["Databases"],
   params: DatabaseIdParams,
-  querystring: MetricQuery,
+  querystring: MetricWindowQuery,
   success: 200,
   response: MetricSeries,
   errors: [401,403,404,500],
@@ -268,7 +259,7 @@ export const getDatabaseStorageUsageContract = {
   summary: "Get database storage usage",
   tags: ["Databases"],
   params: DatabaseIdParams,
-  querystring: MetricQuery,
+  querystring: MetricWindowQuery,
   success: 200,
   response: MetricSeries,
   errors: [401,403,404,500],
@@ -281,7 +272,7 @@ export const getDatabaseStorageLimitContract = {
   summary: "Get database storage limit",
   tags: ["Databases"],
   params: DatabaseIdParams,
-  querystring: MetricQuery,
+  querystring: MetricWindowQuery,
   success: 200,
   response: MetricSeries,
   errors: [401,403,404,500],

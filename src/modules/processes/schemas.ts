@@ -2,7 +2,7 @@
 // trigger, and per-process metrics. Shapes follow the v3 contract; create/list/get/update come
 // from the additions document (which adds the cron fields concurrency_policy and max_run_time_seconds).
 import { Type } from '@sinclair/typebox';
-import { DateTime, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid, MetricSeries, MetricWindowQuery } from '../../shared/schemas/common.js';
 
 export const PROCESS_TYPES = ['web', 'worker', 'cron', 'job'] as const;
 export const JOB_START_POLICIES = ['beforeDeployment', 'afterSuccessDeployment', 'afterFailedDeployment'] as const;
@@ -185,17 +185,6 @@ export const ProcessParams = Type.Object({
   process_id: Uuid(),
 });
 
-export const MetricsQuery = Type.Object({
-  from: DateTime(),
-  to: DateTime(),
-  interval_in_seconds: Type.Integer({"exclusiveMinimum":0}),
-});
-
-export const MetricSeries = Type.Array(Type.Object({
-  time: Type.String(),
-  value: Type.Number(),
-}, { additionalProperties: false }));
-
 export const ExitCodesQuery = Type.Object({
   from: DateTime(),
   to: DateTime(),
@@ -296,7 +285,7 @@ const metricContract = (operationId: string, metric: string, summary: string) =>
     summary,
     tags: ["Applications"],
     params: ProcessParams,
-    querystring: MetricsQuery,
+    querystring: MetricWindowQuery,
     success: 200,
     response: MetricSeries,
     errors: [401,403,404,500],

@@ -78,3 +78,11 @@ export const LogQuery = Type.Object({
 
 /** One point of a metric series. */
 export const MetricPoint = Type.Object({ time: Type.String(), value: Type.Number() }, { additionalProperties: false });
+
+/** A metric series and the window it is asked for (resource metrics of processes and databases). */
+export const MetricSeries = Type.Array(MetricPoint);
+export const MetricWindowQuery = Type.Object({
+  from: DateTime(),
+  to: DateTime(),
+  interval_in_seconds: Type.Integer({ exclusiveMinimum: 0 }),
+});
