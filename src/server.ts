@@ -31,8 +31,8 @@ export interface Server {
 const Ajv = ((AjvModule as any).default ?? AjvModule) as typeof AjvModule.default;
 const addFormats = ((formatsModule as any).default ?? formatsModule) as typeof formatsModule.default;
 
-function makeAjv(coerce: boolean) {
-  const ajv = new Ajv({ allErrors: true, coerceTypes: coerce ? 'array' : false, useDefaults: true, removeAdditional: false, strict: false });
+function makeAjv(coerce: boolean, useDefaults = true) {
+  const ajv = new Ajv({ allErrors: true, coerceTypes: coerce ? 'array' : false, useDefaults, removeAdditional: false, strict: false });
   addFormats(ajv);
   return ajv;
 }
@@ -73,9 +73,11 @@ export async function createServer(config: Config, opts: { database?: Database; 
 
   // Request parts: bodies are validated strictly; path and query strings are coerced to types.
   const bodyAjv = makeAjv(false);
+  // A PATCH changes only what it names: schema defaults must not fill in (and so reset) the rest.
+  const patchAjv = makeAjv(false, false);
   const paramAjv = makeAjv(true);
-  fastify.setValidatorCompiler(({ schema, httpPart }) => {
-    const validate = (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema);
+  fastify.setValidatorCompiler(({ schema, httpPart, method }) => {
+    const validate = (httpPart !== 'body' ? paramAjv : method === 'PATCH' ? patchAjv : bodyAjv).compile(schema);
     return (data: unknown) => (validate(data) ? { value: data } : { error: Object.assign(new Error(`invalid ${httpPart}`), { validation: validate.errors, validationContext: httpPart }) });
   });
 

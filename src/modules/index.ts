@@ -14,6 +14,7 @@ import * as appStorage from './applications/storage.js';
 import * as processes from './processes/routes.js';
 import * as envVars from './env-vars/routes.js';
 import * as databases from './databases/routes.js';
+import * as webhooks from './webhooks/routes.js';
 
 export interface Module {
   name: string;
@@ -37,6 +38,7 @@ export const modules: Module[] = [
   { name: 'processes', operations: processes.operations, tables: processes.tables, migrations: processes.migrations, setup: processes.setup },
   { name: 'env-vars', operations: envVars.operations, tables: envVars.tables, migrations: envVars.migrations },
   { name: 'databases', operations: databases.operations, tables: databases.tables, migrations: databases.migrations, setup: databases.setup },
+  { name: 'webhooks', operations: webhooks.operations, tables: webhooks.tables, migrations: webhooks.migrations, setup: webhooks.setup },
 ];
 
 export const moduleMigrations = (): Record<string, Migration> => Object.assign({}, ...modules.map((m) => m.migrations ?? {}));

@@ -29,6 +29,11 @@ export interface Config {
   bodyLimit: number;
   publicUrl?: string;
   jobs: { concurrency: number; leaseMs: number; pollMs: number; retryBaseMs: number };
+  /**
+   * Webhook delivery settings (read here because tests pass their environment to loadConfig,
+   * not to process.env). Parsed by `webhookSettings` in src/modules/webhooks/delivery.ts.
+   */
+  webhooks: { env: Record<string, string | undefined> };
   simulation: { progression: Record<string, Progression>; faults: Omit<FaultRule, 'id' | 'created_at'>[] };
 }
 
@@ -105,11 +110,17 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
       pollMs: Number(env.SLIPWAY_JOB_POLL_MS || 100),
       retryBaseMs: Number(env.SLIPWAY_JOB_RETRY_BASE_MS || 1000),
     },
+    webhooks: { env: pickEnv(env, 'SLIPWAY_WEBHOOK_') },
     simulation: {
       progression: parseProgression(str('sim-progression', 'SLIPWAY_SIM_PROGRESSION')),
       faults: parseFaults(env.SLIPWAY_SIM_FAULTS),
     },
   };
+}
+
+/** The variables of `env` whose names start with `prefix` (a module parses its own settings). */
+function pickEnv(env: NodeJS.ProcessEnv, prefix: string): Record<string, string | undefined> {
+  return Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith(prefix)));
 }
 
 function parseFaults(json: string | undefined): Omit<FaultRule, 'id' | 'created_at'>[] {

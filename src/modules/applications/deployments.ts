@@ -4,6 +4,7 @@
 // every transition is a conditional update, so a step that runs twice (after a crash, or from a
 // read in `reads` progression) changes nothing the second time.
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest, notFound } from '../../shared/errors.js';
@@ -14,6 +15,7 @@ import { writeLogs, type LogLine } from '../../shared/runtime/logs.js';
 import * as processes from '../processes/service.js';
 import * as envVars from '../env-vars/service.js';
 import type { ApplicationsTable, DeploymentsTable } from './storage.js';
+import { emitEvent } from '../../shared/events.js';
 
 export const ACTIVE = ['waiting', 'inProgress'] as const;
 const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
@@ -72,6 +74,12 @@ export async function refreshAppStatus(tx: Tx, appId: string): Promise<void> {
 
 const log = (tx: Tx, d: DeploymentsTable, lines: LogLine[]) => writeLogs(tx, { companyId: d.company_id, appId: d.app_id, kind: 'build', deploymentId: d.id }, lines);
 
+/** The lines of a deployment's start; a rollback or restart says whose build it reuses (it has no build step to say so). */
+const startLines = (d: DeploymentsTable): LogLine[] => [
+  { message: `Deployment started (trigger: ${d.trigger})` },
+  ...(d.build_of ? [{ message: `Reusing the build of deployment ${d.build_of}; build step skipped` }] : []),
+];
+
 export interface DeployOptions {
   trigger: string;
   type?: 'manual' | 'automatic';
@@ -83,8 +91,23 @@ export interface DeployOptions {
   reuse?: DeploymentsTable;
 }
 
+/**
+ * Serializes the decisions about which deployment of an application runs (a new deployment
+ * starting or waiting; a waiting one starting). Without it, concurrent transactions on PostgreSQL
+ * each see no deployment in progress and all start. SQLite has a single writer already. An
+ * advisory lock taken before any row lock, not a lock on the application row: cancelling and
+ * finishing lock the deployment row and then the application row (its status), and a row lock
+ * here would take them in the opposite order.
+ */
+async function lockApp(tx: Tx, app: AppContext, appId: string): Promise<void> {
+  if (app.database.kind === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${`deployments:${appId}`}))`.execute(tx);
+}
+
 export async function createDeployment(tx: Tx, app: AppContext, a: ApplicationsTable, o: DeployOptions): Promise<DeploymentsTable> {
   if (a.status === 'deleting') throw badRequest('The application is being deleted');
+  // Every way of deploying (API, rollback, deployment hook) refuses a suspended application.
+  if (a.is_suspended) throw badRequest('The application is suspended; activate it before deploying');
+  await lockApp(tx, app, a.id);
   const now = new Date().toISOString();
   // A newer deployment supersedes every deployment still waiting.
   const waiting = await tx.selectFrom('deployments').select('id').where('app_id', '=', a.id).where('status', '=', 'waiting').execute();
@@ -124,10 +147,9 @@ export async function createDeployment(tx: Tx, app: AppContext, a: ApplicationsT
     updated_at: now,
   };
   await tx.insertInto('deployments').values(row).execute();
-  await log(tx, row, [{ message: busy ? 'Deployment queued: waiting for the running deployment to finish' : `Deployment started (trigger: ${row.trigger})` }]);
+  await log(tx, row, busy ? [{ message: 'Deployment queued: waiting for the running deployment to finish' }] : startLines(row));
   await enqueue(tx, { kind: ADVANCE, payload: { deploymentId: row.id }, subjectId: row.id });
   await refreshAppStatus(tx, a.id);
-  void app;
   return row;
 }
 
@@ -149,6 +171,17 @@ async function finish(tx: Tx, d: DeploymentsTable, status: 'success' | 'failed' 
   await cancelJobs(tx, d.id, ADVANCE);
   await log(tx, d, [...lines, { message: `Deployment ${status}`, severity: status === 'success' ? 'info' : status === 'failed' ? 'error' : 'warning' }]);
   await refreshAppStatus(tx, d.app_id);
+  await emitEvent(tx, null, 'APP_DEPLOY', d.company_id, { appId: d.app_id, deploymentId: d.id });
+  // The deployment waiting behind this one may start now rather than at its next check.
+  const waiting = await tx.selectFrom('deployments').select('id').where('app_id', '=', d.app_id).where('status', '=', 'waiting').execute();
+  if (waiting.length)
+    await tx
+      .updateTable('jobs')
+      .set({ run_at: now })
+      .where('subject_id', 'in', waiting.map((w) => w.id))
+      .where('kind', '=', ADVANCE)
+      .where('status', '=', 'queued')
+      .execute();
   return true;
 }
 
@@ -163,8 +196,10 @@ export async function step(tx: Tx, app: AppContext, deploymentId: string): Promi
   if (!a) return undefined;
   const now = new Date();
   if (d.status === 'waiting') {
+    await lockApp(tx, app, d.app_id);
     const busy = await tx.selectFrom('deployments').select('id').where('app_id', '=', d.app_id).where('status', '=', 'inProgress').executeTakeFirst();
-    if (busy) return new Date(now.getTime() + 200);
+    // The running deployment's end wakes this one; the delay is only a safety net.
+    if (busy) return new Date(now.getTime() + 2000);
     const steps = JSON.parse(d.steps) as string[];
     const r = await tx
       .updateTable('deployments')
@@ -173,7 +208,7 @@ export async function step(tx: Tx, app: AppContext, deploymentId: string): Promi
       .where('status', '=', 'waiting')
       .executeTakeFirst();
     if (!Number(r.numUpdatedRows)) return undefined;
-    await log(tx, d, [{ message: `Deployment started (trigger: ${d.trigger})` }]);
+    await log(tx, d, startLines(d));
     await refreshAppStatus(tx, d.app_id);
     return now;
   }
@@ -215,7 +250,8 @@ export async function step(tx: Tx, app: AppContext, deploymentId: string): Promi
   const next = steps[index + 1];
   if (!next) {
     if (!(await finish(tx, d, 'success', lines))) return undefined;
-    await processes.onRollout(tx, app, a, d.id);
+    // A suspended application keeps its processes stopped; activation starts the new release.
+    if (!a.is_suspended) await processes.onRollout(tx, app, a, d.id);
     return undefined;
   }
   const r = await tx

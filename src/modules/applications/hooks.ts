@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { ApiError, notFound } from '../../shared/errors.js';
+import { ApiError, forbidden, notFound } from '../../shared/errors.js';
 import { bucketFor, headersFor, type RateLimiter } from '../../shared/ratelimit.js';
 import { createDeployment, deploymentView } from './deployments.js';
 import { assertMutable } from './service.js';
@@ -45,6 +45,10 @@ export function registerHookRoute(fastify: FastifyInstance, app: AppContext, lim
       throw new ApiError(404, 'Unknown deployment hook');
     }
     reply.headers(headersFor(await limiter.hit(bucketFor('deployment', a.company_id, 'triggerDeploymentV3', a.id), 'deployment')));
+    // The company states that block API writes block the hook too (it deploys without a key).
+    const company = await app.database.db.selectFrom('companies').select('status').where('id', '=', a.company_id).executeTakeFirst();
+    if (company?.status === 'suspended') throw forbidden('This company is suspended; contact support to restore access.');
+    if (company?.status === 'maintenance') throw forbidden('This company is being migrated or maintained: changes are blocked until it completes; reads still work.');
     const body = (req.body ?? {}) as { branch?: unknown };
     const d = await app.database.db.transaction().execute((tx) =>
       createDeployment(tx, app, a, { trigger: 'hook', type: 'automatic', initiatedBy: 'deployment-hook', branch: typeof body.branch === 'string' ? body.branch : undefined }),

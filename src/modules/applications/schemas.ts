@@ -164,7 +164,10 @@ export const updateApplicationContract = {
     git_type: Type.Optional(StringEnum(["github","bitbucket","gitlab"])),
     repo_url: Type.Optional(Type.String()),
     docker_image: Type.Optional(Type.String()),
-    git_lfs_enabled: Type.Optional(Type.Boolean({"default":true})),
+    // No `default` here (the contract's `default: true` describes new applications): request
+    // bodies are validated with defaults applied, so a default would turn LFS back on in every
+    // update that does not mention it.
+    git_lfs_enabled: Type.Optional(Type.Boolean({ description: 'Whether Git LFS files are fetched when the repository is cloned for a build. New applications start with true; omit to keep the current value.' })),
   }, { additionalProperties: false }),
   bodyRequired: true,
   success: 200,

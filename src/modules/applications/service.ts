@@ -16,6 +16,8 @@ import * as processes from '../processes/service.js';
 import * as envVars from '../env-vars/service.js';
 import { cancelActiveDeployments, createDeployment } from './deployments.js';
 import { findApp, type ApplicationsTable } from './storage.js';
+import { emitEvent } from '../../shared/events.js';
+import './events.js'; // registers the application events
 
 const bool = (n: number) => n === 1;
 const json = <T>(s: string) => JSON.parse(s) as T;
@@ -161,6 +163,7 @@ export async function createApp(tx: Tx, companyId: string, createdBy: string, in
   if (row.project_id)
     await tx.insertInto('project_services').values({ project_id: row.project_id, service_id: row.id, service_type: 'app', company_id: companyId, created_at: now }).execute();
   await processes.createDefaultProcesses(tx, row);
+  await emitEvent(tx, null, 'APP_CREATE', companyId, row);
   return row;
 }
 
@@ -220,6 +223,7 @@ export async function updateApp(tx: Tx, companyId: string, id: string, u: Update
   checkSource(next);
   const { id: _id, company_id: _c, created_at: _ca, ...changes } = next;
   await tx.updateTable('applications').set(changes).where('id', '=', id).execute();
+  await emitEvent(tx, null, 'APP_UPDATE', companyId, next);
   return next;
 }
 
@@ -237,6 +241,7 @@ export async function setSuspended(tx: Tx, app: AppContext, companyId: string, i
     await writeLogs(tx, { companyId, appId: id, kind: 'runtime' }, [{ message: 'Application activated' }]);
     if (a.status === 'deploymentSuccess') await processes.onRollout(tx, app, updated, 'activation');
   }
+  await emitEvent(tx, app, 'APP_UPDATE', companyId, updated);
   return { message: suspended ? 'Application suspended' : 'Application activated' };
 }
 
@@ -268,6 +273,7 @@ export async function cloneApp(tx: Tx, app: AppContext, companyId: string, id: s
   await processes.copyProcesses(tx, src.id, row);
   await envVars.copyEnvVars(tx, src.id, row.id, companyId);
   await createDeployment(tx, app, row, { trigger: 'clone', type: 'automatic', initiatedBy: createdBy });
+  await emitEvent(tx, app, 'APP_CREATE', companyId, row);
   return findApp(tx, companyId, row.id);
 }
 
@@ -300,6 +306,7 @@ export const deleteJob = (app: AppContext): JobKind<{ appId: string; startedAt: 
     await tx.deleteFrom('deployments').where('app_id', '=', a.id).execute();
     await forgetService(tx, a.id);
     await tx.deleteFrom('applications').where('id', '=', a.id).execute();
+    await emitEvent(tx, app, 'APP_DELETE', a.company_id, a);
   },
 });
 

@@ -14,6 +14,7 @@ import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import { forgetService } from '../projects/service.js';
+import { emitEvent } from '../../shared/events.js';
 import type { DatabaseOperation, DatabasesTable, DatabaseStatus } from './storage.js';
 
 export const OPERATION_JOB = 'database.operation';
@@ -69,6 +70,8 @@ async function finish(tx: Tx, d: DatabasesTable, status: DatabaseStatus, extra: 
 
 /** Removes a database and everything attached to it. */
 async function remove(tx: Tx, id: string) {
+  const d = await tx.selectFrom('databases').selectAll().where('id', '=', id).executeTakeFirst();
+  if (d) await emitEvent(tx, null, 'DATABASE_DELETE', d.company_id, d);
   await tx.deleteFrom('database_internal_connections').where('database_id', '=', id).execute();
   await tx.deleteFrom('database_internal_connections').where('target_type', '=', 'database').where('target_id', '=', id).execute();
   await tx.deleteFrom('database_backups').where('database_id', '=', id).execute();

@@ -12,6 +12,8 @@ import { paginate, type Page } from '../../shared/pagination.js';
 import { CLUSTER_BY_ID, DATABASE_RESOURCE_TYPE_BY_ID, DATABASE_RESOURCE_TYPES } from '../resources/catalog.js';
 import { engineMajor, startOperation } from './operations.js';
 import { findDatabase, type DatabasesTable, type DatabaseType } from './storage.js';
+import { emitEvent } from '../../shared/events.js';
+import './events.js'; // registers this area's event sources
 
 const bool = (n: number) => n === 1;
 
@@ -154,6 +156,7 @@ export async function createDatabase(tx: Tx, app: AppContext, companyId: string,
   await tx.insertInto('databases').values(row).execute();
   if (row.project_id) await tx.insertInto('project_services').values({ project_id: row.project_id, service_id: row.id, service_type: 'database', company_id: companyId, created_at: now }).execute();
   await startOperation(tx, row, 'database_create');
+  await emitEvent(tx, app, 'DATABASE_CREATE', companyId, row);
   return findDatabase(tx, companyId, row.id);
 }
 
@@ -179,6 +182,7 @@ export async function updateDatabase(tx: Tx, companyId: string, id: string, inpu
     if (input.project_id) await tx.insertInto('project_services').values({ project_id: input.project_id, service_id: d.id, service_type: 'database', company_id: companyId, created_at: now }).execute();
   }
   await tx.updateTable('databases').set(patch).where('id', '=', d.id).execute();
+  await emitEvent(tx, null, 'DATABASE_UPDATE', companyId, d);
   return findDatabase(tx, companyId, id);
 }
 
@@ -208,7 +212,9 @@ export async function setSuspended(tx: Tx, companyId: string, id: string, suspen
     if (BUSY[d.status]) throw badRequest(`The database cannot be suspended while it ${BUSY[d.status]}`);
     if (d.backup_status !== 'ready') throw badRequest('The database cannot be suspended while a backup is in progress');
   } else assertNotDeleting(d);
+  if (bool(d.is_suspended) === suspended) return { message: suspended ? 'Database is already suspended' : 'Database is already active' };
   await tx.updateTable('databases').set({ is_suspended: suspended ? 1 : 0, updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
+  await emitEvent(tx, null, 'DATABASE_UPDATE', companyId, d);
   return { message: suspended ? 'Database suspended' : 'Database activated' };
 }
 
@@ -241,6 +247,7 @@ export async function toggleExternalConnection(tx: Tx, companyId: string, id: st
   if (d.status === 'creating') throw badRequest('The database is being created; toggle its external connection once it is ready');
   const enabled = d.external_enabled ? 0 : 1;
   await tx.updateTable('databases').set({ external_enabled: enabled, updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
+  await emitEvent(tx, null, 'DATABASE_UPDATE', companyId, d);
   return { message: enabled ? 'External connection enabled' : 'External connection disabled' };
 }
 
@@ -266,6 +273,7 @@ export async function updateIpRestriction(tx: Tx, companyId: string, id: string,
   if (bad.length) throw badRequest(`Invalid IP address or CIDR range: ${bad.slice(0, 5).join(', ')}`);
   const list = [...new Set(input.ip_list.map((e) => e.trim()))];
   await tx.updateTable('databases').set({ ip_type: input.type, ip_enabled: input.is_enabled ? 1 : 0, ip_list: JSON.stringify(list), updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
+  await emitEvent(tx, null, 'DATABASE_UPDATE', companyId, d);
   return ipRestrictionView(await findDatabase(tx, companyId, id));
 }
 

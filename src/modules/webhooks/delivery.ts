@@ -1,0 +1,352 @@
+// Webhook delivery: the fan-out of recorded events into delivery attempts, the durable job that
+// sends one attempt, signing, and the outbound-HTTP guard rails.
+//
+// Every attempt is a `webhook_deliveries` row created before it is sent (so the exact payload,
+// including its `event_delivery_id`, is fixed and visible) and one `webhook.deliver` job per chain
+// drives it. The job is not transactional (it waits on the network); its outcome and the next
+// attempt's row are recorded in one transaction, and a job that re-runs after a crash notices an
+// attempt that was already recorded and moves on to the next one. Delivery is at-least-once: a crash
+// between the receiver's 2xx and that transaction repeats the attempt (same event_id).
+import { createHmac, randomBytes } from 'node:crypto';
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { BlockList, isIP } from 'node:net';
+import { Agent, request } from 'undici';
+import type { AppContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import type { RecordedEvent } from '../../shared/events.js';
+import { newId } from '../../shared/ids.js';
+import { enqueue, type JobKind } from '../../shared/jobs.js';
+import type { WebhookDeliveriesTable, WebhooksTable } from './storage.js';
+
+export const DELIVER = 'webhook.deliver';
+
+// ---- Settings ---------------------------------------------------------------------------------
+
+export interface WebhookSettings {
+  /** Per-attempt limit for connecting, sending and reading the response (SLIPWAY_WEBHOOK_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Multiplies the retry schedule (SLIPWAY_WEBHOOK_RETRY_SCALE; e.g. 0.0001 in tests). */
+  retryScale: number;
+  /** Send `<prefix>-signature` with the secret itself (SLIPWAY_WEBHOOK_PLAIN_SECRET_HEADER, default on). */
+  plainSecretHeader: boolean;
+}
+
+export function webhookSettings(env: Record<string, string | undefined>): WebhookSettings {
+  const num = (v: string | undefined, d: number) => (v !== undefined && v !== '' && Number.isFinite(Number(v)) && Number(v) >= 0 ? Number(v) : d);
+  const plain = env.SLIPWAY_WEBHOOK_PLAIN_SECRET_HEADER;
+  return {
+    timeoutMs: Math.max(1, num(env.SLIPWAY_WEBHOOK_TIMEOUT_MS, 10_000)),
+    retryScale: num(env.SLIPWAY_WEBHOOK_RETRY_SCALE, 1),
+    plainSecretHeader: plain === undefined || plain === '' ? true : ['1', 'true', 'yes', 'on'].includes(plain.toLowerCase()),
+  };
+}
+
+/** Delays before retries 1..12 (the hosted service's schedule). */
+export const RETRY_SCHEDULE_MS = [1, 5, 10, 30, 60, 120, 240, 480, 960, 1440, 2880, 4320].map((m) => m * 60_000);
+export const MAX_ATTEMPTS = RETRY_SCHEDULE_MS.length + 1;
+/** Bytes of the response body kept in the delivery record; reading stops there. */
+export const RESPONSE_EXCERPT_BYTES = 2048;
+
+/** Delay before the attempt after `attempt` (1-based), scaled, with ±10 % jitter. */
+export function retryDelayMs(attempt: number, scale: number): number {
+  const base = RETRY_SCHEDULE_MS[attempt - 1] ?? RETRY_SCHEDULE_MS[RETRY_SCHEDULE_MS.length - 1]!;
+  return Math.round(base * scale * (0.9 + Math.random() * 0.2));
+}
+
+// ---- Secrets and signatures ------------------------------------------------------------------
+
+export const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
+
+/** Standard Webhooks: base64 HMAC-SHA256 of `id.timestamp.body`, keyed with the base64-decoded part of `whsec_...`. */
+export function sign(secret: string, id: string, timestamp: number, body: string): string {
+  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');
+  return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+}
+
+// ---- Where we may connect --------------------------------------------------------------------
+
+/** Never: link-local (includes cloud metadata 169.254.169.254) and the AWS IPv6 metadata address. */
+const ALWAYS_BLOCKED = new BlockList();
+ALWAYS_BLOCKED.addSubnet('169.254.0.0', 16, 'ipv4');
+ALWAYS_BLOCKED.addAddress('fd00:ec2::254', 'ipv6');
+ALWAYS_BLOCKED.addSubnet('fe80::', 10, 'ipv6');
+
+/** Additionally in production mode: loopback, private, shared, unspecified, multicast and reserved ranges. */
+const PRIVATE = new BlockList();
+for (const [net, bits] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  PRIVATE.addSubnet(net, bits, 'ipv4');
+PRIVATE.addAddress('::', 'ipv6');
+PRIVATE.addAddress('::1', 'ipv6');
+PRIVATE.addSubnet('fc00::', 7, 'ipv6');
+PRIVATE.addSubnet('ff00::', 8, 'ipv6');
+
+/** Why an address may not be contacted, or null when it may. */
+export function refusedAddress(address: string, production: boolean): string | null {
+  let a = address.replace(/^\[|\]$/g, '').toLowerCase();
+  let family = isIP(a);
+  if (family === 0) return `"${address}" is not an IP address`;
+  // IPv4-mapped IPv6 (::ffff:169.254.169.254) is the IPv4 address.
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
+  if (mapped) {
+    a = mapped[1]!;
+    family = 4;
+  }
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  if (ALWAYS_BLOCKED.check(a, type)) return `${address} is a link-local or cloud-metadata address`;
+  if (production && PRIVATE.check(a, type)) return `${address} is a private, loopback or reserved address`;
+  return null;
+}
+
+/** Checks an endpoint URL's form (scheme, host literal); the resolved addresses are checked at delivery. */
+export function endpointProblem(endpoint: string, production: boolean): string | null {
+  let u: URL;
+  try {
+    u = new URL(endpoint);
+  } catch {
+    return 'endpoint must be an absolute URL';
+  }
+  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && !production)) return production ? 'endpoint must use https://' : 'endpoint must use https:// or http://';
+  if (u.username || u.password) return 'endpoint must not contain credentials';
+  if (!u.hostname) return 'endpoint must have a host';
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) {
+    const why = refusedAddress(host, production);
+    if (why) return `endpoint not allowed: ${why}`;
+  } else if (host === 'metadata.google.internal' || host === 'metadata') return 'endpoint not allowed: cloud-metadata host';
+  return null;
+}
+
+class Refused extends Error {
+  code = 'EWEBHOOKREFUSED';
+}
+
+/** A dispatcher whose DNS lookups refuse forbidden addresses, so the checked address is the one connected to. */
+export function guardedAgent(production: boolean, timeoutMs: number): Agent {
+  const lookup = (hostname: string, options: any, cb: (...args: any[]) => void) => {
+    const opts = typeof options === 'object' && options ? options : {};
+    dnsLookup(hostname, { family: opts.family ?? 0, hints: opts.hints, all: true }, (err, addresses: LookupAddress[]) => {
+      if (err) return cb(err);
+      for (const a of addresses) {
+        const why = refusedAddress(a.address, production);
+        if (why) return cb(new Refused(`refused to connect: ${hostname} resolves to ${why}`));
+      }
+      if (!addresses.length) return cb(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }));
+      if (opts.all) return cb(null, addresses);
+      cb(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
+  return new Agent({
+    // The per-attempt AbortController is the overall limit; these are backstops.
+    connect: { lookup: lookup as any, timeout: timeoutMs + 1000 },
+    headersTimeout: timeoutMs + 1000,
+    bodyTimeout: timeoutMs + 1000,
+    keepAliveTimeout: 4_000,
+    connections: 32,
+  });
+}
+
+// ---- Sending one request ---------------------------------------------------------------------
+
+export interface SendResult {
+  ok: boolean;
+  status: number | null;
+  /** Response excerpt, or the reason nothing usable came back. */
+  response: string | null;
+  timeMs: number;
+}
+
+export async function post(agent: Agent, production: boolean, timeoutMs: number, endpoint: string, headers: Record<string, string>, body: string): Promise<SendResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const problem = endpointProblem(endpoint, production);
+  if (problem) return { ok: false, status: null, response: `Not sent: ${problem}`, timeMs: 0 };
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
+  try {
+    const res = await request(endpoint, { method: 'POST', headers, body, dispatcher: agent, signal: ac.signal, maxRedirections: 0 });
+    // Read at most RESPONSE_EXCERPT_BYTES, then drop the connection's remaining body.
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of res.body) {
+        const b = chunk as Buffer;
+        chunks.push(b);
+        size += b.length;
+        if (size >= RESPONSE_EXCERPT_BYTES) break;
+      }
+    } finally {
+      res.body.destroy();
+    }
+    const text = Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8');
+    const ok = res.statusCode >= 200 && res.statusCode < 300;
+    const note = res.statusCode >= 300 && res.statusCode < 400 ? `Redirect not followed${res.headers.location ? ` (location: ${String(res.headers.location).slice(0, 200)})` : ''}. ` : '';
+    return { ok, status: res.statusCode, response: note + text, timeMs: elapsed() };
+  } catch (e) {
+    const err = e as Error & { code?: string; cause?: Error };
+    const timedOut = ac.signal.aborted || /^UND_ERR_(HEADERS|BODY|CONNECT)_TIMEOUT$/.test(err.code ?? err.cause?.['code' as never] ?? '');
+    const msg = timedOut ? `No response: timed out after ${timeoutMs} ms` : `No response: ${err.cause?.message ?? err.message}`;
+    return { ok: false, status: null, response: msg.slice(0, RESPONSE_EXCERPT_BYTES), timeMs: elapsed() };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// ---- Fan-out (the event sink) ----------------------------------------------------------------
+
+export function deliveryBody(webhookId: string, deliveryId: string, event: { id: string; type: string; companyId: string; createdAt: string; data: unknown }): string {
+  return JSON.stringify({
+    webhook_id: webhookId,
+    event_id: event.id,
+    event_delivery_id: deliveryId,
+    type: event.type,
+    timestamp: event.createdAt,
+    company_id: event.companyId,
+    data: event.data,
+  });
+}
+
+/** Creates the first attempt (and its job) for every enabled webhook of the company subscribed to the event. */
+export async function fanOut(tx: Tx, _app: AppContext | null, event: RecordedEvent): Promise<void> {
+  const hooks = await tx.selectFrom('webhooks').select(['id', 'endpoint', 'allowed_events']).where('company_id', '=', event.companyId).where('is_enabled', '=', 1).execute();
+  for (const h of hooks) {
+    if (!(JSON.parse(h.allowed_events) as string[]).includes(event.type)) continue;
+    const id = newId();
+    const now = event.createdAt;
+    await tx
+      .insertInto('webhook_deliveries')
+      .values({
+        id,
+        chain_id: id,
+        webhook_id: h.id,
+        company_id: event.companyId,
+        event_id: event.id,
+        event_type: event.type,
+        attempt: 1,
+        status: 'PENDING',
+        endpoint: h.endpoint,
+        payload: deliveryBody(h.id, id, event),
+        response: null,
+        response_status: null,
+        response_time_ms: null,
+        due_at: now,
+        sent_at: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    await enqueue(tx, { kind: DELIVER, payload: { deliveryId: id }, subjectId: h.id, maxAttempts: 20 });
+  }
+}
+
+// ---- The delivery job ------------------------------------------------------------------------
+
+/** The secrets that sign now: the current one and, during a roll-secret transition, the previous one. */
+export function signingSecrets(app: AppContext, w: WebhooksTable, now = Date.now()): { current: string; previous: string | null } {
+  const current = app.secrets.decrypt(w.secret);
+  const previous = w.old_secret && w.old_secret_expired_at && Date.parse(w.old_secret_expired_at) > now ? app.secrets.decrypt(w.old_secret) : null;
+  return { current, previous };
+}
+
+async function settleChain(tx: Tx, chainId: string, status: 'SUCCESS' | 'FAILED', now: string) {
+  await tx.updateTable('webhook_deliveries').set({ status, updated_at: now }).where('chain_id', '=', chainId).execute();
+}
+
+export const deliverJob = (app: AppContext): JobKind<{ deliveryId: string }> => {
+  const settings = webhookSettings(app.config.webhooks?.env ?? {});
+  const production = app.config.production;
+  const agent = guardedAgent(production, settings.timeoutMs);
+  const db = app.database.db;
+  return {
+    transactional: false,
+    maxAttempts: 20,
+    async run(_db, job) {
+      const d = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', job.payload.deliveryId).executeTakeFirst();
+      if (!d || d.status !== 'PENDING') return; // webhook deleted (cascade) or chain settled
+      if (d.sent_at) return followUp(d); // recorded before a crash; the job did not learn of it
+      if (Date.parse(d.due_at) > Date.now() + 50) return { rescheduleAt: new Date(d.due_at) };
+      const w = await db.selectFrom('webhooks').selectAll().where('id', '=', d.webhook_id).executeTakeFirst();
+      if (!w) return;
+      if (!w.is_enabled) {
+        const now = new Date().toISOString();
+        await db.transaction().execute(async (tx) => {
+          await tx.updateTable('webhook_deliveries').set({ response: 'Not sent: the webhook is disabled', updated_at: now }).where('id', '=', d.id).execute();
+          await settleChain(tx, d.chain_id, 'FAILED', now);
+        });
+        return;
+      }
+      const sentAt = new Date();
+      const ts = Math.floor(sentAt.getTime() / 1000);
+      const { current, previous } = signingSecrets(app, w, sentAt.getTime());
+      const msgId = d.event_id;
+      const signatures = [sign(current, msgId, ts, d.payload), ...(previous ? [sign(previous, msgId, ts, d.payload)] : [])];
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'user-agent': 'Slipway-Webhooks/1',
+        'webhook-id': msgId,
+        'webhook-timestamp': String(ts),
+        'webhook-signature': signatures.join(' '),
+      };
+      if (settings.plainSecretHeader) headers[`${app.config.brandPrefix}-signature`] = current;
+      // The endpoint of the webhook now (it may have been updated since the attempt was created).
+      const result = await post(agent, production, settings.timeoutMs, w.endpoint, headers, d.payload);
+      const now = new Date().toISOString();
+      const last = d.attempt >= MAX_ATTEMPTS;
+      let next: WebhookDeliveriesTable | undefined;
+      await db.transaction().execute(async (tx) => {
+        const r = await tx
+          .updateTable('webhook_deliveries')
+          .set({
+            endpoint: w.endpoint,
+            sent_at: sentAt.toISOString(),
+            response_status: result.status,
+            response: result.response,
+            response_time_ms: result.timeMs,
+            updated_at: now,
+          })
+          .where('id', '=', d.id)
+          .where('sent_at', 'is', null)
+          .executeTakeFirst();
+        if (!Number(r.numUpdatedRows)) return; // deleted meanwhile, or another worker recorded it
+        if (result.ok) return settleChain(tx, d.chain_id, 'SUCCESS', now);
+        if (last) return settleChain(tx, d.chain_id, 'FAILED', now);
+        const id = newId();
+        const due = new Date(Date.now() + retryDelayMs(d.attempt, settings.retryScale)).toISOString();
+        const body = JSON.parse(d.payload) as Record<string, unknown>;
+        next = {
+          ...d,
+          id,
+          attempt: d.attempt + 1,
+          status: 'PENDING',
+          endpoint: w.endpoint,
+          payload: JSON.stringify({ ...body, event_delivery_id: id }),
+          response: null,
+          response_status: null,
+          response_time_ms: null,
+          due_at: due,
+          sent_at: null,
+          created_at: now,
+          updated_at: now,
+        };
+        await tx.insertInto('webhook_deliveries').values(next).execute();
+      });
+      if (next) return { rescheduleAt: new Date(next.due_at), payload: { deliveryId: next.id } };
+    },
+  };
+
+  async function followUp(d: WebhookDeliveriesTable) {
+    const n = await db.selectFrom('webhook_deliveries').selectAll().where('chain_id', '=', d.chain_id).where('attempt', '=', d.attempt + 1).executeTakeFirst();
+    if (n && n.status === 'PENDING') return { rescheduleAt: new Date(n.due_at), payload: { deliveryId: n.id } };
+    return undefined;
+  }
+};

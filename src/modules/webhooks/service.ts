@@ -1,0 +1,172 @@
+// Webhooks: a company's endpoints for event notifications (at most 10), their signing secrets
+// (rolled with an optional transition during which the old secret also signs) and the history of
+// delivery attempts.
+import type { AppContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { badRequest, notFound } from '../../shared/errors.js';
+import type { EventType } from '../../shared/events.js';
+import { newId } from '../../shared/ids.js';
+import { cancelJobs } from '../../shared/jobs.js';
+import type { Page } from '../../shared/pagination.js';
+import { DELIVER, endpointProblem, newSecret } from './delivery.js';
+import type { WebhookDeliveriesTable, WebhooksTable } from './storage.js';
+
+export const MAX_WEBHOOKS_PER_COMPANY = 10;
+
+export function webhookView(app: AppContext, w: WebhooksTable, now = Date.now()) {
+  const transition = w.old_secret && w.old_secret_expired_at && Date.parse(w.old_secret_expired_at) > now;
+  return {
+    id: w.id,
+    company_id: w.company_id,
+    is_enabled: w.is_enabled === 1,
+    allowed_events: JSON.parse(w.allowed_events) as EventType[],
+    secret: app.secrets.decrypt(w.secret),
+    old_secret: transition ? app.secrets.decrypt(w.old_secret!) : null,
+    old_secret_expired_at: transition ? w.old_secret_expired_at : null,
+    endpoint: w.endpoint,
+    description: w.description ?? '',
+    created_by: w.created_by,
+    updated_by: w.updated_by,
+    created_at: w.created_at,
+    updated_at: w.updated_at,
+  };
+}
+
+export function deliveryView(d: WebhookDeliveriesTable) {
+  return {
+    id: d.id,
+    webhook_id: d.webhook_id,
+    event_id: d.event_id,
+    event_type: d.event_type,
+    status: d.status,
+    endpoint: d.endpoint,
+    payload: d.payload,
+    response: d.response,
+    response_status: d.response_status,
+    response_time_ms: d.response_time_ms,
+    sent_at: d.sent_at,
+    created_at: d.created_at,
+    updated_at: d.updated_at,
+  };
+}
+
+function checkEndpoint(app: AppContext, endpoint: string) {
+  const problem = endpointProblem(endpoint, app.config.production);
+  if (problem) throw badRequest(problem);
+}
+
+const uniqueEvents = (e: readonly EventType[]) => JSON.stringify([...new Set(e)]);
+
+async function find(tx: Tx, companyId: string, id: string): Promise<WebhooksTable> {
+  const w = await tx.selectFrom('webhooks').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  if (!w) throw notFound('Webhook');
+  return w;
+}
+
+export async function listWebhooks(tx: Tx, app: AppContext, companyId: string, page: Page, scope: Set<string> | null) {
+  let q = tx.selectFrom('webhooks').where('company_id', '=', companyId);
+  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
+  const n = await q.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
+  const rows = await q.selectAll().orderBy('created_at').orderBy('id').limit(page.limit).offset(page.offset).execute();
+  return { data: rows.map((w) => webhookView(app, w)), total: Math.min(Number(n?.n ?? 0), 10000), offset: page.offset, limit: page.limit };
+}
+
+export async function getWebhook(tx: Tx, app: AppContext, companyId: string, id: string) {
+  return webhookView(app, await find(tx, companyId, id));
+}
+
+export async function createWebhook(tx: Tx, app: AppContext, companyId: string, by: string, body: { allowed_events: EventType[]; endpoint: string; description?: string }) {
+  checkEndpoint(app, body.endpoint);
+  const n = await tx.selectFrom('webhooks').select((eb) => eb.fn.countAll().as('n')).where('company_id', '=', companyId).executeTakeFirst();
+  if (Number(n?.n ?? 0) >= MAX_WEBHOOKS_PER_COMPANY) throw badRequest(`A company can have at most ${MAX_WEBHOOKS_PER_COMPANY} webhooks; delete one first`);
+  const now = new Date().toISOString();
+  const row: WebhooksTable = {
+    id: newId(),
+    company_id: companyId,
+    endpoint: body.endpoint,
+    description: body.description ?? null,
+    allowed_events: uniqueEvents(body.allowed_events),
+    is_enabled: 1,
+    secret: app.secrets.encrypt(newSecret()),
+    old_secret: null,
+    old_secret_expired_at: null,
+    created_by: by,
+    updated_by: null,
+    created_at: now,
+    updated_at: now,
+  };
+  await tx.insertInto('webhooks').values(row).execute();
+  return webhookView(app, row);
+}
+
+export async function updateWebhook(tx: Tx, app: AppContext, companyId: string, id: string, by: string, body: { allowed_events?: EventType[]; endpoint?: string; description?: string | null }) {
+  const w = await find(tx, companyId, id);
+  if (body.endpoint !== undefined) checkEndpoint(app, body.endpoint);
+  const next: WebhooksTable = {
+    ...w,
+    endpoint: body.endpoint ?? w.endpoint,
+    allowed_events: body.allowed_events ? uniqueEvents(body.allowed_events) : w.allowed_events,
+    description: body.description === undefined ? w.description : body.description,
+    updated_by: by,
+    updated_at: new Date().toISOString(),
+  };
+  await tx
+    .updateTable('webhooks')
+    .set({ endpoint: next.endpoint, allowed_events: next.allowed_events, description: next.description, updated_by: by, updated_at: next.updated_at })
+    .where('id', '=', id)
+    .execute();
+  return webhookView(app, next);
+}
+
+/** Deleting a webhook cancels its queued deliveries and removes its delivery history. */
+export async function deleteWebhook(tx: Tx, companyId: string, id: string) {
+  await find(tx, companyId, id);
+  await cancelJobs(tx, id, DELIVER);
+  await tx.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute();
+  await tx.deleteFrom('webhooks').where('id', '=', id).execute();
+  return { message: 'Webhook deleted' };
+}
+
+export async function toggleWebhook(tx: Tx, app: AppContext, companyId: string, id: string, by: string) {
+  const w = await find(tx, companyId, id);
+  const next = { ...w, is_enabled: w.is_enabled ? 0 : 1, updated_by: by, updated_at: new Date().toISOString() };
+  await tx.updateTable('webhooks').set({ is_enabled: next.is_enabled, updated_by: by, updated_at: next.updated_at }).where('id', '=', id).execute();
+  return webhookView(app, next);
+}
+
+/** New secret now; with `expire_in_hours` > 0 the previous one keeps signing (second signature) until then. */
+export async function rollSecret(tx: Tx, app: AppContext, companyId: string, id: string, by: string, expireInHours: number) {
+  const w = await find(tx, companyId, id);
+  const now = new Date();
+  const keep = expireInHours > 0;
+  const next: WebhooksTable = {
+    ...w,
+    secret: app.secrets.encrypt(newSecret()),
+    old_secret: keep ? w.secret : null,
+    old_secret_expired_at: keep ? new Date(now.getTime() + expireInHours * 3_600_000).toISOString() : null,
+    updated_by: by,
+    updated_at: now.toISOString(),
+  };
+  await tx
+    .updateTable('webhooks')
+    .set({ secret: next.secret, old_secret: next.old_secret, old_secret_expired_at: next.old_secret_expired_at, updated_by: by, updated_at: next.updated_at })
+    .where('id', '=', id)
+    .execute();
+  return webhookView(app, next, now.getTime());
+}
+
+/** Delivery attempts, newest first. */
+export async function listDeliveries(tx: Tx, companyId: string, webhookId: string, page: Page) {
+  await find(tx, companyId, webhookId);
+  const q = tx.selectFrom('webhook_deliveries').where('webhook_id', '=', webhookId);
+  const n = await q.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
+  const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('attempt', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute();
+  return { data: rows.map(deliveryView), total: Math.min(Number(n?.n ?? 0), 10000), offset: page.offset, limit: page.limit };
+}
+
+export async function getDelivery(tx: Tx, companyId: string, webhookId: string, id: string) {
+  await find(tx, companyId, webhookId);
+  const d = await tx.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).where('webhook_id', '=', webhookId).executeTakeFirst();
+  if (!d) throw notFound('Delivery');
+  return deliveryView(d);
+}
