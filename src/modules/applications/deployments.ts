@@ -4,9 +4,9 @@
 // every transition is a conditional update, so a step that runs twice (after a crash, or from a
 // read in `reads` progression) changes nothing the second time.
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
+import { lockFor } from '../../shared/db/locks.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs, enqueue, type JobKind } from '../../shared/jobs.js';
@@ -100,7 +100,7 @@ export interface DeployOptions {
  * here would take them in the opposite order.
  */
 async function lockApp(tx: Tx, app: AppContext, appId: string): Promise<void> {
-  if (app.database.kind === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${`deployments:${appId}`}))`.execute(tx);
+  await lockFor(tx, app.database.kind, `deployments:${appId}`);
 }
 
 export async function createDeployment(tx: Tx, app: AppContext, a: ApplicationsTable, o: DeployOptions): Promise<DeploymentsTable> {

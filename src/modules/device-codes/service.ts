@@ -2,9 +2,9 @@
 // the operator, through /_admin or `slipway admin`), and the client's next poll receives a new
 // API key token exactly once. Codes expire after five minutes; an IP may hold five active codes.
 import { randomInt } from 'node:crypto';
-import { sql } from 'kysely';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
+import { lockFor } from '../../shared/db/locks.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
 import { ROLE_BY_NAME } from '../../shared/auth/rbac.js';
 import { createKey } from '../api-keys/service.js';
@@ -21,7 +21,7 @@ function newCode(): string {
 export async function createCode(tx: Tx, app: AppContext, ip: string) {
   // Count and insert as one step per address, or concurrent requests overshoot the limit. SQLite
   // runs one transaction at a time; PostgreSQL needs a transaction-scoped lock on the address.
-  if (app.database.kind === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${`device-codes:${ip}`}))`.execute(tx);
+  await lockFor(tx, app.database.kind, `device-codes:${ip}`);
   const now = new Date();
   const active = await tx
     .selectFrom('device_codes')

@@ -1,0 +1,178 @@
+// The durable job engine on its own: runs due jobs, reschedules, retries with backoff until the
+// last attempt, cancels, waits for future jobs, and takes over a job whose worker died.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { migrate, openDatabase, type Database } from '../../src/shared/db/index.js';
+import { backoffMs, cancelJobs, enqueue, JobEngine } from '../../src/shared/jobs.js';
+import { moduleMigrations } from '../../src/modules/index.js';
+import { createPgDatabase, DB_KINDS, skipUnless } from '../helpers/server.js';
+
+const log = pino({ level: 'silent' });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+for (const kind of DB_KINDS) {
+  describe(`job engine [${kind}]`, { skip: await skipUnless(kind) }, () => {
+    let database: Database;
+    let cleanup: () => Promise<void>;
+    const engines: JobEngine[] = [];
+    const engine = (opts = {}) => {
+      const e = new JobEngine(database, log, { pollMs: 20, leaseMs: 1000, retryBaseMs: 20, ...opts });
+      engines.push(e);
+      return e;
+    };
+    const row = (id: string) => database.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+    before(async () => {
+      if (kind === 'postgres') {
+        const pg = await createPgDatabase();
+        database = openDatabase({ databaseUrl: pg.url, dataDir: tmpdir() });
+        cleanup = pg.drop;
+      } else {
+        const dir = mkdtempSync(join(tmpdir(), 'slipway-jobs-'));
+        database = openDatabase({ dataDir: dir });
+        cleanup = async () => rmSync(dir, { recursive: true, force: true });
+      }
+      await migrate(database.db, moduleMigrations());
+    });
+    after(async () => {
+      await Promise.all(engines.map((e) => e.stop()));
+      await database?.close();
+      await cleanup?.();
+    });
+
+    it('runs a due job once and marks it done', async () => {
+      const e = engine();
+      const seen: unknown[] = [];
+      e.register('t.once', { run: async (_tx, job) => void seen.push(job.payload) });
+      await e.start();
+      const id = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.once', payload: { n: 1 } }));
+      await until('done', async () => (await row(id)).status === 'done');
+      assert.deepEqual(seen, [{ n: 1 }]);
+      await e.stop();
+    });
+
+    it('reschedules a job with a new payload until it finishes', async () => {
+      const e = engine();
+      e.register<{ step: number }>('t.steps', {
+        run: async (_tx, job) => (job.payload.step < 3 ? { rescheduleAt: new Date(Date.now() + 10), payload: { step: job.payload.step + 1 } } : undefined),
+      });
+      await e.start();
+      const id = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.steps', payload: { step: 0 } }));
+      await until('done', async () => (await row(id)).status === 'done');
+      assert.deepEqual(JSON.parse((await row(id)).payload), { step: 3 });
+      await e.stop();
+    });
+
+    it('retries a failing job with backoff, then fails it and calls onFailure', async () => {
+      const e = engine();
+      const attempts: number[] = [];
+      let failedWith = '';
+      e.register('t.fail', {
+        maxAttempts: 3,
+        run: async (_tx, job) => {
+          attempts.push(job.attempts);
+          throw new Error(`boom ${job.attempts}`);
+        },
+        onFailure: async (_tx, _job, err) => void (failedWith = err.message),
+      });
+      await e.start();
+      const id = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.fail', payload: null, maxAttempts: 3 }));
+      await until('failed', async () => (await row(id)).status === 'failed');
+      assert.deepEqual(attempts, [1, 2, 3]);
+      assert.equal(failedWith, 'boom 3');
+      assert.equal((await row(id)).last_error, 'boom 3');
+      await e.stop();
+    });
+
+    it('a transactional job that fails leaves none of its writes behind', async () => {
+      const e = engine();
+      e.register('t.rollback', {
+        maxAttempts: 1,
+        run: async (tx) => {
+          await tx.insertInto('settings').values({ key: 'written-by-failing-job', value: 'x' }).execute();
+          throw new Error('after the write');
+        },
+      });
+      await e.start();
+      const id = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.rollback', payload: null, maxAttempts: 1 }));
+      await until('failed', async () => (await row(id)).status === 'failed');
+      assert.equal(await database.db.selectFrom('settings').select('key').where('key', '=', 'written-by-failing-job').executeTakeFirst(), undefined);
+      await e.stop();
+    });
+
+    it('does not run a job before its time, and cancelled jobs never run', async () => {
+      const e = engine();
+      let ran = 0;
+      e.register('t.later', { run: async () => void ran++ });
+      await e.start();
+      const later = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.later', payload: null, runAt: new Date(Date.now() + 400), subjectId: 'subject-a' }));
+      const cancelled = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.later', payload: null, runAt: new Date(Date.now() + 200), subjectId: 'subject-b' }));
+      assert.equal(await database.db.transaction().execute((tx) => cancelJobs(tx, 'subject-b')), 1);
+      await sleep(150);
+      assert.equal(ran, 0);
+      await until('later job done', async () => (await row(later)).status === 'done');
+      assert.equal(ran, 1);
+      assert.equal((await row(cancelled)).status, 'cancelled');
+      await e.stop();
+    });
+
+    it("takes over a job whose worker died once the lease expires", async () => {
+      // A job left `running` by a worker that no longer exists, its lease just expired.
+      const id = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.orphan', payload: null }));
+      await database.db
+        .updateTable('jobs')
+        .set({ status: 'running', lease_owner: 'dead-worker', lease_expires_at: new Date(Date.now() + 300).toISOString(), attempts: 1 })
+        .where('id', '=', id)
+        .execute();
+      const e = engine();
+      let owner = '';
+      e.register('t.orphan', { run: async () => void (owner = e.workerId) });
+      // On SQLite, start() releases every running job at once (one process owns the file).
+      await e.start();
+      await until('taken over', async () => (await row(id)).status === 'done');
+      assert.equal(owner, e.workerId);
+      assert.equal((await row(id)).attempts, 2);
+      await e.stop();
+    });
+
+    it('two engines never run the same job twice', { skip: kind === 'sqlite' ? 'one process owns a SQLite file' : false }, async () => {
+      const a = engine();
+      const b = engine();
+      const runs = new Map<string, number>();
+      for (const e of [a, b]) e.register('t.shared', { run: async (_tx, job) => void runs.set(job.id, (runs.get(job.id) ?? 0) + 1) });
+      const ids = await database.db.transaction().execute(async (tx) => Promise.all(Array.from({ length: 60 }, () => enqueue(tx, { kind: 't.shared', payload: null }))));
+      await Promise.all([a.start(), b.start()]);
+      await until('all done', async () => {
+        const left = await database.db.selectFrom('jobs').select('id').where('kind', '=', 't.shared').where('status', '!=', 'done').execute();
+        return left.length === 0;
+      });
+      assert.equal(runs.size, ids.length);
+      assert.ok([...runs.values()].every((n) => n === 1));
+    });
+  });
+}
+
+describe('job backoff', () => {
+  it('grows exponentially with jitter and is capped', () => {
+    for (let attempt = 1; attempt <= 6; attempt++) {
+      const base = 1000 * 2 ** (attempt - 1);
+      const v = backoffMs(attempt);
+      assert.ok(v >= base * 0.8 && v <= base * 1.2, `${attempt}: ${v}`);
+    }
+    assert.ok(backoffMs(40) <= 300_000 * 1.2);
+  });
+});
