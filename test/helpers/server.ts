@@ -69,6 +69,8 @@ export interface TestServerOptions {
   flags?: Record<string, string | boolean>;
   /** Reuse an existing database URL (several servers on one PostgreSQL). */
   databaseUrl?: string;
+  /** Fastify/pino logger options (e.g. a stream to capture the log). */
+  logger?: { level: string; stream?: NodeJS.WritableStream };
 }
 
 export interface Response<T = any> {
@@ -175,7 +177,7 @@ export async function startServer(opts: TestServerOptions = {}): Promise<TestSer
   };
   const config = loadConfig({ port: '0', 'data-dir': dataDir, 'log-level': process.env.SLIPWAY_TEST_LOG_LEVEL ?? 'silent', ...(databaseUrl ? { 'database-url': databaseUrl } : {}), ...(opts.flags ?? {}) }, env);
   config.rateLimits = { ...DEFAULT_RATE_LIMITS, ...(opts.rateLimits ?? {}) };
-  const server = await createServer(config);
+  const server = await createServer(config, opts.logger ? { logger: opts.logger } : {});
   const baseUrl = await server.listen();
   const companyId = server.bootstrap.companyId ?? (await server.app.database.db.selectFrom('companies').select('id').orderBy('created_at').executeTakeFirstOrThrow()).id;
   return new TestServer(server, baseUrl, server.bootstrap.token ?? token, companyId, async () => {
