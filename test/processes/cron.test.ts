@@ -208,5 +208,23 @@ for (const kind of DB_KINDS) {
       await waitExit(app, j.id, '0', 'completed');
       assert.ok(has(await logsOf(app, j.id), /started \(deployment\)/));
     });
+
+    it('beforeDeployment jobs start with the deployment; afterFailedDeployment jobs only after a failed one', async () => {
+      const app = await createApp(s);
+      const before = await createProcess(s, app, { display_name: 'prepare', type: 'job', entrypoint: 'npm run prepare', job_start_policy: 'beforeDeployment' });
+      const failed = await createProcess(s, app, { display_name: 'alert', type: 'job', entrypoint: 'npm run alert', job_start_policy: 'afterFailedDeployment' });
+      await deploy(s, app);
+      await waitExit(app, before.id, '0', 'completed');
+      assert.ok(has(await logsOf(app, before.id), 'as the deployment starts'));
+      await s.app.jobs.idle();
+      assert.deepEqual(await exitCodes(s, app, failed.id), [], 'a successful deployment does not start it');
+
+      const rule = expectStatus(await s.admin('POST', '/simulation/faults', { operation: 'deployment', target_id: app, remaining: 1 }), 201);
+      const d = expectStatus(await s.post(`/applications/${app}/deployments`, {}), 200);
+      await waitFor('failed deployment', async () => (await s.get(`/applications/${app}/deployments/${d.id}`)).body.status === 'failed');
+      await waitExit(app, failed.id, '0', 'completed');
+      assert.ok(has(await logsOf(app, failed.id), 'after the failed deployment'));
+      assert.equal((await s.admin('DELETE', `/simulation/faults/${rule.id}`)).status, 404, 'a one-shot rule is gone once used');
+    });
   });
 }

@@ -148,6 +148,7 @@ export async function createDeployment(tx: Tx, app: AppContext, a: ApplicationsT
   };
   await tx.insertInto('deployments').values(row).execute();
   await log(tx, row, busy ? [{ message: 'Deployment queued: waiting for the running deployment to finish' }] : startLines(row));
+  if (!busy) await processes.onDeploymentMoment(tx, app, a, row.id, 'started');
   await enqueue(tx, { kind: ADVANCE, payload: { deploymentId: row.id }, subjectId: row.id });
   await refreshAppStatus(tx, a.id);
   return row;
@@ -209,6 +210,7 @@ export async function step(tx: Tx, app: AppContext, deploymentId: string): Promi
       .executeTakeFirst();
     if (!Number(r.numUpdatedRows)) return undefined;
     await log(tx, d, startLines(d));
+    await processes.onDeploymentMoment(tx, app, a, d.id, 'started');
     await refreshAppStatus(tx, d.app_id);
     return now;
   }
@@ -237,7 +239,7 @@ export async function step(tx: Tx, app: AppContext, deploymentId: string): Promi
   });
   if (result.state === 'running') return new Date(now.getTime() + result.checkAfterMs);
   if (result.state === 'failed') {
-    await finish(tx, d, 'failed', result.lines.map((l) => ({ ...l, attributes: { phase } })));
+    if (await finish(tx, d, 'failed', result.lines.map((l) => ({ ...l, attributes: { phase } })))) await processes.onDeploymentMoment(tx, app, a, d.id, 'failed');
     return undefined;
   }
   const lines: LogLine[] = result.lines.map((l) => ({ ...l, attributes: { phase } }));

@@ -515,6 +515,20 @@ export async function onRollout(tx: Tx, appCtx: AppContext, app: ApplicationsTab
   return procs.length;
 }
 
+/**
+ * Job processes whose start policy matches a moment of a deployment: `beforeDeployment` when a
+ * deployment starts, `afterFailedDeployment` when one fails (`afterSuccessDeployment` is onRollout's).
+ */
+export async function onDeploymentMoment(tx: Tx, appCtx: AppContext, app: ApplicationsTable, deploymentId: string, moment: 'started' | 'failed'): Promise<void> {
+  const policy: JobStartPolicy = moment === 'started' ? 'beforeDeployment' : 'afterFailedDeployment';
+  const jobs = await tx.selectFrom('processes').selectAll().where('app_id', '=', app.id).where('type', '=', 'job').where('job_start_policy', '=', policy).execute();
+  if (!jobs.length) return;
+  for (const p of jobs) await enqueue(tx, { kind: JOB_TRIGGER, payload: { processId: p.id, trigger: 'deployment', deploymentId }, subjectId: p.id });
+  const when = moment === 'started' ? 'as the deployment starts' : 'after the failed deployment';
+  await writeLogs(tx, { companyId: app.company_id, appId: app.id, kind: 'runtime', deploymentId }, jobs.map((p) => ({ message: `Starting job process ${p.key} ${when}`, processId: p.id })));
+  appCtx.jobs.wake();
+}
+
 /** The application was suspended: cron stops (queued work cancelled, running runs cancelled). */
 export async function onSuspend(tx: Tx, app: ApplicationsTable): Promise<void> {
   const procs = await tx.selectFrom('processes').selectAll().where('app_id', '=', app.id).where('type', 'in', ['cron', 'job']).execute();
@@ -718,7 +732,10 @@ export async function runTrigger(app: AppContext, job: Job<TriggerPayload>): Pro
     const p = await lockedProcess(tx, app, job.payload.processId);
     if (!p || (p.type !== 'cron' && p.type !== 'job')) return;
     const appRow = await tx.selectFrom('applications').selectAll().where('id', '=', p.app_id).executeTakeFirst();
-    if (!appIsLive(appRow)) {
+    // Manual runs need the application running; runs started by a deployment (job start
+    // policies) happen around it, whatever its outcome, unless the app is suspended or going away.
+    const runnable = job.payload.trigger === 'manual' ? appIsLive(appRow) : !!appRow && !appRow.is_suspended && appRow.status !== 'deleting';
+    if (!runnable) {
       await writeLogs(tx, ...runLog(p, `Run of ${p.key} not started: the application is not running`, { trigger: job.payload.trigger }, 'warning'));
       return;
     }
