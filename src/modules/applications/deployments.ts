@@ -92,22 +92,19 @@ export interface DeployOptions {
 }
 
 /**
- * Serializes the decisions about which deployment of an application runs (a new deployment
- * starting or waiting; a waiting one starting). Without it, concurrent transactions on PostgreSQL
- * each see no deployment in progress and all start. SQLite has a single writer already. An
- * advisory lock taken before any row lock, not a lock on the application row: cancelling and
- * finishing lock the deployment row and then the application row (its status), and a row lock
- * here would take them in the opposite order.
+ * Serializes the changes to one application's deployments (start, supersede, finish) across
+ * processes. Every writer takes this lock first, before any row lock, so they all lock in the
+ * same order (a row lock on the application would be taken after deployment rows by finish()).
  */
-async function lockApp(tx: Tx, app: AppContext, appId: string): Promise<void> {
-  await lockFor(tx, app.database.kind, `deployments:${appId}`);
+export async function lockApp(tx: Tx, appId: string): Promise<void> {
+  await lockFor(tx, `deployments:${appId}`);
 }
 
 export async function createDeployment(tx: Tx, app: AppContext, a: ApplicationsTable, o: DeployOptions): Promise<DeploymentsTable> {
   if (a.status === 'deleting') throw badRequest('The application is being deleted');
   // Every way of deploying (API, rollback, deployment hook) refuses a suspended application.
   if (a.is_suspended) throw badRequest('The application is suspended; activate it before deploying');
-  await lockApp(tx, app, a.id);
+  await lockApp(tx, a.id);
   const now = new Date().toISOString();
   // A newer deployment supersedes every deployment still waiting.
   const waiting = await tx.selectFrom('deployments').select('id').where('app_id', '=', a.id).where('status', '=', 'waiting').execute();
@@ -161,6 +158,7 @@ export async function cancelActiveDeployments(tx: Tx, appId: string, reason: str
 
 /** Moves an active deployment to a final status (conditional on its current status). */
 async function finish(tx: Tx, d: DeploymentsTable, status: 'success' | 'failed' | 'cancelled', lines: LogLine[]): Promise<boolean> {
+  await lockApp(tx, d.app_id);
   const now = new Date().toISOString();
   const r = await tx
     .updateTable('deployments')
@@ -197,7 +195,7 @@ export async function step(tx: Tx, app: AppContext, deploymentId: string): Promi
   if (!a) return undefined;
   const now = new Date();
   if (d.status === 'waiting') {
-    await lockApp(tx, app, d.app_id);
+    await lockApp(tx, d.app_id);
     const busy = await tx.selectFrom('deployments').select('id').where('app_id', '=', d.app_id).where('status', '=', 'inProgress').executeTakeFirst();
     // The running deployment's end wakes this one; the delay is only a safety net.
     if (busy) return new Date(now.getTime() + 2000);
@@ -300,6 +298,7 @@ export async function noteRead(app: AppContext, appId: string, deploymentId?: st
   const p = await app.simulation.progression('deployment');
   if (p.mode !== 'reads') return;
   await db.transaction().execute(async (tx) => {
+    await lockApp(tx, appId);
     await tx.updateTable('deployments').set((eb) => ({ reads: eb('reads', '+', 1) })).where('id', '=', d.id).execute();
     let at = await step(tx, app, d.id);
     // Follow-up steps that need no reads (e.g. the start of the next phase) happen at once.

@@ -14,7 +14,7 @@ import { CLUSTER_BY_ID } from '../resources/catalog.js';
 import { forgetService } from '../projects/service.js';
 import * as processes from '../processes/service.js';
 import * as envVars from '../env-vars/service.js';
-import { cancelActiveDeployments, createDeployment } from './deployments.js';
+import { cancelActiveDeployments, createDeployment, lockApp } from './deployments.js';
 import { findApp, type ApplicationsTable } from './storage.js';
 import { emitEvent } from '../../shared/events.js';
 import './events.js'; // registers the application events
@@ -280,6 +280,7 @@ export async function cloneApp(tx: Tx, app: AppContext, companyId: string, id: s
 export async function deleteApp(tx: Tx, app: AppContext, companyId: string, id: string) {
   const a = await findApp(tx, companyId, id);
   if (a.status === 'deleting') return { message: 'Application deletion is in progress' };
+  await lockApp(tx, a.id);
   await cancelActiveDeployments(tx, a.id, 'The application is being deleted');
   await processes.onSuspend(tx, a);
   await tx.updateTable('applications').set({ status: 'deleting', updated_at: new Date().toISOString() }).where('id', '=', id).execute();

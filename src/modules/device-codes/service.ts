@@ -21,7 +21,7 @@ function newCode(): string {
 export async function createCode(tx: Tx, app: AppContext, ip: string) {
   // Count and insert as one step per address, or concurrent requests overshoot the limit. SQLite
   // runs one transaction at a time; PostgreSQL needs a transaction-scoped lock on the address.
-  await lockFor(tx, app.database.kind, `device-codes:${ip}`);
+  await lockFor(tx, `device-codes:${ip}`);
   const now = new Date();
   const active = await tx
     .selectFrom('device_codes')

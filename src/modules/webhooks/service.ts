@@ -78,7 +78,7 @@ export async function getWebhook(tx: Tx, app: AppContext, companyId: string, id:
 
 export async function createWebhook(tx: Tx, app: AppContext, companyId: string, by: string, body: { allowed_events: EventType[]; endpoint: string; description?: string }) {
   checkEndpoint(app, body.endpoint);
-  await lockFor(tx, app.database.kind, `webhooks:${companyId}`); // the limit holds under concurrent creates
+  await lockFor(tx, `webhooks:${companyId}`); // the limit holds under concurrent creates
   const n = await tx.selectFrom('webhooks').select((eb) => eb.fn.countAll().as('n')).where('company_id', '=', companyId).executeTakeFirst();
   if (Number(n?.n ?? 0) >= MAX_WEBHOOKS_PER_COMPANY) throw badRequest(`A company can have at most ${MAX_WEBHOOKS_PER_COMPANY} webhooks; delete one first`);
   const now = new Date().toISOString();
