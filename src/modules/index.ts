@@ -11,17 +11,24 @@ import * as projects from './projects/routes.js';
 import * as resources from './resources/routes.js';
 import * as applications from './applications/routes.js';
 import * as appStorage from './applications/storage.js';
+import * as appSettings from './applications/settings-storage.js';
 import * as processes from './processes/routes.js';
 import * as envVars from './env-vars/routes.js';
 import * as databases from './databases/routes.js';
 import * as webhooks from './webhooks/routes.js';
+import * as registryCredentials from './registry-credentials/routes.js';
+import * as usageAlerts from './usage-alerts/routes.js';
 
 export interface Module {
   name: string;
   operations: Operation[];
   /** Tables the module owns beyond the foundation's, children first (used by reset). */
   tables?: readonly string[];
-  /** Schema migrations of the module's tables, named `NNN_<module>_<what>` (NNN orders them globally). */
+  /**
+   * Schema migrations of the module's tables, named `NNN_<module>_<what>`. NNN orders them globally
+   * and a new migration must sort after every one already released (the migrator refuses to apply
+   * one that sorts before an applied one).
+   */
   migrations?: Record<string, Migration>;
   setup?(app: AppContext): void;
   /** Routes outside /v3 (e.g. public hook URLs). */
@@ -34,11 +41,13 @@ export const modules: Module[] = [
   { name: 'api-keys', operations: apiKeys.operations },
   { name: 'projects', operations: projects.operations },
   { name: 'device-codes', operations: deviceCodes.operations },
-  { name: 'applications', operations: applications.operations, tables: appStorage.tables, migrations: appStorage.migrations, setup: applications.setup, http: applications.http },
+  { name: 'applications', operations: applications.operations, tables: [...appSettings.settingsTables, ...appStorage.tables], migrations: { ...appStorage.migrations, ...appSettings.settingsMigrations }, setup: applications.setup, http: applications.http },
   { name: 'processes', operations: processes.operations, tables: processes.tables, migrations: processes.migrations, setup: processes.setup },
   { name: 'env-vars', operations: envVars.operations, tables: envVars.tables, migrations: envVars.migrations },
   { name: 'databases', operations: databases.operations, tables: databases.tables, migrations: databases.migrations, setup: databases.setup },
   { name: 'webhooks', operations: webhooks.operations, tables: webhooks.tables, migrations: webhooks.migrations, setup: webhooks.setup },
+  { name: 'registry-credentials', operations: registryCredentials.operations, tables: registryCredentials.tables, migrations: registryCredentials.migrations },
+  { name: 'usage-alerts', operations: usageAlerts.operations, tables: usageAlerts.tables, migrations: usageAlerts.migrations },
 ];
 
 export const moduleMigrations = (): Record<string, Migration> => Object.assign({}, ...modules.map((m) => m.migrations ?? {}));

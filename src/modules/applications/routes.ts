@@ -8,6 +8,8 @@ import * as o from './observability-schemas.js';
 import * as svc from './service.js';
 import * as dep from './deployments.js';
 import * as hooks from './hooks.js';
+import * as st from './settings.js';
+import * as sc from './settings-schemas.js';
 import { TrafficMetrics } from './observability.js';
 import { findApp } from './storage.js';
 import { badRequest } from '../../shared/errors.js';
@@ -170,6 +172,7 @@ export const operations = [
     },
   }),
   ...metricOperations(),
+  ...settingsOperations(),
 ];
 
 function metricOperations() {
@@ -191,6 +194,96 @@ function metricOperations() {
     def(o.getApplicationTopCountriesContract, (t) => t.topCountries.bind(t)),
     def(o.getApplicationSlowestRequestsContract, (t) => t.slowestRequests.bind(t)),
     def(o.getApplicationTopPagesContract, (t) => t.topPages.bind(t)),
+  ];
+}
+
+/** Maintenance mode, egress IPs, IP restriction, CDN and cache, access logs, TCP proxies, private ports. */
+function settingsOperations() {
+  return [
+    defineOperation({
+      contract: sc.getApplicationMaintenanceModeContract,
+      permission: 'APP:READ',
+      tier: 'read',
+      handler: async ({ tx, auth, params }) => st.getMaintenance(tx, auth.company.id, params.id),
+    }),
+    defineOperation({
+      contract: sc.updateApplicationMaintenanceModeContract,
+      permission: 'APP:UPDATE',
+      tier: 'service_mutation',
+      handler: async ({ tx, auth, params, body }) => st.updateMaintenance(tx, auth.company.id, params.id, body),
+    }),
+    defineOperation({
+      contract: sc.getApplicationEgressIpsContract,
+      permission: 'APP:READ',
+      tier: 'read',
+      handler: async ({ tx, auth, params }) => st.getEgressIps(tx, auth.company.id, params.id),
+    }),
+    defineOperation({
+      contract: sc.getApplicationIpRestrictionContract,
+      permission: 'APP:READ',
+      tier: 'read',
+      handler: async ({ tx, auth, params }) => st.getIpRestriction(tx, auth.company.id, params.id),
+    }),
+    defineOperation({
+      contract: sc.updateApplicationIpRestrictionContract,
+      permission: 'APP:UPDATE',
+      tier: 'service_mutation',
+      handler: async ({ tx, auth, params, body }) => st.updateIpRestriction(tx, auth.company.id, params.id, body),
+    }),
+    defineOperation({
+      contract: sc.toggleApplicationCdnContract,
+      permission: 'APP:UPDATE',
+      tier: 'service_mutation',
+      handler: async ({ tx, auth, params }) => st.toggleCdn(tx, auth.company.id, params.id),
+    }),
+    defineOperation({
+      contract: sc.purgeApplicationCacheContract,
+      permission: 'APP:UPDATE',
+      tier: 'service_mutation',
+      handler: async ({ tx, auth, params }) => st.purgeCache(tx, auth.company.id, params.id),
+    }),
+    defineOperation({
+      contract: sc.getApplicationAccessLogsContract,
+      permission: 'APP:READ',
+      tier: 'logs',
+      handler: async ({ tx, app, auth, params, query }) => st.accessLogs(tx, app, auth.company.id, params.id, query),
+    }),
+    defineOperation({
+      contract: sc.listApplicationTcpProxiesContract,
+      permission: 'APP:READ',
+      tier: 'read',
+      handler: async ({ tx, auth, params, query }) => st.listTcpProxies(tx, auth.company.id, params.id, pageOf(query)),
+    }),
+    defineOperation({
+      contract: sc.createApplicationTcpProxyContract,
+      permission: 'APP:UPDATE',
+      tier: 'general_write',
+      handler: async ({ tx, auth, params, body }) => st.createTcpProxy(tx, auth.company.id, params.id, body),
+    }),
+    defineOperation({
+      contract: sc.deleteApplicationTcpProxyContract,
+      permission: 'APP:UPDATE',
+      tier: 'general_write',
+      handler: async ({ tx, auth, params }) => st.deleteTcpProxy(tx, auth.company.id, params.id, params.tcp_proxy_id),
+    }),
+    defineOperation({
+      contract: sc.listApplicationPrivatePortsContract,
+      permission: 'APP:READ',
+      tier: 'read',
+      handler: async ({ tx, auth, params, query }) => st.listPrivatePorts(tx, auth.company.id, params.id, pageOf(query)),
+    }),
+    defineOperation({
+      contract: sc.createApplicationPrivatePortContract,
+      permission: 'APP:UPDATE',
+      tier: 'general_write',
+      handler: async ({ tx, auth, params, body }) => st.createPrivatePort(tx, auth.company.id, params.id, body),
+    }),
+    defineOperation({
+      contract: sc.deleteApplicationPrivatePortContract,
+      permission: 'APP:UPDATE',
+      tier: 'general_write',
+      handler: async ({ tx, auth, params }) => st.deletePrivatePort(tx, auth.company.id, params.id, params.private_port_id),
+    }),
   ];
 }
 

@@ -1,6 +1,6 @@
 // Databases: create (asynchronous: creating -> ready), read, update, suspend/activate, password
 // reset, restart, deletion, external access and IP restriction, internal connections and metrics.
-import { isIP } from 'node:net';
+import { isIpOrCidr } from '../../shared/net.js';
 import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
@@ -253,16 +253,7 @@ export async function toggleExternalConnection(tx: Tx, companyId: string, id: st
 
 // --- IP restriction ---------------------------------------------------------------------------
 
-/** A single IPv4/IPv6 address or a CIDR range of one. */
-export function isIpOrCidr(entry: string): boolean {
-  const [addr, prefix, ...rest] = entry.split('/');
-  if (rest.length || !addr) return false;
-  const family = isIP(addr);
-  if (!family) return false;
-  if (prefix === undefined) return true;
-  if (!/^\d{1,3}$/.test(prefix)) return false;
-  return Number(prefix) <= (family === 4 ? 32 : 128);
-}
+export { isIpOrCidr };
 
 export const ipRestrictionView = (d: DatabasesTable) => ({ type: d.ip_type, is_enabled: bool(d.ip_enabled), ip_list: JSON.parse(d.ip_list) as string[] });
 

@@ -1,0 +1,279 @@
+// Application settings at the edge and network level: maintenance mode, egress IPs, IP
+// restriction, CDN and cache purges, simulated access logs, public TCP proxies and private ports.
+// Edge settings live in one `application_settings` row per application, created on first change
+// (reads answer the defaults until then).
+import type { AppContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { badRequest, notFound } from '../../shared/errors.js';
+import { newId, stableUuid } from '../../shared/ids.js';
+import { isIpOrCidr } from '../../shared/net.js';
+import { paginate, type Page } from '../../shared/pagination.js';
+import { seeded } from '../../shared/runtime/driver.js';
+import { CLUSTER_BY_ID } from '../resources/catalog.js';
+import { assertMutable } from './service.js';
+import { findApp, type ApplicationsTable } from './storage.js';
+import type { ApplicationSettingsTable } from './settings-storage.js';
+
+const bool = (n: number) => n === 1;
+
+// --- Edge settings row -------------------------------------------------------------------------
+
+const defaults = (a: ApplicationsTable): ApplicationSettingsTable => ({
+  app_id: a.id,
+  company_id: a.company_id,
+  maintenance_enabled: 0,
+  maintenance_page_url: null,
+  ip_type: 'deny',
+  ip_enabled: 0,
+  ip_list: '[]',
+  cdn_enabled: 0,
+  cache_purged_at: null,
+  updated_at: a.created_at,
+});
+
+async function settingsOf(tx: Tx, a: ApplicationsTable): Promise<ApplicationSettingsTable> {
+  return (await tx.selectFrom('application_settings').selectAll().where('app_id', '=', a.id).executeTakeFirst()) ?? defaults(a);
+}
+
+/** Writes `changes` over the current settings (inserting the row on first change); returns the result. */
+async function saveSettings(tx: Tx, a: ApplicationsTable, changes: Partial<Omit<ApplicationSettingsTable, 'app_id' | 'company_id'>>) {
+  const next = { ...(await settingsOf(tx, a)), ...changes, updated_at: new Date().toISOString() };
+  const { app_id: _id, company_id: _c, ...set } = next;
+  await tx
+    .insertInto('application_settings')
+    .values(next)
+    .onConflict((oc) => oc.column('app_id').doUpdateSet(set))
+    .execute();
+  return next;
+}
+
+/** The application of the company that may be changed (404 for others, 400 while it is being deleted). */
+async function mutableApp(tx: Tx, companyId: string, id: string) {
+  const a = await findApp(tx, companyId, id);
+  assertMutable(a);
+  return a;
+}
+
+// --- Maintenance mode --------------------------------------------------------------------------
+
+const maintenanceView = (s: ApplicationSettingsTable) => ({ is_enabled: bool(s.maintenance_enabled), page_url: s.maintenance_page_url });
+
+export async function getMaintenance(tx: Tx, companyId: string, id: string) {
+  return maintenanceView(await settingsOf(tx, await findApp(tx, companyId, id)));
+}
+
+/** An absolute https URL with a host (the contract's pattern checks only the prefix). */
+function checkPageUrl(u: string) {
+  let url: URL;
+  try {
+    url = new URL(u);
+  } catch {
+    throw badRequest('page_url must be an absolute HTTPS URL');
+  }
+  if (url.protocol !== 'https:' || !url.hostname) throw badRequest('page_url must be an HTTPS page (https://...)');
+}
+
+/** `page_url` omitted keeps the current page; null returns to the default page. */
+export async function updateMaintenance(tx: Tx, companyId: string, id: string, body: { is_enabled: boolean; page_url?: string | null }) {
+  const a = await mutableApp(tx, companyId, id);
+  if (body.page_url) checkPageUrl(body.page_url);
+  const changes: Partial<ApplicationSettingsTable> = { maintenance_enabled: body.is_enabled ? 1 : 0 };
+  if (body.page_url !== undefined) changes.maintenance_page_url = body.page_url;
+  return maintenanceView(await saveSettings(tx, a, changes));
+}
+
+// --- Egress IPs --------------------------------------------------------------------------------
+
+/** Regions whose outbound traffic leaves through one fixed NAT gateway address; the others use published IPv4 ranges. */
+export const FIXED_EGRESS_REGIONS = new Set(['europe-west3', 'australia-southeast1']);
+
+/** The egress addresses of a cluster: deterministic from its name. */
+export function egressIps(clusterId: string): string[] {
+  const name = CLUSTER_BY_ID.get(clusterId)?.name ?? clusterId;
+  const n = (k: string, mod: number) => Math.floor(seeded(`egress:${name}:${k}`) * mod);
+  if (FIXED_EGRESS_REGIONS.has(name)) return [`152.70.${1 + n('a', 254)}.${1 + n('b', 254)}`];
+  const count = 2 + n('count', 3);
+  return Array.from({ length: count }, (_, i) => `34.${64 + n(`r${i}`, 64)}.${n(`s${i}`, 16) * 16}.0/20`);
+}
+
+export async function getEgressIps(tx: Tx, companyId: string, id: string) {
+  const a = await findApp(tx, companyId, id);
+  return { egress_ips: egressIps(a.cluster_id) };
+}
+
+// --- IP restriction ----------------------------------------------------------------------------
+
+const ipView = (s: ApplicationSettingsTable) => ({ type: s.ip_type, is_enabled: bool(s.ip_enabled), ip_list: JSON.parse(s.ip_list) as string[] });
+
+export async function getIpRestriction(tx: Tx, companyId: string, id: string) {
+  return ipView(await settingsOf(tx, await findApp(tx, companyId, id)));
+}
+
+/** One list is active at a time: the update replaces type, flag and entries together. */
+export async function updateIpRestriction(tx: Tx, companyId: string, id: string, input: { type: 'allow' | 'deny'; is_enabled: boolean; ip_list: string[] }) {
+  const a = await mutableApp(tx, companyId, id);
+  const bad = input.ip_list.filter((e) => !isIpOrCidr(e.trim()));
+  if (bad.length) throw badRequest(`Invalid IP address or CIDR range: ${bad.slice(0, 5).join(', ')}`);
+  const list = [...new Set(input.ip_list.map((e) => e.trim()))];
+  return ipView(await saveSettings(tx, a, { ip_type: input.type, ip_enabled: input.is_enabled ? 1 : 0, ip_list: JSON.stringify(list) }));
+}
+
+// --- CDN and cache -----------------------------------------------------------------------------
+
+export async function toggleCdn(tx: Tx, companyId: string, id: string) {
+  const a = await mutableApp(tx, companyId, id);
+  const cur = await settingsOf(tx, a);
+  const s = await saveSettings(tx, a, { cdn_enabled: cur.cdn_enabled ? 0 : 1 });
+  return { is_turned_on: bool(s.cdn_enabled) };
+}
+
+export async function purgeCache(tx: Tx, companyId: string, id: string) {
+  const a = await mutableApp(tx, companyId, id);
+  await saveSettings(tx, a, { cache_purged_at: new Date().toISOString() });
+  return { message: 'Cache purge started' };
+}
+
+// --- Access logs -------------------------------------------------------------------------------
+
+const PAGES: [string, string, number][] = [['GET', '/', 0.42], ['GET', '/api/items', 0.2], ['POST', '/login', 0.12], ['GET', '/about', 0.08], ['GET', '/static/app.js', 0.1], ['GET', '/healthz', 0.08]];
+const COUNTRIES: [string, number][] = [['US', 0.38], ['DE', 0.17], ['GB', 0.12], ['FR', 0.09], ['IN', 0.08], ['BR', 0.06], ['JP', 0.05], ['CA', 0.05]];
+const pick = <T extends unknown[]>(items: T[], r: number): T => {
+  let acc = 0;
+  for (const it of items) if (r < (acc += it[it.length - 1] as number)) return it;
+  return items[items.length - 1]!;
+};
+/** Most recent minutes scanned for one request (one week). */
+const MAX_MINUTES = 7 * 24 * 60;
+
+/**
+ * Simulated HTTP access log lines: per minute as many requests as the requests-per-minute metric
+ * shows (same seeds), each with a deterministic method, path, status, country and duration.
+ * Nothing before the first successful deployment or while suspended. Newest lines last.
+ */
+export async function accessLogs(tx: Tx, app: AppContext, companyId: string, id: string, q: { from?: string; to?: string; filters?: string; limit?: number }) {
+  const a = await findApp(tx, companyId, id);
+  const limit = Math.min(q.limit ?? 1000, 5000);
+  const to = q.to ? Date.parse(q.to) : Date.now();
+  const from = q.from ? Date.parse(q.from) : to - 60 * 60_000;
+  if (to < from) throw badRequest('`to` must not be before `from`');
+  if (a.is_suspended) return [];
+  const first = await tx.selectFrom('deployments').select('finished_at').where('app_id', '=', a.id).where('status', '=', 'success').orderBy('finished_at').limit(1).executeTakeFirst();
+  if (!first?.finished_at) return [];
+  const since = Date.parse(first.finished_at);
+  const needle = q.filters?.toLowerCase();
+  const out: ReturnType<typeof line>[] = [];
+  const minute = 60_000;
+  const lastMinute = Math.floor(to / minute) * minute;
+  for (let t = lastMinute, scanned = 0; t >= from - minute && t >= since - minute && scanned < MAX_MINUTES && out.length < limit; t -= minute, scanned++) {
+    const [point] = app.runtime.series(a.id, 'requests', new Date(t), new Date(t), 60, { base: 40, spread: 80, running: (at) => at.getTime() >= since - minute });
+    const count = Math.round(point?.value ?? 0);
+    const lines = Array.from({ length: count }, (_, i) => line(a, t, i))
+      .filter((l) => l.unix_timestamp * 1000 >= Math.max(from, since) && l.unix_timestamp * 1000 <= to)
+      .filter((l) => !needle || l.message.toLowerCase().includes(needle) || l.severity === needle)
+      .sort((x, y) => y.unix_timestamp - x.unix_timestamp || (x.id < y.id ? 1 : -1));
+    for (const l of lines) if (out.length < limit) out.push(l);
+  }
+  return out.reverse();
+}
+
+function line(a: ApplicationsTable, minuteStart: number, i: number) {
+  const seed = `${a.id}:access:${minuteStart}:${i}`;
+  const r = (k: string) => seeded(`${seed}:${k}`);
+  const at = minuteStart + Math.floor(r('t') * 60_000);
+  const [method, path] = pick(PAGES, r('page'));
+  const sr = r('status');
+  const status = sr < 0.02 * r('e') ? 500 : sr < 0.06 ? 404 : sr < 0.11 ? 301 : 200;
+  const [country] = pick(COUNTRIES, r('country'));
+  const durationMs = Math.round(30 + 120 * r('ms') + (status === 500 ? 400 : 0));
+  const bytes = status === 301 ? 0 : Math.round(200 + 20_000 * r('bytes'));
+  const ip = `${11 + Math.floor(r('ip1') * 200)}.${Math.floor(r('ip2') * 256)}.${Math.floor(r('ip3') * 256)}.${1 + Math.floor(r('ip4') * 254)}`;
+  const ts = new Date(at).toISOString();
+  return {
+    id: stableUuid(seed),
+    message: `${ip} "${method} ${path} HTTP/1.1" ${status} ${bytes} ${durationMs}ms ${a.temp_domain} ${country}`,
+    service: a.name,
+    severity: status >= 500 ? 'error' : status >= 400 ? 'warning' : 'info',
+    timestamp: ts,
+    tags: { kind: 'access', host: a.temp_domain },
+    attributes: { client_ip: ip, method, path, status, bytes, duration_ms: durationMs, country },
+    unix_timestamp: at / 1000,
+  };
+}
+
+// --- TCP proxies and private ports -------------------------------------------------------------
+
+/** A process of the application that runs continuously (web or worker); 400 otherwise. */
+async function portProcess(tx: Tx, appId: string, processId: string) {
+  const p = await tx.selectFrom('processes').select(['id', 'type']).where('id', '=', processId).where('app_id', '=', appId).executeTakeFirst();
+  if (!p) throw badRequest(`Unknown process_id ${processId} for this application`);
+  if (p.type !== 'web' && p.type !== 'worker') throw badRequest(`Ports can be exposed only on web and worker processes, not on a ${p.type} process`);
+  return p;
+}
+
+const EXTERNAL_PORTS = { first: 30000, last: 30999 };
+
+export async function listTcpProxies(tx: Tx, companyId: string, id: string, page: Page) {
+  await findApp(tx, companyId, id);
+  return paginate(tx.selectFrom('application_tcp_proxies').select(['id', 'app_id', 'process_id', 'port', 'external_port', 'hostname', 'status', 'created_at', 'updated_at']).where('app_id', '=', id), page);
+}
+
+/** A public TCP proxy: the lowest free external port of the cluster (30000-30999) on the cluster's proxy hostname. */
+export async function createTcpProxy(tx: Tx, companyId: string, id: string, body: { process_id: string; port: number }) {
+  const a = await mutableApp(tx, companyId, id);
+  await portProcess(tx, a.id, body.process_id);
+  const dup = await tx.selectFrom('application_tcp_proxies').select('id').where('app_id', '=', a.id).where('process_id', '=', body.process_id).where('port', '=', body.port).executeTakeFirst();
+  if (dup) throw badRequest(`Port ${body.port} of this process already has a TCP proxy`);
+  const used = new Set((await tx.selectFrom('application_tcp_proxies').select('external_port').where('cluster_id', '=', a.cluster_id).execute()).map((r) => r.external_port));
+  let external = EXTERNAL_PORTS.first;
+  while (used.has(external) && external <= EXTERNAL_PORTS.last) external++;
+  if (external > EXTERNAL_PORTS.last) throw badRequest('No free external TCP port is left in this region');
+  const cluster = CLUSTER_BY_ID.get(a.cluster_id)?.name ?? 'local';
+  const now = new Date().toISOString();
+  const row = {
+    id: newId(),
+    app_id: a.id,
+    company_id: companyId,
+    cluster_id: a.cluster_id,
+    process_id: body.process_id,
+    port: body.port,
+    external_port: external,
+    hostname: `tcp.${cluster}.slipway.app`,
+    status: 'ready' as const,
+    created_at: now,
+    updated_at: now,
+  };
+  await tx.insertInto('application_tcp_proxies').values(row).execute();
+  const { company_id: _c, cluster_id: _cl, ...view } = row;
+  return view;
+}
+
+export async function deleteTcpProxy(tx: Tx, companyId: string, id: string, proxyId: string) {
+  const a = await mutableApp(tx, companyId, id);
+  const r = await tx.deleteFrom('application_tcp_proxies').where('id', '=', proxyId).where('app_id', '=', a.id).executeTakeFirst();
+  if (!Number(r.numDeletedRows)) throw notFound('TCP proxy');
+  return { message: 'TCP proxy deleted' };
+}
+
+export async function listPrivatePorts(tx: Tx, companyId: string, id: string, page: Page) {
+  await findApp(tx, companyId, id);
+  return paginate(tx.selectFrom('application_private_ports').select(['id', 'app_id', 'process_id', 'port', 'status', 'created_at', 'updated_at']).where('app_id', '=', id), page);
+}
+
+export async function createPrivatePort(tx: Tx, companyId: string, id: string, body: { process_id: string; port: number }) {
+  const a = await mutableApp(tx, companyId, id);
+  await portProcess(tx, a.id, body.process_id);
+  const dup = await tx.selectFrom('application_private_ports').select('id').where('app_id', '=', a.id).where('process_id', '=', body.process_id).where('port', '=', body.port).executeTakeFirst();
+  if (dup) throw badRequest(`Port ${body.port} of this process is already exposed privately`);
+  const now = new Date().toISOString();
+  const row = { id: newId(), app_id: a.id, company_id: companyId, process_id: body.process_id, port: body.port, status: 'ready' as const, created_at: now, updated_at: now };
+  await tx.insertInto('application_private_ports').values(row).execute();
+  const { company_id: _c, ...view } = row;
+  return view;
+}
+
+export async function deletePrivatePort(tx: Tx, companyId: string, id: string, portId: string) {
+  const a = await mutableApp(tx, companyId, id);
+  const r = await tx.deleteFrom('application_private_ports').where('id', '=', portId).where('app_id', '=', a.id).executeTakeFirst();
+  if (!Number(r.numDeletedRows)) throw notFound('Private port');
+  return { message: 'Private port deleted' };
+}

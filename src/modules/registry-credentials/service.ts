@@ -1,0 +1,89 @@
+// Docker registry credentials: name, provider, username and a secret (password or token) used to
+// pull private images. The secret is sealed with app.secrets at rest and never leaves the server
+// through the API (the contract returns no secret field).
+import type { AppContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { notFound } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
+import { paginate, type Page } from '../../shared/pagination.js';
+import type { DockerRegistriesTable } from './storage.js';
+
+export type RegistryKind = 'gcr' | 'ecr' | 'dockerHub' | 'github' | 'gitlab' | 'digitalOcean' | 'custom';
+
+const view = (r: DockerRegistriesTable) => ({
+  id: r.id,
+  company_id: r.company_id,
+  name: r.name,
+  registry: r.registry as RegistryKind,
+  username: r.username,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+});
+
+export async function listRegistries(tx: Tx, companyId: string, page: Page, scope: Set<string> | null) {
+  let q = tx
+    .selectFrom('docker_registries')
+    .select(['id', 'name', 'registry', 'username', 'created_at', 'updated_at'])
+    .where('company_id', '=', companyId);
+  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
+  const r = await paginate(q, page);
+  return { ...r, data: r.data.map((d) => ({ ...d, registry: d.registry as RegistryKind })) };
+}
+
+async function find(tx: Tx, companyId: string, id: string): Promise<DockerRegistriesTable> {
+  const r = await tx.selectFrom('docker_registries').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  if (!r) throw notFound('Docker registry');
+  return r;
+}
+
+export async function getRegistry(tx: Tx, companyId: string, id: string) {
+  return view(await find(tx, companyId, id));
+}
+
+export interface RegistryInput {
+  name: string;
+  registry?: RegistryKind;
+  username: string;
+  secret: string;
+}
+
+export async function createRegistry(tx: Tx, app: AppContext, companyId: string, input: RegistryInput) {
+  const now = new Date().toISOString();
+  const row: DockerRegistriesTable = {
+    id: newId(),
+    company_id: companyId,
+    name: input.name,
+    registry: input.registry ?? 'dockerHub',
+    username: input.username,
+    secret: app.secrets.encrypt(input.secret),
+    created_at: now,
+    updated_at: now,
+  };
+  await tx.insertInto('docker_registries').values(row).execute();
+  return view(row);
+}
+
+export async function updateRegistry(tx: Tx, app: AppContext, companyId: string, id: string, input: Partial<RegistryInput>) {
+  const r = await find(tx, companyId, id);
+  const set: Partial<DockerRegistriesTable> = {};
+  if (input.name !== undefined) set.name = input.name;
+  if (input.registry !== undefined) set.registry = input.registry;
+  if (input.username !== undefined) set.username = input.username;
+  if (input.secret !== undefined) set.secret = app.secrets.encrypt(input.secret);
+  // An empty body changes nothing (and keeps updated_at).
+  if (!Object.keys(set).length) return view(r);
+  set.updated_at = new Date().toISOString();
+  await tx.updateTable('docker_registries').set(set).where('id', '=', id).execute();
+  return view({ ...r, ...set });
+}
+
+export async function deleteRegistry(tx: Tx, companyId: string, id: string) {
+  await find(tx, companyId, id);
+  await tx.deleteFrom('docker_registries').where('id', '=', id).execute();
+  return { message: 'Docker registry deleted' };
+}
+
+/** The plaintext secret, for a future image-pull path (never exposed through the API). */
+export async function registrySecret(tx: Tx, app: AppContext, companyId: string, id: string): Promise<string> {
+  return app.secrets.decrypt((await find(tx, companyId, id)).secret);
+}

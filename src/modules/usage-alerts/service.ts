@@ -1,0 +1,175 @@
+// Usage alerts: a USD spending limit for the company or one project, up to 10 threshold
+// percentages and one or more e-mail recipients. Each threshold fires at most once per billing
+// period (the calendar month, UTC) and is armed again when the next period starts.
+//
+// Slipway has no billing or usage metering: nothing calls recordUsage, so thresholds never fire
+// and `last_fired_at` stays null. recordUsage is the evaluation a future usage source would call.
+import type { Tx } from '../../shared/db/index.js';
+import { badRequest, notFound } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
+import { paginate, type Page } from '../../shared/pagination.js';
+import type { UsageAlertTriggersTable, UsageAlertsTable } from './storage.js';
+
+export const MAX_TRIGGERS = 10;
+
+function view(a: UsageAlertsTable, triggers: UsageAlertTriggersTable[]) {
+  return {
+    id: a.id,
+    company_id: a.company_id,
+    project_id: a.project_id,
+    limit_usd: Number(a.limit_usd),
+    emails: JSON.parse(a.emails) as string[],
+    triggers: triggers
+      .filter((t) => t.alert_id === a.id)
+      .sort((x, y) => x.percentage - y.percentage)
+      .map((t) => ({ id: t.id, percentage: t.percentage, last_fired_at: t.last_fired_at })),
+    created_at: a.created_at,
+    updated_at: a.updated_at,
+  };
+}
+
+async function triggersOf(tx: Tx, alertIds: string[]) {
+  if (!alertIds.length) return [];
+  return tx.selectFrom('usage_alert_triggers').selectAll().where('alert_id', 'in', alertIds).execute();
+}
+
+async function find(tx: Tx, companyId: string, id: string): Promise<UsageAlertsTable> {
+  const a = await tx.selectFrom('usage_alerts').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  if (!a) throw notFound('Usage alert config');
+  return a;
+}
+
+function checkEmails(emails: string[]) {
+  const seen = new Set<string>();
+  for (const e of emails) {
+    const k = e.toLowerCase();
+    if (seen.has(k)) throw badRequest(`E-mail recipient "${e}" is listed more than once`);
+    seen.add(k);
+  }
+}
+
+function checkTriggers(triggers: { percentage: number }[]) {
+  // The contract bounds the list (1..10) and each percentage (1..100); this repeats the limit for
+  // callers that bypass validation and rejects duplicates, which could never fire separately.
+  if (triggers.length > MAX_TRIGGERS) throw badRequest(`At most ${MAX_TRIGGERS} thresholds per usage alert`);
+  const seen = new Set<number>();
+  for (const t of triggers) {
+    if (seen.has(t.percentage)) throw badRequest(`Threshold ${t.percentage}% is listed more than once`);
+    seen.add(t.percentage);
+  }
+}
+
+async function insertTriggers(tx: Tx, alertId: string, triggers: { percentage: number }[]) {
+  const rows: UsageAlertTriggersTable[] = triggers.map((t) => ({ id: newId(), alert_id: alertId, percentage: t.percentage, fired_period: null, last_fired_at: null }));
+  if (rows.length) await tx.insertInto('usage_alert_triggers').values(rows).execute();
+  return rows;
+}
+
+export async function listAlerts(tx: Tx, companyId: string, page: Page, projectId: string | undefined, scope: Set<string> | null) {
+  let q = tx.selectFrom('usage_alerts').selectAll().where('company_id', '=', companyId);
+  if (projectId) q = q.where('project_id', '=', projectId);
+  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
+  const r = await paginate(q, page);
+  const triggers = await triggersOf(tx, r.data.map((a) => a.id));
+  return { ...r, data: r.data.map((a) => view(a, triggers)) };
+}
+
+export async function getAlert(tx: Tx, companyId: string, id: string) {
+  const a = await find(tx, companyId, id);
+  return view(a, await triggersOf(tx, [id]));
+}
+
+export interface CreateAlertInput {
+  project_id?: string | null;
+  limit_usd: number;
+  emails: string[];
+  triggers: { percentage: number }[];
+}
+
+export async function createAlert(tx: Tx, companyId: string, input: CreateAlertInput) {
+  const projectId = input.project_id ?? null;
+  if (projectId) {
+    const p = await tx.selectFrom('projects').select('id').where('id', '=', projectId).where('company_id', '=', companyId).executeTakeFirst();
+    if (!p) throw badRequest(`Project ${projectId} does not exist in this company`);
+  }
+  checkEmails(input.emails);
+  checkTriggers(input.triggers);
+  const now = new Date().toISOString();
+  const row: UsageAlertsTable = {
+    id: newId(),
+    company_id: companyId,
+    project_id: projectId,
+    scope_key: projectId ?? '',
+    limit_usd: input.limit_usd,
+    emails: JSON.stringify(input.emails),
+    created_at: now,
+    updated_at: now,
+  };
+  // The unique (company_id, scope_key) index settles concurrent creations: nothing inserted = taken.
+  const inserted = await tx
+    .insertInto('usage_alerts')
+    .values(row)
+    .onConflict((oc) => oc.columns(['company_id', 'scope_key']).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  if (!inserted) {
+    throw badRequest(projectId ? `Project ${projectId} already has a usage alert config; update it instead` : 'The company already has a company-wide usage alert config; update it instead');
+  }
+  return view(row, await insertTriggers(tx, row.id, input.triggers));
+}
+
+export interface UpdateAlertInput {
+  limit_usd?: number;
+  emails?: string[];
+  triggers?: { percentage: number }[];
+}
+
+/** Partial update; the project scope is immutable. New triggers replace all and reset the fired state. */
+export async function updateAlert(tx: Tx, companyId: string, id: string, input: UpdateAlertInput) {
+  const a = await find(tx, companyId, id);
+  const set: Partial<UsageAlertsTable> = {};
+  if (input.limit_usd !== undefined) set.limit_usd = input.limit_usd;
+  if (input.emails !== undefined) {
+    checkEmails(input.emails);
+    set.emails = JSON.stringify(input.emails);
+  }
+  if (input.triggers !== undefined) {
+    checkTriggers(input.triggers);
+    await tx.deleteFrom('usage_alert_triggers').where('alert_id', '=', id).execute();
+    await insertTriggers(tx, id, input.triggers);
+  }
+  if (Object.keys(set).length || input.triggers !== undefined) {
+    set.updated_at = new Date().toISOString();
+    await tx.updateTable('usage_alerts').set(set).where('id', '=', id).execute();
+  }
+  return view({ ...a, ...set }, await triggersOf(tx, [id]));
+}
+
+export async function deleteAlert(tx: Tx, companyId: string, id: string): Promise<void> {
+  await find(tx, companyId, id);
+  await tx.deleteFrom('usage_alert_triggers').where('alert_id', '=', id).execute();
+  await tx.deleteFrom('usage_alerts').where('id', '=', id).execute();
+}
+
+/** The billing period of an instant: its calendar month in UTC, `YYYY-MM`. */
+export const billingPeriod = (at: Date) => at.toISOString().slice(0, 7);
+
+/**
+ * Evaluates one config against the spend of the current billing period. The highest threshold the
+ * spend has reached fires if it has not fired in this period; lower reached thresholds are marked
+ * fired with it (one e-mail per crossing, not one per threshold). Returns the fired trigger, if any.
+ * Delivery of the e-mail is not implemented (no usage data and no mailer exist).
+ */
+export async function recordUsage(tx: Tx, companyId: string, id: string, spentUsd: number, now = new Date()) {
+  const a = await find(tx, companyId, id);
+  const period = billingPeriod(now);
+  const reached = (await triggersOf(tx, [id]))
+    .filter((t) => (spentUsd * 100) / Number(a.limit_usd) >= t.percentage)
+    .sort((x, y) => y.percentage - x.percentage);
+  const top = reached[0];
+  if (!top || top.fired_period === period) return null;
+  const at = now.toISOString();
+  const ids = reached.filter((t) => t.fired_period !== period).map((t) => t.id);
+  await tx.updateTable('usage_alert_triggers').set({ fired_period: period, last_fired_at: at }).where('id', 'in', ids).execute();
+  return { id: top.id, percentage: top.percentage, last_fired_at: at };
+}
