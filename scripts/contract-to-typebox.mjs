@@ -180,6 +180,8 @@ for (const { doc, path, method, op, item } of ops.values()) {
   const section = (where) => {
     let ps = params.filter((p) => p.in === where);
     if (!ps.length) return null;
+    if (where === 'path' && ps.length === 1 && ps[0].name === 'id' && deref(doc, ps[0].schema)?.format === 'uuid') return 'IdParams';
+    if (where === 'query' && ps.length === 2 && ps.every((p) => p.name === 'limit' || p.name === 'offset')) return 'PageQuery';
     const paged = where === 'query' && ps.some((p) => p.name === 'limit') && ps.some((p) => p.name === 'offset');
     if (paged) ps = ps.filter((p) => p.name !== 'limit' && p.name !== 'offset');
     const props = ps.map((p) => `    ${p.name}: ${p.required ? '' : 'Type.Optional('}${gen(doc, p.schema, base + pascal(p.name), '    ')}${p.required ? '' : ')'},`);
@@ -206,7 +208,7 @@ for (const { doc, path, method, op, item } of ops.values()) {
   out.push(lines.join('\n'));
 }
 console.log("import { Type } from '@sinclair/typebox';");
-console.log("import { DateTime, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';\n");
+console.log("import { DateTime, IdParams, MessageResponse, Nullable, PageQuery, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';\n");
 console.log(named.join('\n\n'));
 console.log();
 console.log(out.join('\n\n'));

@@ -1,4 +1,4 @@
-// Fixed-window rate limiting with counters in the database, so every server process on one
+// Rate limiting with windows that open at a bucket's first request, counted in the database, so every server process on one
 // PostgreSQL shares them. Tiers and limits follow the specification (Limits -> Rate limits).
 import { sql } from 'kysely';
 import type { Db } from './db/index.js';
@@ -38,20 +38,26 @@ export class RateLimiter {
     private limits: RateLimitConfig,
   ) {}
 
-  /** Counts one request against `bucket`; throws 429 (with headers) once the window's limit is passed. */
+  /**
+   * Counts one request against `bucket`; throws 429 (with headers) once the window's limit is
+   * passed. A window opens with the first request of a bucket and lasts the tier's length
+   * (x-ratelimit-reset counts down to its end); the next request after it opens a new one. One
+   * upsert decides, so processes sharing PostgreSQL share the count.
+   */
   async hit(bucket: string, tier: Tier | 'unauthenticated', now = Date.now()): Promise<RateState> {
     const window = TIER_WINDOW_SECONDS[tier];
     const limit = this.limits[tier];
     const nowSec = Math.floor(now / 1000);
-    const windowStart = nowSec - (nowSec % window);
-    const row = await this.db
-      .insertInto('rate_counters')
-      .values({ bucket, window_start: windowStart, count: 1 })
-      .onConflict((oc) => oc.columns(['bucket', 'window_start']).doUpdateSet({ count: sql`rate_counters.count + 1` }))
-      .returning('count')
-      .executeTakeFirstOrThrow();
+    const expired = sql`rate_windows.window_start + ${window} <= ${nowSec}`;
+    const r = await sql<{ count: number; window_start: number }>`
+      INSERT INTO rate_windows (bucket, window_start, count) VALUES (${bucket}, ${nowSec}, 1)
+      ON CONFLICT (bucket) DO UPDATE SET
+        count = CASE WHEN ${expired} THEN 1 ELSE rate_windows.count + 1 END,
+        window_start = CASE WHEN ${expired} THEN ${nowSec} ELSE rate_windows.window_start END
+      RETURNING count, window_start`.execute(this.db);
+    const row = r.rows[0]!;
     const count = Number(row.count);
-    const reset = Math.max(1, windowStart + window - nowSec);
+    const reset = Math.max(1, Number(row.window_start) + window - nowSec);
     const state = { limit, remaining: Math.max(0, limit - count), reset };
     if (count > limit) {
       throw new ApiError(
@@ -67,7 +73,7 @@ export class RateLimiter {
   /** Drops windows that ended more than an hour ago. */
   async sweep(now = Date.now()): Promise<void> {
     const cutoff = Math.floor(now / 1000) - 2 * 3600;
-    await this.db.deleteFrom('rate_counters').where('window_start', '<', cutoff).execute();
+    await this.db.deleteFrom('rate_windows').where('window_start', '<', cutoff).execute();
   }
 }
 

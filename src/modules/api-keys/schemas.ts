@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { DateTime, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, IdParams, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 export const ApiKeyRole = Type.Object({
   id: Uuid(),
@@ -35,9 +35,7 @@ export const listApiKeysContract = {
   path: "/api-keys",
   summary: "List api keys",
   tags: ["API Keys"],
-  querystring: Type.Object({
-    ...PaginationQuery,
-  }),
+  querystring: PageQuery,
   success: 200,
   response: Paginated(ApiKey),
   errors: [401,403,500],
@@ -74,9 +72,7 @@ export const getApiKeyContract = {
   path: "/api-keys/{id}",
   summary: "Get api key",
   tags: ["API Keys"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: ApiKey,
   errors: [401,403,404,500],
@@ -88,9 +84,7 @@ export const updateApiKeyContract = {
   path: "/api-keys/{id}",
   summary: "Update api key",
   tags: ["API Keys"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   body: Type.Object({
     name: Type.Optional(Type.String({"minLength":1,"maxLength":255})),
     role_ids: Type.Optional(Type.Array(Uuid())),
@@ -111,9 +105,7 @@ export const deleteApiKeyContract = {
   path: "/api-keys/{id}",
   summary: "Delete api key",
   tags: ["API Keys"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: MessageResponse,
   errors: [400,401,403,404,429,500],
@@ -125,9 +117,7 @@ export const toggleApiKeyContract = {
   path: "/api-keys/{id}/toggle",
   summary: "Toggle api key",
   tags: ["API Keys"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: Type.Object({
     message: Type.String(),
@@ -142,9 +132,7 @@ export const rotateApiKeyContract = {
   path: "/api-keys/{id}/rotate",
   summary: "Rotate api key",
   tags: ["API Keys"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   body: Type.Object({
     old_token_ttl_hours: Type.Optional(Type.Integer({"minimum":0,"maximum":168,"default":0})),
   }, { additionalProperties: false }),

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 // Runtime logs and traffic metrics of an application.
-import { DateTime, LogEntry, LogQuery, MetricPoint, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, IdParams, LogEntry, LogQuery, MetricPoint } from '../../shared/schemas/common.js';
 
 /** The window of the traffic metrics: from/to, an optional interval and filter. */
 const trafficWindow = {
@@ -18,9 +18,7 @@ export const getApplicationRuntimeLogsContract = {
   path: "/applications/{id}/runtime-logs",
   summary: "Get application runtime logs",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   querystring: LogQuery,
   success: 200,
   response: Type.Array(LogEntry),
@@ -33,9 +31,7 @@ export const getApplicationRequestsPerMinuteContract = {
   path: "/applications/{id}/metrics/requests-per-minute",
   summary: "Get application requests per minute",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   querystring: TrafficWindow,
   success: 200,
   response: Type.Array(MetricPoint),
@@ -48,9 +44,7 @@ export const getApplicationResponseTimeContract = {
   path: "/applications/{id}/metrics/response-time",
   summary: "Get application response time",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   querystring: Type.Object({ ...trafficWindow, percent: Type.Optional(Type.Integer({ minimum: 1, maximum: 99 })) }),
   success: 200,
   response: Type.Array(MetricPoint),
@@ -63,9 +57,7 @@ export const getApplicationResponseTimeAvgContract = {
   path: "/applications/{id}/metrics/response-time-avg",
   summary: "Get application response time avg",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   querystring: TrafficWindow,
   success: 200,
   response: Type.Object({
@@ -80,9 +72,7 @@ export const getApplicationStatusCodesContract = {
   path: "/applications/{id}/metrics/status-codes",
   summary: "Get application status codes",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   querystring: TrafficWindow,
   success: 200,
   response: Type.Array(Type.Object({
@@ -98,9 +88,7 @@ export const getApplicationTopStatusCodesContract = {
   path: "/applications/{id}/metrics/top-status-codes",
   summary: "Get application top status codes",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   querystring: TopWindow,
   success: 200,
   response: Type.Array(Type.Object({
@@ -116,9 +104,7 @@ export const getApplicationTopCountriesContract = {
   path: "/applications/{id}/metrics/top-countries",
   summary: "Get application top countries",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   querystring: TopWindow,
   success: 200,
   response: Type.Array(Type.Object({
@@ -135,9 +121,7 @@ export const getApplicationSlowestRequestsContract = {
   path: "/applications/{id}/metrics/slowest-requests",
   summary: "Get application slowest requests",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   querystring: TopWindow,
   success: 200,
   response: Type.Array(Type.Object({
@@ -156,9 +140,7 @@ export const getApplicationTopPagesContract = {
   path: "/applications/{id}/metrics/top-pages",
   summary: "Get application top pages",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   querystring: TopWindow,
   success: 200,
   response: Type.Array(Type.Object({

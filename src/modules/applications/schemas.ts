@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { DateTime, LogEntry, LogQuery, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, IdParams, LogEntry, LogQuery, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 /** The contract's build types plus `railpack` (beta), which the specification allows. */
 export const BUILD_TYPES = ['dockerfile', 'pack', 'nixpacks', 'railpack'] as const;
@@ -76,9 +76,7 @@ export const listApplicationsContract = {
   path: "/applications",
   summary: "List applications",
   tags: ["Applications"],
-  querystring: Type.Object({
-    ...PaginationQuery,
-  }),
+  querystring: PageQuery,
   success: 200,
   response: Paginated(Type.Object({
     id: Uuid(),
@@ -123,9 +121,7 @@ export const getApplicationContract = {
   path: "/applications/{id}",
   summary: "Get application",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: ApplicationDetail,
   errors: [401,403,404,500],
@@ -137,9 +133,7 @@ export const updateApplicationContract = {
   path: "/applications/{id}",
   summary: "Update application",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   body: Type.Object({
     display_name: Type.Optional(Type.String({"minLength":1,"maxLength":64})),
     auto_deploy: Type.Optional(Type.Boolean()),
@@ -181,9 +175,7 @@ export const deleteApplicationContract = {
   path: "/applications/{id}",
   summary: "Delete application",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: MessageResponse,
   errors: [400,401,403,404,429,500],
@@ -195,9 +187,7 @@ export const activateApplicationContract = {
   path: "/applications/{id}/activate",
   summary: "Activate application",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: MessageResponse,
   errors: [401,403,404,429,500],
@@ -209,9 +199,7 @@ export const suspendApplicationContract = {
   path: "/applications/{id}/suspend",
   summary: "Suspend application",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: MessageResponse,
   errors: [401,403,404,429,500],
@@ -223,9 +211,7 @@ export const cloneApplicationContract = {
   path: "/applications/{id}/clone",
   summary: "Clone application",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   body: Type.Object({
     display_name: Type.String({"minLength":2,"maxLength":64}),
     cluster_id: Type.Optional(Uuid()),
@@ -242,12 +228,8 @@ export const listDeploymentsContract = {
   path: "/applications/{id}/deployments",
   summary: "List deployments",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
-  querystring: Type.Object({
-    ...PaginationQuery,
-  }),
+  params: IdParams,
+  querystring: PageQuery,
   success: 200,
   response: Paginated(Deployment),
   errors: [401,403,404,500],
@@ -259,9 +241,7 @@ export const triggerDeploymentContract = {
   path: "/applications/{id}/deployments",
   summary: "Trigger deployment",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   body: Type.Object({
     branch: Type.Optional(Type.String()),
     docker_image: Type.Optional(Type.String()),
@@ -294,9 +274,7 @@ export const rollbackDeploymentContract = {
   path: "/applications/{id}/deployments/rollback",
   summary: "Rollback deployment",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: Deployment,
   errors: [401,403,404,429,500],
@@ -339,9 +317,7 @@ export const getDeploymentHookContract = {
   path: "/applications/{id}/deployment-hook",
   summary: "Get deployment hook",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: Type.Object({
     url: Type.String(),
@@ -355,9 +331,7 @@ export const enableDeploymentHookContract = {
   path: "/applications/{id}/deployment-hook",
   summary: "Enable deployment hook",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 201,
   response: Type.Object({
     url: Type.String(),
@@ -371,9 +345,7 @@ export const regenerateDeploymentHookContract = {
   path: "/applications/{id}/deployment-hook",
   summary: "Regenerate deployment hook",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: Type.Object({
     url: Type.String(),
@@ -387,9 +359,7 @@ export const disableDeploymentHookContract = {
   path: "/applications/{id}/deployment-hook",
   summary: "Disable deployment hook",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 204,
   errors: [401,403,404,429,500],
 } as const;

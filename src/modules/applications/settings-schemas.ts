@@ -1,7 +1,7 @@
 // Contracts of an application's settings: maintenance mode, egress IPs, IP restriction, CDN and
 // cache, access logs, TCP proxies and private ports (shapes of the v3 contract, additions winning).
 import { Type } from '@sinclair/typebox';
-import { DateTime, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, IdParams, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 export const GetApplicationIpRestrictionResponse = Type.Object({
   type: StringEnum(["allow","deny"]),
@@ -37,9 +37,7 @@ export const getApplicationAccessLogsContract = {
   path: "/applications/{id}/access-logs",
   summary: "Get application access logs",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   querystring: Type.Object({
     from: Type.Optional(DateTime()),
     to: Type.Optional(DateTime()),
@@ -66,9 +64,7 @@ export const toggleApplicationCdnContract = {
   path: "/applications/{id}/cdn/toggle",
   summary: "Toggle application cdn",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: Type.Object({
     is_turned_on: Type.Boolean(),
@@ -82,9 +78,7 @@ export const getApplicationIpRestrictionContract = {
   path: "/applications/{id}/ip-restriction",
   summary: "Get application ip restriction",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: GetApplicationIpRestrictionResponse,
   errors: [401,403,404,500],
@@ -96,9 +90,7 @@ export const updateApplicationIpRestrictionContract = {
   path: "/applications/{id}/ip-restriction",
   summary: "Update application ip restriction",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   body: Type.Object({
     type: StringEnum(["allow","deny"]),
     is_enabled: Type.Boolean(),
@@ -116,9 +108,7 @@ export const purgeApplicationCacheContract = {
   path: "/applications/{id}/purge-cache",
   summary: "Purge application cache",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: MessageResponse,
   errors: [401,403,404,429,500],
@@ -130,12 +120,8 @@ export const listApplicationTcpProxiesContract = {
   path: "/applications/{id}/tcp-proxies",
   summary: "List application tcp proxies",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
-  querystring: Type.Object({
-    ...PaginationQuery,
-  }),
+  params: IdParams,
+  querystring: PageQuery,
   success: 200,
   response: Paginated(ListApplicationTcpProxiesItem),
   errors: [401,403,404,500],
@@ -147,9 +133,7 @@ export const createApplicationTcpProxyContract = {
   path: "/applications/{id}/tcp-proxies",
   summary: "Create application tcp proxy",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   body: Type.Object({
     process_id: Uuid(),
     port: Type.Integer({"minimum":1,"maximum":65535}),
@@ -181,12 +165,8 @@ export const listApplicationPrivatePortsContract = {
   path: "/applications/{id}/private-ports",
   summary: "List application private ports",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
-  querystring: Type.Object({
-    ...PaginationQuery,
-  }),
+  params: IdParams,
+  querystring: PageQuery,
   success: 200,
   response: Paginated(ListApplicationPrivatePortsItem),
   errors: [401,403,404,500],
@@ -198,9 +178,7 @@ export const createApplicationPrivatePortContract = {
   path: "/applications/{id}/private-ports",
   summary: "Create application private port",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   body: Type.Object({
     process_id: Uuid(),
     port: Type.Integer({"minimum":1,"maximum":65535}),
@@ -232,9 +210,7 @@ export const getApplicationMaintenanceModeContract = {
   path: "/applications/{id}/maintenance-mode",
   summary: "Get application maintenance mode",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: Type.Object({
     is_enabled: Type.Boolean(),
@@ -249,9 +225,7 @@ export const updateApplicationMaintenanceModeContract = {
   path: "/applications/{id}/maintenance-mode",
   summary: "Update application maintenance mode",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   body: Type.Object({
     is_enabled: Type.Boolean(),
     page_url: Type.Optional(Nullable(Type.String({"format":"uri","pattern":"^https://"}))),
@@ -271,9 +245,7 @@ export const getApplicationEgressIpsContract = {
   path: "/applications/{id}/egress-ips",
   summary: "Get application egress ips",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: Type.Object({
     egress_ips: Type.Array(Type.String()),

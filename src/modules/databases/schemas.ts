@@ -1,7 +1,7 @@
 // TypeBox contracts of the databases area (shapes of the v3 contract and its additions),
 // generated with scripts/contract-to-typebox.mjs and tidied: shared shapes are named once.
 import { Type } from '@sinclair/typebox';
-import { DateTime, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid, MetricSeries, MetricWindowQuery } from '../../shared/schemas/common.js';
+import { DateTime, MessageResponse, MetricSeries, MetricWindowQuery, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 
 export const DATABASE_STATUSES = ["creating","ready","updating","passwordChange","passwordChangeFailed","deleting","error","dbDeletionFailed","restoring","restoringFailed","updatingExternalConnection"] as const;
@@ -46,9 +46,7 @@ export const listDatabasesContract = {
   path: "/databases",
   summary: "List databases",
   tags: ["Databases"],
-  querystring: Type.Object({
-    ...PaginationQuery,
-  }),
+  querystring: PageQuery,
   success: 200,
   response: Paginated(Type.Object({
     id: Uuid(),

@@ -2,7 +2,7 @@
 // /applications/{id}/env-vars and company-wide (global) variables under /applications/global-env-vars.
 // Shapes follow the v3 contract field for field (generated with scripts/contract-to-typebox.mjs).
 import { Type } from '@sinclair/typebox';
-import { DateTime, MessageResponse, Nullable, Paginated, PaginationQuery, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, MessageResponse, Nullable, PageQuery, Paginated, Uuid } from '../../shared/schemas/common.js';
 
 /** An app-level variable as returned (value decrypted). */
 export const EnvVar = Type.Object({
@@ -63,9 +63,7 @@ export const listEnvVarsContract = {
   summary: 'List environment variables',
   tags: ['Applications'],
   params: AppParams,
-  querystring: Type.Object({
-    ...PaginationQuery,
-  }),
+  querystring: PageQuery,
   success: 200,
   response: Paginated(EnvVar),
   errors: [401, 403, 404, 500],
@@ -117,9 +115,7 @@ export const listGlobalEnvVarsContract = {
   path: '/applications/global-env-vars',
   summary: 'List global env vars',
   tags: ['Global Environment Variables'],
-  querystring: Type.Object({
-    ...PaginationQuery,
-  }),
+  querystring: PageQuery,
   success: 200,
   response: Paginated(GlobalEnvVar),
   errors: [401, 403, 500],

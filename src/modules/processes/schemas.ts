@@ -2,7 +2,7 @@
 // trigger, and per-process metrics. Shapes follow the v3 contract; create/list/get/update come
 // from the additions document (which adds the cron fields concurrency_policy and max_run_time_seconds).
 import { Type } from '@sinclair/typebox';
-import { DateTime, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid, MetricSeries, MetricWindowQuery } from '../../shared/schemas/common.js';
+import { DateTime, MessageResponse, MetricSeries, MetricWindowQuery, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 export const PROCESS_TYPES = ['web', 'worker', 'cron', 'job'] as const;
 export const JOB_START_POLICIES = ['beforeDeployment', 'afterSuccessDeployment', 'afterFailedDeployment'] as const;
@@ -205,9 +205,7 @@ export const listProcessesContract = {
   summary: "List processes",
   tags: ["Applications"],
   params: AppParams,
-  querystring: Type.Object({
-    ...PaginationQuery,
-  }),
+  querystring: PageQuery,
   success: 200,
   response: Paginated(Process),
   errors: [401,403,404,500],

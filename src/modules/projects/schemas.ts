@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { DateTime, MessageResponse, Nullable, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, IdParams, MessageResponse, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 export const Project = Type.Object({
   id: Uuid(),
@@ -16,9 +16,7 @@ export const listProjectsContract = {
   path: "/projects",
   summary: "List projects",
   tags: ["Projects"],
-  querystring: Type.Object({
-    ...PaginationQuery,
-  }),
+  querystring: PageQuery,
   success: 200,
   response: Paginated(Type.Object({
     id: Uuid(),
@@ -51,9 +49,7 @@ export const getProjectContract = {
   path: "/projects/{id}",
   summary: "Get project",
   tags: ["Projects"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: Type.Object({
     id: Uuid(),
@@ -78,9 +74,7 @@ export const updateProjectContract = {
   path: "/projects/{id}",
   summary: "Update project",
   tags: ["Projects"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   body: Type.Object({
     display_name: Type.String({"minLength":1,"maxLength":64}),
   }, { additionalProperties: false }),
@@ -96,9 +90,7 @@ export const deleteProjectContract = {
   path: "/projects/{id}",
   summary: "Delete project",
   tags: ["Projects"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: MessageResponse,
   errors: [401,403,404,429,500],
@@ -110,9 +102,7 @@ export const addServiceToProjectContract = {
   path: "/projects/{id}/services",
   summary: "Add service to project",
   tags: ["Projects"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   body: Type.Object({
     service_id: Uuid(),
     service_type: StringEnum(["app","database","pipeline","object-storage"]),

@@ -1,6 +1,6 @@
 // Contracts of the Docker registry credentials area (generated from the v3 contract, names tidied).
 import { Type } from '@sinclair/typebox';
-import { DateTime, MessageResponse, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, IdParams, MessageResponse, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 export const DockerRegistry = Type.Object({
   id: Uuid(),
@@ -18,9 +18,7 @@ export const listDockerRegistriesContract = {
   path: "/docker-registries",
   summary: "List docker registries",
   tags: ["Docker Registries"],
-  querystring: Type.Object({
-    ...PaginationQuery,
-  }),
+  querystring: PageQuery,
   success: 200,
   response: Paginated(Type.Object({
     id: Uuid(),
@@ -57,9 +55,7 @@ export const getDockerRegistryContract = {
   path: "/docker-registries/{id}",
   summary: "Get docker registry",
   tags: ["Docker Registries"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: DockerRegistry,
   errors: [401,403,404,500],
@@ -71,9 +67,7 @@ export const updateDockerRegistryContract = {
   path: "/docker-registries/{id}",
   summary: "Update docker registry",
   tags: ["Docker Registries"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   body: Type.Object({
     name: Type.Optional(Type.String({"minLength":1,"maxLength":255})),
     registry: Type.Optional(StringEnum(["gcr","ecr","dockerHub","github","gitlab","digitalOcean","custom"])),
@@ -92,9 +86,7 @@ export const deleteDockerRegistryContract = {
   path: "/docker-registries/{id}",
   summary: "Delete docker registry",
   tags: ["Docker Registries"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: MessageResponse,
   errors: [401,403,404,429,500],

@@ -1,6 +1,6 @@
 // Contracts of the usage alerts area (generated from the v3 contract, openapi-additions.json; names tidied).
 import { Type } from '@sinclair/typebox';
-import { DateTime, Nullable, Paginated, PaginationQuery, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, IdParams, Nullable, Paginated, PaginationQuery, Uuid } from '../../shared/schemas/common.js';
 
 export const UsageAlertTrigger = Type.Object({
   id: Uuid(),
@@ -60,9 +60,7 @@ export const getUsageAlertConfigContract = {
   path: "/usage-alerts/{id}",
   summary: "Get usage alert config",
   tags: ["Usage Alerts"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 200,
   response: UsageAlertConfig,
   errors: [401,403,404,500],
@@ -74,9 +72,7 @@ export const updateUsageAlertConfigContract = {
   path: "/usage-alerts/{id}",
   summary: "Update usage alert config",
   tags: ["Usage Alerts"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   body: Type.Object({
     limit_usd: Type.Optional(Type.Number({"minimum":0.01})),
     emails: Type.Optional(Type.Array(Type.String({"format":"email"}), {"minItems":1})),
@@ -96,9 +92,7 @@ export const deleteUsageAlertConfigContract = {
   path: "/usage-alerts/{id}",
   summary: "Delete usage alert config",
   tags: ["Usage Alerts"],
-  params: Type.Object({
-    id: Uuid(),
-  }),
+  params: IdParams,
   success: 204,
   errors: [401,403,404,429,500],
 } as const;

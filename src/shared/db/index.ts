@@ -61,7 +61,7 @@ export const ALL_TABLES = [
   'api_keys',
   'users',
   'idempotency_keys',
-  'rate_counters',
+  'rate_windows',
   'settings',
   'companies',
 ] as const;

@@ -162,11 +162,25 @@ const m003: Migration = {
   },
 };
 
+/** Rate-limit windows that open at a bucket's first request (replaces minute-aligned counters). */
+const m090: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable('rate_windows')
+      .addColumn('bucket', 'varchar(255)', (c) => c.primaryKey())
+      .addColumn('window_start', 'bigint', (c) => c.notNull())
+      .addColumn('count', 'integer', (c) => c.notNull())
+      .execute();
+    await db.schema.dropTable('rate_counters').execute();
+  },
+};
+
 /** Foundation migrations; modules contribute theirs through `Module.migrations`. */
 export const coreMigrations: Record<string, Migration> = {
   '001_foundation': m001,
   '002_jobs': m002,
   '003_runtime': m003,
+  '090_rate_windows': m090,
 };
 
 export function migrationProvider(extra: Record<string, Migration> = {}): MigrationProvider {

@@ -64,7 +64,7 @@ export interface DeviceCodesTable {
   created_at: string;
 }
 
-export interface RateCountersTable {
+export interface RateWindowsTable {
   bucket: string;
   window_start: number;
   count: number;
@@ -110,7 +110,7 @@ export interface DB {
   projects: ProjectsTable;
   project_services: ProjectServicesTable;
   device_codes: DeviceCodesTable;
-  rate_counters: RateCountersTable;
+  rate_windows: RateWindowsTable;
   idempotency_keys: IdempotencyKeysTable;
   settings: SettingsTable;
 }

@@ -50,6 +50,9 @@ export const Paginated = <T extends TSchema>(item: T) =>
     { additionalProperties: false },
   );
 
+/** The query of a list operation that only pages. */
+export const PageQuery = Type.Object({ ...PaginationQuery });
+
 export const MessageResponse = Type.Object({ message: Type.String() }, { additionalProperties: false });
 export const IdParams = Type.Object({ id: Uuid() });
 
