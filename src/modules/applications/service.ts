@@ -285,7 +285,6 @@ export async function deleteApp(tx: Tx, app: AppContext, companyId: string, id: 
   await processes.onSuspend(tx, a);
   await tx.updateTable('applications').set({ status: 'deleting', updated_at: new Date().toISOString() }).where('id', '=', id).execute();
   await enqueue(tx, { kind: 'application.delete', payload: { appId: id, startedAt: new Date().toISOString() }, subjectId: id });
-  void app;
   return { message: 'Application deletion started' };
 }
 
@@ -316,4 +315,3 @@ export async function appSummary(tx: Tx, companyId: string, id: string) {
   return a ?? undefined;
 }
 
-export { notFound };

@@ -1,22 +1,15 @@
 // Environment variable operations. App-level variables are a part of their application: the app
 // `id` is the resource (a key scoped to that application may use them). Global variables belong to
 // the company and apply to every application, so they are nobody's single resource
-// (resourceParam: null) and a capability scoped to some applications does not reach them: such a
-// key gets 403 naming the permission, for reads and writes alike.
-import { missingPermissionMessage, type Permission } from '../../shared/auth/rbac.js';
-import { forbidden } from '../../shared/errors.js';
-import { defineOperation, type Scope } from '../../shared/http/operation.js';
+// (resourceParam: null) and, being company-wide, a capability scoped to some applications does not
+// reach them: such a key gets 403 naming the permission, for reads and writes alike.
+import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import * as c from './schemas.js';
 import * as svc from './service.js';
 import { migrations, tables } from './storage.js';
 
 export { migrations, tables };
-
-/** Global variables need the permission for the whole company, not for some applications. */
-function companyWide(scope: Scope, permission: Permission): void {
-  if (scope !== null) throw forbidden(missingPermissionMessage(permission));
-}
 
 export const operations = [
   defineOperation({
@@ -48,39 +41,31 @@ export const operations = [
     permission: 'APP:READ',
     tier: 'read',
     resourceParam: null,
-    handler: async ({ tx, app, auth, query, scope }) => {
-      companyWide(scope, 'APP:READ');
-      return svc.listGlobalEnvVars(tx, app.secrets, auth.company.id, pageOf(query));
-    },
+    companyWide: true,
+    handler: async ({ tx, app, auth, query }) => svc.listGlobalEnvVars(tx, app.secrets, auth.company.id, pageOf(query)),
   }),
   defineOperation({
     contract: c.createGlobalEnvVarContract,
     permission: 'APP:UPDATE',
     tier: 'general_write',
     resourceParam: null,
-    handler: async ({ tx, app, auth, body, scope }) => {
-      companyWide(scope, 'APP:UPDATE');
-      return svc.createGlobalEnvVar(tx, app.secrets, auth.company.id, body);
-    },
+    companyWide: true,
+    handler: async ({ tx, app, auth, body }) => svc.createGlobalEnvVar(tx, app.secrets, auth.company.id, body),
   }),
   defineOperation({
     contract: c.updateGlobalEnvVarContract,
     permission: 'APP:UPDATE',
     tier: 'general_write',
     resourceParam: null,
-    handler: async ({ tx, app, auth, params, body, scope }) => {
-      companyWide(scope, 'APP:UPDATE');
-      return svc.updateGlobalEnvVar(tx, app.secrets, auth.company.id, params.id, body);
-    },
+    companyWide: true,
+    handler: async ({ tx, app, auth, params, body }) => svc.updateGlobalEnvVar(tx, app.secrets, auth.company.id, params.id, body),
   }),
   defineOperation({
     contract: c.deleteGlobalEnvVarContract,
     permission: 'APP:UPDATE',
     tier: 'general_write',
     resourceParam: null,
-    handler: async ({ tx, auth, params, scope }) => {
-      companyWide(scope, 'APP:UPDATE');
-      return svc.deleteGlobalEnvVar(tx, auth.company.id, params.id);
-    },
+    companyWide: true,
+    handler: async ({ tx, auth, params }) => svc.deleteGlobalEnvVar(tx, auth.company.id, params.id),
   }),
 ];

@@ -9,7 +9,8 @@
 // compared exactly (`foo` and `FOO` are different variables).
 import type { SecretBox } from '../../shared/crypto.js';
 import type { Tx } from '../../shared/db/index.js';
-import { badRequest, notFound } from '../../shared/errors.js';
+import type { Kysely } from 'kysely';
+import { badRequest, notFound, type ApiError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import { findApp, type ApplicationsTable } from '../applications/storage.js';
@@ -26,9 +27,9 @@ export interface CreateInput {
 }
 export type UpdateInput = Partial<CreateInput>;
 
-const appView = (secrets: SecretBox, r: EnvVarsTable) => ({
+/** The fields every variable shares, as the API shows them. */
+const varView = (secrets: SecretBox, r: VarColumns & { id: string; created_at: string; updated_at: string }) => ({
   id: r.id,
-  app_id: r.app_id,
   key: r.key,
   value: secrets.decrypt(r.value),
   is_runtime: !!r.is_runtime,
@@ -36,26 +37,53 @@ const appView = (secrets: SecretBox, r: EnvVarsTable) => ({
   created_at: r.created_at,
   updated_at: r.updated_at,
 });
+const appView = (secrets: SecretBox, r: EnvVarsTable) => ({ ...varView(secrets, r), app_id: r.app_id });
+const globalView = varView;
 
-const globalView = (secrets: SecretBox, r: GlobalEnvVarsTable) => ({
-  id: r.id,
-  key: r.key,
-  value: secrets.decrypt(r.value),
-  is_runtime: !!r.is_runtime,
-  is_buildtime: !!r.is_buildtime,
-  created_at: r.created_at,
-  updated_at: r.updated_at,
-});
+type VarColumns = Pick<EnvVarsTable, 'key' | 'value' | 'is_runtime' | 'is_buildtime'>;
 
 function checkKey(key: string): void {
   if (!KEY_PATTERN.test(key))
     throw badRequest(`Invalid key "${key}": use letters, digits and underscores only, not starting with a digit (for example DATABASE_URL)`);
 }
 
-const duplicateApp = (key: string) => badRequest(`An environment variable with key "${key}" already exists on this application`);
-const duplicateGlobal = (key: string) => badRequest(`A global environment variable with key "${key}" already exists in this company`);
+/**
+ * Where a variable lives: an application's `env_vars` (key unique per app) or the company's
+ * `global_env_vars` (key unique per company). Both tables share the variable columns, so one
+ * create/update/delete serves both.
+ */
+interface Owner {
+  table: 'env_vars' | 'global_env_vars';
+  /** The column and value that scope the variables (and their unique keys). */
+  column: 'app_id' | 'company_id';
+  id: string;
+  /** Extra columns of a new row (the app's company). */
+  extra: Record<string, string>;
+  what: string;
+  duplicate(key: string): ApiError;
+}
 
-/** A unique index refused the row (a concurrent request took the key between check and write). */
+const appOwner = (app: Pick<ApplicationsTable, 'id' | 'company_id'>): Owner => ({
+  table: 'env_vars',
+  column: 'app_id',
+  id: app.id,
+  extra: { company_id: app.company_id },
+  what: 'Environment variable',
+  duplicate: (key) => badRequest(`An environment variable with key "${key}" already exists on this application`),
+});
+const companyOwner = (companyId: string): Owner => ({
+  table: 'global_env_vars',
+  column: 'company_id',
+  id: companyId,
+  extra: {},
+  what: 'Global environment variable',
+  duplicate: (key) => badRequest(`A global environment variable with key "${key}" already exists in this company`),
+});
+
+/** The two tables differ only in their scope column; queries are written once against either. */
+const untyped = (tx: Tx) => tx as unknown as Kysely<any>;
+
+/** A unique index refused the row (another variable of the owner has the key). */
 function isUniqueViolation(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE';
@@ -63,7 +91,7 @@ function isUniqueViolation(e: unknown): boolean {
 
 /** The changed columns of an update (only fields present in the body). */
 function changes(secrets: SecretBox, input: UpdateInput) {
-  const set: Partial<Pick<EnvVarsTable, 'key' | 'value' | 'is_runtime' | 'is_buildtime' | 'updated_at'>> = {};
+  const set: Partial<VarColumns & { updated_at: string }> = {};
   if (input.key !== undefined) set.key = input.key;
   if (input.value !== undefined) set.value = secrets.encrypt(input.value);
   if (input.is_runtime !== undefined) set.is_runtime = input.is_runtime ? 1 : 0;
@@ -72,19 +100,53 @@ function changes(secrets: SecretBox, input: UpdateInput) {
   return set;
 }
 
+async function findVar<T>(tx: Tx, o: Owner, id: string): Promise<T> {
+  const r = await untyped(tx).selectFrom(o.table).selectAll().where('id', '=', id).where(o.column, '=', o.id).executeTakeFirst();
+  if (!r) throw notFound(o.what);
+  return r as T;
+}
+
+async function createVar<T>(tx: Tx, secrets: SecretBox, o: Owner, input: CreateInput): Promise<T> {
+  checkKey(input.key);
+  const now = new Date().toISOString();
+  const row = {
+    id: newId(),
+    [o.column]: o.id,
+    ...o.extra,
+    key: input.key,
+    value: secrets.encrypt(input.value),
+    is_runtime: input.is_runtime === false ? 0 : 1,
+    is_buildtime: input.is_buildtime === false ? 0 : 1,
+    created_at: now,
+    updated_at: now,
+  };
+  // The unique index on (owner, key) decides: no separate look-up, no race.
+  const inserted = await untyped(tx).insertInto(o.table).values(row).onConflict((oc) => oc.columns([o.column, 'key']).doNothing()).returning('id').executeTakeFirst();
+  if (!inserted) throw o.duplicate(input.key);
+  return row as T;
+}
+
+async function updateVar<T extends VarColumns>(tx: Tx, secrets: SecretBox, o: Owner, id: string, input: UpdateInput): Promise<T> {
+  const current = await findVar<T>(tx, o, id);
+  if (input.key !== undefined) checkKey(input.key);
+  const set = changes(secrets, input);
+  if (!Object.keys(set).length) return current;
+  try {
+    await untyped(tx).updateTable(o.table).set(set).where('id', '=', id).execute();
+  } catch (e) {
+    if (isUniqueViolation(e)) throw o.duplicate(input.key ?? current.key);
+    throw e;
+  }
+  return { ...current, ...set };
+}
+
+async function deleteVar(tx: Tx, o: Owner, id: string) {
+  const res = await untyped(tx).deleteFrom(o.table).where('id', '=', id).where(o.column, '=', o.id).executeTakeFirst();
+  if (!Number(res.numDeletedRows)) throw notFound(o.what);
+  return { message: `${o.what} deleted` };
+}
+
 // ---------------------------------------------------------------- app-level variables
-
-async function findAppVar(tx: Tx, appId: string, id: string): Promise<EnvVarsTable> {
-  const r = await tx.selectFrom('env_vars').selectAll().where('id', '=', id).where('app_id', '=', appId).executeTakeFirst();
-  if (!r) throw notFound('Environment variable');
-  return r;
-}
-
-async function appKeyTaken(tx: Tx, appId: string, key: string, except?: string): Promise<boolean> {
-  let q = tx.selectFrom('env_vars').select('id').where('app_id', '=', appId).where('key', '=', key);
-  if (except) q = q.where('id', '!=', except);
-  return !!(await q.executeTakeFirst());
-}
 
 export async function listAppEnvVars(tx: Tx, secrets: SecretBox, companyId: string, appId: string, page: Page) {
   await findApp(tx, companyId, appId);
@@ -94,68 +156,19 @@ export async function listAppEnvVars(tx: Tx, secrets: SecretBox, companyId: stri
 
 export async function createAppEnvVar(tx: Tx, secrets: SecretBox, companyId: string, appId: string, input: CreateInput) {
   const app = await findApp(tx, companyId, appId);
-  checkKey(input.key);
-  if (await appKeyTaken(tx, app.id, input.key)) throw duplicateApp(input.key);
-  const now = new Date().toISOString();
-  const row: EnvVarsTable = {
-    id: newId(),
-    company_id: app.company_id,
-    app_id: app.id,
-    key: input.key,
-    value: secrets.encrypt(input.value),
-    is_runtime: input.is_runtime === false ? 0 : 1,
-    is_buildtime: input.is_buildtime === false ? 0 : 1,
-    created_at: now,
-    updated_at: now,
-  };
-  const inserted = await tx
-    .insertInto('env_vars')
-    .values(row)
-    .onConflict((oc) => oc.columns(['app_id', 'key']).doNothing())
-    .returning('id')
-    .executeTakeFirst();
-  if (!inserted) throw duplicateApp(input.key);
-  return appView(secrets, row);
+  return appView(secrets, await createVar<EnvVarsTable>(tx, secrets, appOwner(app), input));
 }
 
 export async function updateAppEnvVar(tx: Tx, secrets: SecretBox, companyId: string, appId: string, id: string, input: UpdateInput) {
-  await findApp(tx, companyId, appId);
-  const current = await findAppVar(tx, appId, id);
-  if (input.key !== undefined) {
-    checkKey(input.key);
-    if (input.key !== current.key && (await appKeyTaken(tx, appId, input.key, id))) throw duplicateApp(input.key);
-  }
-  const set = changes(secrets, input);
-  if (!Object.keys(set).length) return appView(secrets, current);
-  try {
-    await tx.updateTable('env_vars').set(set).where('id', '=', id).execute();
-  } catch (e) {
-    if (isUniqueViolation(e)) throw duplicateApp(input.key ?? current.key);
-    throw e;
-  }
-  return appView(secrets, { ...current, ...set });
+  const app = await findApp(tx, companyId, appId);
+  return appView(secrets, await updateVar<EnvVarsTable>(tx, secrets, appOwner(app), id, input));
 }
 
 export async function deleteAppEnvVar(tx: Tx, companyId: string, appId: string, id: string) {
-  await findApp(tx, companyId, appId);
-  const res = await tx.deleteFrom('env_vars').where('id', '=', id).where('app_id', '=', appId).executeTakeFirst();
-  if (!Number(res.numDeletedRows)) throw notFound('Environment variable');
-  return { message: 'Environment variable deleted' };
+  return deleteVar(tx, appOwner(await findApp(tx, companyId, appId)), id);
 }
 
 // ---------------------------------------------------------------- global variables
-
-async function findGlobalVar(tx: Tx, companyId: string, id: string): Promise<GlobalEnvVarsTable> {
-  const r = await tx.selectFrom('global_env_vars').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
-  if (!r) throw notFound('Global environment variable');
-  return r;
-}
-
-async function globalKeyTaken(tx: Tx, companyId: string, key: string, except?: string): Promise<boolean> {
-  let q = tx.selectFrom('global_env_vars').select('id').where('company_id', '=', companyId).where('key', '=', key);
-  if (except) q = q.where('id', '!=', except);
-  return !!(await q.executeTakeFirst());
-}
 
 export async function listGlobalEnvVars(tx: Tx, secrets: SecretBox, companyId: string, page: Page) {
   const res = await paginate(tx.selectFrom('global_env_vars').selectAll().where('company_id', '=', companyId), page);
@@ -163,50 +176,15 @@ export async function listGlobalEnvVars(tx: Tx, secrets: SecretBox, companyId: s
 }
 
 export async function createGlobalEnvVar(tx: Tx, secrets: SecretBox, companyId: string, input: CreateInput) {
-  checkKey(input.key);
-  if (await globalKeyTaken(tx, companyId, input.key)) throw duplicateGlobal(input.key);
-  const now = new Date().toISOString();
-  const row: GlobalEnvVarsTable = {
-    id: newId(),
-    company_id: companyId,
-    key: input.key,
-    value: secrets.encrypt(input.value),
-    is_runtime: input.is_runtime === false ? 0 : 1,
-    is_buildtime: input.is_buildtime === false ? 0 : 1,
-    created_at: now,
-    updated_at: now,
-  };
-  const inserted = await tx
-    .insertInto('global_env_vars')
-    .values(row)
-    .onConflict((oc) => oc.columns(['company_id', 'key']).doNothing())
-    .returning('id')
-    .executeTakeFirst();
-  if (!inserted) throw duplicateGlobal(input.key);
-  return globalView(secrets, row);
+  return globalView(secrets, await createVar<GlobalEnvVarsTable>(tx, secrets, companyOwner(companyId), input));
 }
 
 export async function updateGlobalEnvVar(tx: Tx, secrets: SecretBox, companyId: string, id: string, input: UpdateInput) {
-  const current = await findGlobalVar(tx, companyId, id);
-  if (input.key !== undefined) {
-    checkKey(input.key);
-    if (input.key !== current.key && (await globalKeyTaken(tx, companyId, input.key, id))) throw duplicateGlobal(input.key);
-  }
-  const set = changes(secrets, input);
-  if (!Object.keys(set).length) return globalView(secrets, current);
-  try {
-    await tx.updateTable('global_env_vars').set(set).where('id', '=', id).execute();
-  } catch (e) {
-    if (isUniqueViolation(e)) throw duplicateGlobal(input.key ?? current.key);
-    throw e;
-  }
-  return globalView(secrets, { ...current, ...set });
+  return globalView(secrets, await updateVar<GlobalEnvVarsTable>(tx, secrets, companyOwner(companyId), id, input));
 }
 
 export async function deleteGlobalEnvVar(tx: Tx, companyId: string, id: string) {
-  const res = await tx.deleteFrom('global_env_vars').where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
-  if (!Number(res.numDeletedRows)) throw notFound('Global environment variable');
-  return { message: 'Global environment variable deleted' };
+  return deleteVar(tx, companyOwner(companyId), id);
 }
 
 // ---------------------------------------------------------------- used by the applications module

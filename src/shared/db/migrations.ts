@@ -98,7 +98,6 @@ const m001: Migration = {
       .addColumn('key', 'varchar(64)', (c) => c.primaryKey())
       .addColumn('value', 'text', (c) => c.notNull())
       .execute();
-    void sql;
   },
 };
 

@@ -58,6 +58,11 @@ export interface Operation<C extends Contract = Contract> {
   tier: Tier;
   /** Path parameter naming the resource (scoped capabilities, per-service counters). Default `id` when present. */
   resourceParam?: string | null;
+  /**
+   * The operation acts on the company as a whole (e.g. company-wide variables): a permission
+   * granted only for some resources does not cover it (403).
+   */
+  companyWide?: boolean;
   handler(ctx: RequestContext<C>): Promise<C['response'] extends TSchema ? Static<C['response']> : void>;
 }
 

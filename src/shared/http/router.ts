@@ -63,8 +63,9 @@ export async function admit(app: AppContext, limiter: RateLimiter, req: FastifyR
     throw forbidden('This company is being migrated or maintained: changes are blocked until it completes; reads still work.');
   if (op.permission) {
     const g = auth.grants.get(op.permission);
-    const createLike = op.permission.endsWith(':CREATE') && !rp;
-    if (!g || (!g.all && (g.ids.size === 0 || createLike))) throw forbidden(missingPermissionMessage(op.permission));
+    // Creating, and company-wide operations, need the permission for the whole company.
+    const wholeCompany = op.companyWide || (op.permission.endsWith(':CREATE') && !rp);
+    if (!g || (!g.all && (g.ids.size === 0 || wholeCompany))) throw forbidden(missingPermissionMessage(op.permission));
   }
 }
 
