@@ -1,13 +1,7 @@
 // Contracts of an application's settings: maintenance mode, egress IPs, IP restriction, CDN and
 // cache, access logs, TCP proxies and private ports (shapes of the v3 contract, additions winning).
 import { Type } from '@sinclair/typebox';
-import { DateTime, IdParams, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
-
-export const GetApplicationIpRestrictionResponse = Type.Object({
-  type: StringEnum(["allow","deny"]),
-  is_enabled: Type.Boolean(),
-  ip_list: Type.Array(Type.String()),
-}, { additionalProperties: false });
+import { DateTime, IdParams, IpRestriction, IpRestrictionBody, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 export const ListApplicationTcpProxiesItem = Type.Object({
   id: Uuid(),
@@ -80,7 +74,7 @@ export const getApplicationIpRestrictionContract = {
   tags: ["Applications"],
   params: IdParams,
   success: 200,
-  response: GetApplicationIpRestrictionResponse,
+  response: IpRestriction,
   errors: [401,403,404,500],
 } as const;
 
@@ -91,14 +85,10 @@ export const updateApplicationIpRestrictionContract = {
   summary: "Update application ip restriction",
   tags: ["Applications"],
   params: IdParams,
-  body: Type.Object({
-    type: StringEnum(["allow","deny"]),
-    is_enabled: Type.Boolean(),
-    ip_list: Type.Array(Type.String({"maxLength":45}), {"maxItems":500}),
-  }),
+  body: IpRestrictionBody,
   bodyRequired: true,
   success: 200,
-  response: GetApplicationIpRestrictionResponse,
+  response: IpRestriction,
   errors: [400,401,403,404,429,500],
 } as const;
 

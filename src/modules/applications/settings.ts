@@ -6,7 +6,7 @@ import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { newId, stableUuid } from '../../shared/ids.js';
-import { isIpOrCidr } from '../../shared/net.js';
+import { ipList } from '../../shared/net.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import { seeded } from '../../shared/runtime/driver.js';
 import { CLUSTER_BY_ID } from '../resources/catalog.js';
@@ -112,9 +112,7 @@ export async function getIpRestriction(tx: Tx, companyId: string, id: string) {
 /** One list is active at a time: the update replaces type, flag and entries together. */
 export async function updateIpRestriction(tx: Tx, companyId: string, id: string, input: { type: 'allow' | 'deny'; is_enabled: boolean; ip_list: string[] }) {
   const a = await mutableApp(tx, companyId, id);
-  const bad = input.ip_list.filter((e) => !isIpOrCidr(e.trim()));
-  if (bad.length) throw badRequest(`Invalid IP address or CIDR range: ${bad.slice(0, 5).join(', ')}`);
-  const list = [...new Set(input.ip_list.map((e) => e.trim()))];
+  const list = ipList(input.ip_list);
   return ipView(await saveSettings(tx, a, { ip_type: input.type, ip_enabled: input.is_enabled ? 1 : 0, ip_list: JSON.stringify(list) }));
 }
 

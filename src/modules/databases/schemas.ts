@@ -1,16 +1,13 @@
 // TypeBox contracts of the databases area (shapes of the v3 contract and its additions),
 // generated with scripts/contract-to-typebox.mjs and tidied: shared shapes are named once.
 import { Type } from '@sinclair/typebox';
-import { DateTime, MessageResponse, MetricSeries, MetricWindowQuery, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, IdParams, IpRestriction, IpRestrictionBody, MessageResponse, MetricSeries, MetricWindowQuery, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 
 export const DATABASE_STATUSES = ["creating","ready","updating","passwordChange","passwordChangeFailed","deleting","error","dbDeletionFailed","restoring","restoringFailed","updatingExternalConnection"] as const;
 export const DATABASE_TYPES = ["postgresql","mariadb","mysql","mongodb","redis","valkey"] as const;
 const DatabaseStatusSchema = StringEnum(DATABASE_STATUSES);
 const DatabaseTypeSchema = StringEnum(DATABASE_TYPES);
-const DatabaseIdParams = Type.Object({
-    id: Uuid(),
-  });
 const BackupParams = Type.Object({
     id: Uuid(),
     backup_id: Type.String(),
@@ -34,11 +31,26 @@ export const DatabaseView = Type.Object({
   updated_at: DateTime(),
 }, { additionalProperties: false });
 
-export const IpRestriction = Type.Object({
-  type: StringEnum(["allow","deny"]),
-  is_enabled: Type.Boolean(),
-  ip_list: Type.Array(Type.String()),
-}, { additionalProperties: false });
+/** GET /databases/{id}: the database with its cluster, size and connection facts (never the password). */
+export const DatabaseDetail = Type.Object(
+  {
+    ...DatabaseView.properties,
+    cluster_id: Uuid(),
+    cluster_display_name: Nullable(Type.String()),
+    cluster_location: Nullable(Type.String()),
+    resource_type_id: Nullable(Type.String()),
+    cpu_limit: Nullable(Type.Integer({ minimum: 1 })),
+    memory_limit: Nullable(Type.Integer({ minimum: 1 })),
+    storage_size: Nullable(Type.Integer({ minimum: 1 })),
+    db_name: Nullable(Type.String()),
+    internal_hostname: Nullable(Type.String()),
+    internal_port: Nullable(Type.String()),
+    external_hostname: Nullable(Type.String()),
+    external_port: Nullable(Type.String()),
+  },
+  { additionalProperties: false },
+);
+
 
 export const listDatabasesContract = {
   operationId: "listDatabasesV3",
@@ -97,34 +109,9 @@ export const getDatabaseContract = {
   path: "/databases/{id}",
   summary: "Get database",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   success: 200,
-  response: Type.Object({
-    id: Uuid(),
-    company_id: Nullable(Type.String()),
-    project_id: Nullable(Uuid()),
-    name: Type.String(),
-    display_name: Type.String(),
-    type: DatabaseTypeSchema,
-    version: Type.String(),
-    status: Nullable(DatabaseStatusSchema),
-    is_suspended: Type.Boolean(),
-    cluster_id: Uuid(),
-    cluster_display_name: Nullable(Type.String()),
-    cluster_location: Nullable(Type.String()),
-    resource_type_id: Nullable(Type.String()),
-    resource_type_name: Nullable(Type.String()),
-    cpu_limit: Nullable(Type.Integer({"minimum":1})),
-    memory_limit: Nullable(Type.Integer({"minimum":1})),
-    storage_size: Nullable(Type.Integer({"minimum":1})),
-    db_name: Nullable(Type.String()),
-    internal_hostname: Nullable(Type.String()),
-    internal_port: Nullable(Type.String()),
-    external_hostname: Nullable(Type.String()),
-    external_port: Nullable(Type.String()),
-    created_at: DateTime(),
-    updated_at: DateTime(),
-  }, { additionalProperties: false }),
+  response: DatabaseDetail,
   errors: [401,403,404,500],
 } as const;
 
@@ -134,7 +121,7 @@ export const updateDatabaseContract = {
   path: "/databases/{id}",
   summary: "Update database",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   body: Type.Object({
     display_name: Type.Optional(Type.String({"minLength":2,"maxLength":64})),
     resource_type_id: Type.Optional(Type.String()),
@@ -152,7 +139,7 @@ export const deleteDatabaseContract = {
   path: "/databases/{id}",
   summary: "Delete database",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   success: 200,
   response: MessageResponse,
   errors: [400,401,403,404,429,500],
@@ -164,7 +151,7 @@ export const activateDatabaseContract = {
   path: "/databases/{id}/activate",
   summary: "Activate database",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   success: 200,
   response: MessageResponse,
   errors: [401,403,404,429,500],
@@ -176,7 +163,7 @@ export const suspendDatabaseContract = {
   path: "/databases/{id}/suspend",
   summary: "Suspend database",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   success: 200,
   response: MessageResponse,
   errors: [400,401,403,404,429,500],
@@ -188,7 +175,7 @@ export const resetDatabasePasswordContract = {
   path: "/databases/{id}/reset-password",
   summary: "Reset database password",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   body: Type.Object({
     new_password: Type.String({"minLength":4,"maxLength":100,"pattern":"^[a-zA-Z0-9_?<>#@\\-=+]+$"}),
   }, { additionalProperties: false }),
@@ -204,7 +191,7 @@ export const getDatabaseCpuUsageContract = {
   path: "/databases/{id}/metrics/cpu-usage",
   summary: "Get database cpu usage",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   querystring: MetricWindowQuery,
   success: 200,
   response: MetricSeries,
@@ -217,7 +204,7 @@ export const getDatabaseCpuLimitContract = {
   path: "/databases/{id}/metrics/cpu-limit",
   summary: "Get database cpu limit",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   querystring: MetricWindowQuery,
   success: 200,
   response: MetricSeries,
@@ -230,7 +217,7 @@ export const getDatabaseMemoryUsageContract = {
   path: "/databases/{id}/metrics/memory-usage",
   summary: "Get database memory usage",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   querystring: MetricWindowQuery,
   success: 200,
   response: MetricSeries,
@@ -243,7 +230,7 @@ export const getDatabaseMemoryLimitContract = {
   path: "/databases/{id}/metrics/memory-limit",
   summary: "Get database memory limit",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   querystring: MetricWindowQuery,
   success: 200,
   response: MetricSeries,
@@ -256,7 +243,7 @@ export const getDatabaseStorageUsageContract = {
   path: "/databases/{id}/metrics/storage-usage",
   summary: "Get database storage usage",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   querystring: MetricWindowQuery,
   success: 200,
   response: MetricSeries,
@@ -269,7 +256,7 @@ export const getDatabaseStorageLimitContract = {
   path: "/databases/{id}/metrics/storage-limit",
   summary: "Get database storage limit",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   querystring: MetricWindowQuery,
   success: 200,
   response: MetricSeries,
@@ -282,7 +269,7 @@ export const getDatabaseAllStorageContract = {
   path: "/databases/{id}/metrics/all-storage",
   summary: "Get database all storage",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   success: 200,
   response: StorageValue,
   errors: [401,403,404,500],
@@ -294,7 +281,7 @@ export const getDatabaseUsedStorageContract = {
   path: "/databases/{id}/metrics/used-storage",
   summary: "Get database used storage",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   success: 200,
   response: StorageValue,
   errors: [401,403,404,500],
@@ -306,7 +293,7 @@ export const listDatabaseBackupsContract = {
   path: "/databases/{id}/backups",
   summary: "List database backups",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   querystring: Type.Object({
     type: Type.Optional(StringEnum(["daily","manual"])),
   }),
@@ -328,7 +315,7 @@ export const createDatabaseBackupContract = {
   path: "/databases/{id}/backups",
   summary: "Create database backup",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   body: Type.Object({
     display_name: Type.String({"minLength":1}),
   }),
@@ -372,7 +359,7 @@ export const toggleDatabaseExternalConnectionContract = {
   path: "/databases/{id}/external-connection/toggle",
   summary: "Toggle database external connection",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   success: 202,
   response: MessageResponse,
   errors: [400,401,403,404,429,500],
@@ -384,7 +371,7 @@ export const listDatabaseInternalConnectionsContract = {
   path: "/databases/{id}/internal-connections",
   summary: "List database internal connections",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   success: 200,
   response: Type.Array(Type.Object({
     id: Uuid(),
@@ -406,7 +393,7 @@ export const createDatabaseInternalConnectionContract = {
   path: "/databases/{id}/internal-connections",
   summary: "Create database internal connection",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   body: Type.Object({
     target_id: Uuid(),
     target_type: StringEnum(["app","database"]),
@@ -440,7 +427,7 @@ export const getDatabaseIpRestrictionContract = {
   path: "/databases/{id}/ip-restriction",
   summary: "Get database ip restriction",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   success: 200,
   response: IpRestriction,
   errors: [401,403,404,500],
@@ -452,12 +439,8 @@ export const updateDatabaseIpRestrictionContract = {
   path: "/databases/{id}/ip-restriction",
   summary: "Update database ip restriction",
   tags: ["Databases"],
-  params: DatabaseIdParams,
-  body: Type.Object({
-    type: StringEnum(["allow","deny"]),
-    is_enabled: Type.Boolean(),
-    ip_list: Type.Array(Type.String({"maxLength":45}), {"maxItems":500}),
-  }),
+  params: IdParams,
+  body: IpRestrictionBody,
   bodyRequired: true,
   success: 200,
   response: IpRestriction,
@@ -470,7 +453,7 @@ export const restartDatabaseContract = {
   path: "/databases/{id}/restart",
   summary: "Restart database",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   success: 200,
   response: MessageResponse,
   errors: [400,401,403,404,429,500],
@@ -482,7 +465,7 @@ export const restartDatabaseAliasContract = {
   path: "/databases/{id}/restart-database",
   summary: "Restart database alias",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   success: 200,
   response: MessageResponse,
   errors: [400,401,403,404,429,500],
@@ -494,7 +477,7 @@ export const listExternalDatabaseBackupsContract = {
   path: "/databases/{id}/external-backups",
   summary: "List external database backups",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   success: 200,
   response: Type.Array(Type.Object({
     id: Type.String(),
@@ -513,7 +496,7 @@ export const createExternalDatabaseBackupContract = {
   path: "/databases/{id}/external-backups",
   summary: "Create external database backup",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   body: Type.Object({
     name: Type.String({"minLength":1,"maxLength":200}),
     backup_target_id: Type.Optional(Uuid()),
@@ -559,7 +542,7 @@ export const listDatabaseBackupTargetsContract = {
   path: "/databases/{id}/backup-targets",
   summary: "List database backup targets",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   success: 200,
   response: Type.Array(Type.Object({
     id: Uuid(),
@@ -577,7 +560,7 @@ export const createDatabaseBackupTargetContract = {
   path: "/databases/{id}/backup-targets",
   summary: "Create database backup target",
   tags: ["Databases"],
-  params: DatabaseIdParams,
+  params: IdParams,
   body: Type.Object({
     object_storage_id: Type.Optional(Uuid()),
     bucket_name: Type.Optional(Type.String()),

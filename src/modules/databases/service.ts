@@ -1,6 +1,6 @@
 // Databases: create (asynchronous: creating -> ready), read, update, suspend/activate, password
 // reset, restart, deletion, external access and IP restriction, internal connections and metrics.
-import { isIpOrCidr } from '../../shared/net.js';
+import { ipList } from '../../shared/net.js';
 import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
@@ -253,16 +253,12 @@ export async function toggleExternalConnection(tx: Tx, companyId: string, id: st
 
 // --- IP restriction ---------------------------------------------------------------------------
 
-export { isIpOrCidr };
-
 export const ipRestrictionView = (d: DatabasesTable) => ({ type: d.ip_type, is_enabled: bool(d.ip_enabled), ip_list: JSON.parse(d.ip_list) as string[] });
 
 export async function updateIpRestriction(tx: Tx, companyId: string, id: string, input: { type: 'allow' | 'deny'; is_enabled: boolean; ip_list: string[] }) {
   const d = await findDatabase(tx, companyId, id);
   assertNotDeleting(d);
-  const bad = input.ip_list.filter((e) => !isIpOrCidr(e.trim()));
-  if (bad.length) throw badRequest(`Invalid IP address or CIDR range: ${bad.slice(0, 5).join(', ')}`);
-  const list = [...new Set(input.ip_list.map((e) => e.trim()))];
+  const list = ipList(input.ip_list);
   await tx.updateTable('databases').set({ ip_type: input.type, ip_enabled: input.is_enabled ? 1 : 0, ip_list: JSON.stringify(list), updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
   await emitEvent(tx, null, 'DATABASE_UPDATE', companyId, d);
   return ipRestrictionView(await findDatabase(tx, companyId, id));

@@ -89,3 +89,14 @@ export const MetricWindowQuery = Type.Object({
   to: DateTime(),
   interval_in_seconds: Type.Integer({ exclusiveMinimum: 0 }),
 });
+
+/** An IP restriction (applications and databases): one allowlist or denylist at a time. */
+export const IpRestriction = Type.Object(
+  { type: StringEnum(['allow', 'deny']), is_enabled: Type.Boolean(), ip_list: Type.Array(Type.String()) },
+  { additionalProperties: false },
+);
+export const IpRestrictionBody = Type.Object({
+  type: StringEnum(['allow', 'deny']),
+  is_enabled: Type.Boolean(),
+  ip_list: Type.Array(Type.String({ maxLength: 45 }), { maxItems: 500 }),
+});
