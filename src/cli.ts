@@ -132,13 +132,7 @@ async function admin(positional: string[], flags: Flags) {
         out(await db.selectFrom('companies').selectAll().orderBy('created_at').execute());
         break;
       case 'create-company':
-        out(
-          await tx(async (t) => {
-            const company = await accounts.createCompany(t, need('name'));
-            const key = await accounts.createKeyWithRole(t, app, company.id, { name: 'admin', role: (flags.role as string) ?? 'Company Admin' });
-            return { company, api_key: { id: key.id, token: key.token } };
-          }),
-        );
+        out(await tx((t) => accounts.createCompanyWithKey(t, app, need('name'), flags.role as string | undefined)));
         break;
       case 'create-user':
         out(await tx((t) => accounts.createUser(t, need('company'), { email: need('email'), full_name: flags['full-name'] as string | undefined })));

@@ -61,6 +61,13 @@ export async function createKeyWithRole(tx: Tx, app: AppContext, companyId: stri
   return createKey(tx, app, companyId, { name: spec.name, role_ids: roleIds, capabilities: spec.capabilities, token: spec.token, expired_at: spec.expired_at, source: 'DASHBOARD' });
 }
 
+/** A new company with its first key (role Company Admin unless another is named); the token is shown once. */
+export async function createCompanyWithKey(tx: Tx, app: AppContext, name: string, role = 'Company Admin', keyName = 'admin') {
+  const company = await createCompany(tx, name);
+  const key = await createKeyWithRole(tx, app, company.id, { name: keyName, role });
+  return { company, api_key: { id: key.id, token: key.token } };
+}
+
 export interface BootstrapResult {
   created: boolean;
   companyId?: string;

@@ -36,12 +36,7 @@ export function registerAdmin(fastify: FastifyInstance, app: AppContext): void {
       r.get('/companies', async () => ({ data: await db.selectFrom('companies').selectAll().orderBy('created_at').execute() }));
       r.post('/companies', async (req, reply) => {
         const b = req.body as Body;
-        const result = await tx(async (t) => {
-          const company = await accounts.createCompany(t, str(b, 'name', true)!);
-          const role = str(b, 'admin_key_role') ?? 'Company Admin';
-          const key = await accounts.createKeyWithRole(t, app, company.id, { name: str(b, 'key_name') ?? 'admin', role });
-          return { company, api_key: { id: key.id, token: key.token } };
-        });
+        const result = await tx((t) => accounts.createCompanyWithKey(t, app, str(b, 'name', true)!, str(b, 'admin_key_role'), str(b, 'key_name')));
         return reply.status(201).send(result);
       });
       r.get('/companies/:id', async (req) => accounts.findCompany(db, (req.params as { id: string }).id));
