@@ -3,6 +3,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.js';
 import type { Database } from './db/index.js';
 import { createSecretBox, loadSecretKey, type SecretBox } from './crypto.js';
+import type { Tx } from './db/index.js';
+import { EventBus } from './events.js';
 import { ServiceRegistry } from './services.js';
 import { JobEngine } from './jobs.js';
 import { Simulation } from './runtime/simulation.js';
@@ -20,6 +22,8 @@ export interface AppContext {
   simulation: Simulation;
   runtime: RuntimeDriver;
   limiter: RateLimiter;
+  /** Webhook events and in-transaction signals between modules. */
+  events: EventBus;
   /** The base URL clients reach this server on (without /v3). */
   baseUrl: string;
 }
@@ -37,6 +41,32 @@ export function createAppContext(config: Config, database: Database, log: Fastif
     simulation,
     runtime: new SimulatedDriver(simulation),
     limiter: new RateLimiter(database.db, config.rateLimits),
+    events: new EventBus(),
     baseUrl,
   };
+}
+
+/** Resource ids a key may see when its permission is scoped to particular resources; null = all. */
+export type Scope = Set<string> | null;
+
+/**
+ * The one first argument of every service function: who asks, for which company, within which
+ * transaction. Route handlers pass their request context (which extends it); background work
+ * builds one with `systemCall`. Then come the resource id(s), then the input.
+ */
+export interface CallContext {
+  /** The application context: configuration, database, jobs, events, runtime. */
+  app: AppContext;
+  /** The request's transaction for writes (the plain database for reads). */
+  tx: Tx;
+  companyId: string;
+  /** Who acts: the API key's id, or null for the system (jobs, deployment hooks, the operator). */
+  actor: string | null;
+  /** The resource ids the key's permission is limited to, for list operations; null = all. */
+  scope: Scope;
+}
+
+/** A call made by the system itself (a job, a hook, the operator) for a company. */
+export function systemCall(app: AppContext, tx: Tx, companyId: string): CallContext {
+  return { app, tx, companyId, actor: null, scope: null };
 }

@@ -1,18 +1,24 @@
-// Events: the one place where resource modules announce changes (APP_CREATE, APP_DEPLOY, ...).
+// Events: how modules announce changes, and how they hear about each other's.
 //
-// `emit(tx, app, { type, companyId, data })` records the event in `events` inside the caller's
-// transaction (an outbox: the event exists if and only if the change committed) and, in the same
-// transaction, hands it to the registered sinks. The webhooks module is the sink today: it creates
-// one delivery (a durable job) per enabled webhook of the company subscribed to the type.
+// Two kinds, both typed by declaration merging (the way `DB` is):
+// - `EventMap`: the contract's webhook events (APP_CREATE, DATABASE_UPDATE, ...). A module declares
+//   an entry (`type -> what the emitting code passes`) and registers its source in `setup()`:
+//   when it is emitted and how its payload (`data`) is built. `emit(tx, type, companyId, input)`
+//   records the event in `events` inside the caller's transaction (an outbox: the event exists if
+//   and only if the change committed) and hands it, in the same transaction, to the sinks (the
+//   webhooks module fans it out to one durable delivery per subscribed webhook).
+// - `SignalMap`: moments of one module that others react to in the same transaction, never
+//   recorded or delivered (e.g. `deployment.started`, which the processes module answers by
+//   starting `beforeDeployment` jobs). `signal(tx, name, payload)` runs the listeners in
+//   registration order; a listener's error aborts the transaction like any other.
 //
-// Which operation emits which event, and how its payload (`data`) is built, is one table that the
-// modules register into (`registerEventSource`); `eventSources()` lists it for documentation and
-// tests. docs/events.md describes every entry and how a new module joins.
+// The bus lives on the AppContext (`app.events`); modules register in their `setup()`.
+// docs/events.md describes every webhook event.
 import type { Kysely, Migration } from 'kysely';
-import type { AppContext } from './context.js';
 import type { Tx } from './db/index.js';
 import { newId } from './ids.js';
 
+/** Every webhook event type the contract defines (also the webhook subscription enum). */
 export const EVENT_TYPES = [
   'APP_CREATE',
   'APP_UPDATE',
@@ -27,6 +33,17 @@ export const EVENT_TYPES = [
   'STATIC_SITE_DEPLOY',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
+
+/** Webhook event type -> the input its source builds the payload from. Filled by the modules. */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface EventMap {}
+
+/** In-transaction signal name -> payload. Filled by the modules that send them. */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface SignalMap {}
+
+export type EmittedType = keyof EventMap & EventType;
+export type SignalName = keyof SignalMap & string;
 
 export interface EventsTable {
   id: string;
@@ -68,37 +85,11 @@ export interface RecordedEvent {
   createdAt: string;
 }
 
-export interface EmitInput {
-  type: EventType;
-  companyId: string;
-  data: Record<string, unknown>;
-}
-
 /** Receives every recorded event inside the emitting transaction (e.g. webhook fan-out). */
-export type EventSink = (tx: Tx, app: AppContext | null, event: RecordedEvent) => Promise<void>;
+export type EventSink = (tx: Tx, event: RecordedEvent) => Promise<void>;
 
-const sinks: EventSink[] = [];
-
-export function registerEventSink(sink: EventSink): void {
-  if (!sinks.includes(sink)) sinks.push(sink);
-}
-
-/**
- * Records an event in the caller's transaction and fans it out to the sinks in the same transaction.
- * `app` may be null where the emitting code has no context at hand (e.g. a deployment finishing in a
- * helper): the event and its deliveries depend on the transaction only.
- */
-export async function emit(tx: Tx, app: AppContext | null, input: EmitInput): Promise<RecordedEvent> {
-  const event: RecordedEvent = { id: newId(), type: input.type, companyId: input.companyId, data: input.data, createdAt: new Date().toISOString() };
-  await tx.insertInto('events').values({ id: event.id, company_id: event.companyId, type: event.type, data: JSON.stringify(event.data), created_at: event.createdAt }).execute();
-  for (const sink of sinks) await sink(tx, app, event);
-  return event;
-}
-
-// ---- The mapping: operation -> event type -> payload ----------------------------------------
-
-export interface EventSource<I = any> {
-  type: EventType;
+export interface EventSource<T extends EmittedType = EmittedType> {
+  type: T;
   /** The resource area that registered it (documentation). */
   module: string;
   /** operationIds of the v3 contract that lead to this event. */
@@ -106,26 +97,54 @@ export interface EventSource<I = any> {
   /** When exactly the event is emitted (documentation), e.g. "when deletion completes". */
   when: string;
   /** Builds `data` from what the emitting code passes (usually the stored row), reading the transaction if needed. */
-  payload(tx: Tx, input: I): Promise<Record<string, unknown>> | Record<string, unknown>;
+  payload(tx: Tx, input: EventMap[T]): Promise<Record<string, unknown>> | Record<string, unknown>;
 }
 
-const sources = new Map<EventType, EventSource>();
+export type SignalListener<K extends SignalName> = (tx: Tx, payload: SignalMap[K]) => Promise<void>;
 
-/** Declares an event type's source. One source per type; registering a type twice is a programming error. */
-export function registerEventSource<I>(source: EventSource<I>): void {
-  const prior = sources.get(source.type);
-  if (prior && prior !== (source as EventSource)) throw new Error(`event type ${source.type} is already registered by ${prior.module}`);
-  sources.set(source.type, source as EventSource);
-}
+export class EventBus {
+  private readonly sources = new Map<EventType, EventSource>();
+  private readonly sinks: EventSink[] = [];
+  private readonly listeners = new Map<string, unknown[]>();
 
-/** The registered mapping, in EVENT_TYPES order. */
-export function eventSources(): EventSource[] {
-  return EVENT_TYPES.flatMap((t) => (sources.has(t) ? [sources.get(t)!] : []));
-}
+  /** Declares an event type's source. One source per type; registering a type twice is a programming error. */
+  source<T extends EmittedType>(source: EventSource<T>): void {
+    const prior = this.sources.get(source.type);
+    if (prior) throw new Error(`event type ${source.type} is already registered by ${prior.module}`);
+    this.sources.set(source.type, source as unknown as EventSource);
+  }
 
-/** Emits `type` with the payload its registered source builds from `input`. */
-export async function emitEvent<I>(tx: Tx, app: AppContext | null, type: EventType, companyId: string, input: I): Promise<RecordedEvent> {
-  const source = sources.get(type);
-  if (!source) throw new Error(`event type ${type} has no registered source`);
-  return emit(tx, app, { type, companyId, data: await source.payload(tx, input) });
+  sink(sink: EventSink): void {
+    this.sinks.push(sink);
+  }
+
+  /** Subscribes to a signal; listeners run in registration order inside the sender's transaction. */
+  on<K extends SignalName>(name: K, listener: SignalListener<K>): void {
+    const list = this.listeners.get(name) ?? [];
+    list.push(listener);
+    this.listeners.set(name, list);
+  }
+
+  /** The registered sources, in EVENT_TYPES order (documentation and tests). */
+  registered(): EventSource[] {
+    return EVENT_TYPES.flatMap((t) => (this.sources.has(t) ? [this.sources.get(t)!] : []));
+  }
+
+  /** Records `type` with the payload its source builds from `input`, and fans it out, in `tx`. */
+  async emit<T extends EmittedType>(tx: Tx, type: T, companyId: string, input: EventMap[T]): Promise<RecordedEvent> {
+    const source = this.sources.get(type) as unknown as EventSource<T> | undefined;
+    if (!source) throw new Error(`event type ${type} has no registered source`);
+    const event: RecordedEvent = { id: newId(), type, companyId, data: await source.payload(tx, input), createdAt: new Date().toISOString() };
+    await tx
+      .insertInto('events')
+      .values({ id: event.id, company_id: event.companyId, type: event.type, data: JSON.stringify(event.data), created_at: event.createdAt })
+      .execute();
+    for (const sink of this.sinks) await sink(tx, event);
+    return event;
+  }
+
+  /** Tells the listeners of `name`, in `tx`. */
+  async signal<K extends SignalName>(tx: Tx, name: K, payload: SignalMap[K]): Promise<void> {
+    for (const listener of (this.listeners.get(name) ?? []) as SignalListener<K>[]) await listener(tx, payload);
+  }
 }

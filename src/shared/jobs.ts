@@ -13,35 +13,42 @@ import type { Database, Tx } from './db/index.js';
 import type { JobsTable } from './db/schema.js';
 import { newId } from './ids.js';
 
-export interface Job<P = any> {
+/** Job kind -> payload. Filled by the modules by declaration merging (as `DB` is). */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface JobMap {}
+export type JobName = keyof JobMap & string;
+
+export interface Job<K extends JobName = JobName> {
   id: string;
-  kind: string;
-  payload: P;
+  kind: K;
+  payload: JobMap[K];
   attempts: number;
   subjectId: string | null;
 }
 
 /** What a handler returns: nothing (done) or a time to run again with an optional new payload. */
-export type JobOutcome = void | { rescheduleAt: Date; payload?: unknown };
+export type Outcome<K extends JobName> = void | { rescheduleAt: Date; payload?: JobMap[K] };
 
-export interface JobKind<P = any> {
-  /** Runs inside one transaction together with the job's completion (default). Set false for work that waits on the network. */
+export interface JobKind<K extends JobName> {
+  /**
+   * Runs inside one transaction together with the job's completion (default). Set false for work
+   * that waits on the network or opens its own transaction; `run` then gets the plain database.
+   */
   transactional?: boolean;
-  maxAttempts?: number;
   /** Called (in a transaction) when the last attempt failed. */
-  onFailure?(tx: Tx, job: Job<P>, error: Error): Promise<void>;
-  run(tx: Tx, job: Job<P>): Promise<JobOutcome>;
+  onFailure?(tx: Tx, job: Job<K>, error: Error): Promise<void>;
+  run(tx: Tx, job: Job<K>): Promise<Outcome<K>>;
 }
 
-export interface EnqueueOptions {
-  kind: string;
-  payload: unknown;
+export interface EnqueueOptions<K extends JobName> {
+  kind: K;
+  payload: JobMap[K];
   runAt?: Date;
   maxAttempts?: number;
   subjectId?: string;
 }
 
-export async function enqueue(tx: Tx, o: EnqueueOptions): Promise<string> {
+export async function enqueue<K extends JobName>(tx: Tx, o: EnqueueOptions<K>): Promise<string> {
   const now = new Date().toISOString();
   const id = newId();
   await tx
@@ -66,11 +73,23 @@ export async function enqueue(tx: Tx, o: EnqueueOptions): Promise<string> {
 }
 
 /** Cancels queued (not running) jobs of a subject, optionally of one kind. */
-export async function cancelJobs(tx: Tx, subjectId: string, kind?: string): Promise<number> {
+export async function cancelJobs(tx: Tx, subjectId: string, kind?: JobName): Promise<number> {
   let q = tx.updateTable('jobs').set({ status: 'cancelled', updated_at: new Date().toISOString() }).where('subject_id', '=', subjectId).where('status', '=', 'queued');
   if (kind) q = q.where('kind', '=', kind);
   const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows);
+}
+
+/** Makes the queued jobs of `kind` for these subjects due now (e.g. the deployment waiting behind one that ended). */
+export async function runNow(tx: Tx, subjectIds: readonly string[], kind: JobName): Promise<void> {
+  if (!subjectIds.length) return;
+  await tx
+    .updateTable('jobs')
+    .set({ run_at: new Date().toISOString() })
+    .where('subject_id', 'in', [...subjectIds])
+    .where('kind', '=', kind)
+    .where('status', '=', 'queued')
+    .execute();
 }
 
 /** Exponential backoff with ±20 % jitter: 1 s, 2 s, 4 s ... capped at 5 minutes. */
@@ -88,7 +107,7 @@ export interface JobEngineOptions {
 
 export class JobEngine {
   readonly workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  private kinds = new Map<string, JobKind>();
+  private kinds = new Map<string, JobKind<JobName>>();
   private running = new Set<Promise<void>>();
   private timer?: NodeJS.Timeout;
   private stopped = true;
@@ -109,8 +128,19 @@ export class JobEngine {
     this.retryBaseMs = opts.retryBaseMs ?? 1000;
   }
 
-  register<P>(kind: string, handler: JobKind<P>): void {
-    this.kinds.set(kind, handler as JobKind);
+  register<K extends JobName>(kind: K, handler: JobKind<K>): void {
+    this.kinds.set(kind, handler as unknown as JobKind<JobName>);
+  }
+
+  /**
+   * Whether this worker still owns the running job `jobId`; on PostgreSQL the row is also locked
+   * for the rest of `tx`, so no other worker takes it over meanwhile. For non-transactional kinds
+   * that open their own transaction.
+   */
+  async owns(tx: Tx, jobId: string): Promise<boolean> {
+    const q = tx.selectFrom('jobs').select('status').where('id', '=', jobId).where('lease_owner', '=', this.workerId);
+    const row = await (this.database.kind === 'postgres' ? q.forUpdate() : q).executeTakeFirst();
+    return row?.status === 'running';
   }
 
   async start(): Promise<void> {
@@ -189,7 +219,7 @@ export class JobEngine {
 
   private async execute(row: JobsTable): Promise<void> {
     const kind = this.kinds.get(row.kind)!;
-    const job: Job = { id: row.id, kind: row.kind, payload: JSON.parse(row.payload), attempts: row.attempts, subjectId: row.subject_id };
+    const job = { id: row.id, kind: row.kind, payload: JSON.parse(row.payload), attempts: row.attempts, subjectId: row.subject_id } as Job;
     const heartbeat = setInterval(() => {
       void this.database.db
         .updateTable('jobs')
@@ -242,7 +272,7 @@ export class JobEngine {
     }
   }
 
-  private async finish(tx: Tx, row: JobsTable, outcome: JobOutcome) {
+  private async finish(tx: Tx, row: JobsTable, outcome: Outcome<JobName>) {
     const now = new Date().toISOString();
     if (outcome && 'rescheduleAt' in outcome) {
       await tx

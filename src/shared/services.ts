@@ -1,7 +1,7 @@
 // The registry of service kinds (applications, databases, ...). Resource modules register the
 // kinds they own, so cross-cutting features (projects, later load balancers and pipelines) can
 // check that a service exists in the caller's company without depending on every module.
-import type { Tx } from './db/index.js';
+import type { CallContext } from './context.js';
 
 export interface ServiceSummary {
   id: string;
@@ -12,7 +12,8 @@ export interface ServiceSummary {
 export interface ServiceKind {
   /** The contract's service type name, e.g. `app`, `database`, `object-storage`. */
   type: string;
-  find(tx: Tx, companyId: string, id: string): Promise<ServiceSummary | undefined>;
+  /** The service `id` of the caller's company, if it exists. */
+  find(ctx: CallContext, id: string): Promise<ServiceSummary | undefined>;
 }
 
 export class ServiceRegistry {

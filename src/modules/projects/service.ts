@@ -1,6 +1,6 @@
 // Projects group a company's services. Services are looked up through the service registry,
 // so only kinds that a module has registered can be added.
-import type { AppContext } from '../../shared/context.js';
+import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import type { ProjectsTable } from '../../shared/db/schema.js';
 import { badRequest, notFound } from '../../shared/errors.js';
@@ -17,19 +17,27 @@ const view = (p: ProjectsTable) => ({
   updated_at: p.updated_at,
 });
 
-export async function listProjects(tx: Tx, companyId: string, page: Page, scope: Set<string> | null) {
+export async function listProjects({ tx, companyId, scope }: CallContext, page: Page) {
   let q = tx.selectFrom('projects').select(['id', 'name', 'display_name', 'created_at', 'updated_at']).where('company_id', '=', companyId);
   if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
   return paginate(q, page);
 }
 
-async function find(tx: Tx, companyId: string, id: string): Promise<ProjectsTable> {
-  const p = await tx.selectFrom('projects').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+const lookup = ({ tx, companyId }: CallContext, id: string) =>
+  tx.selectFrom('projects').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+
+async function find(ctx: CallContext, id: string): Promise<ProjectsTable> {
+  const p = await lookup(ctx, id);
   if (!p) throw notFound('Project');
   return p;
 }
 
-export async function createProject(tx: Tx, companyId: string, displayName: string) {
+/** Whether the caller's company has project `id` (for services that name a project_id). */
+export async function projectExists(ctx: CallContext, id: string): Promise<boolean> {
+  return !!(await lookup(ctx, id));
+}
+
+export async function createProject({ tx, companyId }: CallContext, displayName: string) {
   const now = new Date().toISOString();
   // A concurrent request may claim the same name between the check and the insert; the unique
   // index turns that into "nothing inserted" and the next round picks another name.
@@ -49,26 +57,29 @@ export async function createProject(tx: Tx, companyId: string, displayName: stri
   throw new Error(`no free project name for "${displayName}" after 10 attempts`); // a 500: retrying helps
 }
 
-export async function getProject(tx: Tx, app: AppContext, companyId: string, id: string) {
-  const p = await find(tx, companyId, id);
+export async function getProject(ctx: CallContext, id: string) {
+  const { tx, app } = ctx;
+  const p = await find(ctx, id);
   const links = await tx.selectFrom('project_services').selectAll().where('project_id', '=', id).orderBy('created_at').orderBy('service_id').execute();
   const services = [];
   for (const l of links) {
-    const s = await app.services.get(l.service_type)?.find(tx, companyId, l.service_id);
+    const s = await app.services.get(l.service_type)?.find(ctx, l.service_id);
     if (s) services.push({ id: s.id, name: s.name, display_name: s.display_name, type: l.service_type as 'app' });
   }
   return { ...view(p), services };
 }
 
-export async function updateProject(tx: Tx, companyId: string, id: string, displayName: string) {
-  const p = await find(tx, companyId, id);
+export async function updateProject(ctx: CallContext, id: string, displayName: string) {
+  const { tx } = ctx;
+  const p = await find(ctx, id);
   const updated = { ...p, display_name: displayName, updated_at: new Date().toISOString() };
   await tx.updateTable('projects').set({ display_name: displayName, updated_at: updated.updated_at }).where('id', '=', id).execute();
   return view(updated);
 }
 
-export async function deleteProject(tx: Tx, companyId: string, id: string) {
-  await find(tx, companyId, id);
+export async function deleteProject(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  await find(ctx, id);
   await tx.deleteFrom('project_services').where('project_id', '=', id).execute();
   await tx.deleteFrom('projects').where('id', '=', id).execute();
   return { message: 'Project deleted' };
@@ -80,9 +91,10 @@ function kindOf(app: AppContext, type: string) {
   return kind;
 }
 
-export async function addService(tx: Tx, app: AppContext, companyId: string, id: string, serviceId: string, type: string) {
-  await find(tx, companyId, id);
-  const s = await kindOf(app, type).find(tx, companyId, serviceId);
+export async function addService(ctx: CallContext, id: string, serviceId: string, type: string) {
+  const { tx, app, companyId } = ctx;
+  await find(ctx, id);
+  const s = await kindOf(app, type).find(ctx, serviceId);
   if (!s) throw notFound('Service');
   await tx
     .insertInto('project_services')
@@ -92,15 +104,26 @@ export async function addService(tx: Tx, app: AppContext, companyId: string, id:
   return { message: 'Service added to project' };
 }
 
-export async function removeService(tx: Tx, app: AppContext, companyId: string, id: string, serviceId: string, type: string) {
-  await find(tx, companyId, id);
+export async function removeService(ctx: CallContext, id: string, serviceId: string, type: string) {
+  const { tx, app } = ctx;
+  await find(ctx, id);
   kindOf(app, type);
   const res = await tx.deleteFrom('project_services').where('project_id', '=', id).where('service_id', '=', serviceId).where('service_type', '=', type).executeTakeFirst();
   if (!Number(res.numDeletedRows)) throw notFound('Service in this project');
   return { message: 'Service removed from project' };
 }
 
-/** Called by service modules when a service is deleted. */
-export async function forgetService(tx: Tx, serviceId: string) {
+/**
+ * Puts a service into project `projectId` (null: into none), leaving any project it was in. Service
+ * modules call it on create (with the project_id they checked with `projectExists`) and on moves.
+ */
+export async function placeService({ tx, companyId }: CallContext, serviceId: string, type: string, projectId: string | null): Promise<void> {
+  await forgetService(tx, serviceId);
+  if (projectId)
+    await tx.insertInto('project_services').values({ project_id: projectId, service_id: serviceId, service_type: type, company_id: companyId, created_at: new Date().toISOString() }).execute();
+}
+
+/** Called by service modules when a service is deleted (by a job: any transaction will do). */
+export async function forgetService(tx: Tx, serviceId: string): Promise<void> {
   await tx.deleteFrom('project_services').where('service_id', '=', serviceId).execute();
 }

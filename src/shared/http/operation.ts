@@ -4,8 +4,7 @@
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { AuthContext } from '../auth/authenticate.js';
 import type { Permission } from '../auth/rbac.js';
-import type { AppContext } from '../context.js';
-import type { Tx } from '../db/index.js';
+import type { CallContext } from '../context.js';
 import type { Tier } from '../ratelimit.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -29,19 +28,16 @@ export interface Contract {
 
 type S<T> = T extends TSchema ? Static<T> : undefined;
 
-/** Resource ids a key may see when its permission is scoped to particular resources; null = all. */
-export type Scope = Set<string> | null;
-
-export interface RequestContext<C extends Contract> {
-  app: AppContext;
+/**
+ * What a handler receives: the call context that service functions take (application context,
+ * transaction, company, actor, scope) plus the request's validated parts.
+ */
+export interface RequestContext<C extends Contract> extends CallContext {
   params: S<C['params']>;
   query: S<C['querystring']>;
   body: S<C['body']>;
   /** Present on every operation that requires a key. */
   auth: AuthContext;
-  /** The transaction of this request for writes; the plain database for reads. */
-  tx: Tx;
-  scope: Scope;
   ip: string;
   requestId: string;
   headers: Record<string, string | string[] | undefined>;

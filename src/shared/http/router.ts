@@ -6,11 +6,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate, type AuthContext } from '../auth/authenticate.js';
 import { missingPermissionMessage, type Permission } from '../auth/rbac.js';
-import type { AppContext } from '../context.js';
+import type { AppContext, Scope } from '../context.js';
 import { ApiError, forbidden, notFound } from '../errors.js';
 import * as idem from '../idempotency.js';
 import { bucketFor, headersFor, type RateLimiter } from '../ratelimit.js';
-import { isWrite, type Operation, type Scope } from './operation.js';
+import { isWrite, type Operation } from './operation.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -112,6 +112,8 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
           body: req.body,
           auth,
           tx: app.database.db,
+          companyId: auth?.company.id ?? '',
+          actor: auth?.key.id ?? null,
           scope: req.scope ?? null,
           ip: req.ip,
           requestId: String(req.id),
