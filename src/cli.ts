@@ -132,13 +132,13 @@ async function admin(positional: string[], flags: Flags) {
         out(await db.selectFrom('companies').selectAll().orderBy('created_at').execute());
         break;
       case 'create-company':
-        out(await tx((t) => accounts.createCompanyWithKey(t, app, need('name'), flags.role as string | undefined)));
+        out(await tx((t) => accounts.createCompanyWithKey(app, t, need('name'), flags.role as string | undefined)));
         break;
       case 'create-user':
         out(await tx((t) => accounts.createUser(t, need('company'), { email: need('email'), full_name: flags['full-name'] as string | undefined })));
         break;
       case 'create-key': {
-        const key = await tx((t) => accounts.createKeyWithRole(t, app, need('company'), { name: (flags.name as string) ?? 'operator key', role: need('role') }));
+        const key = await tx((t) => accounts.createKeyWithRole(app, t, need('company'), { name: (flags.name as string) ?? 'operator key', role: need('role') }));
         out({ id: key.id, name: key.name, token: key.token });
         break;
       }
@@ -155,10 +155,10 @@ async function admin(positional: string[], flags: Flags) {
         break;
       }
       case 'approve-device':
-        out(await tx((t) => devices.decide(t, app, need('code'), { approve: true, companyId: need('company'), role: flags.role as string | undefined })));
+        out(await tx((t) => devices.decide(app, t, need('code'), { approve: true, companyId: need('company'), role: flags.role as string | undefined })));
         break;
       case 'deny-device':
-        out(await tx((t) => devices.decide(t, app, need('code'), { approve: false })));
+        out(await tx((t) => devices.decide(app, t, need('code'), { approve: false })));
         break;
       case 'sim-show':
         out({ progression: await app.simulation.listProgression(), faults: await app.simulation.listFaults() });

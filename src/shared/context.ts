@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.js';
 import type { Database } from './db/index.js';
 import { createSecretBox, loadSecretKey, type SecretBox } from './crypto.js';
+import type { Grants } from './auth/rbac.js';
 import type { Tx } from './db/index.js';
 import { EventBus } from './events.js';
 import { ServiceRegistry } from './services.js';
@@ -64,9 +65,11 @@ export interface CallContext {
   actor: string | null;
   /** The resource ids the key's permission is limited to, for list operations; null = all. */
   scope: Scope;
+  /** What the acting key may do (a key hands out only what it holds); null for the system. */
+  grants: Grants | null;
 }
 
 /** A call made by the system itself (a job, a hook, the operator) for a company. */
 export function systemCall(app: AppContext, tx: Tx, companyId: string): CallContext {
-  return { app, tx, companyId, actor: null, scope: null };
+  return { app, tx, companyId, actor: null, scope: null, grants: null };
 }

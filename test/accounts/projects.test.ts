@@ -35,7 +35,7 @@ for (const kind of DB_KINDS) {
       stubType = SERVICE_TYPES.filter((t) => t !== unavailableType).at(-1)!;
       s.app.services.register({
         type: stubType,
-        find: async (_tx, companyId, id) => {
+        find: async ({ companyId }, id) => {
           const svc = stubServices.get(id);
           return svc && svc.companyId === companyId ? { id: svc.id, name: svc.name, display_name: svc.display_name } : undefined;
         },

@@ -8,6 +8,7 @@ import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/s
 import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { copyEnvVars, deleteAppEnvVars, resolveEnvironment, systemVariables } from '../../src/modules/env-vars/service.js';
 import type { ApplicationsTable } from '../../src/modules/applications/storage.js';
+import { systemCall } from '../../src/shared/context.js';
 import { expectStatus } from '../accounts/support.js';
 
 const deployment = (over: Partial<Parameters<typeof systemVariables>[2]> = {}) => ({
@@ -51,7 +52,7 @@ for (const kind of DB_KINDS) {
     const globalVar = async (key: string, value: string, flags: object = {}, token?: string) =>
       expectStatus(await s.post('/applications/global-env-vars', { key, value, ...flags }, { token }), 201);
     const resolve = (app: ApplicationsTable, phase: 'build' | 'runtime', system = systemVariables('svl', app, deployment())) =>
-      resolveEnvironment(s.app.database.db, s.app.secrets, app, system, phase);
+      resolveEnvironment(systemCall(s.app, s.app.database.db, app.company_id), app, system, phase);
 
     it('systemVariables: SVL_ names by default, another prefix upper-cased, PORT=8080, missing facts empty', async () => {
       const app = await newApp();

@@ -11,6 +11,19 @@ import { backoffMs, cancelJobs, enqueue, JobEngine } from '../../src/shared/jobs
 import { moduleMigrations } from '../../src/modules/index.js';
 import { createPgDatabase, DB_KINDS, skipUnless } from '../helpers/server.js';
 
+// The job kinds these tests register, typed like the modules' own.
+declare module '../../src/shared/jobs.js' {
+  interface JobMap {
+    't.once': { n: number };
+    't.steps': { step: number };
+    't.fail': null;
+    't.rollback': null;
+    't.later': null;
+    't.orphan': null;
+    't.shared': null;
+  }
+}
+
 const log = pino({ level: 'silent' });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -67,7 +80,7 @@ for (const kind of DB_KINDS) {
 
     it('reschedules a job with a new payload until it finishes', async () => {
       const e = engine();
-      e.register<{ step: number }>('t.steps', {
+      e.register('t.steps', {
         run: async (_tx, job) => (job.payload.step < 3 ? { rescheduleAt: new Date(Date.now() + 10), payload: { step: job.payload.step + 1 } } : undefined),
       });
       await e.start();
@@ -82,7 +95,6 @@ for (const kind of DB_KINDS) {
       const attempts: number[] = [];
       let failedWith = '';
       e.register('t.fail', {
-        maxAttempts: 3,
         run: async (_tx, job) => {
           attempts.push(job.attempts);
           throw new Error(`boom ${job.attempts}`);
@@ -101,7 +113,6 @@ for (const kind of DB_KINDS) {
     it('a transactional job that fails leaves none of its writes behind', async () => {
       const e = engine();
       e.register('t.rollback', {
-        maxAttempts: 1,
         run: async (tx) => {
           await tx.insertInto('settings').values({ key: 'written-by-failing-job', value: 'x' }).execute();
           throw new Error('after the write');

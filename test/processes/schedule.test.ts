@@ -1,7 +1,7 @@
 // Cron expressions and time zones (src/modules/processes/service.ts), without a server.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { canonicalTimeZone, nextFire, validateSchedule } from '../../src/modules/processes/service.js';
+import { canonicalTimeZone, nextFire, validateSchedule } from '../../src/modules/processes/schedule.js';
 
 describe('cron schedules', () => {
   it('accepts 5-field and 6-field (seconds first) expressions and nicknames', () => {

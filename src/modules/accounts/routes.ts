@@ -15,7 +15,7 @@ export const operations = [
     contract: c.listUsersContract,
     permission: 'COMPANY:READ',
     tier: 'read',
-    handler: async ({ tx, auth }) => svc.listUsers(tx, auth.company.id),
+    handler: async (r) => svc.listUsers(r),
   }),
   defineOperation({
     contract: c.listGitProvidersContract,

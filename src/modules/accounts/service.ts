@@ -1,5 +1,5 @@
 // Companies and their users (operator-managed), the first-start bootstrap and the full reset.
-import type { AppContext } from '../../shared/context.js';
+import { systemCall, type AppContext, type CallContext } from '../../shared/context.js';
 import { ALL_TABLES, type Tx } from '../../shared/db/index.js';
 import type { CompaniesTable } from '../../shared/db/schema.js';
 import { badRequest, notFound } from '../../shared/errors.js';
@@ -45,12 +45,18 @@ export async function createUser(tx: Tx, companyId: string, u: { email: string; 
   return row;
 }
 
-export async function listUsers(tx: Tx, companyId: string) {
+export async function listUsers({ tx, companyId }: CallContext) {
   const rows = await tx.selectFrom('users').select(['id', 'email', 'image', 'full_name']).where('company_id', '=', companyId).orderBy('created_at').orderBy('id').execute();
   return { data: rows };
 }
 
-export async function createKeyWithRole(tx: Tx, app: AppContext, companyId: string, spec: { name: string; role?: string; token?: string; expired_at?: string; capabilities?: { permission: string; id_resource?: string | null }[] }) {
+/** A key made by the operator (or the bootstrap) in company `companyId`, with a role named by its name. */
+export async function createKeyWithRole(
+  app: AppContext,
+  tx: Tx,
+  companyId: string,
+  spec: { name: string; role?: string; token?: string; expired_at?: string; capabilities?: { permission: string; id_resource?: string | null }[]; source?: 'DASHBOARD' | 'CLI' },
+) {
   await findCompany(tx, companyId);
   const roleIds: string[] = [];
   if (spec.role) {
@@ -58,13 +64,13 @@ export async function createKeyWithRole(tx: Tx, app: AppContext, companyId: stri
     if (!role) throw badRequest(`Unknown role "${spec.role}" (one of: Company Admin, Company Developer, Company Billing, Company Viewer)`);
     roleIds.push(role.id);
   }
-  return createKey(tx, app, companyId, { name: spec.name, role_ids: roleIds, capabilities: spec.capabilities, token: spec.token, expired_at: spec.expired_at, source: 'DASHBOARD' });
+  return createKey(systemCall(app, tx, companyId), { name: spec.name, role_ids: roleIds, capabilities: spec.capabilities, token: spec.token, expired_at: spec.expired_at, source: spec.source ?? 'DASHBOARD' });
 }
 
 /** A new company with its first key (role Company Admin unless another is named); the token is shown once. */
-export async function createCompanyWithKey(tx: Tx, app: AppContext, name: string, role = 'Company Admin', keyName = 'admin') {
+export async function createCompanyWithKey(app: AppContext, tx: Tx, name: string, role = 'Company Admin', keyName = 'admin') {
   const company = await createCompany(tx, name);
-  const key = await createKeyWithRole(tx, app, company.id, { name: keyName, role });
+  const key = await createKeyWithRole(app, tx, company.id, { name: keyName, role });
   return { company, api_key: { id: key.id, token: key.token } };
 }
 
@@ -86,7 +92,7 @@ export async function bootstrap(app: AppContext): Promise<BootstrapResult> {
     if (!claimed) return { created: false };
     const company = await createCompany(tx, 'Default Company');
     await createUser(tx, company.id, { email: 'admin@slipway.local', full_name: 'Slipway Admin' });
-    const key = await createKeyWithRole(tx, app, company.id, { name: 'bootstrap admin', role: 'Company Admin', token: app.config.bootstrapToken });
+    const key = await createKeyWithRole(app, tx, company.id, { name: 'bootstrap admin', role: 'Company Admin', token: app.config.bootstrapToken });
     return { created: true, companyId: company.id, token: key.token };
   });
 }

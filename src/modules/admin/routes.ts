@@ -36,7 +36,7 @@ export function registerAdmin(fastify: FastifyInstance, app: AppContext): void {
       r.get('/companies', async () => ({ data: await db.selectFrom('companies').selectAll().orderBy('created_at').execute() }));
       r.post('/companies', async (req, reply) => {
         const b = req.body as Body;
-        const result = await tx((t) => accounts.createCompanyWithKey(t, app, str(b, 'name', true)!, str(b, 'admin_key_role'), str(b, 'key_name')));
+        const result = await tx((t) => accounts.createCompanyWithKey(app, t, str(b, 'name', true)!, str(b, 'admin_key_role'), str(b, 'key_name')));
         return reply.status(201).send(result);
       });
       r.get('/companies/:id', async (req) => accounts.findCompany(db, (req.params as { id: string }).id));
@@ -49,7 +49,7 @@ export function registerAdmin(fastify: FastifyInstance, app: AppContext): void {
         const b = req.body as Body;
         const caps = b?.capabilities as { permission: string; id_resource?: string | null }[] | undefined;
         const key = await tx((t) =>
-          accounts.createKeyWithRole(t, app, (req.params as { id: string }).id, { name: str(b, 'name') ?? 'operator key', role: str(b, 'role'), expired_at: str(b, 'expired_at'), capabilities: caps }),
+          accounts.createKeyWithRole(app, t, (req.params as { id: string }).id, { name: str(b, 'name') ?? 'operator key', role: str(b, 'role'), expired_at: str(b, 'expired_at'), capabilities: caps }),
         );
         return reply.status(201).send({ id: key.id, name: key.name, token: key.token });
       });
@@ -60,9 +60,9 @@ export function registerAdmin(fastify: FastifyInstance, app: AppContext): void {
       r.delete('/companies/:id/maintenance', setStatus('active'));
       r.post('/device-codes/:code/approve', async (req) => {
         const b = req.body as Body;
-        return tx((t) => devices.decide(t, app, (req.params as { code: string }).code, { approve: true, companyId: str(b, 'company_id', true), role: str(b, 'role'), name: str(b, 'name') }));
+        return tx((t) => devices.decide(app, t, (req.params as { code: string }).code, { approve: true, companyId: str(b, 'company_id', true), role: str(b, 'role'), name: str(b, 'name') }));
       });
-      r.post('/device-codes/:code/deny', async (req) => tx((t) => devices.decide(t, app, (req.params as { code: string }).code, { approve: false })));
+      r.post('/device-codes/:code/deny', async (req) => tx((t) => devices.decide(app, t, (req.params as { code: string }).code, { approve: false })));
       // Simulation controls of the simulated runtime.
       r.get('/simulation', async () => ({ progression: await app.simulation.listProgression(), faults: await app.simulation.listFaults() }));
       r.put('/simulation/progression/:operation', async (req) => {

@@ -8,14 +8,14 @@ export const operations = [
     contract: c.listApiKeysContract,
     permission: 'API_KEY:READ',
     tier: 'read',
-    handler: async ({ tx, auth, query, scope }) => svc.listKeys(tx, auth.company.id, pageOf(query), scope),
+    handler: async (r) => svc.listKeys(r, pageOf(r.query)),
   }),
   defineOperation({
     contract: c.createApiKeyContract,
     permission: 'API_KEY:CREATE',
     tier: 'general_write',
-    handler: async ({ tx, app, auth, body }) => {
-      const k = await svc.createKey(tx, app, auth.company.id, { ...body, source: 'EXTERNAL' }, auth.grants);
+    handler: async (r) => {
+      const k = await svc.createKey(r, { ...r.body, source: 'EXTERNAL' });
       return { id: k.id, token: k.token, name: k.name };
     },
   }),
@@ -40,30 +40,30 @@ export const operations = [
     contract: c.getApiKeyContract,
     permission: 'API_KEY:READ',
     tier: 'read',
-    handler: async ({ tx, auth, params }) => svc.toView(await svc.findKey(tx, auth.company.id, params.id)),
+    handler: async (r) => svc.getKey(r, r.params.id),
   }),
   defineOperation({
     contract: c.updateApiKeyContract,
     permission: 'API_KEY:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params, body }) => svc.updateKey(tx, auth.company.id, params.id, body, auth.grants),
+    handler: async (r) => svc.updateKey(r, r.params.id, r.body),
   }),
   defineOperation({
     contract: c.deleteApiKeyContract,
     permission: 'API_KEY:DELETE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params }) => svc.deleteKey(tx, auth.company.id, params.id, auth.key.id, auth.grants),
+    handler: async (r) => svc.deleteKey(r, r.params.id),
   }),
   defineOperation({
     contract: c.toggleApiKeyContract,
     permission: 'API_KEY:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params }) => svc.toggleKey(tx, auth.company.id, params.id, auth.key.id, auth.grants),
+    handler: async (r) => svc.toggleKey(r, r.params.id),
   }),
   defineOperation({
     contract: c.rotateApiKeyContract,
     permission: 'API_KEY:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, app, auth, params, body }) => svc.rotateKey(tx, app, auth.company.id, params.id, body?.old_token_ttl_hours ?? 0, auth.grants),
+    handler: async (r) => svc.rotateKey(r, r.params.id, r.body?.old_token_ttl_hours ?? 0),
   }),
 ];

@@ -1,7 +1,7 @@
 // API keys: creation (token shown once), representation, update, toggle, rotation with an
 // optional grace period for the old token, deletion.
 import type { Static } from '@sinclair/typebox';
-import type { AppContext } from '../../shared/context.js';
+import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import type { ApiKeysTable } from '../../shared/db/schema.js';
 import { badRequest, forbidden, notFound } from '../../shared/errors.js';
@@ -59,18 +59,19 @@ function normaliseCapabilities(caps: KeySpec['capabilities']): Capability[] {
 }
 
 /** A key may hand out only permissions it holds itself. */
-function assertGrantable(caller: Grants | undefined, roleIds: string[], caps: Capability[]) {
+function assertGrantable(caller: Grants | null, roleIds: string[], caps: Capability[]) {
   if (!caller) return;
   if (!grantsCover(caller, computeGrants(roleIds, caps)))
     throw forbidden('An API key cannot grant permissions it does not have itself; use a key with broader permissions.');
 }
 
-export async function createKey(tx: Tx, app: AppContext, companyId: string, spec: KeySpec, caller?: Grants) {
+export async function createKey(ctx: CallContext, spec: KeySpec) {
+  const { tx, app, companyId } = ctx;
   const roleIds = [...new Set(spec.role_ids ?? [])];
   checkRoles(roleIds);
   const caps = normaliseCapabilities(spec.capabilities);
   if (roleIds.length === 0 && caps.length === 0) throw badRequest('Give the key at least one role (role_ids) or capability');
-  assertGrantable(caller, roleIds, caps);
+  assertGrantable(ctx.grants, roleIds, caps);
   const now = new Date().toISOString();
   if (spec.expired_at && spec.expired_at <= now) throw badRequest('expired_at must be in the future');
   const token = spec.token ?? generateToken(app.config.brandPrefix);
@@ -96,7 +97,7 @@ export async function createKey(tx: Tx, app: AppContext, companyId: string, spec
   return { id: row.id, token, name: row.name, row };
 }
 
-export async function findKey(tx: Tx, companyId: string, id: string): Promise<ApiKeysTable> {
+async function findKey({ tx, companyId }: CallContext, id: string): Promise<ApiKeysTable> {
   const row = await tx
     .selectFrom('api_keys')
     .selectAll()
@@ -108,21 +109,26 @@ export async function findKey(tx: Tx, companyId: string, id: string): Promise<Ap
   return row;
 }
 
-export async function listKeys(tx: Tx, companyId: string, page: Page, scope: Set<string> | null) {
+export async function getKey(ctx: CallContext, id: string): Promise<ApiKeyView> {
+  return toView(await findKey(ctx, id));
+}
+
+export async function listKeys({ tx, companyId, scope }: CallContext, page: Page) {
   let q = tx.selectFrom('api_keys').selectAll().where('company_id', '=', companyId).where('deleted_at', 'is', null);
   if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
   const res = await paginate(q, page);
   return { ...res, data: res.data.map(toView) };
 }
 
-export async function updateKey(tx: Tx, companyId: string, id: string, patch: { name?: string; role_ids?: string[]; capabilities?: KeySpec['capabilities'] }, caller?: Grants) {
-  const row = await findKey(tx, companyId, id);
+export async function updateKey(ctx: CallContext, id: string, patch: { name?: string; role_ids?: string[]; capabilities?: KeySpec['capabilities'] }) {
+  const { tx } = ctx;
+  const row = await findKey(ctx, id);
   const roleIds = patch.role_ids ? [...new Set(patch.role_ids)] : (JSON.parse(row.role_ids) as string[]);
   checkRoles(roleIds);
   const caps = patch.capabilities ? normaliseCapabilities(patch.capabilities) : (JSON.parse(row.capabilities) as Capability[]);
   if (patch.role_ids || patch.capabilities) {
     if (roleIds.length === 0 && caps.length === 0) throw badRequest('A key needs at least one role or capability');
-    assertGrantable(caller, roleIds, caps);
+    assertGrantable(ctx.grants, roleIds, caps);
   }
   const updated = { name: patch.name ?? row.name, role_ids: JSON.stringify(roleIds), capabilities: JSON.stringify(caps), updated_at: new Date().toISOString() };
   await tx.updateTable('api_keys').set(updated).where('id', '=', id).execute();
@@ -130,23 +136,25 @@ export async function updateKey(tx: Tx, companyId: string, id: string, patch: { 
 }
 
 /** A key may only manage keys whose permissions it holds itself (no lock-out of stronger keys). */
-function assertManageable(row: ApiKeysTable, caller?: Grants) {
+function assertManageable(row: ApiKeysTable, caller: Grants | null) {
   assertGrantable(caller, JSON.parse(row.role_ids) as string[], JSON.parse(row.capabilities) as Capability[]);
 }
 
-export async function toggleKey(tx: Tx, companyId: string, id: string, callerKeyId: string, caller?: Grants) {
-  const row = await findKey(tx, companyId, id);
-  assertManageable(row, caller);
-  if (row.id === callerKeyId && row.is_enabled) throw badRequest('A key cannot disable itself; use another key');
+export async function toggleKey(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  const row = await findKey(ctx, id);
+  assertManageable(row, ctx.grants);
+  if (row.id === ctx.actor && row.is_enabled) throw badRequest('A key cannot disable itself; use another key');
   const is_enabled = row.is_enabled ? 0 : 1;
   await tx.updateTable('api_keys').set({ is_enabled, updated_at: new Date().toISOString() }).where('id', '=', id).execute();
   return { message: is_enabled ? 'API key enabled' : 'API key disabled', is_enabled: !!is_enabled };
 }
 
-export async function rotateKey(tx: Tx, app: AppContext, companyId: string, id: string, graceHours: number, caller?: Grants) {
-  const row = await findKey(tx, companyId, id);
+export async function rotateKey(ctx: CallContext, id: string, graceHours: number) {
+  const { tx, app } = ctx;
+  const row = await findKey(ctx, id);
   // The caller receives the key's new token, so it must hold everything the key grants.
-  assertGrantable(caller, JSON.parse(row.role_ids) as string[], JSON.parse(row.capabilities) as Capability[]);
+  assertGrantable(ctx.grants, JSON.parse(row.role_ids) as string[], JSON.parse(row.capabilities) as Capability[]);
   const token = generateToken(app.config.brandPrefix);
   const now = new Date();
   const graceUntil = graceHours > 0 ? new Date(now.getTime() + graceHours * 3600_000).toISOString() : null;
@@ -164,9 +172,10 @@ export async function rotateKey(tx: Tx, app: AppContext, companyId: string, id: 
   return { token, name: row.name };
 }
 
-export async function deleteKey(tx: Tx, companyId: string, id: string, callerKeyId: string, caller?: Grants) {
-  assertManageable(await findKey(tx, companyId, id), caller);
-  if (id === callerKeyId) throw badRequest('A key cannot delete itself; use another key');
+export async function deleteKey(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  assertManageable(await findKey(ctx, id), ctx.grants);
+  if (id === ctx.actor) throw badRequest('A key cannot delete itself; use another key');
   const now = new Date().toISOString();
   await tx.updateTable('api_keys').set({ deleted_at: now, is_enabled: 0, updated_at: now, old_token_hash: null }).where('id', '=', id).execute();
   return { message: 'API key deleted' };

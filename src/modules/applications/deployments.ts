@@ -4,22 +4,28 @@
 // every transition is a conditional update, so a step that runs twice (after a crash, or from a
 // read in `reads` progression) changes nothing the second time.
 import { randomBytes } from 'node:crypto';
-import type { AppContext } from '../../shared/context.js';
+import { systemCall, type AppContext, type CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import { cancelJobs, enqueue, type JobKind } from '../../shared/jobs.js';
+import { cancelJobs, enqueue, runNow, type JobKind } from '../../shared/jobs.js';
 import { paginate, type Page } from '../../shared/pagination.js';
-import { writeLogs, type LogLine } from '../../shared/runtime/logs.js';
-import * as processes from '../processes/service.js';
+import { queryLogs, writeLogs, type LogLine, type LogQuery } from '../../shared/runtime/logs.js';
+import { countProcesses } from '../processes/service.js';
 import * as envVars from '../env-vars/service.js';
-import type { ApplicationsTable, DeploymentsTable } from './storage.js';
-import { emitEvent } from '../../shared/events.js';
+import { findApp, appById, type ApplicationsTable, type DeploymentsTable } from './storage.js';
 
 export const ACTIVE = ['waiting', 'inProgress'] as const;
 const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
 export const ADVANCE = 'deployment.advance';
+
+declare module '../../shared/jobs.js' {
+  interface JobMap {
+    /** Runs one step of a deployment and reschedules itself until it is final. */
+    'deployment.advance': { deploymentId: string };
+  }
+}
 
 const APP_STATUS: Record<string, ApplicationsTable['status']> = {
   waiting: 'deploymentInProgress',
@@ -83,7 +89,8 @@ const startLines = (d: DeploymentsTable): LogLine[] => [
 export interface DeployOptions {
   trigger: string;
   type?: 'manual' | 'automatic';
-  initiatedBy: string | null;
+  /** Who started it when not the caller's actor (e.g. `deployment-hook`). */
+  initiatedBy?: string | null;
   branch?: string;
   dockerImage?: string;
   isRestart?: boolean;
@@ -100,10 +107,17 @@ export async function lockApp(tx: Tx, appId: string): Promise<void> {
   await lockFor(tx, `deployments:${appId}`);
 }
 
-export async function createDeployment(tx: Tx, app: AppContext, a: ApplicationsTable, o: DeployOptions): Promise<DeploymentsTable> {
+/** Refuses to deploy an application that is going away or suspended (every way of deploying). */
+export function assertDeployable(a: ApplicationsTable): void {
   if (a.status === 'deleting') throw badRequest('The application is being deleted');
   // Every way of deploying (API, rollback, deployment hook) refuses a suspended application.
   if (a.is_suspended) throw badRequest('The application is suspended; activate it before deploying');
+}
+
+/** Starts (or queues) a deployment of `a`: API, rollback, restart, clone and the deployment hook all come here. */
+export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o: DeployOptions): Promise<DeploymentsTable> {
+  const { tx, app } = ctx;
+  assertDeployable(a);
   await lockApp(tx, a.id);
   const now = new Date().toISOString();
   // A newer deployment supersedes every deployment still waiting.
@@ -137,7 +151,7 @@ export async function createDeployment(tx: Tx, app: AppContext, a: ApplicationsT
     author_img: null,
     build_of: src ? (src.build_of ?? src.id) : null,
     is_restart: o.isRestart ? 1 : 0,
-    initiated_by: o.initiatedBy,
+    initiated_by: o.initiatedBy !== undefined ? o.initiatedBy : ctx.actor,
     started_at: busy ? null : now,
     finished_at: null,
     created_at: now,
@@ -145,19 +159,20 @@ export async function createDeployment(tx: Tx, app: AppContext, a: ApplicationsT
   };
   await tx.insertInto('deployments').values(row).execute();
   await log(tx, row, busy ? [{ message: 'Deployment queued: waiting for the running deployment to finish' }] : startLines(row));
-  if (!busy) await processes.onDeploymentMoment(tx, app, a, row.id, 'started');
+  if (!busy) await app.events.signal(tx, 'deployment.started', { application: a, deploymentId: row.id });
   await enqueue(tx, { kind: ADVANCE, payload: { deploymentId: row.id }, subjectId: row.id });
   await refreshAppStatus(tx, a.id);
   return row;
 }
 
-export async function cancelActiveDeployments(tx: Tx, appId: string, reason: string) {
-  const active = await tx.selectFrom('deployments').selectAll().where('app_id', '=', appId).where('status', 'in', [...ACTIVE]).execute();
-  for (const d of active) await finish(tx, d, 'cancelled', [{ message: reason, severity: 'warning' }]);
+export async function cancelActiveDeployments(ctx: CallContext, appId: string, reason: string) {
+  const active = await ctx.tx.selectFrom('deployments').selectAll().where('app_id', '=', appId).where('status', 'in', [...ACTIVE]).execute();
+  for (const d of active) await finish(ctx, d, 'cancelled', [{ message: reason, severity: 'warning' }]);
 }
 
 /** Moves an active deployment to a final status (conditional on its current status). */
-async function finish(tx: Tx, d: DeploymentsTable, status: 'success' | 'failed' | 'cancelled', lines: LogLine[]): Promise<boolean> {
+async function finish(ctx: CallContext, d: DeploymentsTable, status: 'success' | 'failed' | 'cancelled', lines: LogLine[]): Promise<boolean> {
+  const { tx, app } = ctx;
   await lockApp(tx, d.app_id);
   const now = new Date().toISOString();
   const r = await tx
@@ -170,17 +185,14 @@ async function finish(tx: Tx, d: DeploymentsTable, status: 'success' | 'failed' 
   await cancelJobs(tx, d.id, ADVANCE);
   await log(tx, d, [...lines, { message: `Deployment ${status}`, severity: status === 'success' ? 'info' : status === 'failed' ? 'error' : 'warning' }]);
   await refreshAppStatus(tx, d.app_id);
-  await emitEvent(tx, null, 'APP_DEPLOY', d.company_id, { appId: d.app_id, deploymentId: d.id });
+  await app.events.emit(tx, 'APP_DEPLOY', d.company_id, { appId: d.app_id, deploymentId: d.id });
   // The deployment waiting behind this one may start now rather than at its next check.
   const waiting = await tx.selectFrom('deployments').select('id').where('app_id', '=', d.app_id).where('status', '=', 'waiting').execute();
-  if (waiting.length)
-    await tx
-      .updateTable('jobs')
-      .set({ run_at: now })
-      .where('subject_id', 'in', waiting.map((w) => w.id))
-      .where('kind', '=', ADVANCE)
-      .where('status', '=', 'queued')
-      .execute();
+  await runNow(
+    tx,
+    waiting.map((w) => w.id),
+    ADVANCE,
+  );
   return true;
 }
 
@@ -188,11 +200,12 @@ async function finish(tx: Tx, d: DeploymentsTable, status: 'success' | 'failed' 
  * One step of a deployment. Returns when to look again (undefined: nothing more to do).
  * Called by the job and, in `reads` progression, by the read that completes a phase.
  */
-export async function step(tx: Tx, app: AppContext, deploymentId: string): Promise<Date | undefined> {
+async function step(app: AppContext, tx: Tx, deploymentId: string): Promise<Date | undefined> {
   const d = await tx.selectFrom('deployments').selectAll().where('id', '=', deploymentId).executeTakeFirst();
   if (!d || FINAL.has(d.status)) return undefined;
-  const a = await tx.selectFrom('applications').selectAll().where('id', '=', d.app_id).executeTakeFirst();
+  const a = await appById(tx, d.app_id);
   if (!a) return undefined;
+  const ctx = systemCall(app, tx, d.company_id);
   const now = new Date();
   if (d.status === 'waiting') {
     await lockApp(tx, d.app_id);
@@ -208,7 +221,7 @@ export async function step(tx: Tx, app: AppContext, deploymentId: string): Promi
       .executeTakeFirst();
     if (!Number(r.numUpdatedRows)) return undefined;
     await log(tx, d, startLines(d));
-    await processes.onDeploymentMoment(tx, app, a, d.id, 'started');
+    await app.events.signal(tx, 'deployment.started', { application: a, deploymentId: d.id });
     await refreshAppStatus(tx, d.app_id);
     return now;
   }
@@ -232,26 +245,27 @@ export async function step(tx: Tx, app: AppContext, deploymentId: string): Promi
       skip_build: !!d.build_of,
       reused_deployment_id: d.build_of,
       image: `registry.slipway.local/${a.namespace}:${(d.commit_sha ?? d.id).slice(0, 12)}`,
-      process_count: await processes.countProcesses(tx, a.id),
+      process_count: await countProcesses(tx, a.id),
     },
   });
   if (result.state === 'running') return new Date(now.getTime() + result.checkAfterMs);
   if (result.state === 'failed') {
-    if (await finish(tx, d, 'failed', result.lines.map((l) => ({ ...l, attributes: { phase } })))) await processes.onDeploymentMoment(tx, app, a, d.id, 'failed');
+    if (await finish(ctx, d, 'failed', result.lines.map((l) => ({ ...l, attributes: { phase } }))))
+      await app.events.signal(tx, 'deployment.failed', { application: a, deploymentId: d.id });
     return undefined;
   }
   const lines: LogLine[] = result.lines.map((l) => ({ ...l, attributes: { phase } }));
   if (phase === 'build' || phase === 'rollout') {
     const system = envVars.systemVariables(app.config.brandPrefix, a, d);
-    const env = await envVars.resolveEnvironment(tx, app.secrets, a, system, phase === 'build' ? 'build' : 'runtime');
+    const env = await envVars.resolveEnvironment(ctx, a, system, phase === 'build' ? 'build' : 'runtime');
     for (const p of env.problems) lines.push({ message: `Environment: ${p}`, severity: 'warning', attributes: { phase } });
     lines.push({ message: `${phase === 'build' ? 'Build' : 'Runtime'} environment: ${Object.keys(env.vars).length} variables`, attributes: { phase } });
   }
   const next = steps[index + 1];
   if (!next) {
-    if (!(await finish(tx, d, 'success', lines))) return undefined;
+    if (!(await finish(ctx, d, 'success', lines))) return undefined;
     // A suspended application keeps its processes stopped; activation starts the new release.
-    if (!a.is_suspended) await processes.onRollout(tx, app, a, d.id);
+    if (!a.is_suspended) await app.events.signal(tx, 'application.released', { application: a, deploymentId: d.id });
     return undefined;
   }
   const r = await tx
@@ -266,19 +280,18 @@ export async function step(tx: Tx, app: AppContext, deploymentId: string): Promi
   return now;
 }
 
-export const advanceJob = (app: AppContext): JobKind<{ deploymentId: string }> => ({
-  maxAttempts: 20,
+export const advanceJob = (app: AppContext): JobKind<typeof ADVANCE> => ({
   async run(tx, job) {
-    const at = await step(tx, app, job.payload.deploymentId);
+    const at = await step(app, tx, job.payload.deploymentId);
     return at ? { rescheduleAt: at } : undefined;
   },
   async onFailure(tx, job, error) {
     const d = await tx.selectFrom('deployments').selectAll().where('id', '=', job.payload.deploymentId).executeTakeFirst();
-    if (d && !FINAL.has(d.status)) await finish(tx, d, 'failed', [{ message: `Internal error: ${error.message}`, severity: 'error' }]);
+    if (d && !FINAL.has(d.status)) await finish(systemCall(app, tx, d.company_id), d, 'failed', [{ message: `Internal error: ${error.message}`, severity: 'error' }]);
   },
 });
 
-export async function findDeployment(tx: Tx, appId: string, id: string): Promise<DeploymentsTable> {
+async function findDeployment({ tx }: CallContext, appId: string, id: string): Promise<DeploymentsTable> {
   const d = await tx.selectFrom('deployments').selectAll().where('id', '=', id).where('app_id', '=', appId).executeTakeFirst();
   if (!d) throw notFound('Deployment');
   return d;
@@ -300,26 +313,58 @@ export async function noteRead(app: AppContext, appId: string, deploymentId?: st
   await db.transaction().execute(async (tx) => {
     await lockApp(tx, appId);
     await tx.updateTable('deployments').set((eb) => ({ reads: eb('reads', '+', 1) })).where('id', '=', d.id).execute();
-    let at = await step(tx, app, d.id);
+    let at = await step(app, tx, d.id);
     // Follow-up steps that need no reads (e.g. the start of the next phase) happen at once.
-    for (let i = 0; at && at.getTime() <= Date.now() && i < 3; i++) at = await step(tx, app, d.id);
+    for (let i = 0; at && at.getTime() <= Date.now() && i < 3; i++) at = await step(app, tx, d.id);
   });
 }
 
-export async function listDeployments(tx: Tx, appId: string, page: Page) {
-  const res = await paginate(tx.selectFrom('deployments').selectAll().where('app_id', '=', appId), page);
+export async function listDeployments(ctx: CallContext, appId: string, page: Page) {
+  await findApp(ctx, appId);
+  const res = await paginate(ctx.tx.selectFrom('deployments').selectAll().where('app_id', '=', appId), page);
   return { ...res, data: res.data.map(deploymentView) };
 }
 
-export async function cancelDeployment(tx: Tx, appId: string, id: string) {
-  const d = await findDeployment(tx, appId, id);
+/** GET of one deployment; in `reads` progression the read counts (and may advance it) first. */
+export async function getDeployment(ctx: CallContext, appId: string, id: string) {
+  await findApp(ctx, appId);
+  await findDeployment(ctx, appId, id);
+  await noteRead(ctx.app, appId, id);
+  return deploymentView(await findDeployment(ctx, appId, id));
+}
+
+export async function deploymentLogs(ctx: CallContext, appId: string, id: string, query: Omit<LogQuery, 'appId' | 'kind' | 'deploymentId'>) {
+  const a = await findApp(ctx, appId);
+  await findDeployment(ctx, appId, id);
+  return queryLogs(ctx.tx, { appId, kind: 'build', deploymentId: id, ...query }, a.name);
+}
+
+export async function cancelDeployment(ctx: CallContext, appId: string, id: string) {
+  await findApp(ctx, appId);
+  const d = await findDeployment(ctx, appId, id);
   if (FINAL.has(d.status)) throw badRequest(`The deployment is already ${d.status} and cannot be cancelled`);
-  if (!(await finish(tx, d, 'cancelled', [{ message: 'Cancelled on request', severity: 'warning' }]))) throw badRequest('The deployment finished before it could be cancelled');
+  if (!(await finish(ctx, d, 'cancelled', [{ message: 'Cancelled on request', severity: 'warning' }]))) throw badRequest('The deployment finished before it could be cancelled');
   return { message: 'Deployment cancelled' };
 }
 
+/** POST /applications/{id}/deployments: a new deployment, or a restart of the current release. */
+export async function triggerDeployment(ctx: CallContext, appId: string, body: { branch?: string; docker_image?: string; is_restart?: boolean } | undefined) {
+  const a = await findApp(ctx, appId);
+  assertDeployable(a);
+  if (body?.is_restart) {
+    const release = await currentRelease(ctx.tx, a.id);
+    if (!release) throw badRequest('The application has no successful deployment to restart');
+    return deploymentView(await createDeployment(ctx, a, { trigger: 'restart', isRestart: true, reuse: release }));
+  }
+  if (body?.docker_image && a.source !== 'dockerImage') throw badRequest('docker_image applies only to applications whose source is dockerImage');
+  return deploymentView(await createDeployment(ctx, a, { trigger: 'manual', branch: body?.branch, dockerImage: body?.docker_image }));
+}
+
 /** Redeploys an earlier successful build: the release before the current one (or the current release after a failure). */
-export async function rollback(tx: Tx, app: AppContext, a: ApplicationsTable, initiatedBy: string) {
+export async function rollback(ctx: CallContext, appId: string) {
+  const { tx } = ctx;
+  const a = await findApp(ctx, appId);
+  assertDeployable(a);
   const successes = await tx.selectFrom('deployments').selectAll().where('app_id', '=', a.id).where('status', '=', 'success').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(2).execute();
   const latest = await tx
     .selectFrom('deployments')
@@ -332,10 +377,10 @@ export async function rollback(tx: Tx, app: AppContext, a: ApplicationsTable, in
     .executeTakeFirst();
   const target = latest && successes[0] && latest.id === successes[0].id ? successes[1] : successes[0];
   if (!target) throw badRequest('There is no earlier successful deployment to roll back to');
-  return createDeployment(tx, app, a, { trigger: 'rollback', initiatedBy, reuse: target });
+  return deploymentView(await createDeployment(ctx, a, { trigger: 'rollback', reuse: target }));
 }
 
 /** The current release, for restarts. */
-export async function currentRelease(tx: Tx, appId: string) {
+async function currentRelease(tx: Tx, appId: string) {
   return tx.selectFrom('deployments').selectAll().where('app_id', '=', appId).where('status', '=', 'success').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
 }

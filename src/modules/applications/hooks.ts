@@ -2,10 +2,10 @@
 // POSTed to, without an API key (for CI systems and git providers).
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../shared/context.js';
-import type { Tx } from '../../shared/db/index.js';
-import { ApiError, forbidden, notFound } from '../../shared/errors.js';
-import { bucketFor, headersFor, type RateLimiter } from '../../shared/ratelimit.js';
+import { assertCompanyAllows, companyById } from '../../shared/auth/authenticate.js';
+import { systemCall, type AppContext, type CallContext } from '../../shared/context.js';
+import { ApiError, notFound } from '../../shared/errors.js';
+import { bucketFor, headersFor } from '../../shared/ratelimit.js';
 import { createDeployment, deploymentView } from './deployments.js';
 import { assertMutable } from './service.js';
 import { findApp } from './storage.js';
@@ -14,14 +14,16 @@ export const HOOK_PATH = '/hooks/deployments';
 const url = (app: AppContext, token: string) => `${app.baseUrl}${HOOK_PATH}/${token}`;
 const newToken = () => randomBytes(32).toString('base64url');
 
-export async function getHook(tx: Tx, app: AppContext, companyId: string, appId: string) {
-  const a = await findApp(tx, companyId, appId);
+export async function getHook(ctx: CallContext, appId: string) {
+  const { app } = ctx;
+  const a = await findApp(ctx, appId);
   if (!a.hook_token) throw notFound('Deployment hook (it is not enabled)');
   return { url: url(app, a.hook_token) };
 }
 
-export async function setHook(tx: Tx, app: AppContext, companyId: string, appId: string, mode: 'enable' | 'regenerate' | 'disable') {
-  const a = await findApp(tx, companyId, appId);
+export async function setHook(ctx: CallContext, appId: string, mode: 'enable' | 'regenerate' | 'disable') {
+  const { tx, app } = ctx;
+  const a = await findApp(ctx, appId);
   assertMutable(a);
   if (mode === 'disable') {
     if (!a.hook_token) throw notFound('Deployment hook (it is not enabled)');
@@ -35,7 +37,8 @@ export async function setHook(tx: Tx, app: AppContext, companyId: string, appId:
 }
 
 /** The public hook endpoint. Counted in the deployment tier of the application's company. */
-export function registerHookRoute(fastify: FastifyInstance, app: AppContext, limiter: RateLimiter) {
+export function registerHookRoute(fastify: FastifyInstance, app: AppContext) {
+  const { limiter } = app;
   fastify.post(`${HOOK_PATH}/:token`, async (req, reply) => {
     const { token } = req.params as { token: string };
     if (!/^[\w-]{20,100}$/.test(token)) throw new ApiError(404, 'Unknown deployment hook');
@@ -46,12 +49,15 @@ export function registerHookRoute(fastify: FastifyInstance, app: AppContext, lim
     }
     reply.headers(headersFor(await limiter.hit(bucketFor('deployment', a.company_id, 'triggerDeploymentV3', a.id), 'deployment')));
     // The company states that block API writes block the hook too (it deploys without a key).
-    const company = await app.database.db.selectFrom('companies').select('status').where('id', '=', a.company_id).executeTakeFirst();
-    if (company?.status === 'suspended') throw forbidden('This company is suspended; contact support to restore access.');
-    if (company?.status === 'maintenance') throw forbidden('This company is being migrated or maintained: changes are blocked until it completes; reads still work.');
+    assertCompanyAllows(await companyById(app.database.db, a.company_id), true);
     const body = (req.body ?? {}) as { branch?: unknown };
     const d = await app.database.db.transaction().execute((tx) =>
-      createDeployment(tx, app, a, { trigger: 'hook', type: 'automatic', initiatedBy: 'deployment-hook', branch: typeof body.branch === 'string' ? body.branch : undefined }),
+      createDeployment(systemCall(app, tx, a.company_id), a, {
+        trigger: 'hook',
+        type: 'automatic',
+        initiatedBy: 'deployment-hook',
+        branch: typeof body.branch === 'string' ? body.branch : undefined,
+      }),
     );
     app.jobs.wake();
     return reply.status(201).send(deploymentView(d));

@@ -1,10 +1,11 @@
 // Runtime logs and traffic metrics of an application, served from what the runtime driver
 // produced: log lines it wrote, and deterministic simulated traffic while the app is running.
-import type { AppContext } from '../../shared/context.js';
+import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest } from '../../shared/errors.js';
+import { queryLogs, type LogQuery } from '../../shared/runtime/logs.js';
 import { seeded } from '../../shared/runtime/driver.js';
-import type { ApplicationsTable } from './storage.js';
+import { findApp, type ApplicationsTable } from './storage.js';
 
 export interface Window {
   from: string;
@@ -14,7 +15,7 @@ export interface Window {
 }
 
 /** When the app started running (its first successful deployment), or null. */
-async function runningSince(tx: Tx, a: ApplicationsTable): Promise<number | null> {
+export async function runningSince(tx: Tx, a: ApplicationsTable): Promise<number | null> {
   if (a.is_suspended) return null;
   const first = await tx.selectFrom('deployments').select('finished_at').where('app_id', '=', a.id).where('status', '=', 'success').orderBy('finished_at').limit(1).executeTakeFirst();
   return first?.finished_at ? Date.parse(first.finished_at) : null;
@@ -102,4 +103,18 @@ function split(n: number, seed: string): Record<string, number> {
 
 function top<T extends { total: number }>(items: T[], limit = 10): T[] {
   return items.sort((x, y) => y.total - x.total).slice(0, limit);
+}
+
+export type TrafficMetric = 'requestsPerMinute' | 'responseTime' | 'responseTimeAvg' | 'statusCodes' | 'topStatusCodes' | 'topCountries' | 'slowestRequests' | 'topPages';
+
+/** One traffic metric of the caller's application `appId` over a window. */
+export async function trafficMetric(ctx: CallContext, appId: string, metric: TrafficMetric, w: Window) {
+  const a = await findApp(ctx, appId);
+  return new TrafficMetrics(ctx.app)[metric](ctx.tx, a, w);
+}
+
+/** The runtime log lines of the caller's application `appId`. */
+export async function runtimeLogs(ctx: CallContext, appId: string, query: Omit<LogQuery, 'appId' | 'kind' | 'deploymentId'>) {
+  const a = await findApp(ctx, appId);
+  return queryLogs(ctx.tx, { appId, kind: 'runtime', ...query }, a.name);
 }

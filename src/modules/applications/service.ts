@@ -2,22 +2,27 @@
 // running work first, goes through `deleting`, then removes processes, variables and
 // deployments in a durable job).
 import { randomBytes } from 'node:crypto';
-import type { AppContext } from '../../shared/context.js';
+import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { badRequest, notFound } from '../../shared/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import { uniqueName } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
-import { writeLogs } from '../../shared/runtime/logs.js';
+import { deleteLogs, writeLogs } from '../../shared/runtime/logs.js';
 import { CLUSTER_BY_ID } from '../resources/catalog.js';
-import { forgetService } from '../projects/service.js';
-import * as processes from '../processes/service.js';
-import * as envVars from '../env-vars/service.js';
-import { cancelActiveDeployments, createDeployment, lockApp } from './deployments.js';
-import { findApp, type ApplicationsTable } from './storage.js';
-import { emitEvent } from '../../shared/events.js';
-import './events.js'; // registers the application events
+import { forgetService, placeService, projectExists } from '../projects/service.js';
+import { cancelActiveDeployments, createDeployment, lockApp, noteRead } from './deployments.js';
+import { appById, findApp, type ApplicationsTable } from './storage.js';
+
+export const DELETE_JOB = 'application.delete';
+
+declare module '../../shared/jobs.js' {
+  interface JobMap {
+    /** Tears an application down in the runtime, then removes it and everything it owns. */
+    'application.delete': { appId: string; startedAt: string };
+  }
+}
 
 const bool = (n: number) => n === 1;
 const json = <T>(s: string) => JSON.parse(s) as T;
@@ -68,7 +73,7 @@ export function appDetailView(a: ApplicationsTable) {
   };
 }
 
-export async function listApps(tx: Tx, companyId: string, page: Page, scope: Set<string> | null) {
+export async function listApps({ tx, companyId, scope }: CallContext, page: Page) {
   let q = tx
     .selectFrom('applications')
     .select(['id', 'name', 'display_name', 'status', 'type', 'source', 'is_suspended', 'created_at', 'updated_at'])
@@ -93,6 +98,13 @@ export function assertMutable(a: ApplicationsTable) {
   if (a.status === 'deleting') throw badRequest('The application is being deleted');
 }
 
+/** GET /applications/{id}; in `reads` progression the read counts (and may advance a deployment) first. */
+export async function getApp(ctx: CallContext, id: string) {
+  await findApp(ctx, id);
+  await noteRead(ctx.app, id);
+  return appDetailView(await findApp(ctx, id));
+}
+
 async function nameFor(tx: Tx, companyId: string, displayName: string) {
   return uniqueName(displayName, async (n) => !!(await tx.selectFrom('applications').select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst()));
 }
@@ -113,12 +125,10 @@ export interface CreateInput {
   docker_registry_credential_id?: string | null;
 }
 
-export async function createApp(tx: Tx, companyId: string, createdBy: string, input: CreateInput, type: ApplicationsTable['type'] = 'app') {
+export async function createApp(ctx: CallContext, input: CreateInput) {
+  const { tx, app, companyId } = ctx;
   const cluster = checkCluster(input.cluster_id);
-  if (input.project_id) {
-    const p = await tx.selectFrom('projects').select('id').where('id', '=', input.project_id).where('company_id', '=', companyId).executeTakeFirst();
-    if (!p) throw badRequest(`Unknown project_id ${input.project_id}`);
-  }
+  if (input.project_id && !(await projectExists(ctx, input.project_id))) throw badRequest(`Unknown project_id ${input.project_id}`);
   const now = new Date().toISOString();
   const name = await nameFor(tx, companyId, input.display_name);
   const row: ApplicationsTable = {
@@ -130,7 +140,7 @@ export async function createApp(tx: Tx, companyId: string, createdBy: string, in
     namespace: `app-${name}-${randomBytes(4).toString('hex')}`,
     display_name: input.display_name,
     source: input.source,
-    type,
+    type: 'app',
     status: null,
     build_cache_enabled: 1,
     hibernation_enabled: 0,
@@ -154,17 +164,16 @@ export async function createApp(tx: Tx, companyId: string, createdBy: string, in
     git_lfs_enabled: 1,
     temp_domain: tempDomain(name, cluster.name),
     hook_token: null,
-    created_by: createdBy,
+    created_by: ctx.actor,
     created_at: now,
     updated_at: now,
   };
   checkSource(row);
   await tx.insertInto('applications').values(row).execute();
-  if (row.project_id)
-    await tx.insertInto('project_services').values({ project_id: row.project_id, service_id: row.id, service_type: 'app', company_id: companyId, created_at: now }).execute();
-  await processes.createDefaultProcesses(tx, row);
-  await emitEvent(tx, null, 'APP_CREATE', companyId, row);
-  return row;
+  await placeService(ctx, row.id, 'app', row.project_id);
+  await app.events.signal(tx, 'application.created', { application: row, clonedFrom: null });
+  await app.events.emit(tx, 'APP_CREATE', companyId, row);
+  return appView(row);
 }
 
 export interface UpdateInput {
@@ -191,8 +200,9 @@ export interface UpdateInput {
   git_lfs_enabled?: boolean;
 }
 
-export async function updateApp(tx: Tx, companyId: string, id: string, u: UpdateInput) {
-  const a = await findApp(tx, companyId, id);
+export async function updateApp(ctx: CallContext, id: string, u: UpdateInput) {
+  const { tx, app, companyId } = ctx;
+  const a = await findApp(ctx, id);
   assertMutable(a);
   const b = (v: boolean | undefined, cur: number) => (v === undefined ? cur : v ? 1 : 0);
   const next: ApplicationsTable = {
@@ -223,30 +233,32 @@ export async function updateApp(tx: Tx, companyId: string, id: string, u: Update
   checkSource(next);
   const { id: _id, company_id: _c, created_at: _ca, ...changes } = next;
   await tx.updateTable('applications').set(changes).where('id', '=', id).execute();
-  await emitEvent(tx, null, 'APP_UPDATE', companyId, next);
-  return next;
+  await app.events.emit(tx, 'APP_UPDATE', companyId, next);
+  return appView(next);
 }
 
-export async function setSuspended(tx: Tx, app: AppContext, companyId: string, id: string, suspended: boolean) {
-  const a = await findApp(tx, companyId, id);
+export async function setSuspended(ctx: CallContext, id: string, suspended: boolean) {
+  const { tx, app, companyId } = ctx;
+  const a = await findApp(ctx, id);
   assertMutable(a);
   if (bool(a.is_suspended) === suspended) return { message: suspended ? 'Application is already suspended' : 'Application is already active' };
   const now = new Date().toISOString();
   await tx.updateTable('applications').set({ is_suspended: suspended ? 1 : 0, updated_at: now }).where('id', '=', id).execute();
   const updated = { ...a, is_suspended: suspended ? 1 : 0, updated_at: now };
   if (suspended) {
-    await processes.onSuspend(tx, updated);
+    await app.events.signal(tx, 'application.stopped', { application: updated });
     await writeLogs(tx, { companyId, appId: id, kind: 'runtime' }, [{ message: 'Application suspended: all processes stopped' }]);
   } else {
     await writeLogs(tx, { companyId, appId: id, kind: 'runtime' }, [{ message: 'Application activated' }]);
-    if (a.status === 'deploymentSuccess') await processes.onRollout(tx, app, updated, 'activation');
+    if (a.status === 'deploymentSuccess') await app.events.signal(tx, 'application.released', { application: updated, deploymentId: null });
   }
-  await emitEvent(tx, app, 'APP_UPDATE', companyId, updated);
+  await app.events.emit(tx, 'APP_UPDATE', companyId, updated);
   return { message: suspended ? 'Application suspended' : 'Application activated' };
 }
 
-export async function cloneApp(tx: Tx, app: AppContext, companyId: string, id: string, createdBy: string, body: { display_name: string; cluster_id?: string }) {
-  const src = await findApp(tx, companyId, id);
+export async function cloneApp(ctx: CallContext, id: string, body: { display_name: string; cluster_id?: string }) {
+  const { tx, app, companyId } = ctx;
+  const src = await findApp(ctx, id);
   assertMutable(src);
   const cluster = checkCluster(body.cluster_id ?? src.cluster_id);
   const now = new Date().toISOString();
@@ -263,35 +275,34 @@ export async function cloneApp(tx: Tx, app: AppContext, companyId: string, id: s
     buildpacks: JSON.stringify(json<{ source: string; order: number }[]>(src.buildpacks).map((p) => ({ ...p, id: newId() }))),
     temp_domain: tempDomain(name, cluster.name),
     hook_token: null,
-    created_by: createdBy,
+    created_by: ctx.actor,
     created_at: now,
     updated_at: now,
   };
   await tx.insertInto('applications').values(row).execute();
-  if (row.project_id)
-    await tx.insertInto('project_services').values({ project_id: row.project_id, service_id: row.id, service_type: 'app', company_id: companyId, created_at: now }).execute();
-  await processes.copyProcesses(tx, src.id, row);
-  await envVars.copyEnvVars(tx, src.id, row.id, companyId);
-  await createDeployment(tx, app, row, { trigger: 'clone', type: 'automatic', initiatedBy: createdBy });
-  await emitEvent(tx, app, 'APP_CREATE', companyId, row);
-  return findApp(tx, companyId, row.id);
+  await placeService(ctx, row.id, 'app', row.project_id);
+  await app.events.signal(tx, 'application.created', { application: row, clonedFrom: src });
+  await createDeployment(ctx, row, { trigger: 'clone', type: 'automatic' });
+  await app.events.emit(tx, 'APP_CREATE', companyId, row);
+  return appView(await findApp(ctx, row.id));
 }
 
-export async function deleteApp(tx: Tx, app: AppContext, companyId: string, id: string) {
-  const a = await findApp(tx, companyId, id);
+export async function deleteApp(ctx: CallContext, id: string) {
+  const { tx, app } = ctx;
+  const a = await findApp(ctx, id);
   if (a.status === 'deleting') return { message: 'Application deletion is in progress' };
   await lockApp(tx, a.id);
-  await cancelActiveDeployments(tx, a.id, 'The application is being deleted');
-  await processes.onSuspend(tx, a);
+  await cancelActiveDeployments(ctx, a.id, 'The application is being deleted');
+  await app.events.signal(tx, 'application.stopped', { application: a });
   await tx.updateTable('applications').set({ status: 'deleting', updated_at: new Date().toISOString() }).where('id', '=', id).execute();
-  await enqueue(tx, { kind: 'application.delete', payload: { appId: id, startedAt: new Date().toISOString() }, subjectId: id });
+  await enqueue(tx, { kind: DELETE_JOB, payload: { appId: id, startedAt: new Date().toISOString() }, subjectId: id });
   return { message: 'Application deletion started' };
 }
 
 /** Removes an application and everything it owns, after the runtime tore it down. */
-export const deleteJob = (app: AppContext): JobKind<{ appId: string; startedAt: string }> => ({
+export const deleteJob = (app: AppContext): JobKind<typeof DELETE_JOB> => ({
   async run(tx, job) {
-    const a = await tx.selectFrom('applications').selectAll().where('id', '=', job.payload.appId).executeTakeFirst();
+    const a = await appById(tx, job.payload.appId);
     if (!a || a.status !== 'deleting') return;
     const r = await app.runtime.advance(tx, { operation: 'app_delete', phase: 'teardown', phaseIndex: 0, phaseCount: 1, targetId: a.id, startedAt: job.payload.startedAt, reads: 0 });
     if (r.state === 'running') return { rescheduleAt: new Date(Date.now() + r.checkAfterMs) };
@@ -300,18 +311,17 @@ export const deleteJob = (app: AppContext): JobKind<{ appId: string; startedAt: 
       await writeLogs(tx, { companyId: a.company_id, appId: a.id, kind: 'runtime' }, [{ message: `Deletion failed: ${r.reason}`, severity: 'error' }]);
       return;
     }
-    await processes.deleteAppProcesses(tx, a.id);
-    await envVars.deleteAppEnvVars(tx, a.id);
-    await tx.deleteFrom('runtime_logs').where('app_id', '=', a.id).execute();
+    await app.events.signal(tx, 'application.removed', { application: a });
+    await deleteLogs(tx, a.id);
     await tx.deleteFrom('deployments').where('app_id', '=', a.id).execute();
     await forgetService(tx, a.id);
     await tx.deleteFrom('applications').where('id', '=', a.id).execute();
-    await emitEvent(tx, app, 'APP_DELETE', a.company_id, a);
+    await app.events.emit(tx, 'APP_DELETE', a.company_id, a);
   },
 });
 
-export async function appSummary(tx: Tx, companyId: string, id: string) {
-  const a = await tx.selectFrom('applications').select(['id', 'name', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
-  return a ?? undefined;
+/** The service registry's view of an application (projects, cross-service checks). */
+export async function appSummary({ tx, companyId }: CallContext, id: string) {
+  return tx.selectFrom('applications').select(['id', 'name', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
 }
 

@@ -2,14 +2,16 @@
 // restriction, CDN and cache purges, simulated access logs, public TCP proxies and private ports.
 // Edge settings live in one `application_settings` row per application, created on first change
 // (reads answer the defaults until then).
-import type { AppContext } from '../../shared/context.js';
+import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { newId, stableUuid } from '../../shared/ids.js';
 import { ipList } from '../../shared/net.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import { seeded } from '../../shared/runtime/driver.js';
+import { processOf } from '../processes/service.js';
 import { CLUSTER_BY_ID } from '../resources/catalog.js';
+import { runningSince } from './observability.js';
 import { assertMutable } from './service.js';
 import { findApp, type ApplicationsTable } from './storage.js';
 import type { ApplicationSettingsTable } from './settings-storage.js';
@@ -48,8 +50,8 @@ async function saveSettings(tx: Tx, a: ApplicationsTable, changes: Partial<Omit<
 }
 
 /** The application of the company that may be changed (404 for others, 400 while it is being deleted). */
-async function mutableApp(tx: Tx, companyId: string, id: string) {
-  const a = await findApp(tx, companyId, id);
+async function mutableApp(ctx: CallContext, id: string) {
+  const a = await findApp(ctx, id);
   assertMutable(a);
   return a;
 }
@@ -58,8 +60,9 @@ async function mutableApp(tx: Tx, companyId: string, id: string) {
 
 const maintenanceView = (s: ApplicationSettingsTable) => ({ is_enabled: bool(s.maintenance_enabled), page_url: s.maintenance_page_url });
 
-export async function getMaintenance(tx: Tx, companyId: string, id: string) {
-  return maintenanceView(await settingsOf(tx, await findApp(tx, companyId, id)));
+export async function getMaintenance(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  return maintenanceView(await settingsOf(tx, await findApp(ctx, id)));
 }
 
 /** An absolute https URL with a host (the contract's pattern checks only the prefix). */
@@ -74,8 +77,9 @@ function checkPageUrl(u: string) {
 }
 
 /** `page_url` omitted keeps the current page; null returns to the default page. */
-export async function updateMaintenance(tx: Tx, companyId: string, id: string, body: { is_enabled: boolean; page_url?: string | null }) {
-  const a = await mutableApp(tx, companyId, id);
+export async function updateMaintenance(ctx: CallContext, id: string, body: { is_enabled: boolean; page_url?: string | null }) {
+  const { tx } = ctx;
+  const a = await mutableApp(ctx, id);
   if (body.page_url) checkPageUrl(body.page_url);
   const changes: Partial<ApplicationSettingsTable> = { maintenance_enabled: body.is_enabled ? 1 : 0 };
   if (body.page_url !== undefined) changes.maintenance_page_url = body.page_url;
@@ -96,8 +100,8 @@ export function egressIps(clusterId: string): string[] {
   return Array.from({ length: count }, (_, i) => `34.${64 + n(`r${i}`, 64)}.${n(`s${i}`, 16) * 16}.0/20`);
 }
 
-export async function getEgressIps(tx: Tx, companyId: string, id: string) {
-  const a = await findApp(tx, companyId, id);
+export async function getEgressIps(ctx: CallContext, id: string) {
+  const a = await findApp(ctx, id);
   return { egress_ips: egressIps(a.cluster_id) };
 }
 
@@ -105,28 +109,32 @@ export async function getEgressIps(tx: Tx, companyId: string, id: string) {
 
 const ipView = (s: ApplicationSettingsTable) => ({ type: s.ip_type, is_enabled: bool(s.ip_enabled), ip_list: JSON.parse(s.ip_list) as string[] });
 
-export async function getIpRestriction(tx: Tx, companyId: string, id: string) {
-  return ipView(await settingsOf(tx, await findApp(tx, companyId, id)));
+export async function getIpRestriction(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  return ipView(await settingsOf(tx, await findApp(ctx, id)));
 }
 
 /** One list is active at a time: the update replaces type, flag and entries together. */
-export async function updateIpRestriction(tx: Tx, companyId: string, id: string, input: { type: 'allow' | 'deny'; is_enabled: boolean; ip_list: string[] }) {
-  const a = await mutableApp(tx, companyId, id);
+export async function updateIpRestriction(ctx: CallContext, id: string, input: { type: 'allow' | 'deny'; is_enabled: boolean; ip_list: string[] }) {
+  const { tx } = ctx;
+  const a = await mutableApp(ctx, id);
   const list = ipList(input.ip_list);
   return ipView(await saveSettings(tx, a, { ip_type: input.type, ip_enabled: input.is_enabled ? 1 : 0, ip_list: JSON.stringify(list) }));
 }
 
 // --- CDN and cache -----------------------------------------------------------------------------
 
-export async function toggleCdn(tx: Tx, companyId: string, id: string) {
-  const a = await mutableApp(tx, companyId, id);
+export async function toggleCdn(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  const a = await mutableApp(ctx, id);
   const cur = await settingsOf(tx, a);
   const s = await saveSettings(tx, a, { cdn_enabled: cur.cdn_enabled ? 0 : 1 });
   return { is_turned_on: bool(s.cdn_enabled) };
 }
 
-export async function purgeCache(tx: Tx, companyId: string, id: string) {
-  const a = await mutableApp(tx, companyId, id);
+export async function purgeCache(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  const a = await mutableApp(ctx, id);
   await saveSettings(tx, a, { cache_purged_at: new Date().toISOString() });
   return { message: 'Cache purge started' };
 }
@@ -148,16 +156,15 @@ const MAX_MINUTES = 7 * 24 * 60;
  * shows (same seeds), each with a deterministic method, path, status, country and duration.
  * Nothing before the first successful deployment or while suspended. Newest lines last.
  */
-export async function accessLogs(tx: Tx, app: AppContext, companyId: string, id: string, q: { from?: string; to?: string; filters?: string; limit?: number }) {
-  const a = await findApp(tx, companyId, id);
+export async function accessLogs(ctx: CallContext, id: string, q: { from?: string; to?: string; filters?: string; limit?: number }) {
+  const { tx, app } = ctx;
+  const a = await findApp(ctx, id);
   const limit = Math.min(q.limit ?? 1000, 5000);
   const to = q.to ? Date.parse(q.to) : Date.now();
   const from = q.from ? Date.parse(q.from) : to - 60 * 60_000;
   if (to < from) throw badRequest('`to` must not be before `from`');
-  if (a.is_suspended) return [];
-  const first = await tx.selectFrom('deployments').select('finished_at').where('app_id', '=', a.id).where('status', '=', 'success').orderBy('finished_at').limit(1).executeTakeFirst();
-  if (!first?.finished_at) return [];
-  const since = Date.parse(first.finished_at);
+  const since = await runningSince(tx, a);
+  if (since === null) return [];
   const needle = q.filters?.toLowerCase();
   const out: ReturnType<typeof line>[] = [];
   const minute = 60_000;
@@ -202,7 +209,7 @@ function line(a: ApplicationsTable, minuteStart: number, i: number) {
 
 /** A process of the application that runs continuously (web or worker); 400 otherwise. */
 async function portProcess(tx: Tx, appId: string, processId: string) {
-  const p = await tx.selectFrom('processes').select(['id', 'type']).where('id', '=', processId).where('app_id', '=', appId).executeTakeFirst();
+  const p = await processOf(tx, appId, processId);
   if (!p) throw badRequest(`Unknown process_id ${processId} for this application`);
   if (p.type !== 'web' && p.type !== 'worker') throw badRequest(`Ports can be exposed only on web and worker processes, not on a ${p.type} process`);
   return p;
@@ -210,14 +217,16 @@ async function portProcess(tx: Tx, appId: string, processId: string) {
 
 const EXTERNAL_PORTS = { first: 30000, last: 30999 };
 
-export async function listTcpProxies(tx: Tx, companyId: string, id: string, page: Page) {
-  await findApp(tx, companyId, id);
+export async function listTcpProxies(ctx: CallContext, id: string, page: Page) {
+  const { tx } = ctx;
+  await findApp(ctx, id);
   return paginate(tx.selectFrom('application_tcp_proxies').select(['id', 'app_id', 'process_id', 'port', 'external_port', 'hostname', 'status', 'created_at', 'updated_at']).where('app_id', '=', id), page);
 }
 
 /** A public TCP proxy: the lowest free external port of the cluster (30000-30999) on the cluster's proxy hostname. */
-export async function createTcpProxy(tx: Tx, companyId: string, id: string, body: { process_id: string; port: number }) {
-  const a = await mutableApp(tx, companyId, id);
+export async function createTcpProxy(ctx: CallContext, id: string, body: { process_id: string; port: number }) {
+  const { tx, companyId } = ctx;
+  const a = await mutableApp(ctx, id);
   await portProcess(tx, a.id, body.process_id);
   const dup = await tx.selectFrom('application_tcp_proxies').select('id').where('app_id', '=', a.id).where('process_id', '=', body.process_id).where('port', '=', body.port).executeTakeFirst();
   if (dup) throw badRequest(`Port ${body.port} of this process already has a TCP proxy`);
@@ -245,20 +254,23 @@ export async function createTcpProxy(tx: Tx, companyId: string, id: string, body
   return view;
 }
 
-export async function deleteTcpProxy(tx: Tx, companyId: string, id: string, proxyId: string) {
-  const a = await mutableApp(tx, companyId, id);
+export async function deleteTcpProxy(ctx: CallContext, id: string, proxyId: string) {
+  const { tx } = ctx;
+  const a = await mutableApp(ctx, id);
   const r = await tx.deleteFrom('application_tcp_proxies').where('id', '=', proxyId).where('app_id', '=', a.id).executeTakeFirst();
   if (!Number(r.numDeletedRows)) throw notFound('TCP proxy');
   return { message: 'TCP proxy deleted' };
 }
 
-export async function listPrivatePorts(tx: Tx, companyId: string, id: string, page: Page) {
-  await findApp(tx, companyId, id);
+export async function listPrivatePorts(ctx: CallContext, id: string, page: Page) {
+  const { tx } = ctx;
+  await findApp(ctx, id);
   return paginate(tx.selectFrom('application_private_ports').select(['id', 'app_id', 'process_id', 'port', 'status', 'created_at', 'updated_at']).where('app_id', '=', id), page);
 }
 
-export async function createPrivatePort(tx: Tx, companyId: string, id: string, body: { process_id: string; port: number }) {
-  const a = await mutableApp(tx, companyId, id);
+export async function createPrivatePort(ctx: CallContext, id: string, body: { process_id: string; port: number }) {
+  const { tx, companyId } = ctx;
+  const a = await mutableApp(ctx, id);
   await portProcess(tx, a.id, body.process_id);
   const dup = await tx.selectFrom('application_private_ports').select('id').where('app_id', '=', a.id).where('process_id', '=', body.process_id).where('port', '=', body.port).executeTakeFirst();
   if (dup) throw badRequest(`Port ${body.port} of this process is already exposed privately`);
@@ -269,8 +281,9 @@ export async function createPrivatePort(tx: Tx, companyId: string, id: string, b
   return view;
 }
 
-export async function deletePrivatePort(tx: Tx, companyId: string, id: string, portId: string) {
-  const a = await mutableApp(tx, companyId, id);
+export async function deletePrivatePort(ctx: CallContext, id: string, portId: string) {
+  const { tx } = ctx;
+  const a = await mutableApp(ctx, id);
   const r = await tx.deleteFrom('application_private_ports').where('id', '=', portId).where('app_id', '=', a.id).executeTakeFirst();
   if (!Number(r.numDeletedRows)) throw notFound('Private port');
   return { message: 'Private port deleted' };

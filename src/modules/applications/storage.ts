@@ -1,5 +1,6 @@
 // Tables of the applications area: applications and their deployments.
 import type { Kysely, Migration } from 'kysely';
+import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { notFound } from '../../shared/errors.js';
 
@@ -167,8 +168,14 @@ export const migrations: Record<string, Migration> = {
 export const tables = ['deployments', 'applications'] as const;
 
 /** The application of the company, or 404. Applications being deleted are still found (status `deleting`). */
-export async function findApp(tx: Tx, companyId: string, id: string): Promise<ApplicationsTable> {
-  const app = await tx.selectFrom('applications').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
-  if (!app) throw notFound('Application');
-  return app;
+/** The caller's company's application `id`, or 404. */
+export async function findApp({ tx, companyId }: CallContext, id: string): Promise<ApplicationsTable> {
+  const a = await tx.selectFrom('applications').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  if (!a) throw notFound('Application');
+  return a;
+}
+
+/** An application by id whatever its company (background work that starts from its own rows). */
+export async function appById(tx: Tx, id: string): Promise<ApplicationsTable | undefined> {
+  return tx.selectFrom('applications').selectAll().where('id', '=', id).executeTakeFirst();
 }

@@ -8,7 +8,7 @@ export const operations = [
     auth: 'none',
     permission: null,
     tier: 'general_write',
-    handler: async ({ tx, app, ip }) => svc.createCode(tx, app, ip),
+    handler: async ({ tx, app, ip }) => svc.createCode(app, tx, ip),
   }),
   defineOperation({
     contract: c.pollDeviceCodeContract,
@@ -16,6 +16,6 @@ export const operations = [
     permission: null,
     tier: 'read',
     resourceParam: null,
-    handler: async ({ tx, app, params }) => svc.pollCode(tx, app, params.code),
+    handler: async ({ tx, app, params }) => svc.pollCode(app, tx, params.code),
   }),
 ];

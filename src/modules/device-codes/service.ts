@@ -6,8 +6,7 @@ import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
-import { ROLE_BY_NAME } from '../../shared/auth/rbac.js';
-import { createKey } from '../api-keys/service.js';
+import { createKeyWithRole, findCompany } from '../accounts/service.js';
 
 export const CODE_TTL_MS = 5 * 60_000;
 export const MAX_ACTIVE_PER_IP = 5;
@@ -18,7 +17,7 @@ function newCode(): string {
   return `${pick()}-${pick()}`;
 }
 
-export async function createCode(tx: Tx, app: AppContext, ip: string) {
+export async function createCode(app: AppContext, tx: Tx, ip: string) {
   // Count and insert as one step per address, or concurrent requests overshoot the limit. SQLite
   // runs one transaction at a time; PostgreSQL needs a transaction-scoped lock on the address.
   await lockFor(tx, `device-codes:${ip}`);
@@ -39,7 +38,7 @@ export async function createCode(tx: Tx, app: AppContext, ip: string) {
   return { code, expires_at };
 }
 
-export async function pollCode(tx: Tx, app: AppContext, code: string) {
+export async function pollCode(app: AppContext, tx: Tx, code: string) {
   const row = await tx.selectFrom('device_codes').selectAll().where('code', '=', code.toUpperCase()).executeTakeFirst();
   if (!row) return { status: 'expired' as const };
   if (row.status === 'denied') return { status: 'denied' as const };
@@ -55,7 +54,7 @@ export async function pollCode(tx: Tx, app: AppContext, code: string) {
 }
 
 /** Operator decision on a pending code. Approval creates a CLI key in the chosen company. */
-export async function decide(tx: Tx, app: AppContext, code: string, decision: { approve: boolean; companyId?: string; role?: string; name?: string }) {
+export async function decide(app: AppContext, tx: Tx, code: string, decision: { approve: boolean; companyId?: string; role?: string; name?: string }) {
   const row = await tx.selectFrom('device_codes').selectAll().where('code', '=', code.toUpperCase()).executeTakeFirst();
   if (!row) throw notFound('Device code');
   if (row.status !== 'pending' || row.expires_at <= new Date().toISOString()) throw badRequest(`Device code is ${row.status === 'pending' ? 'expired' : row.status}`);
@@ -69,11 +68,8 @@ export async function decide(tx: Tx, app: AppContext, code: string, decision: { 
     return { code: row.code, status: 'denied' };
   }
   if (!decision.companyId) throw badRequest('company_id is required to approve a device code');
-  const company = await tx.selectFrom('companies').select('id').where('id', '=', decision.companyId).executeTakeFirst();
-  if (!company) throw notFound('Company');
-  const role = ROLE_BY_NAME.get((decision.role ?? 'Company Admin').toLowerCase());
-  if (!role) throw badRequest(`Unknown role "${decision.role}"`);
-  const key = await createKey(tx, app, company.id, { name: decision.name ?? `CLI device ${row.code}`, role_ids: [role.id], source: 'CLI' });
+  const company = await findCompany(tx, decision.companyId);
+  const key = await createKeyWithRole(app, tx, company.id, { name: decision.name ?? `CLI device ${row.code}`, role: decision.role ?? 'Company Admin', source: 'CLI' });
   decided(
     await tx
       .updateTable('device_codes')

@@ -3,6 +3,7 @@
 // the company and apply to every application, so they are nobody's single resource
 // (resourceParam: null) and, being company-wide, a capability scoped to some applications does not
 // reach them: such a key gets 403 naming the permission, for reads and writes alike.
+import type { AppContext } from '../../shared/context.js';
 import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import * as c from './schemas.js';
@@ -16,25 +17,25 @@ export const operations = [
     contract: c.listEnvVarsContract,
     permission: 'APP:READ',
     tier: 'read',
-    handler: async ({ tx, app, auth, params, query }) => svc.listAppEnvVars(tx, app.secrets, auth.company.id, params.id, pageOf(query)),
+    handler: async (r) => svc.listAppEnvVars(r, r.params.id, pageOf(r.query)),
   }),
   defineOperation({
     contract: c.createEnvVarContract,
     permission: 'APP:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, app, auth, params, body }) => svc.createAppEnvVar(tx, app.secrets, auth.company.id, params.id, body),
+    handler: async (r) => svc.createAppEnvVar(r, r.params.id, r.body),
   }),
   defineOperation({
     contract: c.updateEnvVarContract,
     permission: 'APP:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, app, auth, params, body }) => svc.updateAppEnvVar(tx, app.secrets, auth.company.id, params.id, params.env_var_id, body),
+    handler: async (r) => svc.updateAppEnvVar(r, r.params.id, r.params.env_var_id, r.body),
   }),
   defineOperation({
     contract: c.deleteEnvVarContract,
     permission: 'APP:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params }) => svc.deleteAppEnvVar(tx, auth.company.id, params.id, params.env_var_id),
+    handler: async (r) => svc.deleteAppEnvVar(r, r.params.id, r.params.env_var_id),
   }),
   defineOperation({
     contract: c.listGlobalEnvVarsContract,
@@ -42,7 +43,7 @@ export const operations = [
     tier: 'read',
     resourceParam: null,
     companyWide: true,
-    handler: async ({ tx, app, auth, query }) => svc.listGlobalEnvVars(tx, app.secrets, auth.company.id, pageOf(query)),
+    handler: async (r) => svc.listGlobalEnvVars(r, pageOf(r.query)),
   }),
   defineOperation({
     contract: c.createGlobalEnvVarContract,
@@ -50,7 +51,7 @@ export const operations = [
     tier: 'general_write',
     resourceParam: null,
     companyWide: true,
-    handler: async ({ tx, app, auth, body }) => svc.createGlobalEnvVar(tx, app.secrets, auth.company.id, body),
+    handler: async (r) => svc.createGlobalEnvVar(r, r.body),
   }),
   defineOperation({
     contract: c.updateGlobalEnvVarContract,
@@ -58,7 +59,7 @@ export const operations = [
     tier: 'general_write',
     resourceParam: null,
     companyWide: true,
-    handler: async ({ tx, app, auth, params, body }) => svc.updateGlobalEnvVar(tx, app.secrets, auth.company.id, params.id, body),
+    handler: async (r) => svc.updateGlobalEnvVar(r, r.params.id, r.body),
   }),
   defineOperation({
     contract: c.deleteGlobalEnvVarContract,
@@ -66,6 +67,10 @@ export const operations = [
     tier: 'general_write',
     resourceParam: null,
     companyWide: true,
-    handler: async ({ tx, auth, params }) => svc.deleteGlobalEnvVar(tx, auth.company.id, params.id),
+    handler: async (r) => svc.deleteGlobalEnvVar(r, r.params.id),
   }),
 ];
+
+export function setup(app: AppContext): void {
+  svc.registerLifecycle(app);
+}

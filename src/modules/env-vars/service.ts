@@ -7,6 +7,7 @@
 // portable name set, so every key can be exported to a process and referenced as `${key}`. Anything
 // else is a 400 (the contract itself only bounds the length, 1..255). Keys are case-sensitive and
 // compared exactly (`foo` and `FOO` are different variables).
+import type { AppContext, CallContext } from '../../shared/context.js';
 import type { SecretBox } from '../../shared/crypto.js';
 import type { Tx } from '../../shared/db/index.js';
 import type { Kysely } from 'kysely';
@@ -63,11 +64,11 @@ interface Owner {
   duplicate(key: string): ApiError;
 }
 
-const appOwner = (app: Pick<ApplicationsTable, 'id' | 'company_id'>): Owner => ({
+const appOwner = (a: Pick<ApplicationsTable, 'id' | 'company_id'>): Owner => ({
   table: 'env_vars',
   column: 'app_id',
-  id: app.id,
-  extra: { company_id: app.company_id },
+  id: a.id,
+  extra: { company_id: a.company_id },
   what: 'Environment variable',
   duplicate: (key) => badRequest(`An environment variable with key "${key}" already exists on this application`),
 });
@@ -148,46 +149,59 @@ async function deleteVar(tx: Tx, o: Owner, id: string) {
 
 // ---------------------------------------------------------------- app-level variables
 
-export async function listAppEnvVars(tx: Tx, secrets: SecretBox, companyId: string, appId: string, page: Page) {
-  await findApp(tx, companyId, appId);
+export async function listAppEnvVars(ctx: CallContext, appId: string, page: Page) {
+  const { tx, app } = ctx;
+  const { secrets } = app;
+  await findApp(ctx, appId);
   const res = await paginate(tx.selectFrom('env_vars').selectAll().where('app_id', '=', appId), page);
   return { ...res, data: res.data.map((r) => appView(secrets, r)) };
 }
 
-export async function createAppEnvVar(tx: Tx, secrets: SecretBox, companyId: string, appId: string, input: CreateInput) {
-  const app = await findApp(tx, companyId, appId);
-  return appView(secrets, await createVar<EnvVarsTable>(tx, secrets, appOwner(app), input));
+export async function createAppEnvVar(ctx: CallContext, appId: string, input: CreateInput) {
+  const { secrets } = ctx.app;
+  const a = await findApp(ctx, appId);
+  return appView(secrets, await createVar<EnvVarsTable>(ctx.tx, secrets, appOwner(a), input));
 }
 
-export async function updateAppEnvVar(tx: Tx, secrets: SecretBox, companyId: string, appId: string, id: string, input: UpdateInput) {
-  const app = await findApp(tx, companyId, appId);
-  return appView(secrets, await updateVar<EnvVarsTable>(tx, secrets, appOwner(app), id, input));
+export async function updateAppEnvVar(ctx: CallContext, appId: string, id: string, input: UpdateInput) {
+  const { secrets } = ctx.app;
+  const a = await findApp(ctx, appId);
+  return appView(secrets, await updateVar<EnvVarsTable>(ctx.tx, secrets, appOwner(a), id, input));
 }
 
-export async function deleteAppEnvVar(tx: Tx, companyId: string, appId: string, id: string) {
-  return deleteVar(tx, appOwner(await findApp(tx, companyId, appId)), id);
+export async function deleteAppEnvVar(ctx: CallContext, appId: string, id: string) {
+  return deleteVar(ctx.tx, appOwner(await findApp(ctx, appId)), id);
 }
 
 // ---------------------------------------------------------------- global variables
 
-export async function listGlobalEnvVars(tx: Tx, secrets: SecretBox, companyId: string, page: Page) {
+export async function listGlobalEnvVars({ tx, app, companyId }: CallContext, page: Page) {
+  const { secrets } = app;
   const res = await paginate(tx.selectFrom('global_env_vars').selectAll().where('company_id', '=', companyId), page);
   return { ...res, data: res.data.map((r) => globalView(secrets, r)) };
 }
 
-export async function createGlobalEnvVar(tx: Tx, secrets: SecretBox, companyId: string, input: CreateInput) {
-  return globalView(secrets, await createVar<GlobalEnvVarsTable>(tx, secrets, companyOwner(companyId), input));
+export async function createGlobalEnvVar({ tx, app, companyId }: CallContext, input: CreateInput) {
+  return globalView(app.secrets, await createVar<GlobalEnvVarsTable>(tx, app.secrets, companyOwner(companyId), input));
 }
 
-export async function updateGlobalEnvVar(tx: Tx, secrets: SecretBox, companyId: string, id: string, input: UpdateInput) {
-  return globalView(secrets, await updateVar<GlobalEnvVarsTable>(tx, secrets, companyOwner(companyId), id, input));
+export async function updateGlobalEnvVar({ tx, app, companyId }: CallContext, id: string, input: UpdateInput) {
+  return globalView(app.secrets, await updateVar<GlobalEnvVarsTable>(tx, app.secrets, companyOwner(companyId), id, input));
 }
 
-export async function deleteGlobalEnvVar(tx: Tx, companyId: string, id: string) {
+export async function deleteGlobalEnvVar({ tx, companyId }: CallContext, id: string) {
   return deleteVar(tx, companyOwner(companyId), id);
 }
 
-// ---------------------------------------------------------------- used by the applications module
+// ---------------------------------------------------------------- the application's life
+
+/** Copies variables to a clone and removes them with their application (applications/signals.ts). */
+export function registerLifecycle(app: AppContext): void {
+  app.events.on('application.created', async (tx, { application, clonedFrom }) => {
+    if (clonedFrom) await copyEnvVars(tx, clonedFrom.id, application.id, application.company_id);
+  });
+  app.events.on('application.removed', (tx, { application }) => deleteAppEnvVars(tx, application.id));
+}
 
 /**
  * Clone: copies the app-level variables of `fromAppId` (of `companyId`) to `toAppId`, which must
@@ -228,12 +242,12 @@ export interface DeploymentFacts {
  * default), plus PORT=8080. A fact the deployment does not have (no commit for an image
  * deployment, no initiating user for a hook) is an empty string: the variable is always present.
  */
-export function systemVariables(prefix: string, app: ApplicationsTable, d: DeploymentFacts): Record<string, string> {
+export function systemVariables(prefix: string, a: ApplicationsTable, d: DeploymentFacts): Record<string, string> {
   const P = prefix.toUpperCase();
   return {
-    [`${P}_COMPANY_ID`]: app.company_id,
-    [`${P}_APP_ID`]: app.id,
-    [`${P}_APP_NAME`]: app.name,
+    [`${P}_COMPANY_ID`]: a.company_id,
+    [`${P}_APP_ID`]: a.id,
+    [`${P}_APP_NAME`]: a.name,
     [`${P}_DEPLOYMENT_ID`]: d.id,
     [`${P}_DEPLOYMENT_INITIATED_BY`]: d.initiated_by ?? '',
     [`${P}_DEPLOYMENT_TRIGGER`]: d.trigger,
@@ -255,24 +269,23 @@ export function systemVariables(prefix: string, app: ApplicationsTable, d: Deplo
  * by system variables are reported in `problems` (human-readable, suitable for deployment logs).
  */
 export async function resolveEnvironment(
-  tx: Tx,
-  secrets: SecretBox,
-  app: ApplicationsTable,
+  { tx, app: { secrets } }: CallContext,
+  application: ApplicationsTable,
   system: Record<string, string>,
   phase: 'build' | 'runtime',
 ): Promise<{ vars: Record<string, string>; problems: string[] }> {
   const globals = await tx
     .selectFrom('global_env_vars')
     .select(['key', 'value', 'is_runtime', 'is_buildtime'])
-    .where('company_id', '=', app.company_id)
+    .where('company_id', '=', application.company_id)
     .orderBy('created_at')
     .orderBy('id')
     .execute();
   const own = await tx
     .selectFrom('env_vars')
     .select(['key', 'value', 'is_runtime', 'is_buildtime'])
-    .where('app_id', '=', app.id)
-    .where('company_id', '=', app.company_id)
+    .where('app_id', '=', application.id)
+    .where('company_id', '=', application.company_id)
     .orderBy('created_at')
     .orderBy('id')
     .execute();

@@ -5,16 +5,19 @@ import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import * as c from './schemas.js';
 import * as svc from './service.js';
+import { exitCodes, processMetric, type ProcessMetric } from './metrics.js';
+import { registerCronJobs } from './cron.js';
+import { registerLifecycle } from './lifecycle.js';
 
 export { migrations, tables } from './storage.js';
 
 /** The five metric series share one contract shape (the metric names the series). */
-const metric = (contract: typeof c.getProcessCpuUsageContract, name: svc.ProcessMetric) =>
+const metric = (contract: typeof c.getProcessCpuUsageContract, name: ProcessMetric) =>
   defineOperation({
     contract,
     permission: 'APP:READ',
     tier: 'read',
-    handler: async ({ tx, app, auth, params, query }) => svc.processMetric(tx, app, auth.company.id, params.id, params.process_id, name, query),
+    handler: async (r) => processMetric(r, r.params.id, r.params.process_id, name, r.query),
   });
 
 export const operations = [
@@ -22,37 +25,37 @@ export const operations = [
     contract: c.listProcessesContract,
     permission: 'APP:READ',
     tier: 'read',
-    handler: async ({ tx, auth, params, query }) => svc.listProcesses(tx, auth.company.id, params.id, pageOf(query)),
+    handler: async (r) => svc.listProcesses(r, r.params.id, pageOf(r.query)),
   }),
   defineOperation({
     contract: c.createProcessContract,
     permission: 'APP:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params, body }) => svc.createProcess(tx, auth.company.id, params.id, body),
+    handler: async (r) => svc.createProcess(r, r.params.id, r.body),
   }),
   defineOperation({
     contract: c.getProcessContract,
     permission: 'APP:READ',
     tier: 'read',
-    handler: async ({ tx, auth, params }) => svc.getProcess(tx, auth.company.id, params.id, params.process_id),
+    handler: async (r) => svc.getProcess(r, r.params.id, r.params.process_id),
   }),
   defineOperation({
     contract: c.updateProcessContract,
     permission: 'APP:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params, body }) => svc.updateProcess(tx, auth.company.id, params.id, params.process_id, body),
+    handler: async (r) => svc.updateProcess(r, r.params.id, r.params.process_id, r.body),
   }),
   defineOperation({
     contract: c.deleteProcessContract,
     permission: 'APP:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params }) => svc.deleteProcess(tx, auth.company.id, params.id, params.process_id),
+    handler: async (r) => svc.deleteProcess(r, r.params.id, r.params.process_id),
   }),
   defineOperation({
     contract: c.triggerProcessCronContract,
     permission: 'APP:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params }) => svc.triggerProcess(tx, auth.company.id, params.id, params.process_id),
+    handler: async (r) => svc.triggerProcess(r, r.params.id, r.params.process_id),
   }),
   metric(c.getProcessCpuUsageContract, 'cpu-usage'),
   metric(c.getProcessCpuLimitContract, 'cpu-limit'),
@@ -63,13 +66,12 @@ export const operations = [
     contract: c.getProcessExitCodesContract,
     permission: 'APP:READ',
     tier: 'logs',
-    handler: async ({ tx, auth, params, query }) => svc.exitCodes(tx, auth.company.id, params.id, params.process_id, query),
+    handler: async (r) => exitCodes(r, r.params.id, r.params.process_id, r.query),
   }),
 ];
 
-/** Registers the cron job kinds with the job engine. */
+/** Cron job kinds, and the subscriptions to the application's moments. */
 export function setup(app: AppContext): void {
-  app.jobs.register<svc.TickPayload>(svc.JOB_TICK, { transactional: false, run: (_db, job) => svc.runTick(app, job), onFailure: (tx, job, err) => svc.tickFailed(tx, job, err) });
-  app.jobs.register<svc.TriggerPayload>(svc.JOB_TRIGGER, { transactional: false, run: (_db, job) => svc.runTrigger(app, job) });
-  app.jobs.register<svc.FinishPayload>(svc.JOB_FINISH, { run: (tx, job) => svc.runFinish(tx, app, job) });
+  registerCronJobs(app);
+  registerLifecycle(app);
 }

@@ -1,7 +1,7 @@
 // Bearer-key authentication: every failure is a 401 with a message saying which case it was.
 import type { Db } from '../db/index.js';
 import type { ApiKeysTable, CompaniesTable } from '../db/schema.js';
-import { unauthorized } from '../errors.js';
+import { forbidden, unauthorized } from '../errors.js';
 import { computeGrants, type Capability, type Grants } from './rbac.js';
 import { hashesEqual, hashToken } from './tokens.js';
 
@@ -40,4 +40,16 @@ export async function authenticate(db: Db, header: string | undefined, now = new
   }
   const grants = computeGrants(JSON.parse(key.role_ids) as string[], JSON.parse(key.capabilities) as Capability[]);
   return { company, key, grants };
+}
+
+/** The company states that block work: suspended blocks everything, maintenance blocks changes. */
+export function assertCompanyAllows(company: Pick<CompaniesTable, 'status'> | undefined, write: boolean): void {
+  if (company?.status === 'suspended') throw forbidden('This company is suspended; contact support to restore access.');
+  if (company?.status === 'maintenance' && write)
+    throw forbidden('This company is being migrated or maintained: changes are blocked until it completes; reads still work.');
+}
+
+/** A company by id (work that arrives without a key, e.g. deployment hooks). */
+export async function companyById(db: Db, id: string): Promise<CompaniesTable | undefined> {
+  return db.selectFrom('companies').selectAll().where('id', '=', id).executeTakeFirst();
 }

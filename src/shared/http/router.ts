@@ -4,7 +4,7 @@
 //   preHandler: resource scope of the key (404)
 //   handler:    idempotency replay -> transaction { claim key, service call, store response }
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { authenticate, type AuthContext } from '../auth/authenticate.js';
+import { assertCompanyAllows, authenticate, type AuthContext } from '../auth/authenticate.js';
 import { missingPermissionMessage, type Permission } from '../auth/rbac.js';
 import type { AppContext, Scope } from '../context.js';
 import { ApiError, forbidden, notFound } from '../errors.js';
@@ -58,9 +58,7 @@ export async function admit(app: AppContext, limiter: RateLimiter, req: FastifyR
   const serviceId = rp ? (req.params as Record<string, string>)[rp] : undefined;
   reply.headers(headersFor(await limiter.hit(bucketFor(tier, auth.company.id, op?.contract.operationId ?? '-', serviceId), tier)));
   if (!op) return;
-  if (auth.company.status === 'suspended') throw forbidden('This company is suspended; contact support to restore access.');
-  if (auth.company.status === 'maintenance' && isWrite(op.contract.method))
-    throw forbidden('This company is being migrated or maintained: changes are blocked until it completes; reads still work.');
+  assertCompanyAllows(auth.company, isWrite(op.contract.method));
   if (op.permission) {
     const g = auth.grants.get(op.permission);
     // Creating, and company-wide operations, need the permission for the whole company.
@@ -114,6 +112,7 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
           tx: app.database.db,
           companyId: auth?.company.id ?? '',
           actor: auth?.key.id ?? null,
+          grants: auth?.grants ?? null,
           scope: req.scope ?? null,
           ip: req.ip,
           requestId: String(req.id),

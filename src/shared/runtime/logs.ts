@@ -36,6 +36,11 @@ export async function writeLogs(tx: Tx, base: { companyId: string; appId: string
     .execute();
 }
 
+/** Removes every log line of an application (its deletion). */
+export async function deleteLogs(tx: Tx, appId: string): Promise<void> {
+  await tx.deleteFrom('runtime_logs').where('app_id', '=', appId).execute();
+}
+
 export interface LogQuery {
   appId: string;
   kind: RuntimeLogsTable['kind'];

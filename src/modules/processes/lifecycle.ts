@@ -1,0 +1,146 @@
+// How processes follow their application's life: the default web process of a new application,
+// copies for a clone, rollout (cron arming, job start policies) when a deployment succeeds or the
+// application is activated, jobs around deployments, stopping on suspension or deletion, removal.
+// The applications module announces those moments as signals (applications/signals.ts); this
+// file subscribes to them in `registerLifecycle`.
+import type { AppContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { newId } from '../../shared/ids.js';
+import { cancelJobs, enqueue } from '../../shared/jobs.js';
+import { writeLogs, type LogLine } from '../../shared/runtime/logs.js';
+import type { ApplicationsTable } from '../applications/storage.js';
+import { armCron, JOB_TRIGGER, terminateRun } from './cron.js';
+import { DEFAULT_RESOURCE_TYPE, DEFAULT_WEB_PORT, instanceCount } from './service.js';
+import type { JobStartPolicy } from './storage.js';
+
+/** How many processes the application has (deployment log lines). */
+export async function countProcesses(tx: Tx, appId: string): Promise<number> {
+  const r = await tx.selectFrom('processes').select((eb) => eb.fn.countAll().as('n')).where('app_id', '=', appId).executeTakeFirst();
+  return Number(r?.n ?? 0);
+}
+
+/** The default process of a new application: one web process on port 8080, one instance. */
+async function createDefaultProcesses(tx: Tx, a: ApplicationsTable): Promise<void> {
+  const now = new Date().toISOString();
+  await tx
+    .insertInto('processes')
+    .values({
+      id: newId(),
+      app_id: a.id,
+      company_id: a.company_id,
+      key: 'web',
+      type: 'web',
+      display_name: 'web',
+      entrypoint: '',
+      port: DEFAULT_WEB_PORT,
+      is_ingress_enabled: 1,
+      ingress_protocol: 'http',
+      scaling_strategy: JSON.stringify({ type: 'manual', config: { instanceCount: 1 } }),
+      resource_type_id: DEFAULT_RESOURCE_TYPE.id,
+      schedule: null,
+      time_zone: null,
+      job_start_policy: null,
+      liveness_probe: null,
+      readiness_probe: null,
+      concurrency_policy: null,
+      max_run_time_seconds: null,
+      cron_token: null,
+      rolled_out_at: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+}
+
+/** Clone: the same processes under new ids (not armed, not rolled out: the clone's deployment does that). */
+async function copyProcesses(tx: Tx, fromAppId: string, to: ApplicationsTable): Promise<void> {
+  const rows = await tx.selectFrom('processes').selectAll().where('app_id', '=', fromAppId).orderBy('created_at').orderBy('id').execute();
+  if (!rows.length) return;
+  // One millisecond apart, so the clone lists its processes in the source's order.
+  const base = Date.now() - rows.length;
+  await tx
+    .insertInto('processes')
+    .values(
+      rows.map((p, i) => {
+        const at = new Date(base + i + 1).toISOString();
+        return { ...p, id: newId(), app_id: to.id, company_id: to.company_id, cron_token: null, rolled_out_at: null, created_at: at, updated_at: at };
+      }),
+    )
+    .execute();
+}
+
+/**
+ * A deployment of the application succeeded: its processes take effect. Writes a runtime log line
+ * per process, arms the schedule of every cron process, starts job processes that run after a
+ * successful deployment, and returns the number of processes.
+ */
+async function onRollout(tx: Tx, app: AppContext, a: ApplicationsTable, deployment: string | null): Promise<number> {
+  // Activation (deployment null) re-runs the rollout of the running deployment without a new one.
+  const procs = await tx.selectFrom('processes').selectAll().where('app_id', '=', a.id).orderBy('created_at').orderBy('id').execute();
+  const now = new Date().toISOString();
+  await tx.updateTable('processes').set({ rolled_out_at: now }).where('app_id', '=', a.id).where('rolled_out_at', 'is', null).execute();
+  const lines: LogLine[] = [];
+  for (const p of procs) {
+    if (p.type === 'cron') {
+      await armCron(tx, p);
+      lines.push({ message: `Scheduled cron process ${p.key}: "${p.schedule}" (${p.time_zone}, concurrency ${p.concurrency_policy ?? 'Forbid'})`, processId: p.id });
+    } else if (p.type === 'job') {
+      if (p.job_start_policy === 'afterSuccessDeployment' && deployment) {
+        await enqueue(tx, { kind: JOB_TRIGGER, payload: { processId: p.id, trigger: 'deployment', deploymentId: deployment }, subjectId: p.id });
+        lines.push({ message: `Starting job process ${p.key} after the deployment`, processId: p.id });
+      }
+    } else {
+      const n = instanceCount(p);
+      lines.push({ message: `Started process ${p.key} (${n} instance${n === 1 ? '' : 's'})`, processId: p.id });
+    }
+  }
+  await writeLogs(tx, { companyId: a.company_id, appId: a.id, kind: 'runtime', deploymentId: deployment }, lines);
+  app.jobs.wake();
+  return procs.length;
+}
+
+/**
+ * Job processes whose start policy matches a moment of a deployment: `beforeDeployment` when a
+ * deployment starts, `afterFailedDeployment` when one fails (`afterSuccessDeployment` is onRollout's).
+ */
+async function onDeploymentMoment(tx: Tx, app: AppContext, a: ApplicationsTable, deploymentId: string, moment: 'started' | 'failed'): Promise<void> {
+  const policy: JobStartPolicy = moment === 'started' ? 'beforeDeployment' : 'afterFailedDeployment';
+  const jobs = await tx.selectFrom('processes').selectAll().where('app_id', '=', a.id).where('type', '=', 'job').where('job_start_policy', '=', policy).execute();
+  if (!jobs.length) return;
+  for (const p of jobs) await enqueue(tx, { kind: JOB_TRIGGER, payload: { processId: p.id, trigger: 'deployment', deploymentId }, subjectId: p.id });
+  const when = moment === 'started' ? 'as the deployment starts' : 'after the failed deployment';
+  await writeLogs(tx, { companyId: a.company_id, appId: a.id, kind: 'runtime', deploymentId }, jobs.map((p) => ({ message: `Starting job process ${p.key} ${when}`, processId: p.id })));
+  app.jobs.wake();
+}
+
+/** The application was suspended: cron stops (queued work cancelled, running runs cancelled). */
+async function onSuspend(tx: Tx, a: ApplicationsTable): Promise<void> {
+  const procs = await tx.selectFrom('processes').selectAll().where('app_id', '=', a.id).where('type', 'in', ['cron', 'job']).execute();
+  for (const p of procs) {
+    await cancelJobs(tx, p.id);
+    await tx.updateTable('processes').set({ cron_token: null }).where('id', '=', p.id).execute();
+    const running = await tx.selectFrom('process_runs').selectAll().where('process_id', '=', p.id).where('status', '=', 'running').execute();
+    for (const r of running) await terminateRun(tx, p, r, 'cancelled', 'the application was suspended');
+  }
+}
+
+/**
+/** The application is being deleted: cancel its process jobs, delete runs and processes. */
+async function deleteAppProcesses(tx: Tx, appId: string): Promise<void> {
+  const procs = await tx.selectFrom('processes').select('id').where('app_id', '=', appId).execute();
+  for (const p of procs) await cancelJobs(tx, p.id);
+  await tx.deleteFrom('process_runs').where('app_id', '=', appId).execute();
+  await tx.deleteFrom('processes').where('app_id', '=', appId).execute();
+}
+
+/** Subscribes the processes area to the application's moments (called from the module's setup). */
+export function registerLifecycle(app: AppContext): void {
+  app.events.on('application.created', (tx, { application, clonedFrom }) => (clonedFrom ? copyProcesses(tx, clonedFrom.id, application) : createDefaultProcesses(tx, application)));
+  app.events.on('application.released', async (tx, { application, deploymentId }) => {
+    await onRollout(tx, app, application, deploymentId);
+  });
+  app.events.on('deployment.started', (tx, { application, deploymentId }) => onDeploymentMoment(tx, app, application, deploymentId, 'started'));
+  app.events.on('deployment.failed', (tx, { application, deploymentId }) => onDeploymentMoment(tx, app, application, deploymentId, 'failed'));
+  app.events.on('application.stopped', (tx, { application }) => onSuspend(tx, application));
+  app.events.on('application.removed', (tx, { application }) => deleteAppProcesses(tx, application.id));
+}
