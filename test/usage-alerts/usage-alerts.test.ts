@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { assertError, expectStatus } from '../accounts/support.js';
 import { billingPeriod, recordUsage } from '../../src/modules/usage-alerts/service.js';
+import { systemCall } from '../../src/shared/context.js';
 
 const GENEROUS = { general_write: 100_000, service_creation: 100_000, read: 100_000 };
 const MISSING = '0d3c2b1a-9e8f-4a7b-8c6d-5e4f3a2b1c0d';
@@ -131,16 +132,17 @@ for (const kind of DB_KINDS) {
       assert.equal(billingPeriod(new Date('2026-03-31T23:59:59Z')), '2026-03');
       const c = expectStatus(await s.post('/usage-alerts', body({ limit_usd: 100, triggers: [{ percentage: 50 }, { percentage: 80 }, { percentage: 100 }] }), { token }), 201);
       const db = s.app.database.db;
+      const ctx = systemCall(s.app, db, companyId);
       const march = new Date('2026-03-10T10:00:00Z');
-      assert.equal(await recordUsage(db, companyId, c.id, 10, march), null, 'below every threshold');
-      const first = await recordUsage(db, companyId, c.id, 85, march);
+      assert.equal(await recordUsage(ctx, c.id, 10, march), null, 'below every threshold');
+      const first = await recordUsage(ctx, c.id, 85, march);
       assert.equal(first?.percentage, 80, 'the highest reached threshold fires');
-      assert.equal(await recordUsage(db, companyId, c.id, 90, new Date('2026-03-20T10:00:00Z')), null, 'not twice in a period');
+      assert.equal(await recordUsage(ctx, c.id, 90, new Date('2026-03-20T10:00:00Z')), null, 'not twice in a period');
       const got = expectStatus(await s.get(`/usage-alerts/${c.id}`, { token }), 200);
       assert.deepEqual(got.triggers.map((t: any) => t.last_fired_at), [march.toISOString(), march.toISOString(), null]);
-      assert.equal((await recordUsage(db, companyId, c.id, 120, new Date('2026-03-21T10:00:00Z')))?.percentage, 100);
+      assert.equal((await recordUsage(ctx, c.id, 120, new Date('2026-03-21T10:00:00Z')))?.percentage, 100);
       // The next period re-arms every threshold.
-      assert.equal((await recordUsage(db, companyId, c.id, 60, new Date('2026-04-01T00:00:00Z')))?.percentage, 50);
+      assert.equal((await recordUsage(ctx, c.id, 60, new Date('2026-04-01T00:00:00Z')))?.percentage, 50);
       const raw = await db.selectFrom('usage_alert_triggers').select(['percentage', 'fired_period']).where('alert_id', '=', c.id).orderBy('percentage').execute();
       assert.deepEqual(raw, [{ percentage: 50, fired_period: '2026-04' }, { percentage: 80, fired_period: '2026-03' }, { percentage: 100, fired_period: '2026-03' }]);
       // New triggers replace the old ones with a fresh fired state.

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { expectStatus } from '../accounts/support.js';
 import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
-import { eventSources, EVENT_TYPES } from '../../src/shared/events.js';
+import { EVENT_TYPES } from '../../src/shared/events.js';
 import { Receiver, verify, waitFor } from './support.js';
 
 const GENEROUS = { general_write: 100_000, service_creation: 100_000, service_mutation: 100_000, deployment: 100_000, logs: 100_000, read: 100_000 };
@@ -28,7 +28,7 @@ for (const kind of DB_KINDS) {
 
     it('the mapping names real operations and covers every application event', () => {
       const ids = new Set(s.server.operations.map((o) => o.contract.operationId));
-      const sources = eventSources();
+      const sources = s.app.events.registered();
       for (const src of sources) for (const op of src.operations) assert.ok(ids.has(op), `${src.type}: unknown operation ${op}`);
       for (const t of ['APP_CREATE', 'APP_UPDATE', 'APP_DELETE', 'APP_DEPLOY']) assert.ok(sources.some((x) => x.type === t), t);
       assert.ok(sources.every((x) => (EVENT_TYPES as readonly string[]).includes(x.type)));

@@ -4,30 +4,43 @@
 // backup records the data version and engine major of its source, and a restore (an operation of
 // the destination database, see operations.ts) replaces the destination's data with them.
 import { randomBytes } from 'node:crypto';
-import type { AppContext } from '../../shared/context.js';
+import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
 import { newId, slugify } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
-import { engineMajor, startOperation } from './operations.js';
-import { assertExternalBackups, EXTERNAL_BACKUP_ENGINES } from './service.js';
-import { findDatabase, type DatabaseBackupsTable, type DatabasesTable } from './storage.js';
+import { assertNotDeleting, engineMajor, startOperation } from './operations.js';
+import { findDatabase, type DatabaseBackupsTable, type DatabasesTable, type DatabaseType } from './storage.js';
 
 export const BACKUP_JOB = 'database.backup';
-export const MAX_TARGETS_PER_DATABASE = 5;
-export const MAX_MANUAL_BACKUPS_PER_TARGET = 5;
+
+declare module '../../shared/jobs.js' {
+  interface JobMap {
+    /** Advances the pending backup `backupId` of the database. */
+    'database.backup': { databaseId: string; backupId: string };
+  }
+}
+
+const MAX_TARGETS_PER_DATABASE = 5;
+const MAX_MANUAL_BACKUPS_PER_TARGET = 5;
 const DAY = 24 * 3600 * 1000;
 /** Manual internal backups are kept 30 days, daily ones 7 days. */
 const RETENTION = { manual: 30 * DAY, daily: 7 * DAY };
+
+/** Engines whose data can be dumped to (and replayed from) an external backup target. Key-value stores cannot. */
+const EXTERNAL_BACKUP_ENGINES: Partial<Record<DatabaseType, string>> = { postgresql: 'pg', mysql: 'mysql', mariadb: 'mariadb' };
+
+function assertExternalBackups(d: DatabasesTable) {
+  if (!EXTERNAL_BACKUP_ENGINES[d.type]) throw badRequest(`Databases of type ${d.type} do not support external backups (supported: postgresql, mysql, mariadb)`);
+}
 
 /** `YYYYMMDD-HHMMSS` in UTC. */
 const stamp = (t: Date) => t.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
 
 /** The external backup id: `YYYYMMDD-HHMMSS_<kind>_<engine><major>_<name>.sql.gz`. */
-export function externalBackupId(at: Date, kind: 'manual' | 'daily', d: Pick<DatabasesTable, 'type' | 'version'>, name: string) {
+function externalBackupId(at: Date, kind: 'manual' | 'daily', d: Pick<DatabasesTable, 'type' | 'version'>, name: string) {
   return `${stamp(at)}_${kind}_${EXTERNAL_BACKUP_ENGINES[d.type]}${engineMajor(d.version)}_${slugify(name, 60)}.sql.gz`;
 }
-export const EXTERNAL_BACKUP_ID_RE = /^\d{8}-\d{6}_(manual|daily)_[a-z]+\d+_[a-z0-9-]+\.sql\.gz$/;
 
 function assertCanBackUp(d: DatabasesTable) {
   if (d.is_suspended) throw badRequest('The database is suspended; activate it before taking a backup');
@@ -69,8 +82,7 @@ export async function stepBackup(tx: Tx, app: AppContext, databaseId: string, ba
   return undefined;
 }
 
-export const backupJob = (app: AppContext): JobKind<{ databaseId: string; backupId: string }> => ({
-  maxAttempts: 20,
+export const backupJob = (app: AppContext): JobKind<'database.backup'> => ({
   async run(tx, job) {
     const at = await stepBackup(tx, app, job.payload.databaseId, job.payload.backupId);
     return at ? { rescheduleAt: at } : undefined;
@@ -120,16 +132,18 @@ async function restore(tx: Tx, source: DatabasesTable, b: DatabaseBackupsTable, 
 
 // --- Internal backups -------------------------------------------------------------------------
 
-export async function listBackups(tx: Tx, companyId: string, id: string, type?: 'daily' | 'manual') {
-  const d = await findDatabase(tx, companyId, id);
+export async function listBackups(ctx: CallContext, id: string, type?: 'daily' | 'manual') {
+  const { tx } = ctx;
+  const d = await findDatabase(ctx, id);
   let q = tx.selectFrom('database_backups').selectAll().where('database_id', '=', d.id).where('external', '=', 0).where('status', '=', 'ready');
   if (type) q = q.where('type', '=', type);
   const rows = await q.orderBy('created_at', 'desc').orderBy('id').execute();
   return rows.map((b) => ({ id: b.id, name: b.name, display_name: b.display_name, type: b.type, created_at: b.created_at, expires_at: b.expires_at }));
 }
 
-export async function createBackup(tx: Tx, companyId: string, id: string, displayName: string) {
-  const d = await findDatabase(tx, companyId, id);
+export async function createBackup(ctx: CallContext, id: string, displayName: string) {
+  const { tx } = ctx;
+  const d = await findDatabase(ctx, id);
   assertCanBackUp(d);
   const count = await tx.selectFrom('database_backups').select((eb) => eb.fn.countAll().as('n')).where('database_id', '=', d.id).where('external', '=', 0).where('type', '=', 'manual').where('status', '!=', 'failed').executeTakeFirst();
   if (Number(count?.n ?? 0) >= 50) throw badRequest('The database already has 50 manual backups; delete some first');
@@ -139,8 +153,9 @@ export async function createBackup(tx: Tx, companyId: string, id: string, displa
   return { message: 'Database backup started' };
 }
 
-export async function deleteBackup(tx: Tx, companyId: string, id: string, backupId: string, external: boolean) {
-  const d = await findDatabase(tx, companyId, id);
+export async function deleteBackup(ctx: CallContext, id: string, backupId: string, external: boolean) {
+  const { tx } = ctx;
+  const d = await findDatabase(ctx, id);
   if (external) assertExternalBackups(d);
   const b = await findBackup(tx, d.id, backupId, external);
   if (b.status === 'pending') throw badRequest('The backup is still being taken; delete it once it is complete');
@@ -148,8 +163,9 @@ export async function deleteBackup(tx: Tx, companyId: string, id: string, backup
   return { message: external ? 'External database backup deleted' : 'Database backup deleted' };
 }
 
-export async function restoreBackup(tx: Tx, companyId: string, id: string, backupId: string, targetId: string | undefined) {
-  const d = await findDatabase(tx, companyId, id);
+export async function restoreBackup(ctx: CallContext, id: string, backupId: string, targetId: string | undefined) {
+  const { tx } = ctx;
+  const d = await findDatabase(ctx, id);
   const b = await findBackup(tx, d.id, backupId, false);
   await restore(tx, d, b, targetId, false);
   return { message: 'Database backup restore started' };
@@ -157,15 +173,17 @@ export async function restoreBackup(tx: Tx, companyId: string, id: string, backu
 
 // --- External backups -------------------------------------------------------------------------
 
-export async function listExternalBackups(tx: Tx, companyId: string, id: string) {
-  const d = await findDatabase(tx, companyId, id);
+export async function listExternalBackups(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  const d = await findDatabase(ctx, id);
   assertExternalBackups(d);
   const rows = await tx.selectFrom('database_backups').selectAll().where('database_id', '=', d.id).where('external', '=', 1).where('status', '=', 'ready').orderBy('created_at', 'desc').orderBy('id').execute();
   return rows.map((b) => ({ id: b.id, name: b.name, type: b.type, backup_target_id: b.target_id!, size: b.size === null ? null : Number(b.size), created_at: b.created_at }));
 }
 
-export async function createExternalBackup(tx: Tx, companyId: string, id: string, input: { name: string; backup_target_id?: string }) {
-  const d = await findDatabase(tx, companyId, id);
+export async function createExternalBackup(ctx: CallContext, id: string, input: { name: string; backup_target_id?: string }) {
+  const { tx } = ctx;
+  const d = await findDatabase(ctx, id);
   assertExternalBackups(d);
   let q = tx.selectFrom('database_backup_targets').select('id').where('database_id', '=', d.id);
   if (input.backup_target_id) q = q.where('id', '=', input.backup_target_id);
@@ -183,8 +201,9 @@ export async function createExternalBackup(tx: Tx, companyId: string, id: string
   return { message: 'External database backup started' };
 }
 
-export async function restoreExternalBackup(tx: Tx, companyId: string, id: string, backupId: string, targetId: string | undefined) {
-  const d = await findDatabase(tx, companyId, id);
+export async function restoreExternalBackup(ctx: CallContext, id: string, backupId: string, targetId: string | undefined) {
+  const { tx } = ctx;
+  const d = await findDatabase(ctx, id);
   assertExternalBackups(d);
   const b = await findBackup(tx, d.id, backupId, true);
   await restore(tx, d, b, targetId, true);
@@ -193,27 +212,26 @@ export async function restoreExternalBackup(tx: Tx, companyId: string, id: strin
 
 // --- Backup targets ---------------------------------------------------------------------------
 
-export async function listTargets(tx: Tx, companyId: string, id: string) {
-  const d = await findDatabase(tx, companyId, id);
+export async function listTargets(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  const d = await findDatabase(ctx, id);
   assertExternalBackups(d);
   const rows = await tx.selectFrom('database_backup_targets').selectAll().where('database_id', '=', d.id).orderBy('created_at').orderBy('id').execute();
   return rows.map((t) => ({ id: t.id, object_storage_id: t.object_storage_id, bucket_name: t.bucket_name, endpoint: t.endpoint, created_at: t.created_at }));
 }
 
 export async function createTarget(
-  tx: Tx,
-  app: AppContext,
-  companyId: string,
+  ctx: CallContext,
   id: string,
   input: { object_storage_id?: string; bucket_name?: string; access_key?: string; secret_key?: string; endpoint?: string },
 ) {
-  const d = await findDatabase(tx, companyId, id);
+  const { tx, app, companyId } = ctx;
+  const d = await findDatabase(ctx, id);
   assertExternalBackups(d);
-  assertNotDeletingDb(d);
+  assertNotDeleting(d);
   let bucket = input.bucket_name;
   if (input.object_storage_id) {
-    const kind = app.services.get('object-storage');
-    const s = kind ? await kind.find(tx, companyId, input.object_storage_id) : undefined;
+    const s = await app.services.get('object-storage')?.find(ctx, input.object_storage_id);
     if (!s) throw badRequest(`Unknown object_storage_id ${input.object_storage_id}`);
     bucket ??= s.name;
   } else {
@@ -240,12 +258,9 @@ export async function createTarget(
   return { message: 'Backup target attached' };
 }
 
-function assertNotDeletingDb(d: DatabasesTable) {
-  if (d.status === 'deleting') throw badRequest('The database is being deleted');
-}
-
-export async function deleteTarget(tx: Tx, companyId: string, id: string, targetId: string) {
-  const d = await findDatabase(tx, companyId, id);
+export async function deleteTarget(ctx: CallContext, id: string, targetId: string) {
+  const { tx } = ctx;
+  const d = await findDatabase(ctx, id);
   assertExternalBackups(d);
   const t = await tx.selectFrom('database_backup_targets').select('id').where('id', '=', targetId).where('database_id', '=', d.id).executeTakeFirst();
   if (!t) throw notFound('Backup target');

@@ -12,15 +12,22 @@
 //   deleting        --database_delete-->  (row removed) | dbDeletionFailed
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
+import { badRequest } from '../../shared/errors.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import { forgetService } from '../projects/service.js';
-import { emitEvent } from '../../shared/events.js';
 import type { DatabaseOperation, DatabasesTable, DatabaseStatus } from './storage.js';
 
 export const OPERATION_JOB = 'database.operation';
 
+declare module '../../shared/jobs.js' {
+  interface JobMap {
+    /** Advances the operation `operation` of the database, started at `startedAt` (see the state machine above). */
+    'database.operation': { databaseId: string; operation: DatabaseOperation; startedAt: string };
+  }
+}
+
 /** The status a database shows while an operation runs, and after it fails. */
-export const RUNNING_STATUS: Record<DatabaseOperation, DatabaseStatus> = {
+const RUNNING_STATUS: Record<DatabaseOperation, DatabaseStatus> = {
   database_create: 'creating',
   restart: 'updating',
   password_change: 'passwordChange',
@@ -36,7 +43,7 @@ const FAILED_STATUS: Record<DatabaseOperation, DatabaseStatus> = {
 };
 
 /** Facts an operation needs when it completes. */
-export interface OperationPayload {
+interface OperationPayload {
   /** password_change: the new password, sealed. */
   password_enc?: string;
   /** restore: what the backup holds, and where it came from. */
@@ -44,6 +51,10 @@ export interface OperationPayload {
 }
 
 export const engineMajor = (version: string) => Number.parseInt(version, 10) || 0;
+
+export function assertNotDeleting(d: DatabasesTable) {
+  if (d.status === 'deleting') throw badRequest('The database is being deleted');
+}
 
 /** Puts the database into an operation's running status and enqueues its job (same transaction). */
 export async function startOperation(tx: Tx, d: DatabasesTable, operation: DatabaseOperation, payload: OperationPayload = {}): Promise<void> {
@@ -69,9 +80,9 @@ async function finish(tx: Tx, d: DatabasesTable, status: DatabaseStatus, extra: 
 }
 
 /** Removes a database and everything attached to it. */
-async function remove(tx: Tx, id: string) {
+async function remove(tx: Tx, app: AppContext, id: string) {
   const d = await tx.selectFrom('databases').selectAll().where('id', '=', id).executeTakeFirst();
-  if (d) await emitEvent(tx, null, 'DATABASE_DELETE', d.company_id, d);
+  if (d) await app.events.emit(tx, 'DATABASE_DELETE', d.company_id, d);
   await tx.deleteFrom('database_internal_connections').where('database_id', '=', id).execute();
   await tx.deleteFrom('database_internal_connections').where('target_type', '=', 'database').where('target_id', '=', id).execute();
   await tx.deleteFrom('database_backups').where('database_id', '=', id).execute();
@@ -104,7 +115,7 @@ export async function step(tx: Tx, app: AppContext, databaseId: string, operatio
   switch (operation) {
     case 'database_delete': {
       const r = await tx.updateTable('databases').set({ operation: null }).where('id', '=', d.id).where('operation', '=', operation).where('op_started_at', '=', startedAt).executeTakeFirst();
-      if (Number(r.numUpdatedRows)) await remove(tx, d.id);
+      if (Number(r.numUpdatedRows)) await remove(tx, app, d.id);
       return undefined;
     }
     case 'password_change':
@@ -125,8 +136,7 @@ export async function step(tx: Tx, app: AppContext, databaseId: string, operatio
   }
 }
 
-export const operationJob = (app: AppContext): JobKind<{ databaseId: string; operation: DatabaseOperation; startedAt: string }> => ({
-  maxAttempts: 20,
+export const operationJob = (app: AppContext): JobKind<'database.operation'> => ({
   async run(tx, job) {
     const at = await step(tx, app, job.payload.databaseId, job.payload.operation, job.payload.startedAt);
     return at ? { rescheduleAt: at } : undefined;

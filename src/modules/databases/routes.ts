@@ -2,13 +2,11 @@
 import type { AppContext } from '../../shared/context.js';
 import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
+import * as bk from './backups.js';
+import { registerDatabaseEvents } from './events.js';
+import * as ops from './operations.js';
 import * as c from './schemas.js';
 import * as svc from './service.js';
-import * as bk from './backups.js';
-import * as ops from './operations.js';
-import { findDatabase } from './storage.js';
-import { badRequest, SCHEMA_MISMATCH } from '../../shared/errors.js';
-
 
 export { migrations, tables } from './storage.js';
 
@@ -17,143 +15,140 @@ export const operations = [
     contract: c.listDatabasesContract,
     permission: 'DATABASE:READ',
     tier: 'read',
-    handler: async ({ tx, auth, query, scope }) => svc.listDatabases(tx, auth.company.id, pageOf(query), scope),
+    handler: async (r) => svc.listDatabases(r, pageOf(r.query)),
   }),
   defineOperation({
     contract: c.createDatabaseContract,
     permission: 'DATABASE:CREATE',
     tier: 'service_creation',
-    handler: async ({ tx, app, auth, body }) => svc.databaseView(await svc.createDatabase(tx, app, auth.company.id, body)),
+    handler: async (r) => svc.createDatabase(r, r.body),
   }),
   defineOperation({
     contract: c.getDatabaseContract,
     permission: 'DATABASE:READ',
     tier: 'read',
-    handler: async ({ tx, app, auth, params }) => {
-      await ops.noteRead(app, await findDatabase(tx, auth.company.id, params.id), (t, dbId, b) => bk.stepBackup(t, app, dbId, b));
-      return svc.databaseDetailView(await findDatabase(tx, auth.company.id, params.id));
-    },
+    handler: async (r) => svc.getDatabase(r, r.params.id),
   }),
   defineOperation({
     contract: c.updateDatabaseContract,
     permission: 'DATABASE:UPDATE',
     tier: 'service_mutation',
-    handler: async ({ tx, auth, params, body }) => svc.databaseView(await svc.updateDatabase(tx, auth.company.id, params.id, body)),
+    handler: async (r) => svc.updateDatabase(r, r.params.id, r.body),
   }),
   defineOperation({
     contract: c.deleteDatabaseContract,
     permission: 'DATABASE:DELETE',
     tier: 'service_mutation',
-    handler: async ({ tx, auth, params }) => svc.deleteDatabase(tx, auth.company.id, params.id),
+    handler: async (r) => svc.deleteDatabase(r, r.params.id),
   }),
   defineOperation({
     contract: c.activateDatabaseContract,
     permission: 'DATABASE:UPDATE',
     tier: 'service_mutation',
-    handler: async ({ tx, auth, params }) => svc.setSuspended(tx, auth.company.id, params.id, false),
+    handler: async (r) => svc.setSuspended(r, r.params.id, false),
   }),
   defineOperation({
     contract: c.suspendDatabaseContract,
     permission: 'DATABASE:UPDATE',
     tier: 'service_mutation',
-    handler: async ({ tx, auth, params }) => svc.setSuspended(tx, auth.company.id, params.id, true),
+    handler: async (r) => svc.setSuspended(r, r.params.id, true),
   }),
   defineOperation({
     contract: c.resetDatabasePasswordContract,
     permission: 'DATABASE:UPDATE',
     tier: 'service_mutation',
-    handler: async ({ tx, app, auth, params, body }) => svc.resetPassword(tx, app, auth.company.id, params.id, body.new_password),
+    handler: async (r) => svc.resetPassword(r, r.params.id, r.body.new_password),
   }),
   defineOperation({
     contract: c.restartDatabaseContract,
     permission: 'DATABASE:UPDATE',
     tier: 'service_mutation',
-    handler: async ({ tx, auth, params }) => svc.restartDatabase(tx, auth.company.id, params.id),
+    handler: async (r) => svc.restartDatabase(r, r.params.id),
   }),
   defineOperation({
     contract: c.restartDatabaseAliasContract,
     permission: 'DATABASE:UPDATE',
     tier: 'service_mutation',
-    handler: async ({ tx, auth, params }) => svc.restartDatabase(tx, auth.company.id, params.id),
+    handler: async (r) => svc.restartDatabase(r, r.params.id),
   }),
   defineOperation({
     contract: c.toggleDatabaseExternalConnectionContract,
     permission: 'DATABASE:UPDATE',
     tier: 'service_mutation',
-    handler: async ({ tx, auth, params }) => svc.toggleExternalConnection(tx, auth.company.id, params.id),
+    handler: async (r) => svc.toggleExternalConnection(r, r.params.id),
   }),
   defineOperation({
     contract: c.getDatabaseIpRestrictionContract,
     permission: 'DATABASE:READ',
     tier: 'read',
-    handler: async ({ tx, auth, params }) => svc.ipRestrictionView(await findDatabase(tx, auth.company.id, params.id)),
+    handler: async (r) => svc.getIpRestriction(r, r.params.id),
   }),
   defineOperation({
     contract: c.updateDatabaseIpRestrictionContract,
     permission: 'DATABASE:UPDATE',
     tier: 'service_mutation',
-    handler: async ({ tx, auth, params, body }) => svc.updateIpRestriction(tx, auth.company.id, params.id, body),
+    handler: async (r) => svc.updateIpRestriction(r, r.params.id, r.body),
   }),
   defineOperation({
     contract: c.listDatabaseInternalConnectionsContract,
     permission: 'DATABASE:READ',
     tier: 'read',
-    handler: async ({ tx, app, auth, params }) => svc.listConnections(tx, app, auth.company.id, params.id),
+    handler: async (r) => svc.listConnections(r, r.params.id),
   }),
   defineOperation({
     contract: c.createDatabaseInternalConnectionContract,
     permission: 'DATABASE:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, app, auth, params, body }) => svc.createConnection(tx, app, auth.company.id, params.id, body),
+    handler: async (r) => svc.createConnection(r, r.params.id, r.body),
   }),
   defineOperation({
     contract: c.deleteDatabaseInternalConnectionContract,
     permission: 'DATABASE:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params }) => svc.deleteConnection(tx, auth.company.id, params.id, params.connection_id),
+    handler: async (r) => svc.deleteConnection(r, r.params.id, r.params.connection_id),
   }),
   // Backups
   defineOperation({
     contract: c.listDatabaseBackupsContract,
     permission: 'DATABASE:READ',
     tier: 'read',
-    handler: async ({ tx, auth, params, query }) => bk.listBackups(tx, auth.company.id, params.id, query.type),
+    handler: async (r) => bk.listBackups(r, r.params.id, r.query.type),
   }),
   defineOperation({
     contract: c.createDatabaseBackupContract,
     permission: 'DATABASE:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params, body }) => bk.createBackup(tx, auth.company.id, params.id, body.display_name),
+    handler: async (r) => bk.createBackup(r, r.params.id, r.body.display_name),
   }),
   defineOperation({
     contract: c.deleteDatabaseBackupContract,
     permission: 'DATABASE:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params }) => bk.deleteBackup(tx, auth.company.id, params.id, params.backup_id, false),
+    handler: async (r) => bk.deleteBackup(r, r.params.id, r.params.backup_id, false),
   }),
   defineOperation({
     contract: c.restoreDatabaseBackupContract,
     permission: 'DATABASE:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params, body }) => bk.restoreBackup(tx, auth.company.id, params.id, params.backup_id, body?.target_database_id),
+    handler: async (r) => bk.restoreBackup(r, r.params.id, r.params.backup_id, r.body?.target_database_id),
   }),
   defineOperation({
     contract: c.listExternalDatabaseBackupsContract,
     permission: 'DATABASE:READ',
     tier: 'read',
-    handler: async ({ tx, auth, params }) => bk.listExternalBackups(tx, auth.company.id, params.id),
+    handler: async (r) => bk.listExternalBackups(r, r.params.id),
   }),
   defineOperation({
     contract: c.createExternalDatabaseBackupContract,
     permission: 'DATABASE:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params, body }) => bk.createExternalBackup(tx, auth.company.id, params.id, body),
+    handler: async (r) => bk.createExternalBackup(r, r.params.id, r.body),
   }),
   defineOperation({
     contract: c.deleteExternalDatabaseBackupContract,
     permission: 'DATABASE:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params }) => bk.deleteBackup(tx, auth.company.id, params.id, params.backup_id, true),
+    handler: async (r) => bk.deleteBackup(r, r.params.id, r.params.backup_id, true),
   }),
   defineOperation({
     contract: c.restoreExternalDatabaseBackupContract,
@@ -161,62 +156,52 @@ export const operations = [
     tier: 'general_write',
     // The body is required and may be an object or JSON null; the router tells a missing body
     // (400) from a `null` one.
-    handler: async ({ tx, auth, params, body }) => {
-      return bk.restoreExternalBackup(tx, auth.company.id, params.id, params.backup_id, body?.target_database_id);
-    },
+    handler: async (r) => bk.restoreExternalBackup(r, r.params.id, r.params.backup_id, r.body?.target_database_id),
   }),
   defineOperation({
     contract: c.listDatabaseBackupTargetsContract,
     permission: 'DATABASE:READ',
     tier: 'read',
-    handler: async ({ tx, auth, params }) => bk.listTargets(tx, auth.company.id, params.id),
+    handler: async (r) => bk.listTargets(r, r.params.id),
   }),
   defineOperation({
     contract: c.createDatabaseBackupTargetContract,
     permission: 'DATABASE:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, app, auth, params, body }) => bk.createTarget(tx, app, auth.company.id, params.id, body),
+    handler: async (r) => bk.createTarget(r, r.params.id, r.body),
   }),
   defineOperation({
     contract: c.deleteDatabaseBackupTargetContract,
     permission: 'DATABASE:UPDATE',
     tier: 'general_write',
-    handler: async ({ tx, auth, params }) => bk.deleteTarget(tx, auth.company.id, params.id, params.target_id),
+    handler: async (r) => bk.deleteTarget(r, r.params.id, r.params.target_id),
   }),
   // Metrics
-  ...(
-    [
-      [c.getDatabaseCpuUsageContract, 'cpu-usage'],
-      [c.getDatabaseCpuLimitContract, 'cpu-limit'],
-      [c.getDatabaseMemoryUsageContract, 'memory-usage'],
-      [c.getDatabaseMemoryLimitContract, 'memory-limit'],
-      [c.getDatabaseStorageUsageContract, 'storage-usage'],
-      [c.getDatabaseStorageLimitContract, 'storage-limit'],
-    ] as const
-  ).map(([contract, metric]) =>
+  ...c.databaseMetricContracts.map(({ metric, contract }) =>
     defineOperation({
       contract,
       permission: 'DATABASE:READ',
       tier: 'read',
-      handler: (async ({ tx, app, auth, params, query }: any) => svc.metric(tx, app, auth.company.id, params.id, metric, query)) as any,
+      handler: async (r) => svc.metric(r, r.params.id, metric, r.query),
     }),
   ),
   defineOperation({
     contract: c.getDatabaseAllStorageContract,
     permission: 'DATABASE:READ',
     tier: 'read',
-    handler: async ({ tx, auth, params }) => svc.storageValue(tx, auth.company.id, params.id, 'all'),
+    handler: async (r) => svc.storageValue(r, r.params.id, 'all'),
   }),
   defineOperation({
     contract: c.getDatabaseUsedStorageContract,
     permission: 'DATABASE:READ',
     tier: 'read',
-    handler: async ({ tx, auth, params }) => svc.storageValue(tx, auth.company.id, params.id, 'used'),
+    handler: async (r) => svc.storageValue(r, r.params.id, 'used'),
   }),
 ];
 
 export function setup(app: AppContext): void {
   app.jobs.register(ops.OPERATION_JOB, ops.operationJob(app));
   app.jobs.register(bk.BACKUP_JOB, bk.backupJob(app));
-  app.services.register({ type: 'database', find: (tx, companyId, id) => svc.databaseSummary(tx, companyId, id) });
+  app.services.register({ type: 'database', find: (ctx, id) => svc.databaseSummary(ctx, id) });
+  registerDatabaseEvents(app);
 }

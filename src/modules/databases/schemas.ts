@@ -15,6 +15,15 @@ const BackupParams = Type.Object({
 const StorageValue = Type.Object({
     value: Type.Number(),
   }, { additionalProperties: false });
+const DisplayName = Type.String({"minLength":2,"maxLength":64});
+/** db_name and db_user. */
+const DbIdentifier = Type.String({"minLength":2,"maxLength":100,"pattern":"^[a-zA-Z0-9_\\-+]+$"});
+const DbPassword = Type.String({"minLength":4,"maxLength":100,"pattern":"^[a-zA-Z0-9_?<>#@\\-=+]+$"});
+const BackupType = StringEnum(["daily","manual"]);
+/** Restore bodies: where to restore (default: the backup's own database). */
+const RestoreTarget = Type.Object({
+    target_database_id: Type.Optional(Uuid()),
+  }, { additionalProperties: false });
 
 export const DatabaseView = Type.Object({
   id: Uuid(),
@@ -30,6 +39,10 @@ export const DatabaseView = Type.Object({
   created_at: DateTime(),
   updated_at: DateTime(),
 }, { additionalProperties: false });
+
+/** An item of GET /databases: the database view without company_id and project_id. */
+const { id, name, display_name, status, type, version, resource_type_name, is_suspended, created_at, updated_at } = DatabaseView.properties;
+const DatabaseListItem = Type.Object({ id, name, display_name, status, type, version, resource_type_name, is_suspended, created_at, updated_at }, { additionalProperties: false });
 
 /** GET /databases/{id}: the database with its cluster, size and connection facts (never the password). */
 export const DatabaseDetail = Type.Object(
@@ -60,18 +73,7 @@ export const listDatabasesContract = {
   tags: ["Databases"],
   querystring: PageQuery,
   success: 200,
-  response: Paginated(Type.Object({
-    id: Uuid(),
-    name: Type.String(),
-    display_name: Type.String(),
-    status: Nullable(DatabaseStatusSchema),
-    type: DatabaseTypeSchema,
-    version: Type.String(),
-    resource_type_name: Nullable(Type.String()),
-    is_suspended: Type.Boolean(),
-    created_at: DateTime(),
-    updated_at: DateTime(),
-  }, { additionalProperties: false })),
+  response: Paginated(DatabaseListItem),
   errors: [401,403,500],
 } as const;
 
@@ -82,14 +84,14 @@ export const createDatabaseContract = {
   summary: "Create database",
   tags: ["Databases"],
   body: Type.Object({
-    display_name: Type.String({"minLength":2,"maxLength":64}),
+    display_name: DisplayName,
     type: StringEnum(["postgresql","mariadb","mysql","redis","valkey"]),
     version: Type.String(),
     cluster_id: Uuid(),
     resource_type_id: Type.String(),
-    db_name: Type.String({"minLength":2,"maxLength":100,"pattern":"^[a-zA-Z0-9_\\-+]+$"}),
-    db_password: Type.String({"minLength":4,"maxLength":100,"pattern":"^[a-zA-Z0-9_?<>#@\\-=+]+$"}),
-    db_user: Type.Optional(Type.String({"minLength":2,"maxLength":100,"pattern":"^[a-zA-Z0-9_\\-+]+$"})),
+    db_name: DbIdentifier,
+    db_password: DbPassword,
+    db_user: Type.Optional(DbIdentifier),
     project_id: Type.Optional(Nullable(Uuid())),
     extensions: Type.Optional(Type.Object({
       enable_vector: Type.Optional(Type.Boolean()),
@@ -123,7 +125,7 @@ export const updateDatabaseContract = {
   tags: ["Databases"],
   params: IdParams,
   body: Type.Object({
-    display_name: Type.Optional(Type.String({"minLength":2,"maxLength":64})),
+    display_name: Type.Optional(DisplayName),
     resource_type_id: Type.Optional(Type.String()),
     project_id: Type.Optional(Nullable(Uuid())),
   }, { additionalProperties: false }),
@@ -177,7 +179,7 @@ export const resetDatabasePasswordContract = {
   tags: ["Databases"],
   params: IdParams,
   body: Type.Object({
-    new_password: Type.String({"minLength":4,"maxLength":100,"pattern":"^[a-zA-Z0-9_?<>#@\\-=+]+$"}),
+    new_password: DbPassword,
   }, { additionalProperties: false }),
   bodyRequired: true,
   success: 200,
@@ -185,107 +187,36 @@ export const resetDatabasePasswordContract = {
   errors: [400,401,403,404,429,500],
 } as const;
 
-export const getDatabaseCpuUsageContract = {
-  operationId: "getDatabaseCpuUsageV3",
+/** The six metric series share one contract shape: GET /databases/{id}/metrics/<metric>. */
+export const DATABASE_METRICS = ["cpu-usage","cpu-limit","memory-usage","memory-limit","storage-usage","storage-limit"] as const;
+const metricContract = (metric: (typeof DATABASE_METRICS)[number]) => ({
+  operationId: `getDatabase${metric.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase())}V3`,
   method: "GET",
-  path: "/databases/{id}/metrics/cpu-usage",
-  summary: "Get database cpu usage",
+  path: `/databases/{id}/metrics/${metric}`,
+  summary: `Get database ${metric.replace("-", " ")}`,
   tags: ["Databases"],
   params: IdParams,
   querystring: MetricWindowQuery,
   success: 200,
   response: MetricSeries,
   errors: [401,403,404,500],
-} as const;
+} as const);
+export const databaseMetricContracts = DATABASE_METRICS.map((metric) => ({ metric, contract: metricContract(metric) }));
 
-export const getDatabaseCpuLimitContract = {
-  operationId: "getDatabaseCpuLimitV3",
+/** all-storage and used-storage: one value each. */
+const storageContract = (operationId: string, which: "all" | "used") => ({
+  operationId,
   method: "GET",
-  path: "/databases/{id}/metrics/cpu-limit",
-  summary: "Get database cpu limit",
-  tags: ["Databases"],
-  params: IdParams,
-  querystring: MetricWindowQuery,
-  success: 200,
-  response: MetricSeries,
-  errors: [401,403,404,500],
-} as const;
-
-export const getDatabaseMemoryUsageContract = {
-  operationId: "getDatabaseMemoryUsageV3",
-  method: "GET",
-  path: "/databases/{id}/metrics/memory-usage",
-  summary: "Get database memory usage",
-  tags: ["Databases"],
-  params: IdParams,
-  querystring: MetricWindowQuery,
-  success: 200,
-  response: MetricSeries,
-  errors: [401,403,404,500],
-} as const;
-
-export const getDatabaseMemoryLimitContract = {
-  operationId: "getDatabaseMemoryLimitV3",
-  method: "GET",
-  path: "/databases/{id}/metrics/memory-limit",
-  summary: "Get database memory limit",
-  tags: ["Databases"],
-  params: IdParams,
-  querystring: MetricWindowQuery,
-  success: 200,
-  response: MetricSeries,
-  errors: [401,403,404,500],
-} as const;
-
-export const getDatabaseStorageUsageContract = {
-  operationId: "getDatabaseStorageUsageV3",
-  method: "GET",
-  path: "/databases/{id}/metrics/storage-usage",
-  summary: "Get database storage usage",
-  tags: ["Databases"],
-  params: IdParams,
-  querystring: MetricWindowQuery,
-  success: 200,
-  response: MetricSeries,
-  errors: [401,403,404,500],
-} as const;
-
-export const getDatabaseStorageLimitContract = {
-  operationId: "getDatabaseStorageLimitV3",
-  method: "GET",
-  path: "/databases/{id}/metrics/storage-limit",
-  summary: "Get database storage limit",
-  tags: ["Databases"],
-  params: IdParams,
-  querystring: MetricWindowQuery,
-  success: 200,
-  response: MetricSeries,
-  errors: [401,403,404,500],
-} as const;
-
-export const getDatabaseAllStorageContract = {
-  operationId: "getDatabaseAllStorageV3",
-  method: "GET",
-  path: "/databases/{id}/metrics/all-storage",
-  summary: "Get database all storage",
+  path: `/databases/{id}/metrics/${which}-storage`,
+  summary: `Get database ${which} storage`,
   tags: ["Databases"],
   params: IdParams,
   success: 200,
   response: StorageValue,
   errors: [401,403,404,500],
-} as const;
-
-export const getDatabaseUsedStorageContract = {
-  operationId: "getDatabaseUsedStorageV3",
-  method: "GET",
-  path: "/databases/{id}/metrics/used-storage",
-  summary: "Get database used storage",
-  tags: ["Databases"],
-  params: IdParams,
-  success: 200,
-  response: StorageValue,
-  errors: [401,403,404,500],
-} as const;
+} as const);
+export const getDatabaseAllStorageContract = storageContract("getDatabaseAllStorageV3", "all");
+export const getDatabaseUsedStorageContract = storageContract("getDatabaseUsedStorageV3", "used");
 
 export const listDatabaseBackupsContract = {
   operationId: "listDatabaseBackupsV3",
@@ -295,14 +226,14 @@ export const listDatabaseBackupsContract = {
   tags: ["Databases"],
   params: IdParams,
   querystring: Type.Object({
-    type: Type.Optional(StringEnum(["daily","manual"])),
+    type: Type.Optional(BackupType),
   }),
   success: 200,
   response: Type.Array(Type.Object({
     id: Type.String(),
     name: Type.String(),
     display_name: Type.String(),
-    type: StringEnum(["daily","manual"]),
+    type: BackupType,
     created_at: DateTime(),
     expires_at: DateTime(),
   }, { additionalProperties: false })),
@@ -344,9 +275,7 @@ export const restoreDatabaseBackupContract = {
   summary: "Restore database backup",
   tags: ["Databases"],
   params: BackupParams,
-  body: Nullable(Type.Object({
-    target_database_id: Type.Optional(Uuid()),
-  }, { additionalProperties: false })),
+  body: Nullable(RestoreTarget),
   bodyRequired: false,
   success: 202,
   response: MessageResponse,
@@ -482,7 +411,7 @@ export const listExternalDatabaseBackupsContract = {
   response: Type.Array(Type.Object({
     id: Type.String(),
     name: Type.Optional(Type.String()),
-    type: Type.Optional(StringEnum(["daily","manual"])),
+    type: Type.Optional(BackupType),
     backup_target_id: Type.Optional(Uuid()),
     size: Type.Optional(Nullable(Type.Integer())),
     created_at: Type.Optional(DateTime()),
@@ -527,9 +456,7 @@ export const restoreExternalDatabaseBackupContract = {
   tags: ["Databases"],
   params: BackupParams,
   // The specification: the body is required and is either a JSON object or JSON null.
-  body: Type.Union([Type.Object({
-    target_database_id: Type.Optional(Uuid()),
-  }, { additionalProperties: false }), Type.Null()]),
+  body: Nullable(RestoreTarget),
   bodyRequired: true,
   success: 202,
   response: MessageResponse,

@@ -1,24 +1,23 @@
 // Databases: create (asynchronous: creating -> ready), read, update, suspend/activate, password
 // reset, restart, deletion, external access and IP restriction, internal connections and metrics.
-import { ipList } from '../../shared/net.js';
 import { randomBytes } from 'node:crypto';
-import type { AppContext } from '../../shared/context.js';
-import type { Tx } from '../../shared/db/index.js';
+import type { CallContext } from '../../shared/context.js';
 import { ApiError, badRequest } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs } from '../../shared/jobs.js';
 import { uniqueName } from '../../shared/naming.js';
+import { ipList } from '../../shared/net.js';
 import { paginate, type Page } from '../../shared/pagination.js';
+import type { ServiceSummary } from '../../shared/services.js';
+import { placeService, projectExists } from '../projects/service.js';
 import { CLUSTER_BY_ID, DATABASE_RESOURCE_TYPE_BY_ID, DATABASE_RESOURCE_TYPES } from '../resources/catalog.js';
-import { engineMajor, startOperation } from './operations.js';
-import { findDatabase, type DatabasesTable, type DatabaseType } from './storage.js';
-import { emitEvent } from '../../shared/events.js';
-import './events.js'; // registers this area's event sources
-
-const bool = (n: number) => n === 1;
+import { stepBackup } from './backups.js';
+import { assertNotDeleting, noteRead, startOperation } from './operations.js';
+import { findDatabase, type DatabaseMetric, type DatabasesTable, type DatabaseType } from './storage.js';
+import { bool, databaseDetailView, databaseView, ipRestrictionView } from './views.js';
 
 /** Engine versions a database can be created with (the contract does not enumerate them). */
-export const ENGINE_VERSIONS: Record<Exclude<DatabaseType, 'mongodb'>, readonly string[]> = {
+const ENGINE_VERSIONS: Record<Exclude<DatabaseType, 'mongodb'>, readonly string[]> = {
   postgresql: ['13', '14', '15', '16', '17'],
   mysql: ['8.0', '8.4', '9'],
   mariadb: ['10.6', '10.11', '11.4'],
@@ -27,57 +26,7 @@ export const ENGINE_VERSIONS: Record<Exclude<DatabaseType, 'mongodb'>, readonly 
 };
 const PORTS: Record<DatabaseType, string> = { postgresql: '5432', mysql: '3306', mariadb: '3306', mongodb: '27017', redis: '6379', valkey: '6379' };
 
-/** Engines whose data can be dumped to (and replayed from) an external backup target. Key-value stores cannot. */
-export const EXTERNAL_BACKUP_ENGINES: Partial<Record<DatabaseType, string>> = { postgresql: 'pg', mysql: 'mysql', mariadb: 'mariadb' };
-
-export function assertExternalBackups(d: DatabasesTable) {
-  if (!EXTERNAL_BACKUP_ENGINES[d.type]) throw badRequest(`Databases of type ${d.type} do not support external backups (supported: postgresql, mysql, mariadb)`);
-}
-
-export const internalHostname = (d: DatabasesTable) => `${d.name}-${d.id.slice(0, 8)}.${CLUSTER_BY_ID.get(d.cluster_id)?.name ?? 'cluster'}.svc.internal`;
-
-/** Representation of create and update. */
-export function databaseView(d: DatabasesTable) {
-  return {
-    id: d.id,
-    company_id: d.company_id,
-    project_id: d.project_id,
-    name: d.name,
-    display_name: d.display_name,
-    type: d.type,
-    version: d.version,
-    status: d.status,
-    is_suspended: bool(d.is_suspended),
-    resource_type_name: DATABASE_RESOURCE_TYPE_BY_ID.get(d.resource_type_id)?.name ?? null,
-    created_at: d.created_at,
-    updated_at: d.updated_at,
-  };
-}
-
-/** Representation of GET /databases/{id}: connection facts, never the password. */
-export function databaseDetailView(d: DatabasesTable) {
-  const cluster = CLUSTER_BY_ID.get(d.cluster_id);
-  const rt = DATABASE_RESOURCE_TYPE_BY_ID.get(d.resource_type_id);
-  const external = bool(d.external_enabled);
-  return {
-    ...databaseView(d),
-    cluster_id: d.cluster_id,
-    cluster_display_name: cluster?.display_name ?? null,
-    cluster_location: cluster?.location ?? null,
-    resource_type_id: d.resource_type_id,
-    resource_type_name: rt?.name ?? null,
-    cpu_limit: rt?.cpu_limit ?? null,
-    memory_limit: rt?.memory_limit ?? null,
-    storage_size: rt?.storage_limit ?? null,
-    db_name: d.db_name,
-    internal_hostname: internalHostname(d),
-    internal_port: d.internal_port,
-    external_hostname: external ? `${d.name}-${d.id.slice(0, 8)}.${cluster?.name ?? 'cluster'}.db.slipway.app` : null,
-    external_port: external ? d.external_port : null,
-  };
-}
-
-export async function listDatabases(tx: Tx, companyId: string, page: Page, scope: Set<string> | null) {
+export async function listDatabases({ tx, companyId, scope }: CallContext, page: Page) {
   let q = tx
     .selectFrom('databases')
     .select(['id', 'name', 'display_name', 'status', 'type', 'version', 'resource_type_id', 'is_suspended', 'created_at', 'updated_at'])
@@ -90,17 +39,15 @@ export async function listDatabases(tx: Tx, companyId: string, page: Page, scope
   };
 }
 
-async function checkProject(tx: Tx, companyId: string, projectId: string | null | undefined) {
-  if (!projectId) return;
-  const p = await tx.selectFrom('projects').select('id').where('id', '=', projectId).where('company_id', '=', companyId).executeTakeFirst();
-  if (!p) throw badRequest(`Unknown project_id ${projectId}`);
+async function checkProject(ctx: CallContext, projectId: string | null | undefined) {
+  if (projectId && !(await projectExists(ctx, projectId))) throw badRequest(`Unknown project_id ${projectId}`);
 }
 
 function checkResourceType(id: string) {
   if (!DATABASE_RESOURCE_TYPE_BY_ID.has(id)) throw badRequest(`Unknown resource_type_id ${id}; see GET /resources/database-resource-types (e.g. ${DATABASE_RESOURCE_TYPES[0]!.id})`);
 }
 
-export interface CreateInput {
+interface CreateInput {
   display_name: string;
   type: Exclude<DatabaseType, 'mongodb'>;
   version: string;
@@ -113,13 +60,15 @@ export interface CreateInput {
   extensions?: { enable_vector?: boolean; enable_postgis?: boolean; enable_cron?: boolean };
 }
 
-export async function createDatabase(tx: Tx, app: AppContext, companyId: string, input: CreateInput): Promise<DatabasesTable> {
+/** Starts creating a database; answers its representation (status creating). */
+export async function createDatabase(ctx: CallContext, input: CreateInput) {
+  const { tx, app, companyId } = ctx;
   if (!CLUSTER_BY_ID.has(input.cluster_id)) throw badRequest(`Unknown cluster_id ${input.cluster_id}; see GET /resources/clusters`);
   checkResourceType(input.resource_type_id);
   const versions = ENGINE_VERSIONS[input.type];
   if (!versions.includes(input.version)) throw badRequest(`Unsupported ${input.type} version "${input.version}" (supported: ${versions.join(', ')})`);
   if (input.extensions && input.type !== 'postgresql' && Object.values(input.extensions).some(Boolean)) throw badRequest('extensions apply only to postgresql databases');
-  await checkProject(tx, companyId, input.project_id);
+  await checkProject(ctx, input.project_id);
   const now = new Date().toISOString();
   const name = await uniqueName(input.display_name, async (n) => !!(await tx.selectFrom('databases').select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst()));
   const row: DatabasesTable = {
@@ -154,40 +103,47 @@ export async function createDatabase(tx: Tx, app: AppContext, companyId: string,
     updated_at: now,
   };
   await tx.insertInto('databases').values(row).execute();
-  if (row.project_id) await tx.insertInto('project_services').values({ project_id: row.project_id, service_id: row.id, service_type: 'database', company_id: companyId, created_at: now }).execute();
+  if (row.project_id) await placeService(ctx, row.id, 'database', row.project_id);
   await startOperation(tx, row, 'database_create');
-  await emitEvent(tx, app, 'DATABASE_CREATE', companyId, row);
-  return findDatabase(tx, companyId, row.id);
+  await app.events.emit(tx, 'DATABASE_CREATE', companyId, row);
+  return databaseView(await findDatabase(ctx, row.id));
 }
 
-export function assertNotDeleting(d: DatabasesTable) {
-  if (d.status === 'deleting') throw badRequest('The database is being deleted');
+/**
+ * GET /databases/{id}. In `reads` progression the read may first advance the database's running
+ * operation or backup (see noteRead), so the answer shows the state after it.
+ */
+export async function getDatabase(ctx: CallContext, id: string) {
+  const { app } = ctx;
+  await noteRead(app, await findDatabase(ctx, id), (tx, databaseId, backupId) => stepBackup(tx, app, databaseId, backupId));
+  return databaseDetailView(await findDatabase(ctx, id));
 }
 
 /** Bumps the simulated data version: the database was written to. */
 const written = (d: DatabasesTable) => ({ data_version: d.data_version + 1 });
 
-export async function updateDatabase(tx: Tx, companyId: string, id: string, input: { display_name?: string; resource_type_id?: string; project_id?: string | null }) {
-  const d = await findDatabase(tx, companyId, id);
+export async function updateDatabase(ctx: CallContext, id: string, input: { display_name?: string; resource_type_id?: string; project_id?: string | null }) {
+  const { tx, app, companyId } = ctx;
+  const d = await findDatabase(ctx, id);
   assertNotDeleting(d);
   if (input.resource_type_id !== undefined) checkResourceType(input.resource_type_id);
-  await checkProject(tx, companyId, input.project_id);
+  await checkProject(ctx, input.project_id);
   const now = new Date().toISOString();
   const patch: Partial<DatabasesTable> = { ...written(d), updated_at: now };
   if (input.display_name !== undefined) patch.display_name = input.display_name;
   if (input.resource_type_id !== undefined) patch.resource_type_id = input.resource_type_id;
   if (input.project_id !== undefined && input.project_id !== d.project_id) {
     patch.project_id = input.project_id;
-    await tx.deleteFrom('project_services').where('service_id', '=', d.id).execute();
-    if (input.project_id) await tx.insertInto('project_services').values({ project_id: input.project_id, service_id: d.id, service_type: 'database', company_id: companyId, created_at: now }).execute();
+    await placeService(ctx, d.id, 'database', input.project_id);
   }
   await tx.updateTable('databases').set(patch).where('id', '=', d.id).execute();
-  await emitEvent(tx, null, 'DATABASE_UPDATE', companyId, d);
-  return findDatabase(tx, companyId, id);
+  await app.events.emit(tx, 'DATABASE_UPDATE', companyId, d);
+  return databaseView(await findDatabase(ctx, id));
 }
 
-export async function deleteDatabase(tx: Tx, companyId: string, id: string) {
-  const d = await findDatabase(tx, companyId, id);
+export async function deleteDatabase(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  const d = await findDatabase(ctx, id);
   assertNotDeleting(d);
   // Whatever was under way on the database stops: its queued jobs are cancelled and the
   // conditional updates of a running one no longer match.
@@ -206,15 +162,16 @@ const BUSY: Record<string, string> = {
   updatingExternalConnection: 'is updating its external connection',
 };
 
-export async function setSuspended(tx: Tx, companyId: string, id: string, suspended: boolean) {
-  const d = await findDatabase(tx, companyId, id);
+export async function setSuspended(ctx: CallContext, id: string, suspended: boolean) {
+  const { tx, app, companyId } = ctx;
+  const d = await findDatabase(ctx, id);
   if (suspended) {
     if (BUSY[d.status]) throw badRequest(`The database cannot be suspended while it ${BUSY[d.status]}`);
     if (d.backup_status !== 'ready') throw badRequest('The database cannot be suspended while a backup is in progress');
   } else assertNotDeleting(d);
   if (bool(d.is_suspended) === suspended) return { message: suspended ? 'Database is already suspended' : 'Database is already active' };
   await tx.updateTable('databases').set({ is_suspended: suspended ? 1 : 0, updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
-  await emitEvent(tx, null, 'DATABASE_UPDATE', companyId, d);
+  await app.events.emit(tx, 'DATABASE_UPDATE', companyId, d);
   return { message: suspended ? 'Database suspended' : 'Database activated' };
 }
 
@@ -227,41 +184,47 @@ function assertIdle(d: DatabasesTable, what: string) {
   if (d.backup_status !== 'ready') throw badRequest(`A backup of the database is in progress; ${what} is allowed once it finishes`);
 }
 
-export async function restartDatabase(tx: Tx, companyId: string, id: string) {
-  const d = await findDatabase(tx, companyId, id);
+export async function restartDatabase(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  const d = await findDatabase(ctx, id);
   assertIdle(d, 'restarting it');
   await startOperation(tx, d, 'restart');
   return { message: 'Database restart started' };
 }
 
-export async function resetPassword(tx: Tx, app: AppContext, companyId: string, id: string, password: string) {
-  const d = await findDatabase(tx, companyId, id);
+export async function resetPassword(ctx: CallContext, id: string, password: string) {
+  const { tx, app } = ctx;
+  const d = await findDatabase(ctx, id);
   assertIdle(d, 'changing its password');
   await startOperation(tx, d, 'password_change', { password_enc: app.secrets.encrypt(password) });
   return { message: 'Database password change started' };
 }
 
-export async function toggleExternalConnection(tx: Tx, companyId: string, id: string) {
-  const d = await findDatabase(tx, companyId, id);
+export async function toggleExternalConnection(ctx: CallContext, id: string) {
+  const { tx, app, companyId } = ctx;
+  const d = await findDatabase(ctx, id);
   assertNotDeleting(d);
   if (d.status === 'creating') throw badRequest('The database is being created; toggle its external connection once it is ready');
   const enabled = d.external_enabled ? 0 : 1;
   await tx.updateTable('databases').set({ external_enabled: enabled, updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
-  await emitEvent(tx, null, 'DATABASE_UPDATE', companyId, d);
+  await app.events.emit(tx, 'DATABASE_UPDATE', companyId, d);
   return { message: enabled ? 'External connection enabled' : 'External connection disabled' };
 }
 
 // --- IP restriction ---------------------------------------------------------------------------
 
-export const ipRestrictionView = (d: DatabasesTable) => ({ type: d.ip_type, is_enabled: bool(d.ip_enabled), ip_list: JSON.parse(d.ip_list) as string[] });
+export async function getIpRestriction(ctx: CallContext, id: string) {
+  return ipRestrictionView(await findDatabase(ctx, id));
+}
 
-export async function updateIpRestriction(tx: Tx, companyId: string, id: string, input: { type: 'allow' | 'deny'; is_enabled: boolean; ip_list: string[] }) {
-  const d = await findDatabase(tx, companyId, id);
+export async function updateIpRestriction(ctx: CallContext, id: string, input: { type: 'allow' | 'deny'; is_enabled: boolean; ip_list: string[] }) {
+  const { tx, app, companyId } = ctx;
+  const d = await findDatabase(ctx, id);
   assertNotDeleting(d);
   const list = ipList(input.ip_list);
   await tx.updateTable('databases').set({ ip_type: input.type, ip_enabled: input.is_enabled ? 1 : 0, ip_list: JSON.stringify(list), updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
-  await emitEvent(tx, null, 'DATABASE_UPDATE', companyId, d);
-  return ipRestrictionView(await findDatabase(tx, companyId, id));
+  await app.events.emit(tx, 'DATABASE_UPDATE', companyId, d);
+  return ipRestrictionView(await findDatabase(ctx, id));
 }
 
 // --- Internal connections ---------------------------------------------------------------------
@@ -273,24 +236,25 @@ interface Endpoint {
   cluster_id: string | null;
 }
 
-async function endpoint(tx: Tx, app: AppContext, companyId: string, type: 'app' | 'database', id: string): Promise<Endpoint | undefined> {
+async function endpoint(ctx: CallContext, type: 'app' | 'database', id: string): Promise<Endpoint | undefined> {
+  const { tx, app, companyId } = ctx;
   if (type === 'database') {
     const d = await tx.selectFrom('databases').select(['id', 'name', 'display_name', 'cluster_id']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
     return d;
   }
-  const s = await app.services.get('app')?.find(tx, companyId, id);
-  if (!s) return undefined;
-  // The registry's summary carries no region; the application's row does.
-  const row = await tx.selectFrom('applications').select('cluster_id').where('id', '=', id).executeTakeFirst();
-  return { ...s, cluster_id: row?.cluster_id ?? null };
+  // Applications are another module's: asked through the service registry. Its summary tells the
+  // region as `cluster_id` once the registry carries it; unknown, it matches no database's region.
+  const s: (ServiceSummary & { cluster_id?: string | null }) | undefined = await app.services.get('app')?.find(ctx, id);
+  return s && { id: s.id, name: s.name, display_name: s.display_name, cluster_id: s.cluster_id ?? null };
 }
 
-export async function listConnections(tx: Tx, app: AppContext, companyId: string, id: string) {
-  const d = await findDatabase(tx, companyId, id);
+export async function listConnections(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  const d = await findDatabase(ctx, id);
   const rows = await tx.selectFrom('database_internal_connections').selectAll().where('database_id', '=', d.id).orderBy('created_at').orderBy('id').execute();
   const out = [];
   for (const r of rows) {
-    const t = await endpoint(tx, app, companyId, r.target_type, r.target_id);
+    const t = await endpoint(ctx, r.target_type, r.target_id);
     out.push({
       id: r.id,
       source_id: d.id,
@@ -306,11 +270,12 @@ export async function listConnections(tx: Tx, app: AppContext, companyId: string
   return out;
 }
 
-export async function createConnection(tx: Tx, app: AppContext, companyId: string, id: string, input: { target_id: string; target_type: 'app' | 'database' }) {
-  const d = await findDatabase(tx, companyId, id);
+export async function createConnection(ctx: CallContext, id: string, input: { target_id: string; target_type: 'app' | 'database' }) {
+  const { tx, companyId } = ctx;
+  const d = await findDatabase(ctx, id);
   assertNotDeleting(d);
   if (input.target_type === 'database' && input.target_id === d.id) throw badRequest('A database cannot be connected to itself');
-  const t = await endpoint(tx, app, companyId, input.target_type, input.target_id);
+  const t = await endpoint(ctx, input.target_type, input.target_id);
   if (!t) throw badRequest(`Unknown ${input.target_type === 'app' ? 'application' : 'database'} ${input.target_id}`);
   if (t.cluster_id !== d.cluster_id) throw badRequest('Internal connections are only supported between services in the same cluster (region)');
   const dup = await tx.selectFrom('database_internal_connections').select('id').where('database_id', '=', d.id).where('target_id', '=', input.target_id).executeTakeFirst();
@@ -320,8 +285,9 @@ export async function createConnection(tx: Tx, app: AppContext, companyId: strin
   return { id: row.id };
 }
 
-export async function deleteConnection(tx: Tx, companyId: string, id: string, connectionId: string) {
-  const d = await findDatabase(tx, companyId, id);
+export async function deleteConnection(ctx: CallContext, id: string, connectionId: string) {
+  const { tx } = ctx;
+  const d = await findDatabase(ctx, id);
   const r = await tx.deleteFrom('database_internal_connections').where('id', '=', connectionId).where('database_id', '=', d.id).executeTakeFirst();
   if (!Number(r.numDeletedRows)) throw new ApiError(404, 'Internal connection not found');
   return { message: 'Internal connection deleted' };
@@ -329,10 +295,9 @@ export async function deleteConnection(tx: Tx, companyId: string, id: string, co
 
 // --- Metrics ----------------------------------------------------------------------------------
 
-export type DatabaseMetric = 'cpu-usage' | 'cpu-limit' | 'memory-usage' | 'memory-limit' | 'storage-usage' | 'storage-limit';
-
-export async function metric(tx: Tx, app: AppContext, companyId: string, id: string, name: DatabaseMetric, q: { from: string; to: string; interval_in_seconds: number }) {
-  const d = await findDatabase(tx, companyId, id);
+export async function metric(ctx: CallContext, id: string, name: DatabaseMetric, q: { from: string; to: string; interval_in_seconds: number }) {
+  const { app } = ctx;
+  const d = await findDatabase(ctx, id);
   const from = new Date(q.from);
   const to = new Date(q.to);
   if (from.getTime() > to.getTime()) {
@@ -364,15 +329,14 @@ function usedStorage(d: DatabasesTable, limit: number) {
   return Math.min(limit, 16 * 1024 * 1024 + d.data_version * 1024 * 1024);
 }
 
-export async function storageValue(tx: Tx, companyId: string, id: string, which: 'all' | 'used') {
-  const d = await findDatabase(tx, companyId, id);
+export async function storageValue(ctx: CallContext, id: string, which: 'all' | 'used') {
+  const d = await findDatabase(ctx, id);
   const rt = DATABASE_RESOURCE_TYPE_BY_ID.get(d.resource_type_id) ?? DATABASE_RESOURCE_TYPES[0]!;
   const storage = rt.storage_limit * 1024 * 1024;
   return { value: which === 'all' ? storage : usedStorage(d, storage) };
 }
 
-export async function databaseSummary(tx: Tx, companyId: string, id: string) {
+/** The service registry's view of a database (projects list and check services through it). */
+export async function databaseSummary({ tx, companyId }: CallContext, id: string): Promise<ServiceSummary | undefined> {
   return (await tx.selectFrom('databases').select(['id', 'name', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst()) ?? undefined;
 }
-
-export { engineMajor };

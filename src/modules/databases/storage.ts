@@ -1,12 +1,13 @@
 // Tables of the databases area: databases, their backups (internal snapshots and external dumps),
 // external backup targets and internal connections.
 import type { Kysely, Migration } from 'kysely';
-import type { Tx } from '../../shared/db/index.js';
+import type { CallContext } from '../../shared/context.js';
 import { notFound } from '../../shared/errors.js';
-import type { DATABASE_STATUSES, DATABASE_TYPES } from './schemas.js';
+import type { DATABASE_METRICS, DATABASE_STATUSES, DATABASE_TYPES } from './schemas.js';
 
 export type DatabaseStatus = (typeof DATABASE_STATUSES)[number];
 export type DatabaseType = (typeof DATABASE_TYPES)[number];
+export type DatabaseMetric = (typeof DATABASE_METRICS)[number];
 /** Long operations that run on the database itself (one at a time), each a durable job. */
 export type DatabaseOperation = 'database_create' | 'restart' | 'password_change' | 'restore' | 'database_delete';
 
@@ -190,7 +191,7 @@ export const migrations: Record<string, Migration> = {
 export const tables = ['database_internal_connections', 'database_backups', 'database_backup_targets', 'databases'] as const;
 
 /** The database of the company, or 404. Databases being deleted are still found (status `deleting`). */
-export async function findDatabase(tx: Tx, companyId: string, id: string): Promise<DatabasesTable> {
+export async function findDatabase({ tx, companyId }: CallContext, id: string): Promise<DatabasesTable> {
   const d = await tx.selectFrom('databases').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
   if (!d) throw notFound('Database');
   return d;

@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { DateTime, IdParams, MessageResponse, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
-export const DockerRegistry = Type.Object({
+const DockerRegistry = Type.Object({
   id: Uuid(),
   company_id: Uuid(),
   name: Type.String(),

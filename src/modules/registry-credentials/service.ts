@@ -1,14 +1,13 @@
 // Docker registry credentials: name, provider, username and a secret (password or token) used to
 // pull private images. The secret is sealed with app.secrets at rest and never leaves the server
 // through the API (the contract returns no secret field).
-import type { AppContext } from '../../shared/context.js';
-import type { Tx } from '../../shared/db/index.js';
+import type { CallContext } from '../../shared/context.js';
 import { notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { DockerRegistriesTable } from './storage.js';
 
-export type RegistryKind = 'gcr' | 'ecr' | 'dockerHub' | 'github' | 'gitlab' | 'digitalOcean' | 'custom';
+type RegistryKind = 'gcr' | 'ecr' | 'dockerHub' | 'github' | 'gitlab' | 'digitalOcean' | 'custom';
 
 const view = (r: DockerRegistriesTable) => ({
   id: r.id,
@@ -20,7 +19,7 @@ const view = (r: DockerRegistriesTable) => ({
   updated_at: r.updated_at,
 });
 
-export async function listRegistries(tx: Tx, companyId: string, page: Page, scope: Set<string> | null) {
+export async function listRegistries({ tx, companyId, scope }: CallContext, page: Page) {
   let q = tx
     .selectFrom('docker_registries')
     .select(['id', 'name', 'registry', 'username', 'created_at', 'updated_at'])
@@ -30,24 +29,24 @@ export async function listRegistries(tx: Tx, companyId: string, page: Page, scop
   return { ...r, data: r.data.map((d) => ({ ...d, registry: d.registry as RegistryKind })) };
 }
 
-async function find(tx: Tx, companyId: string, id: string): Promise<DockerRegistriesTable> {
+async function find({ tx, companyId }: CallContext, id: string): Promise<DockerRegistriesTable> {
   const r = await tx.selectFrom('docker_registries').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
   if (!r) throw notFound('Docker registry');
   return r;
 }
 
-export async function getRegistry(tx: Tx, companyId: string, id: string) {
-  return view(await find(tx, companyId, id));
+export async function getRegistry(ctx: CallContext, id: string) {
+  return view(await find(ctx, id));
 }
 
-export interface RegistryInput {
+interface RegistryInput {
   name: string;
   registry?: RegistryKind;
   username: string;
   secret: string;
 }
 
-export async function createRegistry(tx: Tx, app: AppContext, companyId: string, input: RegistryInput) {
+export async function createRegistry({ tx, app, companyId }: CallContext, input: RegistryInput) {
   const now = new Date().toISOString();
   const row: DockerRegistriesTable = {
     id: newId(),
@@ -63,8 +62,9 @@ export async function createRegistry(tx: Tx, app: AppContext, companyId: string,
   return view(row);
 }
 
-export async function updateRegistry(tx: Tx, app: AppContext, companyId: string, id: string, input: Partial<RegistryInput>) {
-  const r = await find(tx, companyId, id);
+export async function updateRegistry(ctx: CallContext, id: string, input: Partial<RegistryInput>) {
+  const { tx, app } = ctx;
+  const r = await find(ctx, id);
   const set: Partial<DockerRegistriesTable> = {};
   if (input.name !== undefined) set.name = input.name;
   if (input.registry !== undefined) set.registry = input.registry;
@@ -77,13 +77,8 @@ export async function updateRegistry(tx: Tx, app: AppContext, companyId: string,
   return view({ ...r, ...set });
 }
 
-export async function deleteRegistry(tx: Tx, companyId: string, id: string) {
-  await find(tx, companyId, id);
-  await tx.deleteFrom('docker_registries').where('id', '=', id).execute();
+export async function deleteRegistry(ctx: CallContext, id: string) {
+  await find(ctx, id);
+  await ctx.tx.deleteFrom('docker_registries').where('id', '=', id).execute();
   return { message: 'Docker registry deleted' };
-}
-
-/** The plaintext secret, for a future image-pull path (never exposed through the API). */
-export async function registrySecret(tx: Tx, app: AppContext, companyId: string, id: string): Promise<string> {
-  return app.secrets.decrypt((await find(tx, companyId, id)).secret);
 }

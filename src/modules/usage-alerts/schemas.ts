@@ -2,13 +2,13 @@
 import { Type } from '@sinclair/typebox';
 import { DateTime, IdParams, Nullable, Paginated, PaginationQuery, Uuid } from '../../shared/schemas/common.js';
 
-export const UsageAlertTrigger = Type.Object({
+const UsageAlertTrigger = Type.Object({
   id: Uuid(),
   percentage: Type.Integer({"minimum":1,"maximum":100}),
   last_fired_at: Nullable(DateTime()),
 }, { additionalProperties: false });
 
-export const UsageAlertConfig = Type.Object({
+const UsageAlertConfig = Type.Object({
   id: Uuid(),
   company_id: Type.String({"minLength":1}),
   project_id: Nullable(Uuid()),

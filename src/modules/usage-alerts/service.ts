@@ -4,13 +4,15 @@
 //
 // Slipway has no billing or usage metering: nothing calls recordUsage, so thresholds never fire
 // and `last_fired_at` stays null. recordUsage is the evaluation a future usage source would call.
+import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { paginate, type Page } from '../../shared/pagination.js';
+import { projectExists } from '../projects/service.js';
 import type { UsageAlertTriggersTable, UsageAlertsTable } from './storage.js';
 
-export const MAX_TRIGGERS = 10;
+const MAX_TRIGGERS = 10;
 
 function view(a: UsageAlertsTable, triggers: UsageAlertTriggersTable[]) {
   return {
@@ -33,7 +35,7 @@ async function triggersOf(tx: Tx, alertIds: string[]) {
   return tx.selectFrom('usage_alert_triggers').selectAll().where('alert_id', 'in', alertIds).execute();
 }
 
-async function find(tx: Tx, companyId: string, id: string): Promise<UsageAlertsTable> {
+async function find({ tx, companyId }: CallContext, id: string): Promise<UsageAlertsTable> {
   const a = await tx.selectFrom('usage_alerts').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
   if (!a) throw notFound('Usage alert config');
   return a;
@@ -65,7 +67,8 @@ async function insertTriggers(tx: Tx, alertId: string, triggers: { percentage: n
   return rows;
 }
 
-export async function listAlerts(tx: Tx, companyId: string, page: Page, projectId: string | undefined, scope: Set<string> | null) {
+/** The company's configs, optionally only the one of project `projectId`. */
+export async function listAlerts({ tx, companyId, scope }: CallContext, page: Page, projectId: string | undefined) {
   let q = tx.selectFrom('usage_alerts').selectAll().where('company_id', '=', companyId);
   if (projectId) q = q.where('project_id', '=', projectId);
   if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
@@ -74,24 +77,22 @@ export async function listAlerts(tx: Tx, companyId: string, page: Page, projectI
   return { ...r, data: r.data.map((a) => view(a, triggers)) };
 }
 
-export async function getAlert(tx: Tx, companyId: string, id: string) {
-  const a = await find(tx, companyId, id);
-  return view(a, await triggersOf(tx, [id]));
+export async function getAlert(ctx: CallContext, id: string) {
+  const a = await find(ctx, id);
+  return view(a, await triggersOf(ctx.tx, [id]));
 }
 
-export interface CreateAlertInput {
+interface CreateAlertInput {
   project_id?: string | null;
   limit_usd: number;
   emails: string[];
   triggers: { percentage: number }[];
 }
 
-export async function createAlert(tx: Tx, companyId: string, input: CreateAlertInput) {
+export async function createAlert(ctx: CallContext, input: CreateAlertInput) {
+  const { tx, companyId } = ctx;
   const projectId = input.project_id ?? null;
-  if (projectId) {
-    const p = await tx.selectFrom('projects').select('id').where('id', '=', projectId).where('company_id', '=', companyId).executeTakeFirst();
-    if (!p) throw badRequest(`Project ${projectId} does not exist in this company`);
-  }
+  if (projectId && !(await projectExists(ctx, projectId))) throw badRequest(`Project ${projectId} does not exist in this company`);
   checkEmails(input.emails);
   checkTriggers(input.triggers);
   const now = new Date().toISOString();
@@ -118,15 +119,16 @@ export async function createAlert(tx: Tx, companyId: string, input: CreateAlertI
   return view(row, await insertTriggers(tx, row.id, input.triggers));
 }
 
-export interface UpdateAlertInput {
+interface UpdateAlertInput {
   limit_usd?: number;
   emails?: string[];
   triggers?: { percentage: number }[];
 }
 
 /** Partial update; the project scope is immutable. New triggers replace all and reset the fired state. */
-export async function updateAlert(tx: Tx, companyId: string, id: string, input: UpdateAlertInput) {
-  const a = await find(tx, companyId, id);
+export async function updateAlert(ctx: CallContext, id: string, input: UpdateAlertInput) {
+  const { tx } = ctx;
+  const a = await find(ctx, id);
   const set: Partial<UsageAlertsTable> = {};
   if (input.limit_usd !== undefined) set.limit_usd = input.limit_usd;
   if (input.emails !== undefined) {
@@ -145,8 +147,9 @@ export async function updateAlert(tx: Tx, companyId: string, id: string, input: 
   return view({ ...a, ...set }, await triggersOf(tx, [id]));
 }
 
-export async function deleteAlert(tx: Tx, companyId: string, id: string): Promise<void> {
-  await find(tx, companyId, id);
+export async function deleteAlert(ctx: CallContext, id: string): Promise<void> {
+  const { tx } = ctx;
+  await find(ctx, id);
   await tx.deleteFrom('usage_alert_triggers').where('alert_id', '=', id).execute();
   await tx.deleteFrom('usage_alerts').where('id', '=', id).execute();
 }
@@ -160,8 +163,9 @@ export const billingPeriod = (at: Date) => at.toISOString().slice(0, 7);
  * fired with it (one e-mail per crossing, not one per threshold). Returns the fired trigger, if any.
  * Delivery of the e-mail is not implemented (no usage data and no mailer exist).
  */
-export async function recordUsage(tx: Tx, companyId: string, id: string, spentUsd: number, now = new Date()) {
-  const a = await find(tx, companyId, id);
+export async function recordUsage(ctx: CallContext, id: string, spentUsd: number, now = new Date()) {
+  const { tx } = ctx;
+  const a = await find(ctx, id);
   const period = billingPeriod(now);
   const reached = (await triggersOf(tx, [id]))
     .filter((t) => (spentUsd * 100) / Number(a.limit_usd) >= t.percentage)

@@ -20,9 +20,16 @@ import type { WebhookDeliveriesTable, WebhooksTable } from './storage.js';
 
 export const DELIVER = 'webhook.deliver';
 
+declare module '../../shared/jobs.js' {
+  interface JobMap {
+    /** Sends the attempt `deliveryId` (then reschedules itself with the chain's next attempt, if any). */
+    'webhook.deliver': { deliveryId: string };
+  }
+}
+
 // ---- Settings ---------------------------------------------------------------------------------
 
-export interface WebhookSettings {
+interface WebhookSettings {
   /** Per-attempt limit for connecting, sending and reading the response (SLIPWAY_WEBHOOK_TIMEOUT_MS). */
   timeoutMs: number;
   /** Multiplies the retry schedule (SLIPWAY_WEBHOOK_RETRY_SCALE; e.g. 0.0001 in tests). */
@@ -42,7 +49,7 @@ export function webhookSettings(env: Record<string, string | undefined>): Webhoo
 }
 
 /** Delays before retries 1..12 (the hosted service's schedule). */
-export const RETRY_SCHEDULE_MS = [1, 5, 10, 30, 60, 120, 240, 480, 960, 1440, 2880, 4320].map((m) => m * 60_000);
+const RETRY_SCHEDULE_MS = [1, 5, 10, 30, 60, 120, 240, 480, 960, 1440, 2880, 4320].map((m) => m * 60_000);
 export const MAX_ATTEMPTS = RETRY_SCHEDULE_MS.length + 1;
 /** Bytes of the response body kept in the delivery record; reading stops there. */
 export const RESPONSE_EXCERPT_BYTES = 2048;
@@ -158,7 +165,7 @@ export function guardedAgent(production: boolean, timeoutMs: number): Agent {
 
 // ---- Sending one request ---------------------------------------------------------------------
 
-export interface SendResult {
+interface SendResult {
   ok: boolean;
   status: number | null;
   /** Response excerpt, or the reason nothing usable came back. */
@@ -204,7 +211,7 @@ export async function post(agent: Agent, production: boolean, timeoutMs: number,
 
 // ---- Fan-out (the event sink) ----------------------------------------------------------------
 
-export function deliveryBody(webhookId: string, deliveryId: string, event: { id: string; type: string; companyId: string; createdAt: string; data: unknown }): string {
+function deliveryBody(webhookId: string, deliveryId: string, event: { id: string; type: string; companyId: string; createdAt: string; data: unknown }): string {
   return JSON.stringify({
     webhook_id: webhookId,
     event_id: event.id,
@@ -217,7 +224,7 @@ export function deliveryBody(webhookId: string, deliveryId: string, event: { id:
 }
 
 /** Creates the first attempt (and its job) for every enabled webhook of the company subscribed to the event. */
-export async function fanOut(tx: Tx, _app: AppContext | null, event: RecordedEvent): Promise<void> {
+export async function fanOut(tx: Tx, event: RecordedEvent): Promise<void> {
   const hooks = await tx.selectFrom('webhooks').select(['id', 'endpoint', 'allowed_events']).where('company_id', '=', event.companyId).where('is_enabled', '=', 1).execute();
   for (const h of hooks) {
     if (!(JSON.parse(h.allowed_events) as string[]).includes(event.type)) continue;
@@ -252,7 +259,7 @@ export async function fanOut(tx: Tx, _app: AppContext | null, event: RecordedEve
 // ---- The delivery job ------------------------------------------------------------------------
 
 /** The secrets that sign now: the current one and, during a roll-secret transition, the previous one. */
-export function signingSecrets(app: AppContext, w: WebhooksTable, now = Date.now()): { current: string; previous: string | null } {
+function signingSecrets(app: AppContext, w: WebhooksTable, now = Date.now()): { current: string; previous: string | null } {
   const current = app.secrets.decrypt(w.secret);
   const previous = w.old_secret && w.old_secret_expired_at && Date.parse(w.old_secret_expired_at) > now ? app.secrets.decrypt(w.old_secret) : null;
   return { current, previous };
@@ -262,14 +269,13 @@ async function settleChain(tx: Tx, chainId: string, status: 'SUCCESS' | 'FAILED'
   await tx.updateTable('webhook_deliveries').set({ status, updated_at: now }).where('chain_id', '=', chainId).execute();
 }
 
-export const deliverJob = (app: AppContext): JobKind<{ deliveryId: string }> => {
+export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
   const settings = webhookSettings(app.config.webhooks?.env ?? {});
   const production = app.config.production;
   const agent = guardedAgent(production, settings.timeoutMs);
   const db = app.database.db;
   return {
     transactional: false,
-    maxAttempts: 20,
     async run(_db, job) {
       const d = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', job.payload.deliveryId).executeTakeFirst();
       if (!d || d.status !== 'PENDING') return; // webhook deleted (cascade) or chain settled

@@ -1,8 +1,7 @@
 // Webhooks: a company's endpoints for event notifications (at most 10), their signing secrets
 // (rolled with an optional transition during which the old secret also signs) and the history of
 // delivery attempts.
-import type { AppContext } from '../../shared/context.js';
-import type { Tx } from '../../shared/db/index.js';
+import type { AppContext, CallContext } from '../../shared/context.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import type { EventType } from '../../shared/events.js';
@@ -12,9 +11,9 @@ import type { Page } from '../../shared/pagination.js';
 import { DELIVER, endpointProblem, newSecret } from './delivery.js';
 import type { WebhookDeliveriesTable, WebhooksTable } from './storage.js';
 
-export const MAX_WEBHOOKS_PER_COMPANY = 10;
+const MAX_WEBHOOKS_PER_COMPANY = 10;
 
-export function webhookView(app: AppContext, w: WebhooksTable, now = Date.now()) {
+function webhookView(app: AppContext, w: WebhooksTable, now = Date.now()) {
   const transition = w.old_secret && w.old_secret_expired_at && Date.parse(w.old_secret_expired_at) > now;
   return {
     id: w.id,
@@ -33,7 +32,7 @@ export function webhookView(app: AppContext, w: WebhooksTable, now = Date.now())
   };
 }
 
-export function deliveryView(d: WebhookDeliveriesTable) {
+function deliveryView(d: WebhookDeliveriesTable) {
   return {
     id: d.id,
     webhook_id: d.webhook_id,
@@ -58,13 +57,19 @@ function checkEndpoint(app: AppContext, endpoint: string) {
 
 const uniqueEvents = (e: readonly EventType[]) => JSON.stringify([...new Set(e)]);
 
-async function find(tx: Tx, companyId: string, id: string): Promise<WebhooksTable> {
+/** Who changes a webhook: the API key (webhooks are managed through the API only). */
+function by({ actor }: CallContext): string {
+  if (!actor) throw new Error('webhooks are created and changed by API keys only');
+  return actor;
+}
+
+async function find({ tx, companyId }: CallContext, id: string): Promise<WebhooksTable> {
   const w = await tx.selectFrom('webhooks').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
   if (!w) throw notFound('Webhook');
   return w;
 }
 
-export async function listWebhooks(tx: Tx, app: AppContext, companyId: string, page: Page, scope: Set<string> | null) {
+export async function listWebhooks({ tx, app, companyId, scope }: CallContext, page: Page) {
   let q = tx.selectFrom('webhooks').where('company_id', '=', companyId);
   if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
   const n = await q.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
@@ -72,11 +77,12 @@ export async function listWebhooks(tx: Tx, app: AppContext, companyId: string, p
   return { data: rows.map((w) => webhookView(app, w)), total: Math.min(Number(n?.n ?? 0), 10000), offset: page.offset, limit: page.limit };
 }
 
-export async function getWebhook(tx: Tx, app: AppContext, companyId: string, id: string) {
-  return webhookView(app, await find(tx, companyId, id));
+export async function getWebhook(ctx: CallContext, id: string) {
+  return webhookView(ctx.app, await find(ctx, id));
 }
 
-export async function createWebhook(tx: Tx, app: AppContext, companyId: string, by: string, body: { allowed_events: EventType[]; endpoint: string; description?: string }) {
+export async function createWebhook(ctx: CallContext, body: { allowed_events: EventType[]; endpoint: string; description?: string }) {
+  const { tx, app, companyId } = ctx;
   checkEndpoint(app, body.endpoint);
   await lockFor(tx, `webhooks:${companyId}`); // the limit holds under concurrent creates
   const n = await tx.selectFrom('webhooks').select((eb) => eb.fn.countAll().as('n')).where('company_id', '=', companyId).executeTakeFirst();
@@ -92,7 +98,7 @@ export async function createWebhook(tx: Tx, app: AppContext, companyId: string, 
     secret: app.secrets.encrypt(newSecret()),
     old_secret: null,
     old_secret_expired_at: null,
-    created_by: by,
+    created_by: by(ctx),
     updated_by: null,
     created_at: now,
     updated_at: now,
@@ -101,44 +107,49 @@ export async function createWebhook(tx: Tx, app: AppContext, companyId: string, 
   return webhookView(app, row);
 }
 
-export async function updateWebhook(tx: Tx, app: AppContext, companyId: string, id: string, by: string, body: { allowed_events?: EventType[]; endpoint?: string; description?: string | null }) {
-  const w = await find(tx, companyId, id);
+export async function updateWebhook(ctx: CallContext, id: string, body: { allowed_events?: EventType[]; endpoint?: string; description?: string | null }) {
+  const { tx, app } = ctx;
+  const w = await find(ctx, id);
   if (body.endpoint !== undefined) checkEndpoint(app, body.endpoint);
   const next: WebhooksTable = {
     ...w,
     endpoint: body.endpoint ?? w.endpoint,
     allowed_events: body.allowed_events ? uniqueEvents(body.allowed_events) : w.allowed_events,
     description: body.description === undefined ? w.description : body.description,
-    updated_by: by,
+    updated_by: by(ctx),
     updated_at: new Date().toISOString(),
   };
   await tx
     .updateTable('webhooks')
-    .set({ endpoint: next.endpoint, allowed_events: next.allowed_events, description: next.description, updated_by: by, updated_at: next.updated_at })
+    .set({ endpoint: next.endpoint, allowed_events: next.allowed_events, description: next.description, updated_by: next.updated_by, updated_at: next.updated_at })
     .where('id', '=', id)
     .execute();
   return webhookView(app, next);
 }
 
 /** Deleting a webhook cancels its queued deliveries and removes its delivery history. */
-export async function deleteWebhook(tx: Tx, companyId: string, id: string) {
-  await find(tx, companyId, id);
+export async function deleteWebhook(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  await find(ctx, id);
   await cancelJobs(tx, id, DELIVER);
   await tx.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute();
   await tx.deleteFrom('webhooks').where('id', '=', id).execute();
   return { message: 'Webhook deleted' };
 }
 
-export async function toggleWebhook(tx: Tx, app: AppContext, companyId: string, id: string, by: string) {
-  const w = await find(tx, companyId, id);
-  const next = { ...w, is_enabled: w.is_enabled ? 0 : 1, updated_by: by, updated_at: new Date().toISOString() };
-  await tx.updateTable('webhooks').set({ is_enabled: next.is_enabled, updated_by: by, updated_at: next.updated_at }).where('id', '=', id).execute();
+export async function toggleWebhook(ctx: CallContext, id: string) {
+  const { tx, app } = ctx;
+  const w = await find(ctx, id);
+  const next = { ...w, is_enabled: w.is_enabled ? 0 : 1, updated_by: by(ctx), updated_at: new Date().toISOString() };
+  await tx.updateTable('webhooks').set({ is_enabled: next.is_enabled, updated_by: next.updated_by, updated_at: next.updated_at }).where('id', '=', id).execute();
   return webhookView(app, next);
 }
 
-/** New secret now; with `expire_in_hours` > 0 the previous one keeps signing (second signature) until then. */
-export async function rollSecret(tx: Tx, app: AppContext, companyId: string, id: string, by: string, expireInHours: number) {
-  const w = await find(tx, companyId, id);
+/** New secret now; with `expire_in_hours` > 0 the previous one keeps signing (second signature) until then (default 0). */
+export async function rollSecret(ctx: CallContext, id: string, input: { expire_in_hours?: number } = {}) {
+  const { tx, app } = ctx;
+  const expireInHours = input.expire_in_hours ?? 0;
+  const w = await find(ctx, id);
   const now = new Date();
   const keep = expireInHours > 0;
   const next: WebhooksTable = {
@@ -146,28 +157,30 @@ export async function rollSecret(tx: Tx, app: AppContext, companyId: string, id:
     secret: app.secrets.encrypt(newSecret()),
     old_secret: keep ? w.secret : null,
     old_secret_expired_at: keep ? new Date(now.getTime() + expireInHours * 3_600_000).toISOString() : null,
-    updated_by: by,
+    updated_by: by(ctx),
     updated_at: now.toISOString(),
   };
   await tx
     .updateTable('webhooks')
-    .set({ secret: next.secret, old_secret: next.old_secret, old_secret_expired_at: next.old_secret_expired_at, updated_by: by, updated_at: next.updated_at })
+    .set({ secret: next.secret, old_secret: next.old_secret, old_secret_expired_at: next.old_secret_expired_at, updated_by: next.updated_by, updated_at: next.updated_at })
     .where('id', '=', id)
     .execute();
   return webhookView(app, next, now.getTime());
 }
 
 /** Delivery attempts, newest first. */
-export async function listDeliveries(tx: Tx, companyId: string, webhookId: string, page: Page) {
-  await find(tx, companyId, webhookId);
+export async function listDeliveries(ctx: CallContext, webhookId: string, page: Page) {
+  const { tx } = ctx;
+  await find(ctx, webhookId);
   const q = tx.selectFrom('webhook_deliveries').where('webhook_id', '=', webhookId);
   const n = await q.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
   const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('attempt', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute();
   return { data: rows.map(deliveryView), total: Math.min(Number(n?.n ?? 0), 10000), offset: page.offset, limit: page.limit };
 }
 
-export async function getDelivery(tx: Tx, companyId: string, webhookId: string, id: string) {
-  await find(tx, companyId, webhookId);
+export async function getDelivery(ctx: CallContext, webhookId: string, id: string) {
+  const { tx } = ctx;
+  await find(ctx, webhookId);
   const d = await tx.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).where('webhook_id', '=', webhookId).executeTakeFirst();
   if (!d) throw notFound('Delivery');
   return deliveryView(d);
