@@ -134,7 +134,12 @@ export class EventBus {
   async emit<T extends EmittedType>(tx: Tx, type: T, companyId: string, input: EventMap[T]): Promise<RecordedEvent> {
     const source = this.sources.get(type) as unknown as EventSource<T> | undefined;
     if (!source) throw new Error(`event type ${type} has no registered source`);
-    const event: RecordedEvent = { id: newId(), type, companyId, data: await source.payload(tx, input), createdAt: new Date().toISOString() };
+    return this.record(tx, type, companyId, await source.payload(tx, input));
+  }
+
+  /** Records an event with a ready payload and fans it out, in `tx` (`emit` builds the payload first). */
+  async record(tx: Tx, type: EventType, companyId: string, data: Record<string, unknown>): Promise<RecordedEvent> {
+    const event: RecordedEvent = { id: newId(), type, companyId, data, createdAt: new Date().toISOString() };
     await tx
       .insertInto('events')
       .values({ id: event.id, company_id: event.companyId, type: event.type, data: JSON.stringify(event.data), created_at: event.createdAt })

@@ -7,6 +7,8 @@ export interface ServiceSummary {
   id: string;
   name: string;
   display_name: string;
+  /** The region (cluster) the service runs in, for rules between services of one region. */
+  cluster_id?: string | null;
 }
 
 export interface ServiceKind {

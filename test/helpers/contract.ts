@@ -23,11 +23,14 @@ export class ContractChecker {
     return a;
   })();
   private cache = new Map<string, ValidateFunction>();
+  /** The document's named shapes, which the operations' schemas refer to with `$ref`. */
+  private components: unknown;
   /** Operation ids whose responses were checked, with the statuses seen. */
   readonly seen = new Map<string, Set<number>>();
 
   private async load(server: { baseUrl: string }) {
     const doc = await (await fetch(`${server.baseUrl}/v3/openapi.json`)).json();
+    this.components = doc.components;
     this.routes = [];
     for (const [path, item] of Object.entries<any>(doc.paths)) {
       for (const [method, op] of Object.entries<any>(item)) {
@@ -57,7 +60,8 @@ export class ContractChecker {
     }
     const key = `${route.op.operationId}:${status}`;
     let validate = this.cache.get(key);
-    if (!validate) this.cache.set(key, (validate = this.ajv.compile(schema)));
+    // Compiled with the components beside it, so `#/components/schemas/...` references resolve.
+    if (!validate) this.cache.set(key, (validate = this.ajv.compile({ allOf: [schema], components: this.components })));
     assert.ok(validate(body), `${route.op.operationId} ${status}: response does not match the published schema: ${this.ajv.errorsText(validate.errors)}\n${JSON.stringify(body).slice(0, 500)}`);
   }
 }

@@ -4,7 +4,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestServer } from '../helpers/server.js';
-import type { EmittedType, EventType } from '../../src/shared/events.js';
+import type { EventType } from '../../src/shared/events.js';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -107,8 +107,8 @@ export function verify(secret: string, headers: IncomingHttpHeaders, body: strin
 }
 
 /** Emits an event directly (in its own transaction), as a module would inside its change. */
-export async function emitNow(s: TestServer, type: EmittedType, data: Record<string, unknown>, companyId = s.companyId) {
-  const e = await s.app.database.db.transaction().execute((tx) => s.app.events.emit(tx, type, companyId, data as never));
+export async function emitNow(s: TestServer, type: EventType, data: Record<string, unknown>, companyId = s.companyId) {
+  const e = await s.app.database.db.transaction().execute((tx) => s.app.events.record(tx, type, companyId, data));
   s.app.jobs.wake();
   return e;
 }

@@ -322,6 +322,6 @@ export const deleteJob = (app: AppContext): JobKind<typeof DELETE_JOB> => ({
 
 /** The service registry's view of an application (projects, cross-service checks). */
 export async function appSummary({ tx, companyId }: CallContext, id: string) {
-  return tx.selectFrom('applications').select(['id', 'name', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  return tx.selectFrom('applications').select(['id', 'name', 'display_name', 'cluster_id']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
 }
 

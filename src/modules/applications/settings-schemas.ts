@@ -1,7 +1,7 @@
 // Contracts of an application's settings: maintenance mode, egress IPs, IP restriction, CDN and
 // cache, access logs, TCP proxies and private ports (shapes of the v3 contract, additions winning).
 import { Type } from '@sinclair/typebox';
-import { DateTime, IdParams, IpRestriction, IpRestrictionBody, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, IdParams, IpRestriction, IpRestrictionBody, LogEntry, LogQuery, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 export const ListApplicationTcpProxiesItem = Type.Object({
   id: Uuid(),
@@ -32,23 +32,9 @@ export const getApplicationAccessLogsContract = {
   summary: "Get application access logs",
   tags: ["Applications"],
   params: IdParams,
-  querystring: Type.Object({
-    from: Type.Optional(DateTime()),
-    to: Type.Optional(DateTime()),
-    filters: Type.Optional(Type.String()),
-    limit: Type.Optional(Type.Integer({"minimum":1,"maximum":5000,"default":1000})),
-  }),
+  querystring: LogQuery,
   success: 200,
-  response: Type.Array(Type.Object({
-    id: Type.String(),
-    message: Type.String(),
-    service: Type.String(),
-    severity: Type.String(),
-    timestamp: Type.String(),
-    tags: Type.Record(Type.String(), Type.Unknown()),
-    attributes: Type.Record(Type.String(), Type.Unknown()),
-    unix_timestamp: Type.Number(),
-  }, { additionalProperties: false })),
+  response: Type.Array(LogEntry),
   errors: [400,401,403,404,429,500],
 } as const;
 

@@ -244,7 +244,7 @@ async function endpoint(ctx: CallContext, type: 'app' | 'database', id: string):
   }
   // Applications are another module's: asked through the service registry. Its summary tells the
   // region as `cluster_id` once the registry carries it; unknown, it matches no database's region.
-  const s: (ServiceSummary & { cluster_id?: string | null }) | undefined = await app.services.get('app')?.find(ctx, id);
+  const s: ServiceSummary | undefined = await app.services.get('app')?.find(ctx, id);
   return s && { id: s.id, name: s.name, display_name: s.display_name, cluster_id: s.cluster_id ?? null };
 }
 

@@ -1,7 +1,7 @@
 // Builds the served OpenAPI 3.1 document from the same operation declarations that route and
 // validate requests.
 import { Type, type TSchema } from '@sinclair/typebox';
-import { ErrorBody, ValidationErrorBody } from '../schemas/common.js';
+import { COMPONENT, ErrorBody, ValidationErrorBody } from '../schemas/common.js';
 import { isWrite, type Operation } from './operation.js';
 
 const ERROR_TEXT: Record<number, string> = {
@@ -20,6 +20,17 @@ const ERROR_TEXT: Record<number, string> = {
 /** Plain JSON of a TypeBox schema (drops TypeBox's symbol keys). */
 export function plain(schema: TSchema): Record<string, unknown> {
   return JSON.parse(JSON.stringify(schema));
+}
+
+/** Replaces every shape marked as a component by a `$ref`, collecting the shape in `components`. */
+function hoist(node: unknown, components: Record<string, unknown>): unknown {
+  if (Array.isArray(node)) return node.map((n) => hoist(n, components));
+  if (!node || typeof node !== 'object') return node;
+  const { [COMPONENT]: name, ...rest } = node as Record<string, unknown>;
+  const body = Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, hoist(v, components)]));
+  if (typeof name !== 'string') return body;
+  components[name] ??= body;
+  return { $ref: `#/components/schemas/${name}` };
 }
 
 function parameters(schema: TSchema | undefined, where: 'path' | 'query') {
@@ -71,7 +82,7 @@ export function buildOpenApi(ops: Operation[], serverUrl: string) {
     operation['x-rate-tier'] = op.tier;
     (paths[c.path] ??= {})[c.method.toLowerCase()] = operation;
   }
-  return {
+  const doc = {
     openapi: '3.1.0',
     info: {
       title: 'Slipway — Hosting Platform API v3',
@@ -86,4 +97,7 @@ export function buildOpenApi(ops: Operation[], serverUrl: string) {
     },
     paths,
   };
+  const schemas: Record<string, unknown> = {};
+  const hoisted = hoist(paths, schemas) as typeof paths;
+  return { ...doc, paths: hoisted, components: { ...doc.components, schemas } };
 }

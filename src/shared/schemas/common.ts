@@ -8,8 +8,15 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
 export const StringEnum = <const T extends readonly string[]>(values: T, options: SchemaOptions = {}): TUnsafe<T[number]> =>
   Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 
+/**
+ * Marks a shape used by several operations: the served OpenAPI document lists it once under
+ * `components.schemas.<name>` and refers to it with `$ref` (validation ignores the marker).
+ */
+export const COMPONENT = 'x-component';
+export const named = <T extends TSchema>(name: string, schema: T): T => Object.assign(schema, { [COMPONENT]: name });
+
 /** The error body of the contract: `{message, status, data?: {code?, message?}}`. */
-export const ErrorBody = Type.Object(
+export const ErrorBody = named('Error', Type.Object(
   {
     message: Type.String(),
     status: Type.Integer(),
@@ -18,10 +25,10 @@ export const ErrorBody = Type.Object(
     ),
   },
   { additionalProperties: false },
-);
+));
 
 /** Schema-mismatch body on operations whose contract lists no 400 response: carries `data.issues`. */
-export const ValidationErrorBody = Type.Object(
+export const ValidationErrorBody = named('ValidationError', Type.Object(
   {
     message: Type.String(),
     status: Type.Integer(),
@@ -31,7 +38,7 @@ export const ValidationErrorBody = Type.Object(
     ),
   },
   { additionalProperties: false },
-);
+));
 
 export const PaginationQuery = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
@@ -53,11 +60,11 @@ export const Paginated = <T extends TSchema>(item: T) =>
 /** The query of a list operation that only pages. */
 export const PageQuery = Type.Object({ ...PaginationQuery });
 
-export const MessageResponse = Type.Object({ message: Type.String() }, { additionalProperties: false });
+export const MessageResponse = named('Message', Type.Object({ message: Type.String() }, { additionalProperties: false }));
 export const IdParams = Type.Object({ id: Uuid() });
 
 /** One log line as the logs endpoints return it. */
-export const LogEntry = Type.Object(
+export const LogEntry = named('LogEntry', Type.Object(
   {
     id: Type.String(),
     message: Type.String(),
@@ -69,7 +76,7 @@ export const LogEntry = Type.Object(
     unix_timestamp: Type.Number(),
   },
   { additionalProperties: false },
-);
+));
 
 /** Query of the logs endpoints. */
 export const LogQuery = Type.Object({
@@ -80,7 +87,7 @@ export const LogQuery = Type.Object({
 });
 
 /** One point of a metric series. */
-export const MetricPoint = Type.Object({ time: Type.String(), value: Type.Number() }, { additionalProperties: false });
+export const MetricPoint = named('MetricPoint', Type.Object({ time: Type.String(), value: Type.Number() }, { additionalProperties: false }));
 
 /** A metric series and the window it is asked for (resource metrics of processes and databases). */
 export const MetricSeries = Type.Array(MetricPoint);
@@ -91,9 +98,9 @@ export const MetricWindowQuery = Type.Object({
 });
 
 /** An IP restriction (applications and databases): one allowlist or denylist at a time. */
-export const IpRestriction = Type.Object(
-  { type: StringEnum(['allow', 'deny']), is_enabled: Type.Boolean(), ip_list: Type.Array(Type.String()) },
-  { additionalProperties: false },
+export const IpRestriction = named(
+  'IpRestriction',
+  Type.Object({ type: StringEnum(['allow', 'deny']), is_enabled: Type.Boolean(), ip_list: Type.Array(Type.String()) }, { additionalProperties: false }),
 );
 export const IpRestrictionBody = Type.Object({
   type: StringEnum(['allow', 'deny']),
