@@ -209,13 +209,16 @@ async function step(app: AppContext, tx: Tx, deploymentId: string): Promise<Date
   const now = new Date();
   if (d.status === 'waiting') {
     await lockApp(tx, d.app_id);
+    // Read the clock once the lock is held: the deployment this one waited for may have finished
+    // while this step waited for the lock, and this one must not start before that end.
+    const startAt = new Date();
     const busy = await tx.selectFrom('deployments').select('id').where('app_id', '=', d.app_id).where('status', '=', 'inProgress').executeTakeFirst();
     // The running deployment's end wakes this one; the delay is only a safety net.
-    if (busy) return new Date(now.getTime() + 2000);
+    if (busy) return new Date(startAt.getTime() + 2000);
     const steps = JSON.parse(d.steps) as string[];
     const r = await tx
       .updateTable('deployments')
-      .set({ status: 'inProgress', phase: steps[0]!, phase_started_at: now.toISOString(), reads: 0, started_at: now.toISOString(), updated_at: now.toISOString() })
+      .set({ status: 'inProgress', phase: steps[0]!, phase_started_at: startAt.toISOString(), reads: 0, started_at: startAt.toISOString(), updated_at: startAt.toISOString() })
       .where('id', '=', d.id)
       .where('status', '=', 'waiting')
       .executeTakeFirst();
@@ -223,7 +226,7 @@ async function step(app: AppContext, tx: Tx, deploymentId: string): Promise<Date
     await log(tx, d, startLines(d));
     await app.events.signal(tx, 'deployment.started', { application: a, deploymentId: d.id });
     await refreshAppStatus(tx, d.app_id);
-    return now;
+    return startAt;
   }
   const steps = JSON.parse(d.steps) as string[];
   const phase = d.phase ?? steps[0]!;
