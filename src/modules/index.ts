@@ -39,14 +39,20 @@ export const modules: Module[] = [
   { name: 'resources', operations: resources.operations },
   { name: 'accounts', operations: accounts.operations },
   { name: 'api-keys', operations: apiKeys.operations },
-  { name: 'projects', operations: projects.operations },
+  { name: 'projects', operations: projects.operations, setup: projects.setup },
   { name: 'device-codes', operations: deviceCodes.operations },
   { name: 'applications', operations: applications.operations, tables: [...appSettings.settingsTables, ...appStorage.tables], migrations: { ...appStorage.migrations, ...appSettings.settingsMigrations }, setup: applications.setup, http: applications.http },
   { name: 'processes', operations: processes.operations, tables: processes.tables, migrations: processes.migrations, setup: processes.setup },
   { name: 'env-vars', operations: envVars.operations, tables: envVars.tables, migrations: envVars.migrations, setup: envVars.setup },
   { name: 'databases', operations: databases.operations, tables: databases.tables, migrations: databases.migrations, setup: databases.setup },
   { name: 'webhooks', operations: webhooks.operations, tables: webhooks.tables, migrations: webhooks.migrations, setup: webhooks.setup },
-  { name: 'registry-credentials', operations: registryCredentials.operations, tables: registryCredentials.tables, migrations: registryCredentials.migrations },
+  {
+    name: 'registry-credentials',
+    operations: registryCredentials.operations,
+    tables: registryCredentials.tables,
+    migrations: registryCredentials.migrations,
+    setup: registryCredentials.setup,
+  },
   { name: 'usage-alerts', operations: usageAlerts.operations, tables: usageAlerts.tables, migrations: usageAlerts.migrations },
 ];
 

@@ -20,8 +20,17 @@ export interface ServiceKind {
 
 export class ServiceRegistry {
   private kinds = new Map<string, ServiceKind>();
+  private others = new Map<string, ServiceKind['find']>();
   register(kind: ServiceKind): void {
     this.kinds.set(kind.type, kind);
+  }
+  /** A resource that is not a service (projects, registry credentials), for reference checks. */
+  registerResource(type: string, find: ServiceKind['find']): void {
+    this.others.set(type, find);
+  }
+  /** How to find a resource of `type` (a service kind or another resource) in the caller's company. */
+  resolver(type: string): ServiceKind['find'] | undefined {
+    return this.kinds.get(type)?.find ?? this.others.get(type);
   }
   get(type: string): ServiceKind | undefined {
     return this.kinds.get(type);

@@ -69,12 +69,12 @@ for (const kind of DB_KINDS) {
       assert.equal(o.name, slug);
     });
 
-    it('create refuses an unknown cluster, a missing source detail, an unknown project and a schema mismatch (400)', async () => {
+    it('create refuses an unknown cluster, a missing source detail and a schema mismatch (400), an unknown project (404)', async () => {
       const base = { display_name: uniqueName('bad'), cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1' };
       expectError(await s.post('/applications', { ...base, cluster_id: MISSING }), 400, /cluster/i);
       expectError(await s.post('/applications', { ...base, docker_image: undefined }), 400, /docker_image/);
       expectError(await s.post('/applications', { ...base, source: 'publicGit', docker_image: undefined }), 400, /repo_url/);
-      expectError(await s.post('/applications', { ...base, project_id: MISSING }), 400, /project/i);
+      expectError(await s.post('/applications', { ...base, project_id: MISSING }), 404);
       expectError(await s.post('/applications', { ...base, nope: true }), 400, /does not match the schema/);
       expectError(await s.post('/applications', { ...base, display_name: 'x' }), 400, /does not match the schema/);
     });

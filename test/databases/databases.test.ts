@@ -239,7 +239,8 @@ for (const kind of DB_KINDS) {
       expectError(await s.post(`/databases/${d.id}/internal-connections`, { target_id: far.id, target_type: 'database' }), 400, /same cluster/);
       const a = expectStatus(await s.post('/applications', { display_name: `far app ${Date.now()}`, cluster_id: OTHER_CLUSTER.id, source: 'publicGit', repo_url: 'https://github.com/x/y.git' }), 201);
       expectError(await s.post(`/databases/${d.id}/internal-connections`, { target_id: a.id, target_type: 'app' }), 400, /same cluster/);
-      expectError(await s.post(`/databases/${d.id}/internal-connections`, { target_id: MISSING, target_type: 'app' }), 400, /Unknown/);
+      // An id that names nothing is answered like a path id (404).
+      expectError(await s.post(`/databases/${d.id}/internal-connections`, { target_id: MISSING, target_type: 'app' }), 404);
     });
 
     it('metrics: usage and limit series and storage values', async () => {
@@ -290,7 +291,7 @@ for (const kind of DB_KINDS) {
       assert.equal(l.data.length, 0);
       // A database of another company is no internal connection target either.
       const mine = await createDb(s, { token: other.token });
-      expectError(await s.post(`/databases/${mine.id}/internal-connections`, { target_id: d.id, target_type: 'database' }, { token: other.token }), 400, /Unknown/);
+      expectError(await s.post(`/databases/${mine.id}/internal-connections`, { target_id: d.id, target_type: 'database' }, { token: other.token }), 404);
     });
 
     it('a key scoped to one database sees only that one', async () => {

@@ -43,7 +43,8 @@ for (const kind of DB_KINDS) {
       assert.deepEqual(l.data[0], c);
       const f = expectStatus(await s.get(`/usage-alerts?project_id=${pid}`, { token }), 200);
       assert.deepEqual(f.data.map((a: any) => a.id), [p.id]);
-      assert.equal(expectStatus(await s.get(`/usage-alerts?project_id=${MISSING}`, { token }), 200).total, 0);
+      // A filter naming a project the key cannot see is answered like a path id.
+      assertError(await s.get(`/usage-alerts?project_id=${MISSING}`, { token }), 404);
       assert.deepEqual(expectStatus(await s.get(`/usage-alerts/${p.id}`, { token }), 200), p);
 
       const u = expectStatus(await s.patch(`/usage-alerts/${c.id}`, { limit_usd: 500.25, emails: ['a@example.com', 'b@example.org'] }, { token }), 200);
@@ -77,12 +78,12 @@ for (const kind of DB_KINDS) {
       assertError(await s.post('/usage-alerts', body({ project_id: pid }), { token }), 400, /already has/);
     });
 
-    it('requires the project to belong to the company (400)', async () => {
+    it('requires the project to belong to the company (404, like a path id)', async () => {
       const a = await company();
       const b = await company();
       const foreign = await project(b.token);
-      assertError(await s.post('/usage-alerts', body({ project_id: foreign }), { token: a.token }), 400, /does not exist/);
-      assertError(await s.post('/usage-alerts', body({ project_id: MISSING }), { token: a.token }), 400, /does not exist/);
+      assertError(await s.post('/usage-alerts', body({ project_id: foreign }), { token: a.token }), 404);
+      assertError(await s.post('/usage-alerts', body({ project_id: MISSING }), { token: a.token }), 404);
     });
 
     it('removes a project config with its project', async () => {

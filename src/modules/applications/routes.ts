@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../shared/context.js';
+import { ref } from '../../shared/http/references.js';
 import { defineOperation, type Contract } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import * as c from './schemas.js';
@@ -23,6 +24,7 @@ export const operations = [
     contract: c.createApplicationContract,
     permission: 'APP:CREATE',
     tier: 'service_creation',
+    references: [ref.project, ref.registryCredential],
     handler: async (r) => svc.createApp(r, r.body),
   }),
   defineOperation({
@@ -35,6 +37,7 @@ export const operations = [
     contract: c.updateApplicationContract,
     permission: 'APP:UPDATE',
     tier: 'service_mutation',
+    references: [ref.registryCredential],
     handler: async (r) => svc.updateApp(r, r.params.id, r.body),
   }),
   defineOperation({
@@ -59,8 +62,10 @@ export const operations = [
     contract: c.cloneApplicationContract,
     permission: 'APP:CREATE',
     tier: 'service_creation',
-    // Cloning creates a new service: counted like a creation, per company (not per source app).
+    // Cloning creates a new service: counted like a creation, per company (not per source app), and
+    // needs the permission for the whole company (a capability scoped to the source does not do).
     resourceParam: 'id',
+    companyWide: true,
     handler: async (r) => svc.cloneApp(r, r.params.id, r.body),
   }),
   defineOperation({

@@ -1,5 +1,6 @@
 // Operation declarations of the databases area: contract, permission, rate tier, thin handler.
 import type { AppContext } from '../../shared/context.js';
+import { ref } from '../../shared/http/references.js';
 import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import * as bk from './backups.js';
@@ -21,6 +22,7 @@ export const operations = [
     contract: c.createDatabaseContract,
     permission: 'DATABASE:CREATE',
     tier: 'service_creation',
+    references: [ref.project],
     handler: async (r) => svc.createDatabase(r, r.body),
   }),
   defineOperation({
@@ -33,6 +35,7 @@ export const operations = [
     contract: c.updateDatabaseContract,
     permission: 'DATABASE:UPDATE',
     tier: 'service_mutation',
+    references: [ref.project],
     handler: async (r) => svc.updateDatabase(r, r.params.id, r.body),
   }),
   defineOperation({
@@ -99,6 +102,7 @@ export const operations = [
     contract: c.createDatabaseInternalConnectionContract,
     permission: 'DATABASE:UPDATE',
     tier: 'general_write',
+    references: [ref.connectionTarget],
     handler: async (r) => svc.createConnection(r, r.params.id, r.body),
   }),
   defineOperation({
@@ -130,6 +134,7 @@ export const operations = [
     contract: c.restoreDatabaseBackupContract,
     permission: 'DATABASE:UPDATE',
     tier: 'general_write',
+    references: [ref.targetDatabase],
     handler: async (r) => bk.restoreBackup(r, r.params.id, r.params.backup_id, r.body?.target_database_id),
   }),
   defineOperation({
@@ -154,6 +159,7 @@ export const operations = [
     contract: c.restoreExternalDatabaseBackupContract,
     permission: 'DATABASE:UPDATE',
     tier: 'general_write',
+    references: [ref.targetDatabase],
     // The body is required and may be an object or JSON null; the router tells a missing body
     // (400) from a `null` one.
     handler: async (r) => bk.restoreExternalBackup(r, r.params.id, r.params.backup_id, r.body?.target_database_id),
@@ -168,6 +174,7 @@ export const operations = [
     contract: c.createDatabaseBackupTargetContract,
     permission: 'DATABASE:UPDATE',
     tier: 'general_write',
+    references: [ref.objectStorage],
     handler: async (r) => bk.createTarget(r, r.params.id, r.body),
   }),
   defineOperation({

@@ -1,3 +1,4 @@
+import type { AppContext } from '../../shared/context.js';
 import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import * as c from './schemas.js';
@@ -38,6 +39,7 @@ export const operations = [
     contract: c.addServiceToProjectContract,
     permission: 'PROJECT:UPDATE',
     tier: 'general_write',
+    references: [{ in: 'body', field: 'service_id', kind: { field: 'service_type' }, action: 'READ' }],
     handler: async (r) => svc.addService(r, r.params.id, r.body.service_id, r.body.service_type),
   }),
   defineOperation({
@@ -47,3 +49,7 @@ export const operations = [
     handler: async (r) => svc.removeService(r, r.params.id, r.params.service_id, r.query.service_type),
   }),
 ];
+
+export function setup(app: AppContext): void {
+  app.services.registerResource('project', svc.projectSummary);
+}

@@ -32,6 +32,12 @@ async function find(ctx: CallContext, id: string): Promise<ProjectsTable> {
   return p;
 }
 
+/** The registry's view of a project (reference checks of `project_id` fields). */
+export async function projectSummary(ctx: CallContext, id: string) {
+  const p = await lookup(ctx, id);
+  return p && { id: p.id, name: p.name, display_name: p.display_name };
+}
+
 /** Whether the caller's company has project `id` (for services that name a project_id). */
 export async function projectExists(ctx: CallContext, id: string): Promise<boolean> {
   return !!(await lookup(ctx, id));

@@ -1,5 +1,6 @@
 // Docker registry credentials (/docker-registries). Writes are in the general write tier
 // (specification, Limits -> Rate limits: "registry credentials").
+import type { AppContext } from '../../shared/context.js';
 import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import * as c from './schemas.js';
@@ -39,3 +40,7 @@ export const operations = [
     handler: async (r) => svc.deleteRegistry(r, r.params.id),
   }),
 ];
+
+export function setup(app: AppContext): void {
+  app.services.registerResource('docker-registry', svc.registrySummary);
+}

@@ -35,6 +35,11 @@ async function find({ tx, companyId }: CallContext, id: string): Promise<DockerR
   return r;
 }
 
+/** The registry's view of a credential (reference checks of `docker_registry_credential_id`). */
+export async function registrySummary({ tx, companyId }: CallContext, id: string) {
+  return tx.selectFrom('docker_registries').select(['id', 'name', 'name as display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+}
+
 export async function getRegistry(ctx: CallContext, id: string) {
   return view(await find(ctx, id));
 }

@@ -1,5 +1,6 @@
 // Usage alert configs (/usage-alerts). Creation is in the service creation tier (specification,
 // Limits -> Rate limits: "usage alerts"); updates and deletes in the general write tier.
+import { ref } from '../../shared/http/references.js';
 import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import * as c from './schemas.js';
@@ -12,12 +13,14 @@ export const operations = [
     contract: c.listUsageAlertConfigsContract,
     permission: 'BILLING:READ',
     tier: 'read',
+    references: [ref.projectQuery],
     handler: async (r) => svc.listAlerts(r, pageOf(r.query), r.query.project_id),
   }),
   defineOperation({
     contract: c.createUsageAlertConfigContract,
     permission: 'BILLING:CREATE',
     tier: 'service_creation',
+    references: [ref.project],
     handler: async (r) => svc.createAlert(r, r.body),
   }),
   defineOperation({

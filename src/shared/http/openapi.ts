@@ -58,6 +58,8 @@ export function buildOpenApi(ops: Operation[], serverUrl: string) {
     if (op.auth !== 'none') errors.add(403);
     errors.add(429);
     errors.add(500);
+    // A resource id named in the body or query that the key cannot see answers like a path id.
+    if (op.references?.length) errors.add(404);
     // Every write's body is parsed (size, media type) before validation, with or without a declared body.
     if (isWrite(c.method)) {
       errors.add(413);

@@ -6,6 +6,7 @@ import type { AuthContext } from '../auth/authenticate.js';
 import type { Permission } from '../auth/rbac.js';
 import type { CallContext } from '../context.js';
 import type { Tier } from '../ratelimit.js';
+import type { Reference } from './references.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -59,6 +60,11 @@ export interface Operation<C extends Contract = Contract> {
    * granted only for some resources does not cover it (403).
    */
   companyWide?: boolean;
+  /**
+   * Resource ids the request names in its body or query: each is checked like a path id (the
+   * key's permission on that resource, existence in the company; 404 otherwise) before the handler.
+   */
+  references?: readonly Reference[];
   handler(ctx: RequestContext<C>): Promise<C['response'] extends TSchema ? Static<C['response']> : void>;
 }
 

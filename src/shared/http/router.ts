@@ -11,6 +11,7 @@ import { ApiError, forbidden, notFound } from '../errors.js';
 import * as idem from '../idempotency.js';
 import { bucketFor, headersFor, type RateLimiter } from '../ratelimit.js';
 import { isWrite, type Operation } from './operation.js';
+import { checkReferences } from './references.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -92,13 +93,19 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
       },
       preHandler: async (req) => {
         req.scope = null;
-        if (!op.permission || !req.auth) return;
-        const g = req.auth.grants.get(op.permission as Permission)!;
-        if (g.all) return;
-        const id = rp ? (req.params as Record<string, string>)[rp] : undefined;
-        if (id !== undefined) {
-          if (!g.ids.has(id)) throw notFound();
-        } else req.scope = g.ids;
+        const auth = req.auth;
+        if (!auth) return;
+        const g = op.permission ? auth.grants.get(op.permission as Permission)! : undefined;
+        if (g && !g.all) {
+          const id = rp ? (req.params as Record<string, string>)[rp] : undefined;
+          if (id !== undefined) {
+            if (!g.ids.has(id)) throw notFound();
+          } else req.scope = g.ids;
+        }
+        if (op.references?.length) {
+          const ctx = { app, tx: app.database.db, companyId: auth.company.id, actor: auth.key.id, scope: req.scope, grants: auth.grants };
+          await checkReferences(op.references, ctx, auth, { body: req.body, query: req.query });
+        }
       },
       handler: async (req, reply) => {
         const write = isWrite(c.method);
