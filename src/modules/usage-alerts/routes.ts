@@ -13,14 +13,14 @@ export const operations = [
     contract: c.listUsageAlertConfigsContract,
     permission: 'BILLING:READ',
     tier: 'read',
-    references: [ref.projectQuery],
+    references: [ref.budgetProjectQuery],
     handler: async (r) => svc.listAlerts(r, pageOf(r.query), r.query.project_id),
   }),
   defineOperation({
     contract: c.createUsageAlertConfigContract,
     permission: 'BILLING:CREATE',
     tier: 'service_creation',
-    references: [ref.project],
+    references: [ref.budgetProject],
     handler: async (r) => svc.createAlert(r, r.body),
   }),
   defineOperation({

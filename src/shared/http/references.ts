@@ -6,7 +6,7 @@
 // out-of-scope resources leaks. Operations declare their references (`Operation.references`), so
 // a new operation cannot forget the check; the resources are found through the registry that the
 // owning modules fill (`app.services`).
-import type { Action, Resource } from '../auth/rbac.js';
+import type { Action, Permission, Resource } from '../auth/rbac.js';
 import type { CallContext } from '../context.js';
 import { notFound } from '../errors.js';
 import type { AuthContext } from '../auth/authenticate.js';
@@ -30,15 +30,19 @@ export interface Reference {
   field: string;
   /** The kind of resource, or the body/query field that names it (e.g. `service_type`; the values are registry kinds). */
   kind: ReferenceKind | { field: string };
-  /** What the action needs on the referenced resource. */
+  /** What the action needs on the referenced resource: `<its resource>:<action>`... */
   action: Action;
+  /** ...unless the operation names another permission that decides (e.g. billing on a project's budget). */
+  permission?: Permission;
 }
 
 /** The references several operations share. */
 export const ref = {
   /** `project_id` of a service being created or moved: the key must see the project. */
   project: { in: 'body', field: 'project_id', kind: 'project', action: 'READ' },
-  projectQuery: { in: 'query', field: 'project_id', kind: 'project', action: 'READ' },
+  /** A usage alert's project: setting a budget is the billing permission's business (billing keys see no projects). */
+  budgetProject: { in: 'body', field: 'project_id', kind: 'project', action: 'READ', permission: 'BILLING:CREATE' },
+  budgetProjectQuery: { in: 'query', field: 'project_id', kind: 'project', action: 'READ', permission: 'BILLING:READ' },
   registryCredential: { in: 'body', field: 'docker_registry_credential_id', kind: 'docker-registry', action: 'READ' },
   /** A restore overwrites the target database: the key must be allowed to change it. */
   targetDatabase: { in: 'body', field: 'target_database_id', kind: 'database', action: 'UPDATE' },
@@ -58,7 +62,7 @@ export async function checkReferences(refs: readonly Reference[], ctx: CallConte
     const kind = typeof named === 'string' ? ((named in REFERENCE_KINDS ? named : kindAliases[named]) as ReferenceKind | undefined) : undefined;
     // An unknown kind is the schema's or the module's to reject (400), not a reference to check.
     if (!kind) continue;
-    const g = auth.grants.get(`${REFERENCE_KINDS[kind]}:${ref.action}`);
+    const g = auth.grants.get(ref.permission ?? `${REFERENCE_KINDS[kind]}:${ref.action}`);
     if (typeof id !== 'string' || !g || (!g.all && !g.ids.has(id))) throw notFound();
     const resolver = ctx.app.services.resolver(kind);
     if (resolver && !(await resolver(ctx, id))) throw notFound();
