@@ -64,7 +64,7 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   maxParamLength: 100,
   requestTimeoutMs: 20_000,
   headersTimeoutMs: 10_000,
-  keepAliveTimeoutMs: 5_000,
+  keepAliveTimeoutMs: 72_000,
   connectionTimeoutMs: 60_000,
   maxConnectionsPerIp: 256,
 };
