@@ -1,5 +1,8 @@
 // Assembles the server: configuration, database, shared HTTP machinery and every module.
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import AjvModule from 'ajv';
 import formatsModule from 'ajv-formats';
@@ -9,6 +12,7 @@ import { migrate, openDatabase, type Database } from './shared/db/index.js';
 import { ApiError, SCHEMA_MISMATCH } from './shared/errors.js';
 import { buildOpenApi } from './shared/http/openapi.js';
 import type { Operation } from './shared/http/operation.js';
+import { parseJsonBody } from './shared/http/input.js';
 import { admit, registerOperations } from './shared/http/router.js';
 import * as idem from './shared/idempotency.js';
 import { UUID_RE } from './shared/ids.js';
@@ -37,11 +41,58 @@ function makeAjv(coerce: boolean, useDefaults = true) {
   return ajv;
 }
 
+/**
+ * Answers an HTTP parser error or an expired request deadline on the raw socket with the contract's
+ * error body (there is no request to reply to), then closes the connection.
+ */
+function clientError(err: NodeJS.ErrnoException, socket: Duplex, limits: Config['http']): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, `The request did not arrive in time (headers within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms)`]
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'The request line and headers are larger than the limit (16 KiB)']
+        : [400, 'The request is not valid HTTP/1.1'];
+  const body = JSON.stringify({ message, status });
+  // Not in the middle of a response already being sent on this connection.
+  const inFlight = (socket as any)._httpMessage;
+  if (socket.writable && !(inFlight && inFlight.headersSent)) {
+    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  // A client that does not read the response does not hold the socket either.
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
+
+/** Closes a new connection at once when its address already has `max` open (0: no cap). */
+function capConnectionsPerIp(server: { on(event: 'connection', cb: (socket: Socket) => void): unknown }, max: number): void {
+  if (!max) return;
+  const open = new Map<string, number>();
+  server.on('connection', (socket) => {
+    const ip = socket.remoteAddress;
+    if (!ip) return void socket.destroy();
+    const n = (open.get(ip) ?? 0) + 1;
+    if (n > max) return void socket.destroy();
+    open.set(ip, n);
+    socket.once('close', () => {
+      const left = (open.get(ip) ?? 1) - 1;
+      if (left > 0) open.set(ip, left);
+      else open.delete(ip);
+    });
+  });
+}
+
 export async function createServer(config: Config, opts: { database?: Database; logger?: FastifyServerOptions['logger'] } = {}): Promise<Server> {
   const database = opts.database ?? openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(database.db, moduleMigrations());
   const tls = config.tls ? await loadTls(config.tls, config.dataDir) : undefined;
 
+  const limits = config.http;
+  // Node checks request and header deadlines on this interval (its default, 30 s, would let a
+  // stalled request live up to twice the deadline).
+  const nodeHttp = {
+    headersTimeout: limits.headersTimeoutMs,
+    connectionsCheckingInterval: Math.max(50, Math.min(5_000, Math.floor(limits.headersTimeoutMs / 4))),
+  };
   const fastify = Fastify({
     logger: opts.logger ?? { level: config.logLevel },
     bodyLimit: config.bodyLimit,
@@ -51,8 +102,26 @@ export async function createServer(config: Config, opts: { database?: Database; 
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && UUID_RE.test(incoming) ? incoming.toLowerCase() : randomUUID();
     },
-    ...(tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
+    routerOptions: { maxParamLength: limits.maxParamLength },
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionTimeout: limits.connectionTimeoutMs,
+    http: nodeHttp,
+    // Errors of the router (bad percent-encoding, over-long path parameters): the contract's body.
+    frameworkErrors: (err: Error & { code?: string }, req: any, reply: any) => {
+      const message =
+        err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? `A path parameter is longer than ${limits.maxParamLength} characters`
+          : err.code === 'FST_ERR_BAD_URL'
+            ? 'The request path is not valid percent-encoded UTF-8'
+            : 'The request is malformed';
+      return reply.status(400).header('x-request-id', req.id).send({ message, status: 400 });
+    },
+    // Errors of Node's HTTP parser and deadlines, before there is a request: a raw response.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Duplex) => clientError(err, socket, limits),
+    ...(tls ? { https: { cert: tls.cert, key: tls.key, ...nodeHttp } } : {}),
   } as FastifyServerOptions);
+  capConnectionsPerIp(fastify.server, limits.maxConnectionsPerIp);
 
   const scheme = tls ? 'https' : 'http';
   const app = createAppContext(config, database, fastify.log, config.publicUrl ?? `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`);
@@ -60,13 +129,16 @@ export async function createServer(config: Config, opts: { database?: Database; 
 
   // Bodies: JSON only; an empty body is "no body", `null` is a valid JSON body.
   fastify.removeContentTypeParser(['application/json']);
+  // Depth, NUL characters, string length and non-finite numbers are checked here, once for every
+  // operation (src/shared/http/input.ts).
+  const inputLimits = { maxDepth: limits.maxJsonDepth, maxString: limits.maxStringLength };
   fastify.addContentTypeParser(/^application\/([\w.+-]+\+)?json(;.*)?$/i, { parseAs: 'string' }, (_req, raw, done) => {
     const text = String(raw);
     if (text.trim() === '') return done(null, undefined);
     try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(new ApiError(400, 'The request body is not valid JSON'), undefined);
+      done(null, parseJsonBody(text, inputLimits));
+    } catch (e) {
+      done(e instanceof ApiError ? e : new ApiError(400, 'The request body is not valid JSON'), undefined);
     }
   });
   fastify.removeContentTypeParser(['text/plain']);
@@ -83,6 +155,8 @@ export async function createServer(config: Config, opts: { database?: Database; 
 
   fastify.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
+    // A NUL anywhere in the path or query never reaches routing, rate-limit keys or queries.
+    if (/%00|\u0000/i.test(req.url)) throw new ApiError(400, 'The request URL contains a NUL character (%00)');
     if (config.production && !tls) {
       const proto = config.trustProxy ? req.headers['x-forwarded-proto'] : undefined;
       if (proto !== 'https' && !req.url.startsWith('/healthz') && !req.url.startsWith('/readyz'))

@@ -27,6 +27,8 @@ export interface Config {
   brandPrefix: string;
   rateLimits: RateLimitConfig;
   bodyLimit: number;
+  /** Limits and timeouts of the HTTP server (README: "Limits and timeouts"). */
+  http: HttpLimits;
   publicUrl?: string;
   jobs: { concurrency: number; leaseMs: number; pollMs: number; retryBaseMs: number };
   /**
@@ -35,6 +37,57 @@ export interface Config {
    */
   webhooks: { env: Record<string, string | undefined> };
   simulation: { progression: Record<string, Progression>; faults: Omit<FaultRule, 'id' | 'created_at'>[] };
+}
+
+export interface HttpLimits {
+  /** Deepest nesting of arrays/objects in a JSON body (SLIPWAY_MAX_JSON_DEPTH). */
+  maxJsonDepth: number;
+  /** Longest string or property name in a JSON body, in characters (SLIPWAY_MAX_STRING_LENGTH). */
+  maxStringLength: number;
+  /** Longest path parameter, in characters (SLIPWAY_MAX_PARAM_LENGTH); longer is 400. */
+  maxParamLength: number;
+  /** Whole request (headers and body) must arrive within this, or 408 and close (SLIPWAY_REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs: number;
+  /** Headers must arrive within this, or 408 and close (SLIPWAY_HEADERS_TIMEOUT_MS; at most requestTimeoutMs). */
+  headersTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this (SLIPWAY_KEEP_ALIVE_TIMEOUT_MS). */
+  keepAliveTimeoutMs: number;
+  /** A socket with no traffic at all for this long is destroyed (SLIPWAY_CONNECTION_TIMEOUT_MS; 0: never). */
+  connectionTimeoutMs: number;
+  /** Open connections from one client address; more are closed at once (SLIPWAY_MAX_CONNECTIONS_PER_IP; 0: no cap). */
+  maxConnectionsPerIp: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: HttpLimits = {
+  maxJsonDepth: 64,
+  maxStringLength: 64 * 1024,
+  maxParamLength: 100,
+  requestTimeoutMs: 20_000,
+  headersTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 72_000,
+  connectionTimeoutMs: 60_000,
+  maxConnectionsPerIp: 256,
+};
+
+function httpLimits(env: NodeJS.ProcessEnv, trustProxy: boolean): HttpLimits {
+  const int = (name: string, d: number, min = 0) => {
+    const v = env[name];
+    if (v === undefined || v === '') return d;
+    if (!/^\d+$/.test(v) || Number(v) < min) throw new Error(`${name} must be an integer >= ${min} (got "${v}")`);
+    return Number(v);
+  };
+  const requestTimeoutMs = int('SLIPWAY_REQUEST_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.requestTimeoutMs, 1);
+  return {
+    maxJsonDepth: int('SLIPWAY_MAX_JSON_DEPTH', DEFAULT_HTTP_LIMITS.maxJsonDepth, 1),
+    maxStringLength: int('SLIPWAY_MAX_STRING_LENGTH', DEFAULT_HTTP_LIMITS.maxStringLength, 1),
+    maxParamLength: int('SLIPWAY_MAX_PARAM_LENGTH', DEFAULT_HTTP_LIMITS.maxParamLength, 36),
+    requestTimeoutMs,
+    headersTimeoutMs: Math.min(requestTimeoutMs, int('SLIPWAY_HEADERS_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.headersTimeoutMs, 1)),
+    keepAliveTimeoutMs: int('SLIPWAY_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.keepAliveTimeoutMs, 1),
+    connectionTimeoutMs: int('SLIPWAY_CONNECTION_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.connectionTimeoutMs),
+    // Behind a trusted proxy every connection comes from the proxy: no cap unless one is set.
+    maxConnectionsPerIp: int('SLIPWAY_MAX_CONNECTIONS_PER_IP', trustProxy ? 0 : DEFAULT_HTTP_LIMITS.maxConnectionsPerIp),
+  };
 }
 
 export const DEFAULT_RATE_LIMITS: RateLimitConfig = {
@@ -86,6 +139,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
   } else if (tlsFlag === 'self-signed') tls = { mode: 'self-signed' };
   else if (tlsFlag) throw new Error(`unknown --tls mode "${tlsFlag}" (expected "self-signed")`);
 
+  const trustProxy = flags['trust-proxy'] === true || bool(env.SLIPWAY_TRUST_PROXY);
   const port = Number(str('port', 'PORT') ?? 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid port "${str('port', 'PORT')}"`);
   return {
@@ -95,7 +149,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     databaseUrl: str('database-url', 'DATABASE_URL'),
     logLevel: str('log-level', 'LOG_LEVEL') ?? 'info',
     production: flags.production === true || env.NODE_ENV === 'production',
-    trustProxy: flags['trust-proxy'] === true || bool(env.SLIPWAY_TRUST_PROXY),
+    trustProxy,
     tls,
     operatorToken: str('operator-token', 'SLIPWAY_OPERATOR_TOKEN'),
     bootstrapToken: env.SLIPWAY_BOOTSTRAP_TOKEN || undefined,
@@ -103,6 +157,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     brandPrefix: (env.SLIPWAY_BRAND_PREFIX || 'svl').toLowerCase(),
     rateLimits,
     bodyLimit: Number(env.SLIPWAY_BODY_LIMIT || 1024 * 1024),
+    http: httpLimits(env, trustProxy),
     publicUrl: str('public-url', 'SLIPWAY_PUBLIC_URL'),
     jobs: {
       concurrency: Number(env.SLIPWAY_JOB_CONCURRENCY || 8),

@@ -1,5 +1,7 @@
-// Address validation shared by IP restrictions (applications, databases).
+// Address validation shared by IP restrictions (applications, databases), and the classification of
+// outbound destinations (webhook endpoints) with ipaddr.js.
 import { isIP } from 'node:net';
+import ipaddr, { type IPv4, type IPv6 } from 'ipaddr.js';
 import { badRequest } from './errors.js';
 
 /** A single IPv4/IPv6 address or a CIDR range of one. */
@@ -18,4 +20,59 @@ export function ipList(entries: string[]): string[] {
   const bad = entries.filter((e) => !isIpOrCidr(e.trim()));
   if (bad.length) throw badRequest(`Invalid IP address or CIDR range: ${bad.slice(0, 5).join(', ')}`);
   return [...new Set(entries.map((e) => e.trim()))];
+}
+
+// ---- Outbound destinations (SSRF) ------------------------------------------------------------
+
+/** An address as ipaddr.js reads it, or null when `address` is not an IP literal (brackets allowed). */
+function parseIp(address: string): IPv4 | IPv6 | null {
+  const a = address.replace(/^\[|\]$/g, '');
+  if (!isIP(a.split('%')[0]!)) return null;
+  try {
+    return ipaddr.parse(a);
+  } catch {
+    return null;
+  }
+}
+
+const v4 = (hi: number, lo: number) => new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+const NAT64_WKP = ipaddr.parseCIDR('64:ff9b::/96');
+const AWS_METADATA_V6 = ipaddr.parse('fd00:ec2::254').toNormalizedString();
+
+/**
+ * The IPv4 addresses an IPv6 address stands for, or null when it is a plain IPv6 address:
+ * IPv4-mapped (::ffff:a.b.c.d), SIIT (::ffff:0:a.b.c.d), IPv4-compatible (::a.b.c.d, so `::7f00:1`),
+ * NAT64 (64:ff9b::/96), 6to4 (2002:AABB:CCDD::/48) and Teredo (2001:0:SERVER:..:~CLIENT: the server
+ * and the de-obfuscated client). The local-use NAT64 prefix 64:ff9b:1::/48 stands for an unknown
+ * (network-specific) mapping: [] (no address may be trusted).
+ */
+function embeddedIpv4(ip: IPv6): IPv4[] | null {
+  const p = ip.parts as [number, number, number, number, number, number, number, number];
+  const range = ip.range();
+  if (range === 'ipv4Mapped' || range === 'rfc6145') return [v4(p[6], p[7])];
+  if (range === 'rfc6052') return ip.match(NAT64_WKP) ? [v4(p[6], p[7])] : [];
+  if (range === '6to4') return [v4(p[1], p[2])];
+  if (range === 'teredo') return [v4(p[2], p[3]), v4(~p[6] & 0xffff, ~p[7] & 0xffff)];
+  // IPv4-compatible: the first 96 bits are zero (:: and ::1 keep their IPv6 meaning).
+  if (p.slice(0, 6).every((x) => x === 0) && (p[6] !== 0 || p[7] > 1)) return [v4(p[6], p[7])];
+  return null;
+}
+
+/**
+ * Why an outbound connection (webhook delivery) to `address` is refused, or null when it may be
+ * made. Never: link-local (includes cloud metadata 169.254.169.254, fe80::/10) and the AWS IPv6
+ * metadata address. In production mode also every address that is not global unicast by ipaddr.js
+ * (loopback, private, shared, unspecified, broadcast, multicast, reserved and documentation ranges,
+ * unique-local, ...). An IPv6 address that embeds IPv4 addresses is judged by those.
+ */
+export function refusedDestination(address: string, production: boolean): string | null {
+  const ip = parseIp(address);
+  if (!ip) return `"${address}" is not an IP address`;
+  const embedded = ip.kind() === 'ipv6' ? embeddedIpv4(ip as IPv6) : null;
+  const judged: (IPv4 | IPv6)[] = embedded ?? [ip];
+  const via = embedded ? ` (it stands for ${embedded.map(String).join(' and ') || 'a network-specific IPv4 address'})` : '';
+  if (judged.some((c) => c.range() === 'linkLocal') || (ip.kind() === 'ipv6' && ip.toNormalizedString() === AWS_METADATA_V6))
+    return `${address} is a link-local or cloud-metadata address${via}`;
+  if (production && (judged.length === 0 || judged.some((c) => c.range() !== 'unicast'))) return `${address} is a private, loopback or reserved address${via}`;
+  return null;
 }

@@ -9,12 +9,13 @@
 // between the receiver's 2xx and that transaction repeats the attempt (same event_id).
 import { createHmac, randomBytes } from 'node:crypto';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import type { RecordedEvent } from '../../shared/events.js';
 import { newId } from '../../shared/ids.js';
+import { refusedDestination } from '../../shared/net.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import type { WebhookDeliveriesTable, WebhooksTable } from './storage.js';
 
@@ -72,48 +73,14 @@ export function sign(secret: string, id: string, timestamp: number, body: string
 
 // ---- Where we may connect --------------------------------------------------------------------
 
-/** Never: link-local (includes cloud metadata 169.254.169.254) and the AWS IPv6 metadata address. */
-const ALWAYS_BLOCKED = new BlockList();
-ALWAYS_BLOCKED.addSubnet('169.254.0.0', 16, 'ipv4');
-ALWAYS_BLOCKED.addAddress('fd00:ec2::254', 'ipv6');
-ALWAYS_BLOCKED.addSubnet('fe80::', 10, 'ipv6');
-
-/** Additionally in production mode: loopback, private, shared, unspecified, multicast and reserved ranges. */
-const PRIVATE = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const)
-  PRIVATE.addSubnet(net, bits, 'ipv4');
-PRIVATE.addAddress('::', 'ipv6');
-PRIVATE.addAddress('::1', 'ipv6');
-PRIVATE.addSubnet('fc00::', 7, 'ipv6');
-PRIVATE.addSubnet('ff00::', 8, 'ipv6');
-
-/** Why an address may not be contacted, or null when it may. */
-export function refusedAddress(address: string, production: boolean): string | null {
-  let a = address.replace(/^\[|\]$/g, '').toLowerCase();
-  let family = isIP(a);
-  if (family === 0) return `"${address}" is not an IP address`;
-  // IPv4-mapped IPv6 (::ffff:169.254.169.254) is the IPv4 address.
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-  if (mapped) {
-    a = mapped[1]!;
-    family = 4;
-  }
-  const type = family === 4 ? 'ipv4' : 'ipv6';
-  if (ALWAYS_BLOCKED.check(a, type)) return `${address} is a link-local or cloud-metadata address`;
-  if (production && PRIVATE.check(a, type)) return `${address} is a private, loopback or reserved address`;
-  return null;
-}
+/**
+ * Why an address may not be contacted, or null when it may: link-local and cloud-metadata addresses
+ * never, and in production mode nothing but global unicast. Classified by ipaddr.js in
+ * `shared/net.ts`; IPv6 forms embedding IPv4 (mapped, compatible, NAT64, 6to4, Teredo) are judged by
+ * the embedded address. Used on the endpoint at creation/update and on every resolved address at
+ * connect time.
+ */
+export const refusedAddress = (address: string, production: boolean): string | null => refusedDestination(address, production);
 
 /** Checks an endpoint URL's form (scheme, host literal); the resolved addresses are checked at delivery. */
 export function endpointProblem(endpoint: string, production: boolean): string | null {

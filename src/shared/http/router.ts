@@ -1,5 +1,6 @@
 // Turns operation declarations into Fastify routes. The request path through one route:
-//   onRequest:  authenticate (401) -> rate limit (429) -> company state (403) -> permission (403)
+//   onRequest:  authenticate (401) -> params checked, unused if invalid -> rate limit (429)
+//               -> company state (403) -> permission (403) -> invalid params (400)
 //   validation: params, query, body against the declared schemas (400)
 //   preHandler: resource scope of the key (404)
 //   handler:    idempotency replay -> transaction { claim key, service call, store response }
@@ -56,7 +57,11 @@ export async function admit(app: AppContext, limiter: RateLimiter, req: FastifyR
   req.auth = auth;
   const tier = op?.tier ?? 'read';
   const rp = op ? resourceParamOf(op) : null;
-  const serviceId = rp ? (req.params as Record<string, string>)[rp] : undefined;
+  // Path parameters are checked against the operation's schema before anything uses them: an
+  // invalid one never becomes part of a rate-limit bucket (nor reaches a query); the request is
+  // counted without it and answered 400 once the company and permission checks have run.
+  const paramsError = op?.contract.params ? invalidParams(req) : undefined;
+  const serviceId = rp && !paramsError ? (req.params as Record<string, string>)[rp] : undefined;
   reply.headers(headersFor(await limiter.hit(bucketFor(tier, auth.company.id, op?.contract.operationId ?? '-', serviceId), tier)));
   if (!op) return;
   assertCompanyAllows(auth.company, isWrite(op.contract.method));
@@ -66,6 +71,13 @@ export async function admit(app: AppContext, limiter: RateLimiter, req: FastifyR
     const wholeCompany = op.companyWide || (op.permission.endsWith(':CREATE') && !rp);
     if (!g || (!g.all && (g.ids.size === 0 || wholeCompany))) throw forbidden(missingPermissionMessage(op.permission));
   }
+  if (paramsError) throw paramsError;
+}
+
+/** The validation error of the route's params schema for this request's path, if any. */
+function invalidParams(req: FastifyRequest): unknown {
+  const validate = req.getValidationFunction('params') as unknown as ((data: unknown) => { error?: unknown }) | undefined;
+  return validate?.(req.params)?.error;
 }
 
 export function registerOperations(fastify: FastifyInstance, app: AppContext, limiter: RateLimiter, ops: Operation[]): void {
