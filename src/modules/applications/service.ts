@@ -7,7 +7,7 @@ import type { Tx } from '../../shared/db/index.js';
 import { badRequest } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
-import { uniqueName } from '../../shared/naming.js';
+import { insertNamed } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import { deleteLogs, writeLogs } from '../../shared/runtime/logs.js';
 import { CLUSTER_BY_ID } from '../resources/catalog.js';
@@ -105,12 +105,20 @@ export async function getApp(ctx: CallContext, id: string) {
   return appDetailView(await findApp(ctx, id));
 }
 
-async function nameFor(tx: Tx, companyId: string, displayName: string) {
-  return uniqueName(displayName, async (n) => !!(await tx.selectFrom('applications').select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst()));
-}
+type Named = 'name' | 'namespace' | 'temp_domain';
 
-function tempDomain(name: string, clusterName: string) {
-  return `${name}-${randomBytes(3).toString('hex')}.${clusterName}.slipway.app`;
+/**
+ * Inserts an application whose name (and so namespace and temporary domain) derives from its
+ * display name, unique in the company even under concurrent creates (the unique index decides).
+ */
+async function insertApp({ tx }: CallContext, fields: Omit<ApplicationsTable, Named>): Promise<ApplicationsTable> {
+  const clusterName = CLUSTER_BY_ID.get(fields.cluster_id)?.name ?? 'local';
+  return insertNamed(tx, 'applications', fields.company_id, fields.display_name, (name) => ({
+    ...fields,
+    name,
+    namespace: `app-${name}-${randomBytes(4).toString('hex')}`,
+    temp_domain: `${name}-${randomBytes(3).toString('hex')}.${clusterName}.slipway.app`,
+  }));
 }
 
 export interface CreateInput {
@@ -130,14 +138,11 @@ export async function createApp(ctx: CallContext, input: CreateInput) {
   const cluster = checkCluster(input.cluster_id);
   if (input.project_id && !(await projectExists(ctx, input.project_id))) throw badRequest(`Unknown project_id ${input.project_id}`);
   const now = new Date().toISOString();
-  const name = await nameFor(tx, companyId, input.display_name);
-  const row: ApplicationsTable = {
+  const fields: Omit<ApplicationsTable, Named> = {
     id: newId(),
     company_id: companyId,
     project_id: input.project_id ?? null,
     cluster_id: cluster.id,
-    name,
-    namespace: `app-${name}-${randomBytes(4).toString('hex')}`,
     display_name: input.display_name,
     source: input.source,
     type: 'app',
@@ -162,14 +167,13 @@ export async function createApp(ctx: CallContext, input: CreateInput) {
     buildpacks: '[]',
     docker_registry_credential_id: input.docker_registry_credential_id ?? null,
     git_lfs_enabled: 1,
-    temp_domain: tempDomain(name, cluster.name),
     hook_token: null,
     created_by: ctx.actor,
     created_at: now,
     updated_at: now,
   };
-  checkSource(row);
-  await tx.insertInto('applications').values(row).execute();
+  checkSource(fields);
+  const row = await insertApp(ctx, fields);
   await placeService(ctx, row.id, 'app', row.project_id);
   await app.events.signal(tx, 'application.created', { application: row, clonedFrom: null });
   await app.events.emit(tx, 'APP_CREATE', companyId, row);
@@ -262,24 +266,20 @@ export async function cloneApp(ctx: CallContext, id: string, body: { display_nam
   assertMutable(src);
   const cluster = checkCluster(body.cluster_id ?? src.cluster_id);
   const now = new Date().toISOString();
-  const name = await nameFor(tx, companyId, body.display_name);
-  const row: ApplicationsTable = {
-    ...src,
+  const { name: _n, namespace: _ns, temp_domain: _t, ...inherited } = src;
+  const row = await insertApp(ctx, {
+    ...inherited,
     id: newId(),
-    name,
-    namespace: `app-${name}-${randomBytes(4).toString('hex')}`,
     display_name: body.display_name,
     cluster_id: cluster.id,
     status: null,
     is_suspended: 0,
     buildpacks: JSON.stringify(json<{ source: string; order: number }[]>(src.buildpacks).map((p) => ({ ...p, id: newId() }))),
-    temp_domain: tempDomain(name, cluster.name),
     hook_token: null,
     created_by: ctx.actor,
     created_at: now,
     updated_at: now,
-  };
-  await tx.insertInto('applications').values(row).execute();
+  });
   await placeService(ctx, row.id, 'app', row.project_id);
   await app.events.signal(tx, 'application.created', { application: row, clonedFrom: src });
   await createDeployment(ctx, row, { trigger: 'clone', type: 'automatic' });

@@ -3,6 +3,7 @@
 // Edge settings live in one `application_settings` row per application, created on first change
 // (reads answer the defaults until then).
 import type { CallContext } from '../../shared/context.js';
+import { lockFor } from '../../shared/db/locks.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { newId, stableUuid } from '../../shared/ids.js';
@@ -228,6 +229,8 @@ export async function createTcpProxy(ctx: CallContext, id: string, body: { proce
   const { tx, companyId } = ctx;
   const a = await mutableApp(ctx, id);
   await portProcess(tx, a.id, body.process_id);
+  // External ports are allocated per cluster: one allocation at a time (and so one check of duplicates).
+  await lockFor(tx, `tcp-proxies:${a.cluster_id}`);
   const dup = await tx.selectFrom('application_tcp_proxies').select('id').where('app_id', '=', a.id).where('process_id', '=', body.process_id).where('port', '=', body.port).executeTakeFirst();
   if (dup) throw badRequest(`Port ${body.port} of this process already has a TCP proxy`);
   const used = new Set((await tx.selectFrom('application_tcp_proxies').select('external_port').where('cluster_id', '=', a.cluster_id).execute()).map((r) => r.external_port));
@@ -272,6 +275,7 @@ export async function createPrivatePort(ctx: CallContext, id: string, body: { pr
   const { tx, companyId } = ctx;
   const a = await mutableApp(ctx, id);
   await portProcess(tx, a.id, body.process_id);
+  await lockFor(tx, `private-ports:${a.id}`);
   const dup = await tx.selectFrom('application_private_ports').select('id').where('app_id', '=', a.id).where('process_id', '=', body.process_id).where('port', '=', body.port).executeTakeFirst();
   if (dup) throw badRequest(`Port ${body.port} of this process is already exposed privately`);
   const now = new Date().toISOString();

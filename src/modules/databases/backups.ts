@@ -10,7 +10,7 @@ import { ApiError, badRequest, notFound } from '../../shared/errors.js';
 import { newId, slugify } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import { assertNotDeleting, engineMajor, startOperation } from './operations.js';
-import { findDatabase, type DatabaseBackupsTable, type DatabasesTable, type DatabaseType } from './storage.js';
+import { findDatabase, lockDatabase, lockDatabaseId, type DatabaseBackupsTable, type DatabasesTable, type DatabaseType } from './storage.js';
 
 export const BACKUP_JOB = 'database.backup';
 
@@ -110,10 +110,13 @@ function assertRestorable(dest: DatabasesTable) {
   if (dest.backup_status !== 'ready') throw badRequest('A backup of the destination database is in progress; restore once it finishes');
 }
 
+/** The database a restore writes to (the source itself by default), locked like every change of it. */
 async function destination(tx: Tx, source: DatabasesTable, targetId: string | undefined, sameVersion: boolean) {
-  if (!targetId || targetId === source.id) return source;
-  const t = await tx.selectFrom('databases').selectAll().where('id', '=', targetId).where('company_id', '=', source.company_id).executeTakeFirst();
+  const id = targetId ?? source.id;
+  await lockDatabaseId(tx, id);
+  const t = await tx.selectFrom('databases').selectAll().where('id', '=', id).where('company_id', '=', source.company_id).executeTakeFirst();
   if (!t) throw new ApiError(404, 'Target database not found');
+  if (t.id === source.id) return t;
   if (t.cluster_id !== source.cluster_id) throw badRequest('The target database must be in the same cluster (region) as the source database');
   if (t.type !== source.type) throw badRequest(`The target database must be of the same type as the source (${source.type}, not ${t.type})`);
   if (sameVersion && engineMajor(t.version) !== engineMajor(source.version))
@@ -143,7 +146,7 @@ export async function listBackups(ctx: CallContext, id: string, type?: 'daily' |
 
 export async function createBackup(ctx: CallContext, id: string, displayName: string) {
   const { tx } = ctx;
-  const d = await findDatabase(ctx, id);
+  const d = await lockDatabase(ctx, id);
   assertCanBackUp(d);
   const count = await tx.selectFrom('database_backups').select((eb) => eb.fn.countAll().as('n')).where('database_id', '=', d.id).where('external', '=', 0).where('type', '=', 'manual').where('status', '!=', 'failed').executeTakeFirst();
   if (Number(count?.n ?? 0) >= 50) throw badRequest('The database already has 50 manual backups; delete some first');
@@ -155,7 +158,7 @@ export async function createBackup(ctx: CallContext, id: string, displayName: st
 
 export async function deleteBackup(ctx: CallContext, id: string, backupId: string, external: boolean) {
   const { tx } = ctx;
-  const d = await findDatabase(ctx, id);
+  const d = await lockDatabase(ctx, id);
   if (external) assertExternalBackups(d);
   const b = await findBackup(tx, d.id, backupId, external);
   if (b.status === 'pending') throw badRequest('The backup is still being taken; delete it once it is complete');
@@ -183,7 +186,7 @@ export async function listExternalBackups(ctx: CallContext, id: string) {
 
 export async function createExternalBackup(ctx: CallContext, id: string, input: { name: string; backup_target_id?: string }) {
   const { tx } = ctx;
-  const d = await findDatabase(ctx, id);
+  const d = await lockDatabase(ctx, id);
   assertExternalBackups(d);
   let q = tx.selectFrom('database_backup_targets').select('id').where('database_id', '=', d.id);
   if (input.backup_target_id) q = q.where('id', '=', input.backup_target_id);
@@ -226,7 +229,7 @@ export async function createTarget(
   input: { object_storage_id?: string; bucket_name?: string; access_key?: string; secret_key?: string; endpoint?: string },
 ) {
   const { tx, app, companyId } = ctx;
-  const d = await findDatabase(ctx, id);
+  const d = await lockDatabase(ctx, id);
   assertExternalBackups(d);
   assertNotDeleting(d);
   let bucket = input.bucket_name;
@@ -260,7 +263,7 @@ export async function createTarget(
 
 export async function deleteTarget(ctx: CallContext, id: string, targetId: string) {
   const { tx } = ctx;
-  const d = await findDatabase(ctx, id);
+  const d = await lockDatabase(ctx, id);
   assertExternalBackups(d);
   const t = await tx.selectFrom('database_backup_targets').select('id').where('id', '=', targetId).where('database_id', '=', d.id).executeTakeFirst();
   if (!t) throw notFound('Backup target');

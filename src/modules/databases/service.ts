@@ -5,7 +5,7 @@ import type { CallContext } from '../../shared/context.js';
 import { ApiError, badRequest } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs } from '../../shared/jobs.js';
-import { uniqueName } from '../../shared/naming.js';
+import { insertNamed } from '../../shared/naming.js';
 import { ipList } from '../../shared/net.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
@@ -13,7 +13,7 @@ import { placeService, projectExists } from '../projects/service.js';
 import { CLUSTER_BY_ID, DATABASE_RESOURCE_TYPE_BY_ID, DATABASE_RESOURCE_TYPES } from '../resources/catalog.js';
 import { stepBackup } from './backups.js';
 import { assertNotDeleting, noteRead, startOperation } from './operations.js';
-import { findDatabase, type DatabaseMetric, type DatabasesTable, type DatabaseType } from './storage.js';
+import { findDatabase, lockDatabase, type DatabaseMetric, type DatabasesTable, type DatabaseType } from './storage.js';
 import { bool, databaseDetailView, databaseView, ipRestrictionView } from './views.js';
 
 /** Engine versions a database can be created with (the contract does not enumerate them). */
@@ -70,13 +70,11 @@ export async function createDatabase(ctx: CallContext, input: CreateInput) {
   if (input.extensions && input.type !== 'postgresql' && Object.values(input.extensions).some(Boolean)) throw badRequest('extensions apply only to postgresql databases');
   await checkProject(ctx, input.project_id);
   const now = new Date().toISOString();
-  const name = await uniqueName(input.display_name, async (n) => !!(await tx.selectFrom('databases').select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst()));
-  const row: DatabasesTable = {
+  const fields: Omit<DatabasesTable, 'name'> = {
     id: newId(),
     company_id: companyId,
     project_id: input.project_id ?? null,
     cluster_id: input.cluster_id,
-    name,
     display_name: input.display_name,
     type: input.type,
     version: input.version,
@@ -102,7 +100,8 @@ export async function createDatabase(ctx: CallContext, input: CreateInput) {
     created_at: now,
     updated_at: now,
   };
-  await tx.insertInto('databases').values(row).execute();
+  // The name is unique in the company even under concurrent creates: the unique index decides.
+  const row = await insertNamed(tx, 'databases', companyId, input.display_name, (name): DatabasesTable => ({ ...fields, name }));
   if (row.project_id) await placeService(ctx, row.id, 'database', row.project_id);
   await startOperation(tx, row, 'database_create');
   await app.events.emit(tx, 'DATABASE_CREATE', companyId, row);
@@ -124,7 +123,7 @@ const written = (d: DatabasesTable) => ({ data_version: d.data_version + 1 });
 
 export async function updateDatabase(ctx: CallContext, id: string, input: { display_name?: string; resource_type_id?: string; project_id?: string | null }) {
   const { tx, app, companyId } = ctx;
-  const d = await findDatabase(ctx, id);
+  const d = await lockDatabase(ctx, id);
   assertNotDeleting(d);
   if (input.resource_type_id !== undefined) checkResourceType(input.resource_type_id);
   await checkProject(ctx, input.project_id);
@@ -143,7 +142,7 @@ export async function updateDatabase(ctx: CallContext, id: string, input: { disp
 
 export async function deleteDatabase(ctx: CallContext, id: string) {
   const { tx } = ctx;
-  const d = await findDatabase(ctx, id);
+  const d = await lockDatabase(ctx, id);
   assertNotDeleting(d);
   // Whatever was under way on the database stops: its queued jobs are cancelled and the
   // conditional updates of a running one no longer match.
@@ -164,7 +163,7 @@ const BUSY: Record<string, string> = {
 
 export async function setSuspended(ctx: CallContext, id: string, suspended: boolean) {
   const { tx, app, companyId } = ctx;
-  const d = await findDatabase(ctx, id);
+  const d = await lockDatabase(ctx, id);
   if (suspended) {
     if (BUSY[d.status]) throw badRequest(`The database cannot be suspended while it ${BUSY[d.status]}`);
     if (d.backup_status !== 'ready') throw badRequest('The database cannot be suspended while a backup is in progress');
@@ -186,7 +185,7 @@ function assertIdle(d: DatabasesTable, what: string) {
 
 export async function restartDatabase(ctx: CallContext, id: string) {
   const { tx } = ctx;
-  const d = await findDatabase(ctx, id);
+  const d = await lockDatabase(ctx, id);
   assertIdle(d, 'restarting it');
   await startOperation(tx, d, 'restart');
   return { message: 'Database restart started' };
@@ -194,7 +193,7 @@ export async function restartDatabase(ctx: CallContext, id: string) {
 
 export async function resetPassword(ctx: CallContext, id: string, password: string) {
   const { tx, app } = ctx;
-  const d = await findDatabase(ctx, id);
+  const d = await lockDatabase(ctx, id);
   assertIdle(d, 'changing its password');
   await startOperation(tx, d, 'password_change', { password_enc: app.secrets.encrypt(password) });
   return { message: 'Database password change started' };
@@ -202,7 +201,7 @@ export async function resetPassword(ctx: CallContext, id: string, password: stri
 
 export async function toggleExternalConnection(ctx: CallContext, id: string) {
   const { tx, app, companyId } = ctx;
-  const d = await findDatabase(ctx, id);
+  const d = await lockDatabase(ctx, id);
   assertNotDeleting(d);
   if (d.status === 'creating') throw badRequest('The database is being created; toggle its external connection once it is ready');
   const enabled = d.external_enabled ? 0 : 1;
@@ -219,7 +218,7 @@ export async function getIpRestriction(ctx: CallContext, id: string) {
 
 export async function updateIpRestriction(ctx: CallContext, id: string, input: { type: 'allow' | 'deny'; is_enabled: boolean; ip_list: string[] }) {
   const { tx, app, companyId } = ctx;
-  const d = await findDatabase(ctx, id);
+  const d = await lockDatabase(ctx, id);
   assertNotDeleting(d);
   const list = ipList(input.ip_list);
   await tx.updateTable('databases').set({ ip_type: input.type, ip_enabled: input.is_enabled ? 1 : 0, ip_list: JSON.stringify(list), updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
@@ -272,7 +271,7 @@ export async function listConnections(ctx: CallContext, id: string) {
 
 export async function createConnection(ctx: CallContext, id: string, input: { target_id: string; target_type: 'app' | 'database' }) {
   const { tx, companyId } = ctx;
-  const d = await findDatabase(ctx, id);
+  const d = await lockDatabase(ctx, id);
   assertNotDeleting(d);
   if (input.target_type === 'database' && input.target_id === d.id) throw badRequest('A database cannot be connected to itself');
   const t = await endpoint(ctx, input.target_type, input.target_id);
@@ -287,7 +286,7 @@ export async function createConnection(ctx: CallContext, id: string, input: { ta
 
 export async function deleteConnection(ctx: CallContext, id: string, connectionId: string) {
   const { tx } = ctx;
-  const d = await findDatabase(ctx, id);
+  const d = await lockDatabase(ctx, id);
   const r = await tx.deleteFrom('database_internal_connections').where('id', '=', connectionId).where('database_id', '=', d.id).executeTakeFirst();
   if (!Number(r.numDeletedRows)) throw new ApiError(404, 'Internal connection not found');
   return { message: 'Internal connection deleted' };

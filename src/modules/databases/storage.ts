@@ -2,6 +2,8 @@
 // external backup targets and internal connections.
 import type { Kysely, Migration } from 'kysely';
 import type { CallContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { lockFor } from '../../shared/db/locks.js';
 import { notFound } from '../../shared/errors.js';
 import type { DATABASE_METRICS, DATABASE_STATUSES, DATABASE_TYPES } from './schemas.js';
 
@@ -196,3 +198,15 @@ export async function findDatabase({ tx, companyId }: CallContext, id: string): 
   if (!d) throw notFound('Database');
   return d;
 }
+
+/**
+ * Serializes the changes of one database for the rest of the transaction (every limit and "one at
+ * a time" rule is a check-then-write), then reads its current row: a change waiting for another
+ * sees what that one committed. Every change of a database takes it first.
+ */
+export async function lockDatabase(ctx: CallContext, id: string): Promise<DatabasesTable> {
+  await lockDatabaseId(ctx.tx, id);
+  return findDatabase(ctx, id);
+}
+
+export const lockDatabaseId = (tx: Tx, id: string) => lockFor(tx, `database:${id}`);

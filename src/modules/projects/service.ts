@@ -5,7 +5,7 @@ import type { Tx } from '../../shared/db/index.js';
 import type { ProjectsTable } from '../../shared/db/schema.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import { uniqueName } from '../../shared/naming.js';
+import { insertNamed } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 
 const view = (p: ProjectsTable) => ({
@@ -45,22 +45,8 @@ export async function projectExists(ctx: CallContext, id: string): Promise<boole
 
 export async function createProject({ tx, companyId }: CallContext, displayName: string) {
   const now = new Date().toISOString();
-  // A concurrent request may claim the same name between the check and the insert; the unique
-  // index turns that into "nothing inserted" and the next round picks another name.
-  for (let attempt = 0; attempt < 10; attempt++) {
-    const name = await uniqueName(displayName, async (n) =>
-      !!(await tx.selectFrom('projects').select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst()),
-    );
-    const row: ProjectsTable = { id: newId(), company_id: companyId, name, display_name: displayName, created_at: now, updated_at: now };
-    const inserted = await tx
-      .insertInto('projects')
-      .values(row)
-      .onConflict((oc) => oc.columns(['company_id', 'name']).doNothing())
-      .returning('id')
-      .executeTakeFirst();
-    if (inserted) return view(row);
-  }
-  throw new Error(`no free project name for "${displayName}" after 10 attempts`); // a 500: retrying helps
+  const row = await insertNamed(tx, 'projects', companyId, displayName, (name): ProjectsTable => ({ id: newId(), company_id: companyId, name, display_name: displayName, created_at: now, updated_at: now }));
+  return view(row);
 }
 
 export async function getProject(ctx: CallContext, id: string) {
