@@ -45,8 +45,12 @@ export const OWNERS = {
 /** Where system domains live; custom domains may not be added under these. */
 export const SYSTEM_BASE = 'slipway.app';
 const RESERVED = [SYSTEM_BASE, 'slipway.page'];
-const systemSuffix = (type: Owner['type'], clusterId: string | null | undefined) =>
-  type === 'static-site' ? 'slipway.page' : type === 'load-balancer' ? `lb.${SYSTEM_BASE}` : `${clusterId && CLUSTER_BY_ID.get(clusterId)?.name ? `${CLUSTER_BY_ID.get(clusterId)!.name}.` : ''}${SYSTEM_BASE}`;
+function systemSuffix(type: Owner['type'], clusterId: string | null | undefined): string {
+  if (type === 'static-site') return 'slipway.page';
+  if (type === 'load-balancer') return `lb.${SYSTEM_BASE}`;
+  const region = clusterId ? CLUSTER_BY_ID.get(clusterId)?.name : undefined;
+  return region ? `${region}.${SYSTEM_BASE}` : SYSTEM_BASE;
+}
 
 const bool = (n: number) => n === 1;
 const now = () => new Date().toISOString();
