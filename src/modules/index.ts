@@ -18,6 +18,7 @@ import * as databases from './databases/routes.js';
 import * as webhooks from './webhooks/routes.js';
 import * as registryCredentials from './registry-credentials/routes.js';
 import * as usageAlerts from './usage-alerts/routes.js';
+import * as domains from './domains/routes.js';
 
 export interface Module {
   name: string;
@@ -54,6 +55,7 @@ export const modules: Module[] = [
     setup: registryCredentials.setup,
   },
   { name: 'usage-alerts', operations: usageAlerts.operations, tables: usageAlerts.tables, migrations: usageAlerts.migrations },
+  { name: 'domains', operations: domains.operations, tables: domains.tables, migrations: domains.migrations, setup: domains.setup },
 ];
 
 export const moduleMigrations = (): Record<string, Migration> => Object.assign({}, ...modules.map((m) => m.migrations ?? {}));

@@ -36,6 +36,8 @@ export interface Config {
    * not to process.env). Parsed by `webhookSettings` in src/modules/webhooks/delivery.ts.
    */
   webhooks: { env: Record<string, string | undefined> };
+  /** Domain settings (`SLIPWAY_DOMAINS_*`), parsed by `domainSettings` in src/modules/domains/settings.ts. */
+  domains: { env: Record<string, string | undefined> };
   simulation: { progression: Record<string, Progression>; faults: Omit<FaultRule, 'id' | 'created_at'>[] };
 }
 
@@ -166,6 +168,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
       retryBaseMs: Number(env.SLIPWAY_JOB_RETRY_BASE_MS || 1000),
     },
     webhooks: { env: pickEnv(env, 'SLIPWAY_WEBHOOK_') },
+    domains: { env: pickEnv(env, 'SLIPWAY_DOMAINS_') },
     simulation: {
       progression: parseProgression(str('sim-progression', 'SLIPWAY_SIM_PROGRESSION')),
       faults: parseFaults(env.SLIPWAY_SIM_FAULTS),

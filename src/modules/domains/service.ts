@@ -1,0 +1,444 @@
+// Domains of applications, static sites and load balancers (one set of rules for all three), and
+// the installation-wide hostname registry that object storage's CDN domain also uses.
+//
+// Rules:
+// - every service has one system domain (`<name>-<hex>.<region>.slipway.app` for applications,
+//   `.slipway.page` for static sites, `.lb.slipway.app` for load balancers): provisioned when the
+//   application is created (signal) or lazily on the first domain call; it can be renamed (PATCH)
+//   and switched off (toggle), never deleted;
+// - a custom domain starts in VERIFICATION with the DNS records to create; refresh-status runs
+//   the checks (verification.ts); ACTIVE means verified and certificate issued;
+// - a hostname is held by at most one service in the whole installation (unique index, and a
+//   per-hostname lock so a lost race answers 400, never 500); the 400 never names the holder;
+// - exactly one primary per service (unique partial index); only an ACTIVE custom domain or the
+//   enabled system domain can be primary; deleting the primary promotes the oldest other ACTIVE
+//   custom domain, else the system domain (switched back on if it was off).
+//
+// Public functions for other modules: provisionSystemDomain, removeServiceDomains, domainsOf,
+// claimHostname, releaseHostname.
+import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
+import type { AppContext, CallContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { lockFor } from '../../shared/db/locks.js';
+import { badRequest, notFound } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
+import { paginate, type Page } from '../../shared/pagination.js';
+import type { ServiceSummary } from '../../shared/services.js';
+import { CLUSTER_BY_ID } from '../resources/catalog.js';
+import { MAX_HOSTNAME, parseHostname, parseLabel } from './hostnames.js';
+import { domainSettings, type DomainSettings } from './settings.js';
+import type { DomainsTable, OwnerType } from './storage.js';
+import { checkPhase, dnsRecords, OPERATION, PHASES } from './verification.js';
+
+/** A service type whose domains the API manages, and how its messages name it. */
+export interface Owner {
+  type: Exclude<OwnerType, 'object-storage'>;
+  label: string;
+}
+
+export const OWNERS = {
+  app: { type: 'app', label: 'Application' },
+  'static-site': { type: 'static-site', label: 'Static site' },
+  'load-balancer': { type: 'load-balancer', label: 'Load balancer' },
+} as const satisfies Record<Owner['type'], Owner>;
+
+/** Where system domains live; custom domains may not be added under these. */
+export const SYSTEM_BASE = 'slipway.app';
+const RESERVED = [SYSTEM_BASE, 'slipway.page'];
+function systemSuffix(type: Owner['type'], clusterId: string | null | undefined): string {
+  if (type === 'static-site') return 'slipway.page';
+  if (type === 'load-balancer') return `lb.${SYSTEM_BASE}`;
+  const region = clusterId ? CLUSTER_BY_ID.get(clusterId)?.name : undefined;
+  return region ? `${region}.${SYSTEM_BASE}` : SYSTEM_BASE;
+}
+
+const bool = (n: number) => n === 1;
+const now = () => new Date().toISOString();
+
+export function domainView(d: DomainsTable, s: DomainSettings) {
+  return {
+    id: d.id,
+    name: d.hostname,
+    status: d.status,
+    type: d.type,
+    is_enabled: bool(d.is_enabled),
+    is_wildcard: bool(d.is_wildcard),
+    is_primary: bool(d.is_primary),
+    dns_records: dnsRecords(d, s),
+    errors: d.errors ? (JSON.parse(d.errors) as { type: string; message: string }[]) : null,
+    created_at: d.created_at,
+    updated_at: d.updated_at,
+  };
+}
+
+const view = (app: AppContext, d: DomainsTable) => domainView(d, domainSettings(app.config));
+
+async function findOwner(ctx: CallContext, owner: Owner, id: string): Promise<ServiceSummary> {
+  const s = await ctx.app.services.get(owner.type)?.find(ctx, id);
+  if (!s) throw notFound(owner.label);
+  return s;
+}
+
+async function findDomain({ tx, companyId }: CallContext, serviceId: string, domainId: string): Promise<DomainsTable> {
+  const d = await tx
+    .selectFrom('domains')
+    .selectAll()
+    .where('id', '=', domainId)
+    .where('service_id', '=', serviceId)
+    .where('company_id', '=', companyId)
+    .where('type', '!=', 'CDN')
+    .executeTakeFirst();
+  if (!d) throw notFound('Domain');
+  return d;
+}
+
+/** Serializes the domain writes of one service (limits, the one-primary rule). */
+const lockService = (tx: Tx, serviceId: string) => lockFor(tx, `domains:${serviceId}`);
+
+/** Runs `fn` in the call's transaction, or in a new one when the call is a read. */
+function inTx<T>(ctx: CallContext, fn: (ctx: CallContext) => Promise<T>): Promise<T> {
+  if (ctx.tx.isTransaction) return fn(ctx);
+  return ctx.app.database.db.transaction().execute((tx) => fn({ ...ctx, tx }));
+}
+
+/**
+ * Inserts `row` if its hostname is free in the whole installation. Writers of one hostname are
+ * serialized by a lock, and the unique index (with ON CONFLICT DO NOTHING, so the transaction
+ * survives) backs it up: a lost race is `false`, never an error.
+ */
+async function insertIfFree(tx: Tx, row: DomainsTable): Promise<boolean> {
+  await lockFor(tx, `hostname:${row.hostname}`);
+  const r = await tx.insertInto('domains').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst();
+  return Number(r.numInsertedOrUpdatedRows ?? 0n) === 1;
+}
+
+/** The 400 for a hostname somebody holds: says whether it is the caller's own, never who else holds it. */
+async function taken(tx: Tx, companyId: string, hostname: string) {
+  const holder = await tx.selectFrom('domains').select('company_id').where('hostname', '=', hostname).executeTakeFirst();
+  if (holder?.company_id === companyId) return badRequest(`The domain ${hostname} is already in use by a service of your company`);
+  return badRequest(`The domain ${hostname} is not available: it is already in use`);
+}
+
+function baseRow(companyId: string, serviceId: string, serviceType: OwnerType, hostname: string): DomainsTable {
+  const t = now();
+  return {
+    id: newId(),
+    company_id: companyId,
+    service_id: serviceId,
+    service_type: serviceType,
+    hostname,
+    type: 'SYSTEM',
+    status: 'ACTIVE',
+    is_enabled: 1,
+    is_wildcard: 0,
+    is_primary: 0,
+    verification_token: null,
+    phase_started_at: null,
+    reads: 0,
+    errors: null,
+    certificate: 'issued',
+    custom_cert: null,
+    custom_key_enc: null,
+    created_at: t,
+    updated_at: t,
+  };
+}
+
+const slug = (name: string) => name.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'service';
+
+/**
+ * Gives a service its system domain if it has none (idempotent). `hostname` is the one the owner
+ * already announced (an application's generated domain); otherwise one is generated. The system
+ * domain becomes primary when the service has no primary yet.
+ */
+export async function provisionSystemDomain(ctx: CallContext, type: Owner['type'], service: Pick<ServiceSummary, 'id' | 'name' | 'cluster_id'>, hostname?: string): Promise<void> {
+  const has = () => ctx.tx.selectFrom('domains').select('id').where('service_id', '=', service.id).where('type', '=', 'SYSTEM').executeTakeFirst();
+  if (await has()) return;
+  await inTx(ctx, async ({ tx, companyId }) => {
+    await lockService(tx, service.id);
+    if (await tx.selectFrom('domains').select('id').where('service_id', '=', service.id).where('type', '=', 'SYSTEM').executeTakeFirst()) return;
+    const primary = await tx.selectFrom('domains').select('id').where('service_id', '=', service.id).where('is_primary', '=', 1).executeTakeFirst();
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const name = attempt === 0 && hostname ? hostname : `${slug(service.name)}-${randomBytes(3).toString('hex')}.${systemSuffix(type, service.cluster_id)}`;
+      if (await insertIfFree(tx, { ...baseRow(companyId, service.id, type, name), is_primary: primary ? 0 : 1 })) return;
+    }
+    throw new Error(`could not find a free system domain for service ${service.id}`);
+  });
+}
+
+/** Removes every domain of a service (it is being deleted), freeing its hostnames. */
+export async function removeServiceDomains(tx: Tx, serviceId: string): Promise<void> {
+  await tx.deleteFrom('domains').where('service_id', '=', serviceId).execute();
+}
+
+/** What the edge needs to route a service's traffic: its hostnames and their state. */
+export async function domainsOf(tx: Tx, serviceId: string) {
+  const rows = await tx.selectFrom('domains').selectAll().where('service_id', '=', serviceId).orderBy('created_at').orderBy('id').execute();
+  return rows.map((d) => ({
+    hostname: d.hostname,
+    type: d.type,
+    status: d.status,
+    is_enabled: bool(d.is_enabled),
+    is_primary: bool(d.is_primary),
+    is_wildcard: bool(d.is_wildcard),
+    certificate: d.certificate,
+    serving: bool(d.is_enabled) && d.status === 'ACTIVE',
+  }));
+}
+
+/**
+ * Claims `hostname` for a service that is not managed through the domain operations (object
+ * storage's CDN domain): validated and normalized like a custom domain, held uniquely across the
+ * installation. Claiming a hostname the same service already holds is a no-op; one held by
+ * anything else is a 400 that does not name the holder. Returns the normalized hostname.
+ */
+export async function claimHostname(ctx: CallContext, hostname: string, owner: { type: OwnerType; id: string }): Promise<string> {
+  const { tx, companyId } = ctx;
+  const h = parseHostname(hostname).hostname;
+  const row = { ...baseRow(companyId, owner.id, owner.type, h), type: 'CDN' as const };
+  if (await insertIfFree(tx, row)) return h;
+  const held = await tx.selectFrom('domains').select(['service_id', 'company_id']).where('hostname', '=', h).executeTakeFirst();
+  if (held?.service_id === owner.id && held.company_id === companyId) return h;
+  throw await taken(tx, companyId, h);
+}
+
+/** Gives up a hostname claimed with claimHostname by this service (no-op when it holds none). */
+export async function releaseHostname(ctx: CallContext, hostname: string, ownerId: string): Promise<void> {
+  await ctx.tx.deleteFrom('domains').where('hostname', '=', hostname.toLowerCase()).where('service_id', '=', ownerId).where('company_id', '=', ctx.companyId).where('type', '=', 'CDN').execute();
+}
+
+// --- Verification --------------------------------------------------------------------------------
+
+/**
+ * Runs the pending checks of a custom domain and stores the outcome with a conditional update
+ * (a concurrent check of the same state changes nothing twice). `refresh` counts one refresh
+ * (reads progression), restarting the checks when the domain had timed out.
+ */
+async function advance(app: AppContext, tx: Tx, d: DomainsTable, refresh: boolean): Promise<DomainsTable> {
+  if (d.type !== 'CUSTOM' || d.status === 'ACTIVE') return d;
+  let cur: DomainsTable = refresh
+    ? d.status === 'TIMED_OUT'
+      ? { ...d, status: 'VERIFICATION', phase_started_at: now(), reads: 1, errors: null, updated_at: now() }
+      : { ...d, reads: d.reads + 1 }
+    : d;
+  for (;;) {
+    if (cur.status !== 'VERIFICATION' && cur.status !== 'POINTING') break;
+    const phase = cur.status === 'VERIFICATION' ? 0 : 1;
+    const r = await checkPhase(app, tx, cur, phase);
+    if (r.state === 'running') {
+      cur = { ...cur, errors: r.problem ? JSON.stringify([{ type: PHASES[phase], message: r.problem }]) : null };
+      break;
+    }
+    const t = now();
+    if (r.state === 'failed') {
+      cur = { ...cur, status: 'TIMED_OUT', errors: JSON.stringify([{ type: PHASES[phase], message: r.reason }]), updated_at: t };
+      break;
+    }
+    const next = phase === 0 ? 'POINTING' : 'ACTIVE';
+    cur = { ...cur, status: next, phase_started_at: await nextPhaseStart(app, cur), reads: 0, errors: null, updated_at: t, certificate: next === 'ACTIVE' && cur.certificate !== 'custom' ? 'issued' : cur.certificate };
+  }
+  if (cur.status === d.status && cur.reads === d.reads && cur.errors === d.errors && cur.phase_started_at === d.phase_started_at) return d;
+  const { id, status, reads, errors, phase_started_at, certificate, updated_at } = cur;
+  const res = await tx
+    .updateTable('domains')
+    .set({ status, reads, errors, phase_started_at, certificate, updated_at })
+    .where('id', '=', id)
+    .where('status', '=', d.status)
+    .where('reads', '=', d.reads)
+    .executeTakeFirst();
+  if (Number(res.numUpdatedRows)) return cur;
+  return (await tx.selectFrom('domains').selectAll().where('id', '=', id).executeTakeFirst()) ?? d;
+}
+
+/**
+ * When the next check starts: in simulated `duration` progression, when the previous one was due
+ * to finish (a read long after still shows the state the clock implies); otherwise now.
+ */
+async function nextPhaseStart(app: AppContext, d: DomainsTable): Promise<string> {
+  const p = domainSettings(app.config).dns === 'simulated' ? await app.simulation.progression(OPERATION) : null;
+  if (p?.mode !== 'duration') return now();
+  const due = Date.parse(d.phase_started_at ?? d.created_at) + p.ms / PHASES.length;
+  return new Date(Math.min(due, Date.now())).toISOString();
+}
+
+/**
+ * Reads (and set-primary, which depends on the status) let time-based progression show: pending
+ * checks of the service's custom domains run (simulated runtime; not in `reads` progression,
+ * where only refreshes count).
+ */
+async function settle(ctx: CallContext, serviceId: string, domainId?: string): Promise<void> {
+  const { app } = ctx;
+  if (domainSettings(app.config).dns !== 'simulated') return;
+  let q = ctx.tx.selectFrom('domains').selectAll().where('service_id', '=', serviceId).where('status', 'in', ['VERIFICATION', 'POINTING']);
+  if (domainId) q = q.where('id', '=', domainId);
+  const pending = await q.execute();
+  if (!pending.length || (await app.simulation.progression(OPERATION)).mode === 'reads') return;
+  await inTx(ctx, async ({ tx }) => {
+    for (const d of pending) await advance(app, tx, d, false);
+  });
+}
+
+function statusMessage(d: DomainsTable): string {
+  const errors = d.errors ? (JSON.parse(d.errors) as { message: string }[]).map((e) => e.message).join('; ') : '';
+  switch (d.status) {
+    case 'ACTIVE':
+      return `Domain ${d.hostname} is active; ${d.certificate === 'custom' ? 'it uses your certificate' : 'its certificate is issued'}`;
+    case 'POINTING':
+      return `Ownership of ${d.hostname} is verified; waiting for its ${d.is_wildcard || d.hostname.split('.').length > 2 ? 'CNAME' : 'A'} record${errors ? ` (${errors})` : ''}`;
+    case 'TIMED_OUT':
+      return `Verification of ${d.hostname} timed out${errors ? `: ${errors}` : ''}; refresh the status to check again`;
+    default:
+      return `Domain status refresh initiated; waiting for the ownership TXT record of ${d.hostname}${errors ? ` (${errors})` : ''}`;
+  }
+}
+
+// --- Operations ----------------------------------------------------------------------------------
+
+export async function listDomains(ctx: CallContext, owner: Owner, serviceId: string, page: Page) {
+  const s = await findOwner(ctx, owner, serviceId);
+  await provisionSystemDomain(ctx, owner.type, s);
+  await settle(ctx, s.id);
+  const res = await paginate(ctx.tx.selectFrom('domains').selectAll().where('service_id', '=', s.id).where('company_id', '=', ctx.companyId).where('type', '!=', 'CDN'), page);
+  return { ...res, data: res.data.map((d) => view(ctx.app, d)) };
+}
+
+export async function getDomain(ctx: CallContext, owner: Owner, serviceId: string, domainId: string) {
+  const s = await findOwner(ctx, owner, serviceId);
+  await provisionSystemDomain(ctx, owner.type, s);
+  await findDomain(ctx, s.id, domainId);
+  await settle(ctx, s.id, domainId);
+  return view(ctx.app, await findDomain(ctx, s.id, domainId));
+}
+
+/** Checks a user's certificate and key: PEM, matching each other, covering the hostname, not expired. */
+function checkCertificate(hostname: string, base: string, cert: string | undefined, key: string | undefined) {
+  if (cert === undefined && key === undefined) return;
+  if (cert === undefined || key === undefined) throw badRequest('custom_ssl_cert and custom_ssl_key must be given together');
+  let x509: X509Certificate;
+  try {
+    x509 = new X509Certificate(cert);
+  } catch {
+    throw badRequest('custom_ssl_cert is not a PEM certificate');
+  }
+  let k;
+  try {
+    k = createPrivateKey(key);
+  } catch {
+    throw badRequest('custom_ssl_key is not a PEM private key');
+  }
+  if (!x509.checkPrivateKey(k)) throw badRequest('custom_ssl_key does not belong to custom_ssl_cert');
+  const probe = hostname.startsWith('*.') ? `slipway-probe.${base}` : hostname;
+  if (!x509.checkHost(probe)) throw badRequest(`custom_ssl_cert does not cover ${hostname}`);
+  if (Date.parse(x509.validTo) <= Date.now()) throw badRequest(`custom_ssl_cert expired on ${new Date(x509.validTo).toISOString()}`);
+}
+
+export async function addDomain(
+  ctx: CallContext,
+  owner: Owner,
+  serviceId: string,
+  input: { domain_name: string; is_wildcard?: boolean; custom_ssl_cert?: string; custom_ssl_key?: string },
+) {
+  const { tx, app, companyId } = ctx;
+  const s = await findOwner(ctx, owner, serviceId);
+  const h = parseHostname(input.domain_name, { wildcard: input.is_wildcard === true, reserved: RESERVED });
+  checkCertificate(h.hostname, h.base, input.custom_ssl_cert, input.custom_ssl_key);
+  await lockService(tx, s.id);
+  await provisionSystemDomain(ctx, owner.type, s);
+  const max = domainSettings(app.config).maxPerService;
+  const count = await tx.selectFrom('domains').select((eb) => eb.fn.countAll().as('n')).where('service_id', '=', s.id).where('type', '=', 'CUSTOM').executeTakeFirst();
+  if (Number(count?.n ?? 0) >= max) throw badRequest(`A service can have at most ${max} custom domains; delete one before adding another`);
+  const custom = input.custom_ssl_cert !== undefined;
+  const row: DomainsTable = {
+    ...baseRow(companyId, s.id, owner.type, h.hostname),
+    type: 'CUSTOM',
+    status: 'VERIFICATION',
+    is_wildcard: h.wildcard ? 1 : 0,
+    verification_token: randomBytes(16).toString('hex'),
+    phase_started_at: now(),
+    certificate: custom ? 'custom' : 'pending',
+    custom_cert: custom ? input.custom_ssl_cert! : null,
+    custom_key_enc: custom ? app.secrets.encrypt(input.custom_ssl_key!) : null,
+  };
+  if (!(await insertIfFree(tx, row))) throw await taken(tx, companyId, h.hostname);
+  return view(app, row);
+}
+
+/** PATCH: renames the system domain's subdomain (custom domains are replaced by add + delete). */
+export async function updateDomain(ctx: CallContext, owner: Owner, serviceId: string, domainId: string, input: { name: string }) {
+  const { tx, app, companyId } = ctx;
+  const s = await findOwner(ctx, owner, serviceId);
+  await lockService(tx, s.id);
+  const d = await findDomain(ctx, s.id, domainId);
+  if (d.type !== 'SYSTEM') throw badRequest('Only the system domain can be renamed; to change a custom domain, add the new name and delete the old one');
+  const label = parseLabel(input.name);
+  const hostname = `${label}.${d.hostname.slice(d.hostname.indexOf('.') + 1)}`;
+  if (hostname === d.hostname) return view(app, d);
+  if (hostname.length > MAX_HOSTNAME) throw badRequest(`The domain ${hostname} is longer than ${MAX_HOSTNAME} characters`);
+  await lockFor(tx, `hostname:${hostname}`);
+  if (await tx.selectFrom('domains').select('id').where('hostname', '=', hostname).executeTakeFirst()) throw await taken(tx, companyId, hostname);
+  const updated = { ...d, hostname, updated_at: now() };
+  await tx.updateTable('domains').set({ hostname, updated_at: updated.updated_at }).where('id', '=', d.id).execute();
+  return view(app, updated);
+}
+
+/** The oldest ACTIVE custom domain becomes primary, else the system domain (switched on). */
+async function promoteNext(tx: Tx, serviceId: string): Promise<void> {
+  const next = await tx
+    .selectFrom('domains')
+    .select('id')
+    .where('service_id', '=', serviceId)
+    .where('type', '=', 'CUSTOM')
+    .where('status', '=', 'ACTIVE')
+    .orderBy('created_at')
+    .orderBy('id')
+    .executeTakeFirst();
+  if (next) await tx.updateTable('domains').set({ is_primary: 1, updated_at: now() }).where('id', '=', next.id).execute();
+  else await tx.updateTable('domains').set({ is_primary: 1, is_enabled: 1, updated_at: now() }).where('service_id', '=', serviceId).where('type', '=', 'SYSTEM').execute();
+}
+
+export async function deleteDomain(ctx: CallContext, owner: Owner, serviceId: string, domainId: string) {
+  const { tx } = ctx;
+  const s = await findOwner(ctx, owner, serviceId);
+  await lockService(tx, s.id);
+  const d = await findDomain(ctx, s.id, domainId);
+  if (d.type === 'SYSTEM') throw badRequest('The system domain cannot be deleted; use the toggle operation to disable it');
+  await tx.deleteFrom('domains').where('id', '=', d.id).execute();
+  if (d.is_primary) await promoteNext(tx, s.id);
+  return { message: 'Domain deleted' };
+}
+
+export async function refreshDomain(ctx: CallContext, owner: Owner, serviceId: string, domainId: string) {
+  const { tx, app } = ctx;
+  const s = await findOwner(ctx, owner, serviceId);
+  const d = await findDomain(ctx, s.id, domainId);
+  if (d.type === 'SYSTEM') return { message: `System domain ${d.hostname} is ${d.is_enabled ? 'active' : 'disabled'}; it needs no verification` };
+  return { message: statusMessage(await advance(app, tx, d, true)) };
+}
+
+export async function setPrimary(ctx: CallContext, owner: Owner, serviceId: string, domainId: string) {
+  const { tx } = ctx;
+  const s = await findOwner(ctx, owner, serviceId);
+  await lockService(tx, s.id);
+  await findDomain(ctx, s.id, domainId);
+  await settle(ctx, s.id, domainId);
+  const d = await findDomain(ctx, s.id, domainId);
+  if (d.is_primary) return { message: `${d.hostname} is already the primary domain` };
+  if (d.type === 'CUSTOM' && d.status !== 'ACTIVE') throw badRequest(`Only an active domain can be primary; ${d.hostname} is ${d.status} (create its DNS records and refresh its status)`);
+  if (!d.is_enabled) throw badRequest('The system domain is disabled; enable it (toggle) before making it primary');
+  const t = now();
+  await tx.updateTable('domains').set({ is_primary: 0, updated_at: t }).where('service_id', '=', s.id).where('is_primary', '=', 1).execute();
+  await tx.updateTable('domains').set({ is_primary: 1, updated_at: t }).where('id', '=', d.id).execute();
+  return { message: `${d.hostname} is now the primary domain` };
+}
+
+export async function toggleSystemDomain(ctx: CallContext, owner: Owner, serviceId: string, domainId: string) {
+  const { tx } = ctx;
+  const s = await findOwner(ctx, owner, serviceId);
+  await lockService(tx, s.id);
+  const d = await findDomain(ctx, s.id, domainId);
+  if (d.type !== 'SYSTEM') throw badRequest('Only the system domain can be toggled; delete a custom domain to stop serving it');
+  if (d.is_enabled && d.is_primary) throw badRequest('The system domain is the primary domain; make an active custom domain primary before disabling it');
+  const enabled = d.is_enabled ? 0 : 1;
+  await tx.updateTable('domains').set({ is_enabled: enabled, updated_at: now() }).where('id', '=', d.id).execute();
+  return { message: enabled ? 'System domain enabled' : 'System domain disabled' };
+}
