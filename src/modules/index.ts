@@ -18,6 +18,7 @@ import * as databases from './databases/routes.js';
 import * as webhooks from './webhooks/routes.js';
 import * as registryCredentials from './registry-credentials/routes.js';
 import * as usageAlerts from './usage-alerts/routes.js';
+import * as pipelines from './pipelines/routes.js';
 
 export interface Module {
   name: string;
@@ -48,6 +49,7 @@ export const modules: Module[] = [
   { name: 'webhooks', operations: webhooks.operations, tables: webhooks.tables, migrations: webhooks.migrations, setup: webhooks.setup },
   { name: 'registry-credentials', operations: registryCredentials.operations, tables: registryCredentials.tables, migrations: registryCredentials.migrations },
   { name: 'usage-alerts', operations: usageAlerts.operations, tables: usageAlerts.tables, migrations: usageAlerts.migrations },
+  { name: 'pipelines', operations: pipelines.operations, tables: pipelines.tables, migrations: pipelines.migrations, setup: pipelines.setup },
 ];
 
 export const moduleMigrations = (): Record<string, Migration> => Object.assign({}, ...modules.map((m) => m.migrations ?? {}));
