@@ -1,6 +1,7 @@
 // Assembles the server: configuration, database, shared HTTP machinery and every module.
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import websocket from '@fastify/websocket';
 import AjvModule from 'ajv';
 import formatsModule from 'ajv-formats';
 import type { Config } from './shared/config.js';
@@ -116,6 +117,9 @@ export async function createServer(config: Config, opts: { database?: Database; 
     if (req.url.startsWith('/v3/')) await admit(app, limiter, req, reply);
     return reply.status(404).send({ message: `No route ${req.method} ${req.url.split('?')[0]}`, status: 404 });
   });
+
+  // WebSocket operations (the process terminal): upgrades are routed through the same hooks first.
+  await fastify.register(websocket, { options: { maxPayload: 64 * 1024 } });
 
   const operations: Operation[] = [];
   for (const m of modules) {

@@ -3,6 +3,10 @@
 //   validation: params, query, body against the declared schemas (400)
 //   preHandler: resource scope of the key (404)
 //   handler:    idempotency replay -> transaction { claim key, service call, store response }
+// WebSocket operations (`upgrade: 'websocket'`, served through @fastify/websocket) run the same
+// hooks before the upgrade and their `handler` as a last check in preHandler; then a plain request
+// gets 426 and an upgraded one is handed to the operation's `websocket`.
+import type {} from '@fastify/websocket';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { assertCompanyAllows, authenticate, type AuthContext } from '../auth/authenticate.js';
 import { missingPermissionMessage, type Permission } from '../auth/rbac.js';
@@ -92,32 +96,23 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
       },
       preHandler: async (req) => {
         req.scope = null;
-        if (!op.permission || !req.auth) return;
-        const g = req.auth.grants.get(op.permission as Permission)!;
-        if (g.all) return;
-        const id = rp ? (req.params as Record<string, string>)[rp] : undefined;
-        if (id !== undefined) {
-          if (!g.ids.has(id)) throw notFound();
-        } else req.scope = g.ids;
+        if (op.permission && req.auth) {
+          const g = req.auth.grants.get(op.permission as Permission)!;
+          const id = rp ? (req.params as Record<string, string>)[rp] : undefined;
+          if (!g.all && id !== undefined && !g.ids.has(id)) throw notFound();
+          if (!g.all && id === undefined) req.scope = g.ids;
+        }
+        // A WebSocket operation's own checks (e.g. 404) answer before any upgrade.
+        if (op.upgrade) await op.handler(requestContext(app, req) as never);
       },
+      ...(op.upgrade
+        ? { wsHandler: (socket, req) => op.websocket!(socket, requestContext(app, req) as never).catch((e) => { req.log.error({ err: e }, 'websocket session failed'); socket.close(4300, 'Unexpected server error'); }) }
+        : {}),
       handler: async (req, reply) => {
+        if (op.upgrade) throw new ApiError(426, 'Upgrade Required: connect with a WebSocket client (Upgrade: websocket)', undefined, { upgrade: op.upgrade });
         const write = isWrite(c.method);
         const auth = req.auth as AuthContext;
-        const ctx = {
-          app,
-          params: req.params,
-          query: req.query,
-          body: req.body,
-          auth,
-          tx: app.database.db,
-          companyId: auth?.company.id ?? '',
-          actor: auth?.key.id ?? null,
-          grants: auth?.grants ?? null,
-          scope: req.scope ?? null,
-          ip: req.ip,
-          requestId: String(req.id),
-          headers: req.headers,
-        };
+        const ctx = requestContext(app, req);
         const key = write && auth ? idempotencyKey(req) : undefined;
         if (!write) return send(reply, c.success, await op.handler(ctx as never));
         const companyId = auth?.company.id;
@@ -150,6 +145,26 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
       },
     });
   }
+}
+
+/** What a handler receives: the call context plus the request's validated parts. */
+function requestContext(app: AppContext, req: FastifyRequest) {
+  const auth = req.auth as AuthContext;
+  return {
+    app,
+    params: req.params,
+    query: req.query,
+    body: req.body,
+    auth,
+    tx: app.database.db,
+    companyId: auth?.company.id ?? '',
+    actor: auth?.key.id ?? null,
+    grants: auth?.grants ?? null,
+    scope: req.scope ?? null,
+    ip: req.ip,
+    requestId: String(req.id),
+    headers: req.headers,
+  };
 }
 
 function idempotencyKey(req: FastifyRequest): string | undefined {
