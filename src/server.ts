@@ -4,6 +4,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import websocket from '@fastify/websocket';
 import AjvModule from 'ajv';
 import formatsModule from 'ajv-formats';
 import type { Config } from './shared/config.js';
@@ -190,6 +191,9 @@ export async function createServer(config: Config, opts: { database?: Database; 
     if (req.url.startsWith('/v3/')) await admit(app, limiter, req, reply);
     return reply.status(404).send({ message: `No route ${req.method} ${req.url.split('?')[0]}`, status: 404 });
   });
+
+  // WebSocket operations (the process terminal): upgrades are routed through the same hooks first.
+  await fastify.register(websocket, { options: { maxPayload: 64 * 1024 } });
 
   const operations: Operation[] = [];
   for (const m of modules) {

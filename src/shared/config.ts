@@ -39,6 +39,10 @@ export interface Config {
   /** Domain settings (`SLIPWAY_DOMAINS_*`), parsed by `domainSettings` in src/modules/domains/settings.ts. */
   domains: { env: Record<string, string | undefined> };
   simulation: { progression: Record<string, Progression>; faults: Omit<FaultRule, 'id' | 'created_at'>[] };
+  /** Length of a "day" in preview apps' stale_app_days (shortened in tests). */
+  previewDayMs: number;
+  /** Process terminal sessions: closed after this long without input, and after this long in all. */
+  terminal: { idleMs: number; maxMs: number };
 }
 
 export interface HttpLimits {
@@ -173,7 +177,20 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
       progression: parseProgression(str('sim-progression', 'SLIPWAY_SIM_PROGRESSION')),
       faults: parseFaults(env.SLIPWAY_SIM_FAULTS),
     },
+    previewDayMs: positive(env, 'SLIPWAY_PREVIEW_DAY_MS', 86_400_000),
+    terminal: {
+      idleMs: positive(env, 'SLIPWAY_TERMINAL_IDLE_MS', 10 * 60_000),
+      maxMs: positive(env, 'SLIPWAY_TERMINAL_MAX_MS', 60 * 60_000),
+    },
   };
+}
+
+/** A positive integer setting, or its default. */
+function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const v = env[name];
+  if (v === undefined || v === '') return fallback;
+  if (!/^\d+$/.test(v) || Number(v) <= 0) throw new Error(`${name} must be a positive integer (milliseconds), got "${v}"`);
+  return Number(v);
 }
 
 /** The variables of `env` whose names start with `prefix` (a module parses its own settings). */

@@ -94,7 +94,12 @@ export interface DeployOptions {
   branch?: string;
   dockerImage?: string;
   isRestart?: boolean;
-  /** Run the build of this earlier deployment instead of building (rollback, restart). */
+  /**
+   * Run the build of this earlier successful deployment instead of building: one of the same
+   * application (rollback, restart) or of another one (promotion). The new deployment carries its
+   * commit, branch and image, skips checkout and build, and rolls out with its own application's
+   * variables and settings.
+   */
   reuse?: DeploymentsTable;
 }
 
@@ -107,11 +112,14 @@ export async function lockApp(tx: Tx, appId: string): Promise<void> {
   await lockFor(tx, `deployments:${appId}`);
 }
 
-/** Refuses to deploy an application that is going away or suspended (every way of deploying). */
-export function assertDeployable(a: ApplicationsTable): void {
-  if (a.status === 'deleting') throw badRequest('The application is being deleted');
-  // Every way of deploying (API, rollback, deployment hook) refuses a suspended application.
-  if (a.is_suspended) throw badRequest('The application is suspended; activate it before deploying');
+/**
+ * Refuses to deploy an application that is going away or suspended (every way of deploying).
+ * `subject` names it in the message (promotion names each target by id).
+ */
+export function assertDeployable(a: ApplicationsTable, subject = 'The application'): void {
+  if (a.status === 'deleting') throw badRequest(`${subject} is being deleted`);
+  // Every way of deploying (API, rollback, deployment hook, promotion) refuses a suspended application.
+  if (a.is_suspended) throw badRequest(`${subject} is suspended; activate it before deploying`);
 }
 
 /** Starts (or queues) a deployment of `a`: API, rollback, restart, clone and the deployment hook all come here. */
@@ -383,7 +391,25 @@ export async function rollback(ctx: CallContext, appId: string) {
   return deploymentView(await createDeployment(ctx, a, { trigger: 'rollback', reuse: target }));
 }
 
-/** The current release, for restarts. */
-async function currentRelease(tx: Tx, appId: string) {
+/**
+ * Deploys the current release of `source` onto `target` without rebuilding (pipeline promotion):
+ * one new deployment of `target` that reuses the source's build (same commit and image), with the
+ * target's own variables and settings. 400 when the source has no successful deployment.
+ */
+export async function deployReleaseOnto(ctx: CallContext, source: ApplicationsTable, target: ApplicationsTable, trigger: string): Promise<DeploymentsTable> {
+  const release = await currentRelease(ctx.tx, source.id);
+  if (!release) throw badRequest(`Application ${source.id} has no successful deployment to promote`);
+  assertDeployable(target, `Application ${target.id}`);
+  return createDeployment(ctx, target, { trigger, reuse: release });
+}
+
+/** When the application was last deployed (its newest deployment's creation), or null. */
+export async function lastDeployedAt(tx: Tx, appId: string): Promise<string | null> {
+  const d = await tx.selectFrom('deployments').select('created_at').where('app_id', '=', appId).orderBy('created_at', 'desc').limit(1).executeTakeFirst();
+  return d?.created_at ?? null;
+}
+
+/** The current release (the newest successful deployment): restarts, promotion, the process terminal's environment. */
+export async function currentRelease(tx: Tx, appId: string): Promise<DeploymentsTable | undefined> {
   return tx.selectFrom('deployments').selectAll().where('app_id', '=', appId).where('status', '=', 'success').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
 }

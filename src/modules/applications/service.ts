@@ -260,10 +260,25 @@ export async function setSuspended(ctx: CallContext, id: string, suspended: bool
   return { message: suspended ? 'Application suspended' : 'Application activated' };
 }
 
-export async function cloneApp(ctx: CallContext, id: string, body: { display_name: string; cluster_id?: string }) {
+/** What a clone becomes: a regular application (clone), or a preview app of a branch (pipelines). */
+export interface CloneAs {
+  type: 'previewApp';
+  /** The branch the preview app tracks and first deploys. */
+  branch: string;
+  /** The repository to build from (the pipeline's), when it differs from the source's. */
+  repoUrl?: string | null;
+}
+
+/**
+ * A copy of an application (processes, variables, build settings and configuration, without its
+ * temporary domain) with a first deployment. `as` makes it a preview app of a branch instead of a
+ * regular application.
+ */
+export async function cloneApp(ctx: CallContext, id: string, body: { display_name: string; cluster_id?: string }, as?: CloneAs) {
   const { tx, app, companyId } = ctx;
   const src = await findApp(ctx, id);
   assertMutable(src);
+  if (as && src.source === 'dockerImage') throw badRequest(`Application ${src.id} deploys a Docker image; preview apps build a branch of a Git repository`);
   const cluster = checkCluster(body.cluster_id ?? src.cluster_id);
   const now = new Date().toISOString();
   const { name: _n, namespace: _ns, temp_domain: _t, ...inherited } = src;
@@ -272,6 +287,9 @@ export async function cloneApp(ctx: CallContext, id: string, body: { display_nam
     id: newId(),
     display_name: body.display_name,
     cluster_id: cluster.id,
+    type: as?.type ?? 'app',
+    default_branch: as ? as.branch : src.default_branch,
+    repo_url: as?.repoUrl ?? src.repo_url,
     status: null,
     is_suspended: 0,
     buildpacks: JSON.stringify(json<{ source: string; order: number }[]>(src.buildpacks).map((p) => ({ ...p, id: newId() }))),
@@ -282,9 +300,17 @@ export async function cloneApp(ctx: CallContext, id: string, body: { display_nam
   });
   await placeService(ctx, row.id, 'app', row.project_id);
   await app.events.signal(tx, 'application.created', { application: row, clonedFrom: src });
-  await createDeployment(ctx, row, { trigger: 'clone', type: 'automatic' });
+  await createDeployment(ctx, row, as ? { trigger: 'preview', type: 'automatic', branch: as.branch } : { trigger: 'clone', type: 'automatic' });
   await app.events.emit(tx, 'APP_CREATE', companyId, row);
   return appView(await findApp(ctx, row.id));
+}
+
+/** Moves the application into project `projectId` (null: into none); e.g. a pipeline hands its project on. */
+export async function setAppProject(ctx: CallContext, id: string, projectId: string | null): Promise<void> {
+  const a = await findApp(ctx, id);
+  if (a.project_id === projectId) return;
+  await ctx.tx.updateTable('applications').set({ project_id: projectId, updated_at: new Date().toISOString() }).where('id', '=', id).execute();
+  await placeService(ctx, id, 'app', projectId);
 }
 
 export async function deleteApp(ctx: CallContext, id: string) {

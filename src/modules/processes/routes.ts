@@ -8,6 +8,7 @@ import * as svc from './service.js';
 import { exitCodes, processMetric, type ProcessMetric } from './metrics.js';
 import { registerCronJobs } from './cron.js';
 import { registerLifecycle } from './lifecycle.js';
+import { checkTerminal, openTerminal } from './terminal.js';
 
 export { migrations, tables } from './storage.js';
 
@@ -62,6 +63,15 @@ export const operations = [
   metric(c.getProcessMemoryUsageContract, 'memory-usage'),
   metric(c.getProcessMemoryLimitContract, 'memory-limit'),
   metric(c.getProcessInstanceCountContract, 'instance-count'),
+  defineOperation({
+    contract: c.openTerminalContract,
+    // A shell can change the running instance: it needs APP:UPDATE and counts like running a command.
+    permission: 'APP:UPDATE',
+    tier: 'service_mutation',
+    upgrade: 'websocket',
+    handler: async (r) => checkTerminal(r, r.params.id, r.params.process_id),
+    websocket: async (socket, r) => openTerminal(socket, r, r.params.id, r.params.process_id, r.query.shell),
+  }),
   defineOperation({
     contract: c.getProcessExitCodesContract,
     permission: 'APP:READ',

@@ -307,3 +307,22 @@ export const getProcessExitCodesContract = {
   response: Type.Array(ExitCodePoint),
   errors: [400,401,403,404,500],
 } as const;
+
+// ---- Terminal -------------------------------------------------------------------------------
+
+export const TERMINAL_SHELLS = ['sh', 'bash', 'dash', 'ksh', 'zsh', 'csh', 'tcsh'] as const;
+
+/** A WebSocket endpoint: 101 on upgrade, 426 for a plain HTTP request. */
+export const openTerminalContract = {
+  operationId: "openTerminalV3",
+  method: "GET",
+  path: "/applications/{id}/processes/{process_id}/terminal",
+  summary: "Open terminal session (WebSocket)",
+  tags: ["Applications"],
+  params: ProcessParams,
+  querystring: Type.Object({
+    shell: Type.Optional(StringEnum(TERMINAL_SHELLS, {"default":"sh"})),
+  }),
+  success: 101,
+  errors: [401,403,404,426,500],
+} as const;

@@ -2,6 +2,7 @@
 // the permission it needs, its rate tier and its handler. That declaration drives routing,
 // validation, serialization, RBAC, rate limiting and the served OpenAPI document.
 import type { Static, TSchema } from '@sinclair/typebox';
+import type { WebSocket } from 'ws';
 import type { AuthContext } from '../auth/authenticate.js';
 import type { Permission } from '../auth/rbac.js';
 import type { CallContext } from '../context.js';
@@ -66,6 +67,14 @@ export interface Operation<C extends Contract = Contract> {
    */
   references?: readonly Reference[];
   handler(ctx: RequestContext<C>): Promise<C['response'] extends TSchema ? Static<C['response']> : void>;
+  /**
+   * `websocket`: the operation is a WebSocket endpoint. Authentication, rate limit, permission,
+   * validation, scope and then `handler` (the checks that answer 404 and the like) all run before
+   * the upgrade, as plain HTTP; a request without an upgrade is then answered 426; an upgraded
+   * connection is handed to `websocket`. The contract's success status is 101.
+   */
+  upgrade?: 'websocket';
+  websocket?(socket: WebSocket, ctx: RequestContext<C>): Promise<void>;
 }
 
 export function defineOperation<C extends Contract>(op: Operation<C>): Operation<Contract> {

@@ -4,6 +4,10 @@
 //   validation: params, query, body against the declared schemas (400)
 //   preHandler: resource scope of the key (404)
 //   handler:    idempotency replay -> transaction { claim key, service call, store response }
+// WebSocket operations (`upgrade: 'websocket'`, served through @fastify/websocket) run the same
+// hooks before the upgrade and their `handler` as a last check in preHandler; then a plain request
+// gets 426 and an upgraded one is handed to the operation's `websocket`.
+import type {} from '@fastify/websocket';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { assertCompanyAllows, authenticate, type AuthContext } from '../auth/authenticate.js';
 import { missingPermissionMessage, type Permission } from '../auth/rbac.js';
@@ -114,29 +118,18 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
             if (!g.ids.has(id)) throw notFound();
           } else req.scope = g.ids;
         }
-        if (op.references?.length) {
-          const ctx = { app, tx: app.database.db, companyId: auth.company.id, actor: auth.key.id, scope: req.scope, grants: auth.grants };
-          await checkReferences(op.references, ctx, auth, { body: req.body, query: req.query });
-        }
+        if (op.references?.length) await checkReferences(op.references, requestContext(app, req), auth, { body: req.body, query: req.query });
+        // A WebSocket operation's own checks (e.g. 404) answer before any upgrade.
+        if (op.upgrade) await op.handler(requestContext(app, req) as never);
       },
+      ...(op.upgrade
+        ? { wsHandler: (socket, req) => op.websocket!(socket, requestContext(app, req) as never).catch((e) => { req.log.error({ err: e }, 'websocket session failed'); socket.close(4300, 'Unexpected server error'); }) }
+        : {}),
       handler: async (req, reply) => {
+        if (op.upgrade) throw new ApiError(426, 'Upgrade Required: connect with a WebSocket client (Upgrade: websocket)', undefined, { upgrade: op.upgrade });
         const write = isWrite(c.method);
         const auth = req.auth as AuthContext;
-        const ctx = {
-          app,
-          params: req.params,
-          query: req.query,
-          body: req.body,
-          auth,
-          tx: app.database.db,
-          companyId: auth?.company.id ?? '',
-          actor: auth?.key.id ?? null,
-          grants: auth?.grants ?? null,
-          scope: req.scope ?? null,
-          ip: req.ip,
-          requestId: String(req.id),
-          headers: req.headers,
-        };
+        const ctx = requestContext(app, req);
         const key = write && auth ? idempotencyKey(req) : undefined;
         if (!write) return send(reply, c.success, await op.handler(ctx as never));
         const companyId = auth?.company.id;
@@ -169,6 +162,26 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
       },
     });
   }
+}
+
+/** What a handler receives: the call context plus the request's validated parts. */
+function requestContext(app: AppContext, req: FastifyRequest) {
+  const auth = req.auth as AuthContext;
+  return {
+    app,
+    params: req.params,
+    query: req.query,
+    body: req.body,
+    auth,
+    tx: app.database.db,
+    companyId: auth?.company.id ?? '',
+    actor: auth?.key.id ?? null,
+    grants: auth?.grants ?? null,
+    scope: req.scope ?? null,
+    ip: req.ip,
+    requestId: String(req.id),
+    headers: req.headers,
+  };
 }
 
 function idempotencyKey(req: FastifyRequest): string | undefined {

@@ -4,6 +4,7 @@
 // (progression and fault rules) and writes realistic log lines; real drivers come later.
 import type { Tx } from '../db/index.js';
 import type { LogLine } from './logs.js';
+import { SimulatedShell, type ShellIO, type ShellSession, type ShellSpec } from './shell.js';
 import { phaseDone, type Simulation } from './simulation.js';
 
 export interface PhaseRequest {
@@ -37,6 +38,8 @@ export interface RuntimeDriver {
   advance(tx: Tx, req: PhaseRequest): Promise<PhaseResult>;
   /** A metric series of a running resource between two instants. */
   series(resourceId: string, metric: string, from: Date, to: Date, intervalSeconds: number, shape: { base: number; spread: number; running: (t: Date) => boolean }): MetricPoint[];
+  /** An interactive shell in a running instance of a process (the process terminal). */
+  openShell(spec: ShellSpec, io: ShellIO): ShellSession;
 }
 
 const PHASE_LINES: Record<string, (d: Record<string, unknown>) => string[]> = {
@@ -70,6 +73,10 @@ export class SimulatedDriver implements RuntimeDriver {
     const fault = await this.sim.shouldFail(tx, req.operation, req.targetId, req.phase);
     if (fault) return { state: 'failed', reason: fault, lines: [...lines.slice(0, 1), { message: fault, severity: 'error' as const }] };
     return { state: 'done', lines };
+  }
+
+  openShell(spec: ShellSpec, io: ShellIO): ShellSession {
+    return new SimulatedShell(spec, io);
   }
 
   series(resourceId: string, metric: string, from: Date, to: Date, intervalSeconds: number, shape: { base: number; spread: number; running: (t: Date) => boolean }): MetricPoint[] {
