@@ -19,6 +19,7 @@ import * as webhooks from './webhooks/routes.js';
 import * as registryCredentials from './registry-credentials/routes.js';
 import * as usageAlerts from './usage-alerts/routes.js';
 import * as domains from './domains/routes.js';
+import * as loadBalancers from './load-balancers/routes.js';
 
 export interface Module {
   name: string;
@@ -56,6 +57,7 @@ export const modules: Module[] = [
   },
   { name: 'usage-alerts', operations: usageAlerts.operations, tables: usageAlerts.tables, migrations: usageAlerts.migrations },
   { name: 'domains', operations: domains.operations, tables: domains.tables, migrations: domains.migrations, setup: domains.setup },
+  { name: 'load-balancers', operations: loadBalancers.operations, tables: loadBalancers.tables, migrations: loadBalancers.migrations, setup: loadBalancers.setup },
 ];
 
 export const moduleMigrations = (): Record<string, Migration> => Object.assign({}, ...modules.map((m) => m.migrations ?? {}));
