@@ -20,6 +20,7 @@ import * as registryCredentials from './registry-credentials/routes.js';
 import * as usageAlerts from './usage-alerts/routes.js';
 import * as domains from './domains/routes.js';
 import * as pipelines from './pipelines/routes.js';
+import * as loadBalancers from './load-balancers/routes.js';
 
 export interface Module {
   name: string;
@@ -58,6 +59,7 @@ export const modules: Module[] = [
   { name: 'usage-alerts', operations: usageAlerts.operations, tables: usageAlerts.tables, migrations: usageAlerts.migrations },
   { name: 'domains', operations: domains.operations, tables: domains.tables, migrations: domains.migrations, setup: domains.setup },
   { name: 'pipelines', operations: pipelines.operations, tables: pipelines.tables, migrations: pipelines.migrations, setup: pipelines.setup },
+  { name: 'load-balancers', operations: loadBalancers.operations, tables: loadBalancers.tables, migrations: loadBalancers.migrations, setup: loadBalancers.setup },
 ];
 
 export const moduleMigrations = (): Record<string, Migration> => Object.assign({}, ...modules.map((m) => m.migrations ?? {}));

@@ -1,5 +1,5 @@
 // Address validation shared by IP restrictions (applications, databases), and the classification of
-// outbound destinations (webhook endpoints) with ipaddr.js.
+// outbound destinations (webhook endpoints, load balancers' external URLs) with ipaddr.js.
 import { isIP } from 'node:net';
 import ipaddr, { type IPv4, type IPv6 } from 'ipaddr.js';
 import { badRequest } from './errors.js';
@@ -74,5 +74,32 @@ export function refusedDestination(address: string, production: boolean): string
   if (judged.some((c) => c.range() === 'linkLocal') || (ip.kind() === 'ipv6' && ip.toNormalizedString() === AWS_METADATA_V6))
     return `${address} is a link-local or cloud-metadata address${via}`;
   if (production && (judged.length === 0 || judged.some((c) => c.range() !== 'unicast'))) return `${address} is a private, loopback or reserved address${via}`;
+  return null;
+}
+
+/**
+ * Why an outbound URL (a webhook endpoint, a load balancer's external destination) is refused, or
+ * null: it must be absolute, http(s) (`httpsInProduction`: only https in production mode), without
+ * credentials, with a host; an IP literal host is judged by `refusedDestination`, and the cloud
+ * metadata host names are refused. Host names are not resolved here (resolved addresses are the
+ * connecting side's to check). `label` names the field in the message.
+ */
+export function outboundUrlProblem(url: string, production: boolean, opts: { label: string; httpsInProduction: boolean }): string | null {
+  const { label } = opts;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return `${label} must be an absolute URL`;
+  }
+  const httpsOnly = production && opts.httpsInProduction;
+  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && !httpsOnly)) return httpsOnly ? `${label} must use https://` : `${label} must use https:// or http://`;
+  if (u.username || u.password) return `${label} must not contain credentials`;
+  if (!u.hostname) return `${label} must have a host`;
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) {
+    const why = refusedDestination(host, production);
+    if (why) return `${label} not allowed: ${why}`;
+  } else if (host === 'metadata.google.internal' || host === 'metadata') return `${label} not allowed: cloud-metadata host`;
   return null;
 }

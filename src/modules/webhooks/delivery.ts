@@ -9,13 +9,12 @@
 // between the receiver's 2xx and that transaction repeats the attempt (same event_id).
 import { createHmac, randomBytes } from 'node:crypto';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import type { RecordedEvent } from '../../shared/events.js';
 import { newId } from '../../shared/ids.js';
-import { refusedDestination } from '../../shared/net.js';
+import { outboundUrlProblem, refusedDestination } from '../../shared/net.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import type { WebhookDeliveriesTable, WebhooksTable } from './storage.js';
 
@@ -83,23 +82,7 @@ export function sign(secret: string, id: string, timestamp: number, body: string
 export const refusedAddress = (address: string, production: boolean): string | null => refusedDestination(address, production);
 
 /** Checks an endpoint URL's form (scheme, host literal); the resolved addresses are checked at delivery. */
-export function endpointProblem(endpoint: string, production: boolean): string | null {
-  let u: URL;
-  try {
-    u = new URL(endpoint);
-  } catch {
-    return 'endpoint must be an absolute URL';
-  }
-  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && !production)) return production ? 'endpoint must use https://' : 'endpoint must use https:// or http://';
-  if (u.username || u.password) return 'endpoint must not contain credentials';
-  if (!u.hostname) return 'endpoint must have a host';
-  const host = u.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host)) {
-    const why = refusedAddress(host, production);
-    if (why) return `endpoint not allowed: ${why}`;
-  } else if (host === 'metadata.google.internal' || host === 'metadata') return 'endpoint not allowed: cloud-metadata host';
-  return null;
-}
+export const endpointProblem = (endpoint: string, production: boolean): string | null => outboundUrlProblem(endpoint, production, { label: 'endpoint', httpsInProduction: true });
 
 class Refused extends Error {
   code = 'EWEBHOOKREFUSED';

@@ -50,7 +50,17 @@ export const ref = {
   objectStorage: { in: 'body', field: 'object_storage_id', kind: 'object-storage', action: 'READ' },
 } as const satisfies Record<string, Reference>;
 
-const kindAliases: Record<string, ReferenceKind> = { database: 'database', app: 'app', appResource: 'app', dbResource: 'database' };
+const kindAliases: Record<string, ReferenceKind> = {
+  database: 'database',
+  app: 'app',
+  appResource: 'app',
+  dbResource: 'database',
+  // A load balancer destination's `service_type`.
+  APP: 'app',
+  STATIC_SITE: 'static-site',
+  OBJECT_STORAGE: 'object-storage',
+  LOAD_BALANCER: 'load-balancer',
+};
 
 /** Checks every declared reference of a request; throws the path id's 404 on the first that fails. */
 export async function checkReferences(refs: readonly Reference[], ctx: CallContext, auth: AuthContext, parts: { body: unknown; query: unknown }): Promise<void> {

@@ -1,0 +1,293 @@
+// Load balancers and their destinations.
+//
+// Rules:
+// - at most MAX_DESTINATIONS (20, the specification) destinations per load balancer, enabled or
+//   not; the count and the insert are serialized per load balancer (lockLoadBalancer);
+// - a destination is a service of the caller's company (application, static site, object storage
+//   bucket, load balancer; found through the service registry, a kind no module registered is a
+//   400 saying so) or an external http(s) URL; one target at most once per load balancer;
+// - a load balancer never routes to itself, directly or through other load balancers (enabled or
+//   not, since a toggle may enable them): adding such an edge is a 400 naming the loop; the
+//   company's edges between load balancers are serialized (lockRoutingGraph);
+// - DEFAULT routing uses the weight (100 when omitted); GEO routing needs latitude and longitude
+//   on every destination (given together, or not at all on a DEFAULT load balancer);
+// - a service that is removed stops being a destination anywhere (removeDestinationsTo, called on
+//   the application's `application.removed` signal and when a load balancer is deleted).
+//
+// Public functions for other modules: removeDestinationsTo, loadBalancerSummary.
+import type { CallContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { ApiError, badRequest, notFound } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
+import { insertNamed } from '../../shared/naming.js';
+import { outboundUrlProblem } from '../../shared/net.js';
+import { paginate, type Page } from '../../shared/pagination.js';
+import type { ServiceSummary } from '../../shared/services.js';
+import { provisionSystemDomain, removeServiceDomains } from '../domains/service.js';
+import { forgetService, placeService, projectExists } from '../projects/service.js';
+import {
+  findLoadBalancer,
+  lockLoadBalancer,
+  lockRoutingGraph,
+  lockTarget,
+  type DestinationType,
+  type LoadBalancerDestinationsTable,
+  type LoadBalancersTable,
+  type LoadBalancerType,
+} from './storage.js';
+
+export const MAX_DESTINATIONS = 20;
+export const DEFAULT_WEIGHT = 100;
+const MAX_URL_LENGTH = 2048;
+/** The service registry kind of this area. */
+export const KIND = 'load-balancer';
+
+/** The registry kind and the name in messages of each service destination type. */
+const SERVICE_TYPES: Record<Exclude<DestinationType, 'EXTERNAL'>, { kind: string; label: string }> = {
+  APP: { kind: 'app', label: 'Application' },
+  STATIC_SITE: { kind: 'static-site', label: 'Static site' },
+  OBJECT_STORAGE: { kind: 'object-storage', label: 'Object storage bucket' },
+  LOAD_BALANCER: { kind: KIND, label: 'Load balancer' },
+};
+
+const now = () => new Date().toISOString();
+
+const view = (lb: LoadBalancersTable) => ({
+  id: lb.id,
+  company_id: lb.company_id,
+  project_id: lb.project_id,
+  display_name: lb.display_name,
+  name: lb.name,
+  type: lb.type,
+  created_at: lb.created_at,
+  updated_at: lb.updated_at,
+});
+
+const destinationView = (d: LoadBalancerDestinationsTable) => ({
+  id: d.id,
+  service_id: d.service_id,
+  service_type: d.service_type,
+  is_enabled: d.is_enabled === 1,
+  weight: d.weight,
+  url: d.url,
+  latitude: d.latitude === null ? null : Number(d.latitude),
+  longitude: d.longitude === null ? null : Number(d.longitude),
+  created_at: d.created_at,
+  updated_at: d.updated_at,
+});
+
+// --- Load balancers ------------------------------------------------------------------------------
+
+/** Newest first (the contract). */
+export async function listLoadBalancers({ tx, companyId, scope }: CallContext, page: Page) {
+  let q = tx.selectFrom('load_balancers').selectAll().where('company_id', '=', companyId);
+  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
+  const res = await paginate(q, page, { column: 'created_at', id: 'id', direction: 'desc' });
+  return { ...res, data: res.data.map(view) };
+}
+
+async function checkProject(ctx: CallContext, projectId: string | null | undefined) {
+  if (projectId && !(await projectExists(ctx, projectId))) throw badRequest(`Unknown project_id ${projectId}`);
+}
+
+export async function createLoadBalancer(ctx: CallContext, input: { display_name: string; type?: LoadBalancerType; project_id?: string | null }) {
+  const { tx, companyId } = ctx;
+  await checkProject(ctx, input.project_id);
+  const t = now();
+  const fields: Omit<LoadBalancersTable, 'name'> = {
+    id: newId(),
+    company_id: companyId,
+    project_id: input.project_id ?? null,
+    display_name: input.display_name,
+    type: input.type ?? 'DEFAULT',
+    created_at: t,
+    updated_at: t,
+  };
+  const lb = await insertNamed(tx, 'load_balancers', companyId, input.display_name, (name): LoadBalancersTable => ({ ...fields, name }));
+  if (lb.project_id) await placeService(ctx, lb.id, KIND, lb.project_id);
+  await provisionSystemDomain(ctx, KIND, { id: lb.id, name: lb.name, cluster_id: null });
+  return view(lb);
+}
+
+export async function getLoadBalancer(ctx: CallContext, id: string) {
+  return view(await findLoadBalancer(ctx, id));
+}
+
+export async function updateLoadBalancer(ctx: CallContext, id: string, input: { display_name?: string; type?: LoadBalancerType; project_id?: string | null }) {
+  const { tx } = ctx;
+  const lb = await lockLoadBalancer(ctx, id);
+  await checkProject(ctx, input.project_id);
+  if (input.type === 'GEO' && lb.type !== 'GEO') {
+    const missing = await tx
+      .selectFrom('load_balancer_destinations')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('load_balancer_id', '=', lb.id)
+      .where((eb) => eb.or([eb('latitude', 'is', null), eb('longitude', 'is', null)]))
+      .executeTakeFirst();
+    const n = Number(missing?.n ?? 0);
+    if (n) throw badRequest(`GEO routing needs a location on every destination: ${n} destination(s) of this load balancer have no latitude and longitude; delete and re-create them with a location first`);
+  }
+  const patch: Partial<LoadBalancersTable> = { updated_at: now() };
+  if (input.display_name !== undefined) patch.display_name = input.display_name;
+  if (input.type !== undefined) patch.type = input.type;
+  if (input.project_id !== undefined && input.project_id !== lb.project_id) {
+    patch.project_id = input.project_id;
+    await placeService(ctx, lb.id, KIND, input.project_id);
+  }
+  await tx.updateTable('load_balancers').set(patch).where('id', '=', lb.id).execute();
+  return view({ ...lb, ...patch });
+}
+
+/** Deletes the load balancer, its destinations and domains, and every destination routing to it. */
+export async function deleteLoadBalancer(ctx: CallContext, id: string): Promise<void> {
+  const { tx, companyId } = ctx;
+  const lb = await lockLoadBalancer(ctx, id);
+  await lockRoutingGraph(tx, companyId);
+  await removeDestinationsTo(tx, lb.id);
+  await tx.deleteFrom('load_balancer_destinations').where('load_balancer_id', '=', lb.id).execute();
+  await removeServiceDomains(tx, lb.id);
+  await forgetService(tx, lb.id);
+  await tx.deleteFrom('load_balancers').where('id', '=', lb.id).execute();
+}
+
+/** The service registry's view of a load balancer (projects, domains, destinations, references). */
+export async function loadBalancerSummary({ tx, companyId }: CallContext, id: string): Promise<ServiceSummary | undefined> {
+  return (await tx.selectFrom('load_balancers').select(['id', 'name', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst()) ?? undefined;
+}
+
+// --- Destinations --------------------------------------------------------------------------------
+
+export async function listDestinations(ctx: CallContext, id: string, page: Page) {
+  const lb = await findLoadBalancer(ctx, id);
+  const res = await paginate(ctx.tx.selectFrom('load_balancer_destinations').selectAll().where('load_balancer_id', '=', lb.id), page);
+  return { ...res, data: res.data.map(destinationView) };
+}
+
+export interface DestinationInput {
+  service_type: DestinationType;
+  service_id?: string;
+  url?: string;
+  weight?: number;
+  latitude?: number;
+  longitude?: number;
+}
+
+/** The form rules of a destination (400): which of service_id / url, the URL itself, the location. */
+function checkForm(ctx: CallContext, lb: LoadBalancersTable, input: DestinationInput) {
+  if (input.service_type === 'EXTERNAL') {
+    if (input.service_id !== undefined) throw badRequest('service_id must not be given for an EXTERNAL destination; give its url');
+    if (input.url === undefined) throw badRequest('url is required for an EXTERNAL destination');
+    if (input.url.length > MAX_URL_LENGTH) throw badRequest(`url must be at most ${MAX_URL_LENGTH} characters`);
+    const problem = outboundUrlProblem(input.url, ctx.app.config.production, { label: 'url', httpsInProduction: false });
+    if (problem) throw badRequest(problem);
+  } else {
+    if (input.service_id === undefined) throw badRequest(`service_id is required for a ${input.service_type} destination`);
+    if (input.url !== undefined) throw badRequest('url is only for EXTERNAL destinations');
+  }
+  if ((input.latitude === undefined) !== (input.longitude === undefined)) throw badRequest('latitude and longitude must be given together');
+  if (lb.type === 'GEO' && input.latitude === undefined) throw badRequest('A destination of a GEO load balancer needs latitude and longitude');
+}
+
+/**
+ * The 400 for an edge `lb -> target` between load balancers that closes a loop: `target` is `lb`,
+ * or `lb` is reachable from `target` through destinations of type LOAD_BALANCER.
+ */
+async function checkNoLoop(tx: Tx, companyId: string, lb: LoadBalancersTable, targetId: string) {
+  if (targetId === lb.id) throw badRequest('A load balancer cannot be a destination of itself');
+  const parent = new Map<string, string>([[targetId, '']]);
+  let frontier = [targetId];
+  while (frontier.length) {
+    const edges = await tx
+      .selectFrom('load_balancer_destinations')
+      .select(['load_balancer_id', 'service_id'])
+      .where('company_id', '=', companyId)
+      .where('service_type', '=', 'LOAD_BALANCER')
+      .where('load_balancer_id', 'in', frontier)
+      .execute();
+    frontier = [];
+    for (const e of edges) {
+      if (!e.service_id || parent.has(e.service_id)) continue;
+      parent.set(e.service_id, e.load_balancer_id);
+      if (e.service_id === lb.id) {
+        const path: string[] = [];
+        for (let at: string | undefined = lb.id; at; at = parent.get(at)) path.unshift(at);
+        const names = new Map((await tx.selectFrom('load_balancers').select(['id', 'name']).where('id', 'in', path).execute()).map((r) => [r.id, r.name]));
+        const loop = [lb.id, ...path].map((x) => names.get(x) ?? x).join(' -> ');
+        throw badRequest(`Adding load balancer ${targetId} as a destination would create a routing loop: ${loop}`);
+      }
+      frontier.push(e.service_id);
+    }
+  }
+}
+
+export async function createDestination(ctx: CallContext, id: string, input: DestinationInput) {
+  const { tx, app, companyId } = ctx;
+  const lb = await lockLoadBalancer(ctx, id);
+  checkForm(ctx, lb, input);
+  if (input.service_type === 'LOAD_BALANCER') await lockRoutingGraph(tx, companyId);
+  const count = await tx.selectFrom('load_balancer_destinations').select((eb) => eb.fn.countAll().as('n')).where('load_balancer_id', '=', lb.id).executeTakeFirst();
+  if (Number(count?.n ?? 0) >= MAX_DESTINATIONS) throw badRequest(`A load balancer has at most ${MAX_DESTINATIONS} destinations; delete one before adding another`);
+
+  let dup;
+  if (input.service_type === 'EXTERNAL') {
+    dup = await tx.selectFrom('load_balancer_destinations').select('id').where('load_balancer_id', '=', lb.id).where('url', '=', input.url!).executeTakeFirst();
+  } else {
+    const { kind, label } = SERVICE_TYPES[input.service_type];
+    const registered = app.services.get(kind);
+    if (!registered) throw badRequest(`${input.service_type} destinations are not available on this server yet (${label.toLowerCase()}s are not served)`);
+    // Held until commit: the service's removal (removeDestinationsTo) waits, then removes this one too.
+    await lockTarget(tx, input.service_id!);
+    if (!(await registered.find(ctx, input.service_id!))) throw notFound(label);
+    if (input.service_type === 'LOAD_BALANCER') await checkNoLoop(tx, companyId, lb, input.service_id!);
+    dup = await tx.selectFrom('load_balancer_destinations').select('id').where('load_balancer_id', '=', lb.id).where('service_id', '=', input.service_id!).executeTakeFirst();
+  }
+  if (dup) throw badRequest(`This load balancer already routes to ${input.service_type === 'EXTERNAL' ? input.url : input.service_id} (destination ${dup.id})`);
+
+  const t = now();
+  const row: LoadBalancerDestinationsTable = {
+    id: newId(),
+    load_balancer_id: lb.id,
+    company_id: companyId,
+    service_type: input.service_type,
+    service_id: input.service_id ?? null,
+    url: input.url ?? null,
+    is_enabled: 1,
+    weight: input.weight ?? DEFAULT_WEIGHT,
+    latitude: input.latitude ?? null,
+    longitude: input.longitude ?? null,
+    created_at: t,
+    updated_at: t,
+  };
+  await tx.insertInto('load_balancer_destinations').values(row).execute();
+  return destinationView(row);
+}
+
+async function findDestination(tx: Tx, lbId: string, destinationId: string) {
+  const d = await tx.selectFrom('load_balancer_destinations').selectAll().where('id', '=', destinationId).where('load_balancer_id', '=', lbId).executeTakeFirst();
+  if (!d) throw new ApiError(404, 'Destination not found');
+  return d;
+}
+
+export async function deleteDestination(ctx: CallContext, id: string, destinationId: string): Promise<void> {
+  const lb = await lockLoadBalancer(ctx, id);
+  const d = await findDestination(ctx.tx, lb.id, destinationId);
+  await ctx.tx.deleteFrom('load_balancer_destinations').where('id', '=', d.id).execute();
+}
+
+export async function toggleDestination(ctx: CallContext, id: string, destinationId: string) {
+  const lb = await lockLoadBalancer(ctx, id);
+  const d = await findDestination(ctx.tx, lb.id, destinationId);
+  const enabled = d.is_enabled ? 0 : 1;
+  await ctx.tx.updateTable('load_balancer_destinations').set({ is_enabled: enabled, updated_at: now() }).where('id', '=', d.id).execute();
+  return { message: enabled ? 'Destination enabled' : 'Destination disabled' };
+}
+
+/**
+ * Removes every destination, of any load balancer, that routes to service `serviceId` (the service
+ * is being removed for good). Modules that remove services call it in the removing transaction;
+ * applications are handled here (the `application.removed` signal).
+ */
+export async function removeDestinationsTo(tx: Tx, serviceId: string): Promise<void> {
+  await lockTarget(tx, serviceId);
+  await tx.deleteFrom('load_balancer_destinations').where('service_id', '=', serviceId).execute();
+}
