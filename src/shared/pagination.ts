@@ -22,13 +22,13 @@ export interface PageResult<T> {
 export async function paginate<DB, TB extends keyof DB, O>(
   base: SelectQueryBuilder<DB, TB, O>,
   page: Page,
-  order: { column: string; id: string } = { column: 'created_at', id: 'id' },
+  order: { column: string; id: string; direction?: 'asc' | 'desc' } = { column: 'created_at', id: 'id' },
 ): Promise<PageResult<O>> {
   const countRow = await (base as any)
     .clearSelect()
     .select((eb: any) => eb.fn.countAll().as('n'))
     .executeTakeFirst();
   const total = Number(countRow?.n ?? 0);
-  const data = await (base as any).orderBy(order.column, 'asc').orderBy(order.id, 'asc').limit(page.limit).offset(page.offset).execute();
+  const data = await (base as any).orderBy(order.column, order.direction ?? 'asc').orderBy(order.id, order.direction ?? 'asc').limit(page.limit).offset(page.offset).execute();
   return { data, total: Math.min(total, 10000), offset: page.offset, limit: page.limit };
 }
