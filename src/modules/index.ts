@@ -12,6 +12,7 @@ import * as resources from './resources/routes.js';
 import * as applications from './applications/routes.js';
 import * as appStorage from './applications/storage.js';
 import * as appSettings from './applications/settings-storage.js';
+import * as staticSites from './static-sites/routes.js';
 import * as processes from './processes/routes.js';
 import * as envVars from './env-vars/routes.js';
 import * as databases from './databases/routes.js';
@@ -45,6 +46,7 @@ export const modules: Module[] = [
   { name: 'projects', operations: projects.operations, setup: projects.setup },
   { name: 'device-codes', operations: deviceCodes.operations },
   { name: 'applications', operations: applications.operations, tables: [...appSettings.settingsTables, ...appStorage.tables], migrations: { ...appStorage.migrations, ...appSettings.settingsMigrations }, setup: applications.setup, http: applications.http },
+  { name: 'static-sites', operations: staticSites.operations, tables: staticSites.tables, migrations: staticSites.migrations, setup: staticSites.setup },
   { name: 'processes', operations: processes.operations, tables: processes.tables, migrations: processes.migrations, setup: processes.setup },
   { name: 'env-vars', operations: envVars.operations, tables: envVars.tables, migrations: envVars.migrations, setup: envVars.setup },
   { name: 'databases', operations: databases.operations, tables: databases.tables, migrations: databases.migrations, setup: databases.setup },

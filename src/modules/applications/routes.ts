@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../shared/context.js';
 import { ref } from '../../shared/http/references.js';
-import { defineOperation, type Contract } from '../../shared/http/operation.js';
+import { defineOperation } from '../../shared/http/operation.js';
+import { trafficOperations } from '../../shared/http/traffic.js';
 import { pageOf } from '../../shared/pagination.js';
 import * as c from './schemas.js';
 import * as o from './observability-schemas.js';
@@ -10,7 +11,7 @@ import * as dep from './deployments.js';
 import * as hooks from './hooks.js';
 import * as st from './settings.js';
 import * as sc from './settings-schemas.js';
-import { runtimeLogs, trafficMetric, type TrafficMetric, type Window } from './observability.js';
+import { runtimeLogs, trafficMetric } from './observability.js';
 import { registerApplicationEvents } from './events.js';
 
 export const operations = [
@@ -136,29 +137,9 @@ export const operations = [
       await hooks.setHook(r, r.params.id, 'disable');
     },
   }),
-  ...metricOperations(),
+  ...trafficOperations({ prefix: 'Application', noun: 'application', basePath: '/applications', tag: 'Applications', permission: 'APP:READ', metric: trafficMetric }),
   ...settingsOperations(),
 ];
-
-function metricOperations() {
-  const def = <C extends Contract>(contract: C, metric: TrafficMetric) =>
-    defineOperation<C>({
-      contract,
-      permission: 'APP:READ',
-      tier: 'read',
-      handler: async (r) => trafficMetric(r, (r.params as { id: string }).id, metric, r.query as Window) as never,
-    });
-  return [
-    def(o.getApplicationRequestsPerMinuteContract, 'requestsPerMinute'),
-    def(o.getApplicationResponseTimeContract, 'responseTime'),
-    def(o.getApplicationResponseTimeAvgContract, 'responseTimeAvg'),
-    def(o.getApplicationStatusCodesContract, 'statusCodes'),
-    def(o.getApplicationTopStatusCodesContract, 'topStatusCodes'),
-    def(o.getApplicationTopCountriesContract, 'topCountries'),
-    def(o.getApplicationSlowestRequestsContract, 'slowestRequests'),
-    def(o.getApplicationTopPagesContract, 'topPages'),
-  ];
-}
 
 /** Maintenance mode, egress IPs, IP restriction, CDN and cache, access logs, TCP proxies, private ports. */
 function settingsOperations() {

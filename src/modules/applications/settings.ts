@@ -6,13 +6,14 @@ import type { CallContext } from '../../shared/context.js';
 import { lockFor } from '../../shared/db/locks.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest, notFound } from '../../shared/errors.js';
-import { newId, stableUuid } from '../../shared/ids.js';
+import { newId } from '../../shared/ids.js';
 import { ipList } from '../../shared/net.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import { seeded } from '../../shared/runtime/driver.js';
 import { processOf } from '../processes/service.js';
 import { CLUSTER_BY_ID } from '../resources/catalog.js';
-import { runningSince } from './observability.js';
+import { trafficOf } from './observability.js';
+import { accessLogLines } from '../../shared/runtime/traffic.js';
 import { assertMutable } from './service.js';
 import { findApp, type ApplicationsTable } from './storage.js';
 import type { ApplicationSettingsTable } from './settings-storage.js';
@@ -142,68 +143,10 @@ export async function purgeCache(ctx: CallContext, id: string) {
 
 // --- Access logs -------------------------------------------------------------------------------
 
-const PAGES: [string, string, number][] = [['GET', '/', 0.42], ['GET', '/api/items', 0.2], ['POST', '/login', 0.12], ['GET', '/about', 0.08], ['GET', '/static/app.js', 0.1], ['GET', '/healthz', 0.08]];
-const COUNTRIES: [string, number][] = [['US', 0.38], ['DE', 0.17], ['GB', 0.12], ['FR', 0.09], ['IN', 0.08], ['BR', 0.06], ['JP', 0.05], ['CA', 0.05]];
-const pick = <T extends unknown[]>(items: T[], r: number): T => {
-  let acc = 0;
-  for (const it of items) if (r < (acc += it[it.length - 1] as number)) return it;
-  return items[items.length - 1]!;
-};
-/** Most recent minutes scanned for one request (one week). */
-const MAX_MINUTES = 7 * 24 * 60;
-
-/**
- * Simulated HTTP access log lines: per minute as many requests as the requests-per-minute metric
- * shows (same seeds), each with a deterministic method, path, status, country and duration.
- * Nothing before the first successful deployment or while suspended. Newest lines last.
- */
+/** Simulated HTTP access log lines (src/shared/runtime/traffic.ts): none before the first successful deployment or while suspended. */
 export async function accessLogs(ctx: CallContext, id: string, q: { from?: string; to?: string; filters?: string; limit?: number }) {
-  const { tx, app } = ctx;
   const a = await findApp(ctx, id);
-  const limit = Math.min(q.limit ?? 1000, 5000);
-  const to = q.to ? Date.parse(q.to) : Date.now();
-  const from = q.from ? Date.parse(q.from) : to - 60 * 60_000;
-  if (to < from) throw badRequest('`to` must not be before `from`');
-  const since = await runningSince(tx, a);
-  if (since === null) return [];
-  const needle = q.filters?.toLowerCase();
-  const out: ReturnType<typeof line>[] = [];
-  const minute = 60_000;
-  const lastMinute = Math.floor(to / minute) * minute;
-  for (let t = lastMinute, scanned = 0; t >= from - minute && t >= since - minute && scanned < MAX_MINUTES && out.length < limit; t -= minute, scanned++) {
-    const [point] = app.runtime.series(a.id, 'requests', new Date(t), new Date(t), 60, { base: 40, spread: 80, running: (at) => at.getTime() >= since - minute });
-    const count = Math.round(point?.value ?? 0);
-    const lines = Array.from({ length: count }, (_, i) => line(a, t, i))
-      .filter((l) => l.unix_timestamp * 1000 >= Math.max(from, since) && l.unix_timestamp * 1000 <= to)
-      .filter((l) => !needle || l.message.toLowerCase().includes(needle) || l.severity === needle)
-      .sort((x, y) => y.unix_timestamp - x.unix_timestamp || (x.id < y.id ? 1 : -1));
-    for (const l of lines) if (out.length < limit) out.push(l);
-  }
-  return out.reverse();
-}
-
-function line(a: ApplicationsTable, minuteStart: number, i: number) {
-  const seed = `${a.id}:access:${minuteStart}:${i}`;
-  const r = (k: string) => seeded(`${seed}:${k}`);
-  const at = minuteStart + Math.floor(r('t') * 60_000);
-  const [method, path] = pick(PAGES, r('page'));
-  const sr = r('status');
-  const status = sr < 0.02 * r('e') ? 500 : sr < 0.06 ? 404 : sr < 0.11 ? 301 : 200;
-  const [country] = pick(COUNTRIES, r('country'));
-  const durationMs = Math.round(30 + 120 * r('ms') + (status === 500 ? 400 : 0));
-  const bytes = status === 301 ? 0 : Math.round(200 + 20_000 * r('bytes'));
-  const ip = `${11 + Math.floor(r('ip1') * 200)}.${Math.floor(r('ip2') * 256)}.${Math.floor(r('ip3') * 256)}.${1 + Math.floor(r('ip4') * 254)}`;
-  const ts = new Date(at).toISOString();
-  return {
-    id: stableUuid(seed),
-    message: `${ip} "${method} ${path} HTTP/1.1" ${status} ${bytes} ${durationMs}ms ${a.temp_domain} ${country}`,
-    service: a.name,
-    severity: status >= 500 ? 'error' : status >= 400 ? 'warning' : 'info',
-    timestamp: ts,
-    tags: { kind: 'access', host: a.temp_domain },
-    attributes: { client_ip: ip, method, path, status, bytes, duration_ms: durationMs, country },
-    unix_timestamp: at / 1000,
-  };
+  return accessLogLines(ctx.app, await trafficOf(ctx.tx, a), q);
 }
 
 // --- TCP proxies and private ports -------------------------------------------------------------

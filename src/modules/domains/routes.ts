@@ -108,4 +108,5 @@ export function setup(app: AppContext): void {
     svc.provisionSystemDomain(systemCall(app, tx, a.company_id), 'app', { id: a.id, name: a.name, cluster_id: a.cluster_id }, a.temp_domain),
   );
   app.events.on('application.removed', async (tx, { application: a }) => svc.removeServiceDomains(tx, a.id));
+  app.events.on('static-site.removed', async (tx, { site }) => svc.removeServiceDomains(tx, site.id));
 }

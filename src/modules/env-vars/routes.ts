@@ -2,7 +2,8 @@
 // `id` is the resource (a key scoped to that application may use them). Global variables belong to
 // the company and apply to every application, so they are nobody's single resource
 // (resourceParam: null) and, being company-wide, a capability scoped to some applications does not
-// reach them: such a key gets 403 naming the permission, for reads and writes alike.
+// reach them: such a key gets 403 naming the permission, for reads and writes alike. A static
+// site's variables are part of the site (STATIC_SITE permissions, the site `id` is the resource).
 import type { AppContext } from '../../shared/context.js';
 import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
@@ -68,6 +69,30 @@ export const operations = [
     resourceParam: null,
     companyWide: true,
     handler: async (r) => svc.deleteGlobalEnvVar(r, r.params.id),
+  }),
+  defineOperation({
+    contract: c.listStaticSiteEnvVarsContract,
+    permission: 'STATIC_SITE:READ',
+    tier: 'read',
+    handler: async (r) => svc.listSiteEnvVars(r, r.params.id, pageOf(r.query)),
+  }),
+  defineOperation({
+    contract: c.createStaticSiteEnvVarContract,
+    permission: 'STATIC_SITE:UPDATE',
+    tier: 'general_write',
+    handler: async (r) => svc.createSiteEnvVar(r, r.params.id, r.body),
+  }),
+  defineOperation({
+    contract: c.updateStaticSiteEnvVarContract,
+    permission: 'STATIC_SITE:UPDATE',
+    tier: 'general_write',
+    handler: async (r) => svc.updateSiteEnvVar(r, r.params.id, r.params.env_var_id, r.body),
+  }),
+  defineOperation({
+    contract: c.deleteStaticSiteEnvVarContract,
+    permission: 'STATIC_SITE:UPDATE',
+    tier: 'general_write',
+    handler: async (r) => svc.deleteSiteEnvVar(r, r.params.id, r.params.env_var_id),
   }),
 ];
 

@@ -16,7 +16,9 @@ import { newId } from '../../shared/ids.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import { findApp, type ApplicationsTable } from '../applications/storage.js';
 import { KEY_PATTERN, resolveReferences } from './references.js';
-import type { EnvVarsTable, GlobalEnvVarsTable } from './storage.js';
+import { checkBranch } from '../static-sites/git.js';
+import { findSite, type StaticSitesTable } from '../static-sites/storage.js';
+import type { EnvVarsTable, GlobalEnvVarsTable, StaticSiteEnvVarsTable } from './storage.js';
 
 export { KEY_PATTERN, MAX_RESOLVED_LENGTH, parseValue, resolveReferences, type Resolution } from './references.js';
 
@@ -28,20 +30,52 @@ export interface CreateInput {
 }
 export type UpdateInput = Partial<CreateInput>;
 
+export interface SiteCreateInput {
+  key: string;
+  value: string;
+  is_production?: boolean;
+  is_preview?: boolean;
+  branch?: string;
+}
+export interface SiteUpdateInput {
+  key?: string;
+  value?: string;
+  is_production?: boolean;
+  is_preview?: boolean;
+  branch?: string | null;
+}
+
+/** What every owner's input has. */
+interface VarInput {
+  key: string;
+  value: string;
+}
+
 /** The fields every variable shares, as the API shows them. */
-const varView = (secrets: SecretBox, r: VarColumns & { id: string; created_at: string; updated_at: string }) => ({
+const baseView = (secrets: SecretBox, r: { id: string; key: string; value: string; created_at: string; updated_at: string }) => ({
   id: r.id,
   key: r.key,
   value: secrets.decrypt(r.value),
-  is_runtime: !!r.is_runtime,
-  is_buildtime: !!r.is_buildtime,
   created_at: r.created_at,
   updated_at: r.updated_at,
 });
+const varView = (secrets: SecretBox, r: VarColumns & { id: string; created_at: string; updated_at: string }) => ({
+  ...baseView(secrets, r),
+  is_runtime: !!r.is_runtime,
+  is_buildtime: !!r.is_buildtime,
+});
 const appView = (secrets: SecretBox, r: EnvVarsTable) => ({ ...varView(secrets, r), app_id: r.app_id });
 const globalView = varView;
+const siteView = (secrets: SecretBox, r: StaticSiteEnvVarsTable) => ({
+  ...baseView(secrets, r),
+  static_site_id: r.static_site_id,
+  is_production: !!r.is_production,
+  is_preview: !!r.is_preview,
+  branch: r.branch,
+});
 
 type VarColumns = Pick<EnvVarsTable, 'key' | 'value' | 'is_runtime' | 'is_buildtime'>;
+type Columns = Record<string, string | number | null>;
 
 function checkKey(key: string): void {
   if (!KEY_PATTERN.test(key))
@@ -49,39 +83,70 @@ function checkKey(key: string): void {
 }
 
 /**
- * Where a variable lives: an application's `env_vars` (key unique per app) or the company's
- * `global_env_vars` (key unique per company). Both tables share the variable columns, so one
- * create/update/delete serves both.
+ * Where a variable lives: an application's `env_vars` (key unique per app), the company's
+ * `global_env_vars` (key unique per company) or a static site's `static_site_env_vars` (key unique
+ * per site). The tables share the id/key/value/timestamp columns, so one create/update/delete
+ * serves all; each owner adds its own flag columns (`columns` of a new row, `changes` of an update).
  */
-interface Owner {
-  table: 'env_vars' | 'global_env_vars';
+interface Owner<I extends VarInput> {
+  table: 'env_vars' | 'global_env_vars' | 'static_site_env_vars';
   /** The column and value that scope the variables (and their unique keys). */
-  column: 'app_id' | 'company_id';
+  column: 'app_id' | 'company_id' | 'static_site_id';
   id: string;
-  /** Extra columns of a new row (the app's company). */
+  /** Extra columns of a new row (the owner's company). */
   extra: Record<string, string>;
   what: string;
   duplicate(key: string): ApiError;
+  /** The owner's flag columns of a new row (defaults for absent fields). */
+  columns(input: I): Columns;
+  /** The owner's flag columns an update changes (only fields present in the body). */
+  changes(input: Partial<I>): Columns;
 }
 
-const appOwner = (a: Pick<ApplicationsTable, 'id' | 'company_id'>): Owner => ({
+const flag = (v: boolean | undefined) => (v === false ? 0 : 1);
+/** Application and global variables: used at build time and/or at run time. */
+const phaseFlags = {
+  columns: (i: CreateInput): Columns => ({ is_runtime: flag(i.is_runtime), is_buildtime: flag(i.is_buildtime) }),
+  changes: (i: UpdateInput): Columns => ({
+    ...(i.is_runtime !== undefined ? { is_runtime: i.is_runtime ? 1 : 0 } : {}),
+    ...(i.is_buildtime !== undefined ? { is_buildtime: i.is_buildtime ? 1 : 0 } : {}),
+  }),
+};
+
+const appOwner = (a: Pick<ApplicationsTable, 'id' | 'company_id'>): Owner<CreateInput> => ({
   table: 'env_vars',
   column: 'app_id',
   id: a.id,
   extra: { company_id: a.company_id },
   what: 'Environment variable',
   duplicate: (key) => badRequest(`An environment variable with key "${key}" already exists on this application`),
+  ...phaseFlags,
 });
-const companyOwner = (companyId: string): Owner => ({
+const companyOwner = (companyId: string): Owner<CreateInput> => ({
   table: 'global_env_vars',
   column: 'company_id',
   id: companyId,
   extra: {},
   what: 'Global environment variable',
   duplicate: (key) => badRequest(`A global environment variable with key "${key}" already exists in this company`),
+  ...phaseFlags,
+});
+const siteOwner = (site: Pick<StaticSitesTable, 'id' | 'company_id'>): Owner<SiteCreateInput> => ({
+  table: 'static_site_env_vars',
+  column: 'static_site_id',
+  id: site.id,
+  extra: { company_id: site.company_id },
+  what: 'Environment variable',
+  duplicate: (key) => badRequest(`An environment variable with key "${key}" already exists on this static site`),
+  columns: (i) => ({ is_production: flag(i.is_production), is_preview: flag(i.is_preview), branch: checkBranch(i.branch) ?? null }),
+  changes: (i: SiteUpdateInput) => ({
+    ...(i.is_production !== undefined ? { is_production: i.is_production ? 1 : 0 } : {}),
+    ...(i.is_preview !== undefined ? { is_preview: i.is_preview ? 1 : 0 } : {}),
+    ...(i.branch !== undefined ? { branch: checkBranch(i.branch ?? undefined) ?? null } : {}),
+  }),
 });
 
-/** The two tables differ only in their scope column; queries are written once against either. */
+/** The tables differ only in their scope and flag columns; queries are written once against any of them. */
 const untyped = (tx: Tx) => tx as unknown as Kysely<any>;
 
 /** A unique index refused the row (another variable of the owner has the key). */
@@ -91,23 +156,21 @@ function isUniqueViolation(e: unknown): boolean {
 }
 
 /** The changed columns of an update (only fields present in the body). */
-function changes(secrets: SecretBox, input: UpdateInput) {
-  const set: Partial<VarColumns & { updated_at: string }> = {};
+function changes<I extends VarInput>(secrets: SecretBox, o: Owner<I>, input: Partial<I>) {
+  const set: Columns = { ...o.changes(input) };
   if (input.key !== undefined) set.key = input.key;
   if (input.value !== undefined) set.value = secrets.encrypt(input.value);
-  if (input.is_runtime !== undefined) set.is_runtime = input.is_runtime ? 1 : 0;
-  if (input.is_buildtime !== undefined) set.is_buildtime = input.is_buildtime ? 1 : 0;
   if (Object.keys(set).length) set.updated_at = new Date().toISOString();
   return set;
 }
 
-async function findVar<T>(tx: Tx, o: Owner, id: string): Promise<T> {
+async function findVar<T>(tx: Tx, o: Owner<VarInput>, id: string): Promise<T> {
   const r = await untyped(tx).selectFrom(o.table).selectAll().where('id', '=', id).where(o.column, '=', o.id).executeTakeFirst();
   if (!r) throw notFound(o.what);
   return r as T;
 }
 
-async function createVar<T>(tx: Tx, secrets: SecretBox, o: Owner, input: CreateInput): Promise<T> {
+async function createVar<T, I extends VarInput>(tx: Tx, secrets: SecretBox, o: Owner<I>, input: I): Promise<T> {
   checkKey(input.key);
   const now = new Date().toISOString();
   const row = {
@@ -116,8 +179,7 @@ async function createVar<T>(tx: Tx, secrets: SecretBox, o: Owner, input: CreateI
     ...o.extra,
     key: input.key,
     value: secrets.encrypt(input.value),
-    is_runtime: input.is_runtime === false ? 0 : 1,
-    is_buildtime: input.is_buildtime === false ? 0 : 1,
+    ...o.columns(input),
     created_at: now,
     updated_at: now,
   };
@@ -127,10 +189,10 @@ async function createVar<T>(tx: Tx, secrets: SecretBox, o: Owner, input: CreateI
   return row as T;
 }
 
-async function updateVar<T extends VarColumns>(tx: Tx, secrets: SecretBox, o: Owner, id: string, input: UpdateInput): Promise<T> {
-  const current = await findVar<T>(tx, o, id);
+async function updateVar<T extends { key: string }, I extends VarInput>(tx: Tx, secrets: SecretBox, o: Owner<I>, id: string, input: Partial<I>): Promise<T> {
+  const current = await findVar<T>(tx, o as unknown as Owner<VarInput>, id);
   if (input.key !== undefined) checkKey(input.key);
-  const set = changes(secrets, input);
+  const set = changes(secrets, o, input);
   if (!Object.keys(set).length) return current;
   try {
     await untyped(tx).updateTable(o.table).set(set).where('id', '=', id).execute();
@@ -141,7 +203,7 @@ async function updateVar<T extends VarColumns>(tx: Tx, secrets: SecretBox, o: Ow
   return { ...current, ...set };
 }
 
-async function deleteVar(tx: Tx, o: Owner, id: string) {
+async function deleteVar<I extends VarInput>(tx: Tx, o: Owner<I>, id: string) {
   const res = await untyped(tx).deleteFrom(o.table).where('id', '=', id).where(o.column, '=', o.id).executeTakeFirst();
   if (!Number(res.numDeletedRows)) throw notFound(o.what);
   return { message: `${o.what} deleted` };
@@ -160,13 +222,13 @@ export async function listAppEnvVars(ctx: CallContext, appId: string, page: Page
 export async function createAppEnvVar(ctx: CallContext, appId: string, input: CreateInput) {
   const { secrets } = ctx.app;
   const a = await findApp(ctx, appId);
-  return appView(secrets, await createVar<EnvVarsTable>(ctx.tx, secrets, appOwner(a), input));
+  return appView(secrets, await createVar<EnvVarsTable, CreateInput>(ctx.tx, secrets, appOwner(a), input));
 }
 
 export async function updateAppEnvVar(ctx: CallContext, appId: string, id: string, input: UpdateInput) {
   const { secrets } = ctx.app;
   const a = await findApp(ctx, appId);
-  return appView(secrets, await updateVar<EnvVarsTable>(ctx.tx, secrets, appOwner(a), id, input));
+  return appView(secrets, await updateVar<EnvVarsTable, CreateInput>(ctx.tx, secrets, appOwner(a), id, input));
 }
 
 export async function deleteAppEnvVar(ctx: CallContext, appId: string, id: string) {
@@ -182,25 +244,53 @@ export async function listGlobalEnvVars({ tx, app, companyId }: CallContext, pag
 }
 
 export async function createGlobalEnvVar({ tx, app, companyId }: CallContext, input: CreateInput) {
-  return globalView(app.secrets, await createVar<GlobalEnvVarsTable>(tx, app.secrets, companyOwner(companyId), input));
+  return globalView(app.secrets, await createVar<GlobalEnvVarsTable, CreateInput>(tx, app.secrets, companyOwner(companyId), input));
 }
 
 export async function updateGlobalEnvVar({ tx, app, companyId }: CallContext, id: string, input: UpdateInput) {
-  return globalView(app.secrets, await updateVar<GlobalEnvVarsTable>(tx, app.secrets, companyOwner(companyId), id, input));
+  return globalView(app.secrets, await updateVar<GlobalEnvVarsTable, CreateInput>(tx, app.secrets, companyOwner(companyId), id, input));
 }
 
 export async function deleteGlobalEnvVar({ tx, companyId }: CallContext, id: string) {
   return deleteVar(tx, companyOwner(companyId), id);
 }
 
+// ---------------------------------------------------------------- static sites' variables
+
+export async function listSiteEnvVars(ctx: CallContext, siteId: string, page: Page) {
+  const { tx, app } = ctx;
+  await findSite(ctx, siteId);
+  const res = await paginate(tx.selectFrom('static_site_env_vars').selectAll().where('static_site_id', '=', siteId), page);
+  return { ...res, data: res.data.map((r) => siteView(app.secrets, r)) };
+}
+
+export async function createSiteEnvVar(ctx: CallContext, siteId: string, input: SiteCreateInput) {
+  const { secrets } = ctx.app;
+  const site = await findSite(ctx, siteId);
+  return siteView(secrets, await createVar<StaticSiteEnvVarsTable, SiteCreateInput>(ctx.tx, secrets, siteOwner(site), input));
+}
+
+export async function updateSiteEnvVar(ctx: CallContext, siteId: string, id: string, input: SiteUpdateInput) {
+  const { secrets } = ctx.app;
+  const site = await findSite(ctx, siteId);
+  return siteView(secrets, await updateVar<StaticSiteEnvVarsTable, SiteCreateInput>(ctx.tx, secrets, siteOwner(site), id, input as Partial<SiteCreateInput>));
+}
+
+export async function deleteSiteEnvVar(ctx: CallContext, siteId: string, id: string) {
+  return deleteVar(ctx.tx, siteOwner(await findSite(ctx, siteId)), id);
+}
+
 // ---------------------------------------------------------------- the application's life
 
-/** Copies variables to a clone and removes them with their application (applications/signals.ts). */
+/** Copies variables to a clone and removes them with their application or static site (applications/signals.ts, static-sites/signals.ts). */
 export function registerLifecycle(app: AppContext): void {
   app.events.on('application.created', async (tx, { application, clonedFrom }) => {
     if (clonedFrom) await copyEnvVars(tx, clonedFrom.id, application.id, application.company_id);
   });
   app.events.on('application.removed', (tx, { application }) => deleteAppEnvVars(tx, application.id));
+  app.events.on('static-site.removed', async (tx, { site }) => {
+    await tx.deleteFrom('static_site_env_vars').where('static_site_id', '=', site.id).execute();
+  });
 }
 
 /**
@@ -242,7 +332,7 @@ export interface DeploymentFacts {
  * default), plus PORT=8080. A fact the deployment does not have (no commit for an image
  * deployment, no initiating user for a hook) is an empty string: the variable is always present.
  */
-export function systemVariables(prefix: string, a: ApplicationsTable, d: DeploymentFacts): Record<string, string> {
+export function systemVariables(prefix: string, a: Pick<ApplicationsTable, 'id' | 'company_id' | 'name'>, d: DeploymentFacts): Record<string, string> {
   const P = prefix.toUpperCase();
   return {
     [`${P}_COMPANY_ID`]: a.company_id,
@@ -292,15 +382,42 @@ export async function resolveEnvironment(
   const defs = new Map<string, (typeof own)[number]>();
   for (const g of globals) defs.set(g.key, g);
   for (const a of own) defs.set(a.key, a);
+  return resolveDefinitions(secrets, [...defs.values()].filter((d) => (phase === 'build' ? d.is_buildtime : d.is_runtime)), system);
+}
 
+/**
+ * The build environment of a static site's deployment: the site's variables meant for its kind
+ * (`is_production` or `is_preview`) whose branch scope is empty or the deployment's branch, then
+ * `system` (which wins); `${key}` references resolved as for applications (no global variables:
+ * they belong to applications). Problems are reported, never thrown.
+ */
+export async function resolveSiteEnvironment(
+  { tx, app: { secrets } }: CallContext,
+  site: Pick<StaticSitesTable, 'id' | 'company_id'>,
+  build: { is_preview: boolean; branch: string | null },
+  system: Record<string, string>,
+): Promise<{ vars: Record<string, string>; problems: string[] }> {
+  const own = await tx
+    .selectFrom('static_site_env_vars')
+    .select(['key', 'value', 'is_production', 'is_preview', 'branch'])
+    .where('static_site_id', '=', site.id)
+    .where('company_id', '=', site.company_id)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  const used = own.filter((v) => (build.is_preview ? v.is_preview : v.is_production) && (v.branch === null || v.branch === build.branch));
+  return resolveDefinitions(secrets, used, system);
+}
+
+/** Decrypts the definitions (in order), lays `system` over them and resolves `${key}` references. */
+function resolveDefinitions(secrets: SecretBox, defs: { key: string; value: string }[], system: Record<string, string>) {
   const problems: string[] = [];
   const merged = new Map<string, string>();
-  for (const [key, d] of defs) {
-    if (!(phase === 'build' ? d.is_buildtime : d.is_runtime)) continue;
+  for (const d of defs) {
     try {
-      merged.set(key, secrets.decrypt(d.value));
+      merged.set(d.key, secrets.decrypt(d.value));
     } catch {
-      problems.push(`${key} could not be decrypted (was the secret key changed?) and was left out`);
+      problems.push(`${d.key} could not be decrypted (was the secret key changed?) and was left out`);
     }
   }
   for (const [key, value] of Object.entries(system)) {

@@ -1,4 +1,5 @@
-// Tables of the environment variables area: app-level variables and company-wide (global) ones.
+// Tables of the environment variables area: app-level variables, company-wide (global) ones and
+// static sites' variables.
 // `value` holds the sealed form produced by app.secrets (AES-256-GCM, `v1:iv:tag:data`), never
 // the plaintext. Flags are 0/1 integers like every boolean of the schema.
 import type { Kysely, Migration } from 'kysely';
@@ -28,10 +29,27 @@ export interface GlobalEnvVarsTable {
   updated_at: string;
 }
 
+/** A static site's variable: used by production and/or preview builds, optionally of one branch only. */
+export interface StaticSiteEnvVarsTable {
+  id: string;
+  company_id: string;
+  static_site_id: string;
+  key: string;
+  /** Sealed with app.secrets. */
+  value: string;
+  is_production: number;
+  is_preview: number;
+  /** Only builds of this branch use it; null = every branch. */
+  branch: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 declare module '../../shared/db/schema.js' {
   interface DB {
     env_vars: EnvVarsTable;
     global_env_vars: GlobalEnvVarsTable;
+    static_site_env_vars: StaticSiteEnvVarsTable;
   }
 }
 
@@ -70,7 +88,27 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('global_env_vars_company').on('global_env_vars').columns(['company_id', 'created_at', 'id']).execute();
     },
   },
+  '102_env_vars_static_sites': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('static_site_env_vars')
+        .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+        .addColumn('company_id', 'varchar(36)', (c) => c.notNull())
+        .addColumn('static_site_id', 'varchar(36)', (c) => c.notNull().references('static_sites.id').onDelete('cascade'))
+        .addColumn('key', 'varchar(255)', (c) => c.notNull())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .addColumn('is_production', 'integer', (c) => c.notNull())
+        .addColumn('is_preview', 'integer', (c) => c.notNull())
+        .addColumn('branch', 'text')
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+        .execute();
+      // A key is unique per static site (whatever its flags and branch).
+      await db.schema.createIndex('static_site_env_vars_site_key').on('static_site_env_vars').columns(['static_site_id', 'key']).unique().execute();
+      await db.schema.createIndex('static_site_env_vars_site').on('static_site_env_vars').columns(['static_site_id', 'created_at', 'id']).execute();
+    },
+  },
 };
 
-/** Tables of this area, children first (for reset). Neither references the other. */
-export const tables = ['env_vars', 'global_env_vars'] as const;
+/** Tables of this area, children first (for reset). None references another. */
+export const tables = ['static_site_env_vars', 'env_vars', 'global_env_vars'] as const;

@@ -134,8 +134,9 @@ export interface SimFaultsTable {
 export interface RuntimeLogsTable {
   id: string;
   company_id: string;
+  /** The service the lines belong to: an application or a static site (ids are UUIDs; no foreign key). */
   app_id: string;
-  /** `build` lines belong to a deployment; `runtime` lines to the running application. */
+  /** `build` lines belong to a deployment; `runtime` lines to the running service. */
   kind: 'build' | 'runtime';
   deployment_id: string | null;
   process_id: string | null;

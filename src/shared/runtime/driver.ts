@@ -52,6 +52,21 @@ const PHASE_LINES: Record<string, (d: Record<string, unknown>) => string[]> = {
       ? [`Reusing the build of deployment ${d.reused_deployment_id}; build step skipped`]
       : [`Building with ${d.build_type ?? 'nixpacks'}`, 'Installing dependencies', 'Running build command', `Build finished; image ${d.image ?? 'built'}`],
   'deployment:rollout': (d) => [`Rolling out ${d.process_count ?? 1} process(es)`, 'Waiting for health checks', 'Rollout complete'],
+  'static_site_deployment:checkout': (d) => [
+    `Cloning ${d.repo_url ?? 'repository'} (branch ${d.branch ?? 'main'})`,
+    ...(d.git_lfs_enabled ? ['Fetching Git LFS objects'] : []),
+    `Checked out commit ${String(d.commit_sha ?? '').slice(0, 7)}`,
+  ],
+  'static_site_deployment:build': (d) => [
+    `Using Node.js ${d.node_version ?? '20'}${d.root_directory ? ` in ${d.root_directory}` : ''}`,
+    `Installing dependencies: ${d.install_command ?? 'npm install'}`,
+    `Building: ${d.build_command ?? 'npm run build'}`,
+    `Build finished; output in ${d.published_directory ?? 'dist'}`,
+  ],
+  'static_site_deployment:publish': (d) => [
+    ...(d.reused_deployment_id ? [`Publishing the files of deployment ${d.reused_deployment_id}`] : ['Uploading files to the edge']),
+    `Published at ${d.url}`,
+  ],
 };
 
 /** A deterministic pseudo-random number in [0, 1) from a string seed. */

@@ -1,5 +1,6 @@
 // Build and runtime log lines written by the runtime driver, and the query behind the logs
-// endpoints (`from`/`to`, a text filter, a limit; newest lines last).
+// endpoints (`from`/`to`, a text filter, a limit; newest lines last). Lines belong to a service:
+// `appId` is the id of an application or of a static site (the column holds either).
 import type { Tx } from '../db/index.js';
 import type { RuntimeLogsTable } from '../db/schema.js';
 import { newId } from '../ids.js';
@@ -36,7 +37,7 @@ export async function writeLogs(tx: Tx, base: { companyId: string; appId: string
     .execute();
 }
 
-/** Removes every log line of an application (its deletion). */
+/** Removes every log line of a service (its deletion). */
 export async function deleteLogs(tx: Tx, appId: string): Promise<void> {
   await tx.deleteFrom('runtime_logs').where('app_id', '=', appId).execute();
 }

@@ -1,0 +1,363 @@
+// Deployments of static sites: waiting -> inProgress -> success | failed | cancelled, driven by one
+// durable job per deployment ('static-site-deployment.advance') that runs one step per execution
+// on the simulated runtime (operation `static_site_deployment`, phases checkout, build, publish;
+// a rollback only publishes the earlier build again).
+//
+// Deployments run in lanes: `production` (one at a time per site) and `preview:<branch>` (one at a
+// time per branch; different branches run side by side, and beside production). Within a lane a
+// new deployment waits behind the running and the waiting ones and starts, oldest first, when the
+// lane frees. Every change to a lane takes its advisory lock first (PostgreSQL: any process), and
+// every transition is conditional on the state it expects, so a step that runs twice changes
+// nothing the second time. Only production deployments move the site's status.
+import { randomBytes } from 'node:crypto';
+import { systemCall, type AppContext, type CallContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { lockFor } from '../../shared/db/locks.js';
+import { badRequest, notFound } from '../../shared/errors.js';
+import { newId, slugify } from '../../shared/ids.js';
+import { cancelJobs, enqueue, runNow, type JobKind } from '../../shared/jobs.js';
+import { paginate, type Page } from '../../shared/pagination.js';
+import { queryLogs, writeLogs, type LogLine, type LogQuery } from '../../shared/runtime/logs.js';
+import * as envVars from '../env-vars/service.js';
+import { checkBranch } from './git.js';
+import { findSite, siteById, type SiteStatus, type StaticSiteDeploymentsTable, type StaticSitesTable } from './storage.js';
+import { deploymentListView, deploymentView } from './views.js';
+
+export const ADVANCE = 'static-site-deployment.advance';
+/** The simulated runtime's operation name (progression and fault rules). */
+export const OPERATION = 'static_site_deployment';
+const ACTIVE = ['waiting', 'inProgress'] as const;
+const FINAL = new Set(['success', 'failed', 'cancelled']);
+export const PRODUCTION = 'production';
+
+declare module '../../shared/jobs.js' {
+  interface JobMap {
+    /** Runs one step of a static site deployment and reschedules itself until it is final. */
+    'static-site-deployment.advance': { deploymentId: string };
+  }
+}
+
+const SITE_STATUS: Record<StaticSiteDeploymentsTable['status'], SiteStatus> = {
+  waiting: 'deploymentInProgress',
+  inProgress: 'deploymentInProgress',
+  success: 'deploymentSuccess',
+  failed: 'deploymentFailed',
+  cancelled: 'deploymentCancelled',
+};
+
+const laneOf = (isPreview: boolean, branch: string) => (isPreview ? `preview:${branch}` : PRODUCTION);
+
+/** Serializes the changes to one lane of a site's deployments (start, finish), across processes. */
+async function lockLane(tx: Tx, siteId: string, lane: string): Promise<void> {
+  await lockFor(tx, `static-site-deployments:${siteId}:${lane}`);
+}
+
+/** The site's status follows its latest production deployment; previews never change it. */
+async function refreshSiteStatus(tx: Tx, siteId: string): Promise<void> {
+  const latest = await tx
+    .selectFrom('static_site_deployments')
+    .select('status')
+    .where('static_site_id', '=', siteId)
+    .where('lane', '=', PRODUCTION)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  if (!latest) return;
+  await tx
+    .updateTable('static_sites')
+    .set({ status: SITE_STATUS[latest.status] })
+    .where('id', '=', siteId)
+    .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', ['deleting', 'deletionFailed'])]))
+    .execute();
+}
+
+const log = (tx: Tx, d: StaticSiteDeploymentsTable, lines: LogLine[]) => writeLogs(tx, { companyId: d.company_id, appId: d.static_site_id, kind: 'build', deploymentId: d.id }, lines);
+
+const startLines = (d: StaticSiteDeploymentsTable): LogLine[] => [
+  { message: `${d.is_preview ? 'Preview' : 'Production'} deployment started (trigger: ${d.trigger}, branch ${d.branch})` },
+  ...(d.build_of ? [{ message: `Publishing the build of deployment ${d.build_of} again; checkout and build skipped` }] : []),
+];
+
+/** Where a deployment is served: the site's hostname, or a per-branch preview hostname. */
+export const servedAt = (s: StaticSitesTable, d: Pick<StaticSiteDeploymentsTable, 'is_preview' | 'branch'>) =>
+  d.is_preview ? `https://${slugify(d.branch ?? 'preview', 40)}--${s.hostname}` : `https://${s.hostname}`;
+
+/** Refuses to deploy a site that is being (or failed to be) deleted. */
+function assertDeployable(s: StaticSitesTable): void {
+  if (s.status === 'deleting' || s.status === 'deletionFailed') throw badRequest('The static site is being deleted');
+}
+
+export interface DeployOptions {
+  trigger: 'initial' | 'manual' | 'rollback';
+  type: 'manual' | 'automatic';
+  branch: string;
+  isPreview: boolean;
+  /** Publish this earlier deployment's build again (rollback). */
+  reuse?: StaticSiteDeploymentsTable;
+}
+
+/** Starts (or queues behind its lane) a deployment of `s`. */
+export async function createDeployment(ctx: CallContext, s: StaticSitesTable, o: DeployOptions): Promise<StaticSiteDeploymentsTable> {
+  const { tx } = ctx;
+  assertDeployable(s);
+  const lane = laneOf(o.isPreview, o.branch);
+  await lockLane(tx, s.id, lane);
+  const busy = await tx.selectFrom('static_site_deployments').select('id').where('static_site_id', '=', s.id).where('lane', '=', lane).where('status', 'in', [...ACTIVE]).executeTakeFirst();
+  const now = new Date().toISOString();
+  const src = o.reuse;
+  const steps = src ? ['publish'] : ['checkout', 'build', 'publish'];
+  const row: StaticSiteDeploymentsTable = {
+    id: newId(),
+    static_site_id: s.id,
+    company_id: s.company_id,
+    status: busy ? 'waiting' : 'inProgress',
+    type: o.type,
+    trigger: o.trigger,
+    lane,
+    is_preview: o.isPreview ? 1 : 0,
+    steps: JSON.stringify(steps),
+    phase: busy ? null : steps[0]!,
+    phase_started_at: busy ? null : now,
+    reads: 0,
+    repo_url: src ? src.repo_url : s.repo_url,
+    branch: o.branch,
+    commit_sha: src ? src.commit_sha : randomBytes(20).toString('hex'),
+    commit_message: src ? src.commit_message : `Latest commit on ${o.branch}`,
+    author_login: null,
+    author_img: null,
+    cloud_build_id: src ? src.cloud_build_id : `build-${randomBytes(8).toString('hex')}`,
+    build_error: null,
+    build_of: src ? (src.build_of ?? src.id) : null,
+    initiated_by: ctx.actor,
+    started_at: busy ? null : now,
+    finished_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+  await tx.insertInto('static_site_deployments').values(row).execute();
+  await log(tx, row, busy ? [{ message: `Deployment queued: waiting for the earlier ${o.isPreview ? `preview deployments of branch ${o.branch}` : 'production deployments'} to finish` }] : startLines(row));
+  await enqueue(tx, { kind: ADVANCE, payload: { deploymentId: row.id }, subjectId: row.id });
+  if (!o.isPreview) await refreshSiteStatus(tx, s.id);
+  return row;
+}
+
+/** Cancels every deployment of the site that is not final (deletion). */
+export async function cancelActiveDeployments(ctx: CallContext, siteId: string, reason: string): Promise<void> {
+  const active = await ctx.tx.selectFrom('static_site_deployments').selectAll().where('static_site_id', '=', siteId).where('status', 'in', [...ACTIVE]).orderBy('created_at').execute();
+  for (const d of active) await finish(ctx, d, 'cancelled', [{ message: reason, severity: 'warning' }]);
+}
+
+/** Moves an active deployment to a final status (conditional on its current status). */
+async function finish(ctx: CallContext, d: StaticSiteDeploymentsTable, status: 'success' | 'failed' | 'cancelled', lines: LogLine[], buildError: string | null = null): Promise<boolean> {
+  const { tx, app } = ctx;
+  await lockLane(tx, d.static_site_id, d.lane);
+  const now = new Date().toISOString();
+  const r = await tx
+    .updateTable('static_site_deployments')
+    .set({ status, finished_at: now, updated_at: now, phase: null, build_error: buildError })
+    .where('id', '=', d.id)
+    .where('status', '=', d.status)
+    .executeTakeFirst();
+  if (!Number(r.numUpdatedRows)) return false;
+  await cancelJobs(tx, d.id, ADVANCE);
+  await log(tx, d, [...lines, { message: `Deployment ${status}`, severity: status === 'success' ? 'info' : status === 'failed' ? 'error' : 'warning' }]);
+  if (!d.is_preview) await refreshSiteStatus(tx, d.static_site_id);
+  await app.events.emit(tx, 'STATIC_SITE_DEPLOY', d.company_id, { siteId: d.static_site_id, deploymentId: d.id });
+  // The deployments waiting in this lane may start now rather than at their next check.
+  const waiting = await tx.selectFrom('static_site_deployments').select('id').where('static_site_id', '=', d.static_site_id).where('lane', '=', d.lane).where('status', '=', 'waiting').execute();
+  await runNow(
+    tx,
+    waiting.map((w) => w.id),
+    ADVANCE,
+  );
+  return true;
+}
+
+/** Starts a waiting deployment when nothing runs in its lane and no older one waits there. */
+async function tryStart(tx: Tx, d: StaticSiteDeploymentsTable): Promise<Date | undefined> {
+  await lockLane(tx, d.static_site_id, d.lane);
+  // The clock is read once the lock is held: the deployment this one waited for may have
+  // finished while this step waited for the lock, and this one must not start before that end.
+  const startAt = new Date();
+  const ahead = await tx
+    .selectFrom('static_site_deployments')
+    .select('id')
+    .where('static_site_id', '=', d.static_site_id)
+    .where('lane', '=', d.lane)
+    .where('id', '!=', d.id)
+    .where((eb) =>
+      eb.or([
+        eb('status', '=', 'inProgress'),
+        eb.and([eb('status', '=', 'waiting'), eb.or([eb('created_at', '<', d.created_at), eb.and([eb('created_at', '=', d.created_at), eb('id', '<', d.id)])])]),
+      ]),
+    )
+    .executeTakeFirst();
+  // The end of the deployment ahead wakes this one; the delay is only a safety net.
+  if (ahead) return new Date(startAt.getTime() + 2000);
+  const steps = JSON.parse(d.steps) as string[];
+  const at = startAt.toISOString();
+  const r = await tx
+    .updateTable('static_site_deployments')
+    .set({ status: 'inProgress', phase: steps[0]!, phase_started_at: at, reads: 0, started_at: at, updated_at: at })
+    .where('id', '=', d.id)
+    .where('status', '=', 'waiting')
+    .executeTakeFirst();
+  if (!Number(r.numUpdatedRows)) return undefined;
+  await log(tx, d, startLines(d));
+  if (!d.is_preview) await refreshSiteStatus(tx, d.static_site_id);
+  return startAt;
+}
+
+/**
+ * One step of a deployment. Returns when to look again (undefined: nothing more to do).
+ * Called by the job and, in `reads` progression, by the read that completes a phase.
+ */
+async function step(app: AppContext, tx: Tx, deploymentId: string): Promise<Date | undefined> {
+  const d = await tx.selectFrom('static_site_deployments').selectAll().where('id', '=', deploymentId).executeTakeFirst();
+  if (!d || FINAL.has(d.status)) return undefined;
+  const s = await siteById(tx, d.static_site_id);
+  if (!s) return undefined;
+  if (d.status === 'waiting') return tryStart(tx, d);
+  const ctx = systemCall(app, tx, d.company_id);
+  const now = new Date();
+  const steps = JSON.parse(d.steps) as string[];
+  const phase = d.phase ?? steps[0]!;
+  const index = Math.max(0, steps.indexOf(phase));
+  const result = await app.runtime.advance(tx, {
+    operation: OPERATION,
+    phase,
+    phaseIndex: index,
+    phaseCount: steps.length,
+    targetId: s.id,
+    startedAt: d.phase_started_at ?? d.created_at,
+    reads: d.reads,
+    details: {
+      repo_url: d.repo_url,
+      branch: d.branch,
+      commit_sha: d.commit_sha,
+      git_lfs_enabled: s.git_lfs_enabled === 1,
+      root_directory: s.root_directory,
+      install_command: s.install_command,
+      build_command: s.build_command,
+      node_version: s.node_version,
+      published_directory: s.published_directory,
+      reused_deployment_id: d.build_of,
+      url: servedAt(s, d),
+    },
+  });
+  if (result.state === 'running') return new Date(now.getTime() + result.checkAfterMs);
+  const lines: LogLine[] = result.lines.map((l) => ({ ...l, attributes: { phase } }));
+  if (result.state === 'failed') {
+    await finish(ctx, d, 'failed', lines, result.reason);
+    return undefined;
+  }
+  if (phase === 'build') {
+    const system = envVars.systemVariables(app.config.brandPrefix, s, { ...d, trigger: d.trigger, docker_image_url: null });
+    const env = await envVars.resolveSiteEnvironment(ctx, s, { is_preview: d.is_preview === 1, branch: d.branch }, system);
+    for (const p of env.problems) lines.push({ message: `Environment: ${p}`, severity: 'warning', attributes: { phase } });
+    lines.push({ message: `Build environment: ${Object.keys(env.vars).length} variables`, attributes: { phase } });
+  }
+  const next = steps[index + 1];
+  if (!next) {
+    await finish(ctx, d, 'success', lines);
+    return undefined;
+  }
+  const r = await tx
+    .updateTable('static_site_deployments')
+    .set({ phase: next, phase_started_at: now.toISOString(), reads: 0, updated_at: now.toISOString() })
+    .where('id', '=', d.id)
+    .where('status', '=', 'inProgress')
+    .where('phase', '=', phase)
+    .executeTakeFirst();
+  if (!Number(r.numUpdatedRows)) return undefined;
+  await log(tx, d, lines);
+  return now;
+}
+
+export const advanceJob = (app: AppContext): JobKind<typeof ADVANCE> => ({
+  async run(tx, job) {
+    const at = await step(app, tx, job.payload.deploymentId);
+    return at ? { rescheduleAt: at } : undefined;
+  },
+  async onFailure(tx, job, error) {
+    const d = await tx.selectFrom('static_site_deployments').selectAll().where('id', '=', job.payload.deploymentId).executeTakeFirst();
+    if (d && !FINAL.has(d.status)) await finish(systemCall(app, tx, d.company_id), d, 'failed', [{ message: `Internal error: ${error.message}`, severity: 'error' }], 'Internal error');
+  },
+});
+
+async function findDeployment({ tx }: CallContext, siteId: string, id: string): Promise<StaticSiteDeploymentsTable> {
+  const d = await tx.selectFrom('static_site_deployments').selectAll().where('id', '=', id).where('static_site_id', '=', siteId).executeTakeFirst();
+  if (!d) throw notFound('Deployment');
+  return d;
+}
+
+/**
+ * Counts a client's read of a deployment (or of its site, for the running production
+ * deployment). In `reads` progression the read that completes a phase advances the deployment
+ * before answering, so polling loops see deterministic transitions.
+ */
+export async function noteRead(app: AppContext, siteId: string, deploymentId?: string): Promise<void> {
+  const db = app.database.db;
+  let q = db.selectFrom('static_site_deployments').select(['id', 'status', 'lane']).where('static_site_id', '=', siteId);
+  q = deploymentId ? q.where('id', '=', deploymentId) : q.where('lane', '=', PRODUCTION).where('status', '=', 'inProgress');
+  const d = await q.executeTakeFirst();
+  if (!d || d.status !== 'inProgress') return;
+  const p = await app.simulation.progression(OPERATION);
+  if (p.mode !== 'reads') return;
+  await db.transaction().execute(async (tx) => {
+    await lockLane(tx, siteId, d.lane);
+    await tx.updateTable('static_site_deployments').set((eb) => ({ reads: eb('reads', '+', 1) })).where('id', '=', d.id).execute();
+    let at = await step(app, tx, d.id);
+    // Follow-up steps that need no reads (e.g. the start of the next phase) happen at once.
+    for (let i = 0; at && at.getTime() <= Date.now() && i < 3; i++) at = await step(app, tx, d.id);
+  });
+}
+
+export async function listDeployments(ctx: CallContext, siteId: string, page: Page) {
+  await findSite(ctx, siteId);
+  const res = await paginate(ctx.tx.selectFrom('static_site_deployments').selectAll().where('static_site_id', '=', siteId), page, { column: 'created_at', id: 'id', direction: 'desc' });
+  return { ...res, data: res.data.map(deploymentListView) };
+}
+
+/** GET of one deployment; in `reads` progression the read counts (and may advance it) first. */
+export async function getDeployment(ctx: CallContext, siteId: string, id: string) {
+  await findSite(ctx, siteId);
+  await findDeployment(ctx, siteId, id);
+  await noteRead(ctx.app, siteId, id);
+  return deploymentView(await findDeployment(ctx, siteId, id));
+}
+
+export async function deploymentLogs(ctx: CallContext, siteId: string, id: string, query: Omit<LogQuery, 'appId' | 'kind' | 'deploymentId'>) {
+  const s = await findSite(ctx, siteId);
+  await findDeployment(ctx, siteId, id);
+  return queryLogs(ctx.tx, { appId: siteId, kind: 'build', deploymentId: id, ...query }, s.name);
+}
+
+export async function cancelDeployment(ctx: CallContext, siteId: string, id: string) {
+  await findSite(ctx, siteId);
+  const d = await findDeployment(ctx, siteId, id);
+  if (FINAL.has(d.status)) throw badRequest(`The deployment is already ${d.status} and cannot be cancelled`);
+  const reason = d.status === 'waiting' ? 'Cancelled on request before it started' : 'Cancelled on request; the build was stopped';
+  if (!(await finish(ctx, d, 'cancelled', [{ message: reason, severity: 'warning' }]))) throw badRequest('The deployment finished before it could be cancelled');
+  return { message: 'Deployment cancelled' };
+}
+
+/**
+ * POST /static-sites/{id}/deployments: the latest commit of `branch` (default: the site's default
+ * branch), or, with `deployment_id`, a rollback that publishes that successful deployment's build
+ * again (its branch; `branch` is ignored). `is_preview` runs it in the branch's preview lane.
+ */
+export async function triggerDeployment(ctx: CallContext, siteId: string, body: { branch?: string; deployment_id?: string; is_preview?: boolean }) {
+  const s = await findSite(ctx, siteId);
+  assertDeployable(s);
+  const isPreview = body.is_preview === true;
+  if (body.deployment_id) {
+    const src = await ctx.tx.selectFrom('static_site_deployments').selectAll().where('id', '=', body.deployment_id).where('static_site_id', '=', s.id).executeTakeFirst();
+    if (!src) throw badRequest(`deployment_id ${body.deployment_id} is not a deployment of this static site`);
+    if (src.status !== 'success') throw badRequest(`deployment_id ${body.deployment_id} did not succeed (${src.status}); only a successful deployment can be deployed again`);
+    return deploymentListView(await createDeployment(ctx, s, { trigger: 'rollback', type: 'manual', branch: src.branch ?? s.default_branch, isPreview, reuse: src }));
+  }
+  const branch = checkBranch(body.branch) ?? s.default_branch;
+  return deploymentListView(await createDeployment(ctx, s, { trigger: 'manual', type: 'manual', branch, isPreview }));
+}

@@ -1,0 +1,60 @@
+// Validation of what a static site says about its Git source: repository URL, provider, branch
+// names and deploy path patterns. Every refusal is a 400 naming the field.
+import { badRequest } from '../../shared/errors.js';
+
+export type GitType = 'github' | 'bitbucket' | 'gitlab';
+
+const HOSTS: Record<string, GitType> = { 'github.com': 'github', 'gitlab.com': 'gitlab', 'bitbucket.org': 'bitbucket' };
+
+/** An http(s) repository URL with a host and a path (`https://github.com/org/site`). */
+export function checkRepoUrl(url: string): URL {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw badRequest(`repo_url "${url}" is not a URL; use the repository's https address (for example https://github.com/acme/site)`);
+  }
+  if ((u.protocol !== 'https:' && u.protocol !== 'http:') || !u.hostname || u.pathname.replace(/\/+$/, '').split('/').filter(Boolean).length < 2)
+    throw badRequest(`repo_url "${url}" must be an http(s) repository address with an owner and a name (for example https://github.com/acme/site)`);
+  return u;
+}
+
+/**
+ * The provider of a private repository: the given one, or the one its host names. Public
+ * repositories have none (null), as the contract says.
+ */
+export function gitTypeFor(source: 'privateGit' | 'publicGit', repoUrl: string, given: GitType | null | undefined): GitType | null {
+  if (source === 'publicGit') return null;
+  const detected = HOSTS[checkRepoUrl(repoUrl).hostname.toLowerCase()];
+  if (given) return given;
+  if (!detected) throw badRequest(`git_type is required for a private repository whose provider cannot be told from its host (${repoUrl})`);
+  return detected;
+}
+
+/** A Git branch name: non-empty, no whitespace, control characters or the characters Git forbids. Empty: none. */
+export function checkBranch(branch: string | undefined): string | undefined {
+  if (branch === undefined || branch === '') return undefined;
+  if (branch.length > 255 || /[\s\x00-\x1f\x7f~^:?*[\\]/.test(branch) || branch.includes('..') || branch.startsWith('/') || branch.endsWith('/') || branch.endsWith('.lock'))
+    throw badRequest(`Invalid branch "${branch}": not a Git branch name`);
+  return branch;
+}
+
+/** Deploy path patterns: at most 50 non-empty glob patterns of at most 255 characters, no duplicates. */
+export function checkGlobs(field: string, patterns: string[]): string[] {
+  if (patterns.length > 50) throw badRequest(`${field} holds at most 50 patterns`);
+  const seen = new Set<string>();
+  for (const p of patterns) {
+    if (!p.trim() || p.length > 255 || /[\x00-\x1f\x7f]/.test(p)) throw badRequest(`${field}: "${p}" is not a glob pattern (1 to 255 printable characters)`);
+    if (seen.has(p)) throw badRequest(`${field}: "${p}" is listed twice`);
+    seen.add(p);
+  }
+  return patterns;
+}
+
+/** An allow list and an ignore list cannot both be active. */
+export function checkDeployPaths(allow: string[], ignore: string[]): void {
+  checkGlobs('allow_deploy_paths', allow);
+  checkGlobs('ignore_deploy_paths', ignore);
+  if (allow.length && ignore.length)
+    throw badRequest('allow_deploy_paths and ignore_deploy_paths cannot both be set: use one list (send the other as [] to clear it)');
+}

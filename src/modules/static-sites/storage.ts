@@ -1,0 +1,175 @@
+// Tables of the static sites area: sites and their deployments. A deployment runs in a lane:
+// `production` (one at a time per site) or `preview:<branch>` (one at a time per branch; lanes of
+// different branches run side by side).
+import type { Kysely, Migration } from 'kysely';
+import type { CallContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
+import { notFound } from '../../shared/errors.js';
+
+export type SiteStatus = 'deploymentInProgress' | 'deploymentFailed' | 'deploymentSuccess' | 'deploymentCancelled' | 'deleting' | 'deletionFailed';
+
+export interface StaticSitesTable {
+  id: string;
+  company_id: string;
+  project_id: string | null;
+  name: string;
+  display_name: string;
+  /** Follows the latest production deployment; `deleting`/`deletionFailed` during deletion. */
+  status: SiteStatus | null;
+  source: 'privateGit' | 'publicGit';
+  repo_url: string;
+  default_branch: string;
+  auto_deploy: number;
+  is_preview_enabled: number;
+  git_type: 'github' | 'bitbucket' | 'gitlab' | null;
+  /** The generated system hostname (`<name>-<hex>.slipway.site`). */
+  hostname: string;
+  install_command: string | null;
+  build_command: string | null;
+  published_directory: string | null;
+  root_directory: string | null;
+  node_version: string | null;
+  index_file: string | null;
+  error_file: string | null;
+  git_lfs_enabled: number;
+  /** JSON arrays of glob patterns; at most one of them is non-empty. */
+  allow_deploy_paths: string;
+  ignore_deploy_paths: string;
+  pretty_urls: number;
+  /** The last edge cache purge (POST purge-cache). */
+  cache_purged_at: string | null;
+  created_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface StaticSiteDeploymentsTable {
+  id: string;
+  static_site_id: string;
+  company_id: string;
+  status: 'waiting' | 'inProgress' | 'success' | 'failed' | 'cancelled';
+  type: 'manual' | 'automatic';
+  /** What started it: `initial` (site creation), `manual`, `rollback`. */
+  trigger: string;
+  /** `production` or `preview:<branch>`: deployments of one lane run one after another. */
+  lane: string;
+  is_preview: number;
+  steps: string;
+  phase: string | null;
+  phase_started_at: string | null;
+  /** Reads of the deployment (or, for production, of its site) since the phase began (reads progression). */
+  reads: number;
+  repo_url: string | null;
+  branch: string | null;
+  commit_sha: string | null;
+  commit_message: string | null;
+  author_login: string | null;
+  author_img: string | null;
+  cloud_build_id: string | null;
+  build_error: string | null;
+  /** The deployment whose build this one publishes again (rollback), else null. */
+  build_of: string | null;
+  initiated_by: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+declare module '../../shared/db/schema.js' {
+  interface DB {
+    static_sites: StaticSitesTable;
+    static_site_deployments: StaticSiteDeploymentsTable;
+  }
+}
+
+export const migrations: Record<string, Migration> = {
+  '100_static_sites_sites': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('static_sites')
+        .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+        .addColumn('company_id', 'varchar(36)', (c) => c.notNull().references('companies.id').onDelete('cascade'))
+        .addColumn('project_id', 'varchar(36)')
+        .addColumn('name', 'varchar(64)', (c) => c.notNull())
+        .addColumn('display_name', 'text', (c) => c.notNull())
+        .addColumn('status', 'varchar(32)')
+        .addColumn('source', 'varchar(16)', (c) => c.notNull())
+        .addColumn('repo_url', 'text', (c) => c.notNull())
+        .addColumn('default_branch', 'text', (c) => c.notNull())
+        .addColumn('auto_deploy', 'integer', (c) => c.notNull())
+        .addColumn('is_preview_enabled', 'integer', (c) => c.notNull())
+        .addColumn('git_type', 'varchar(16)')
+        .addColumn('hostname', 'text', (c) => c.notNull())
+        .addColumn('install_command', 'text')
+        .addColumn('build_command', 'text')
+        .addColumn('published_directory', 'text')
+        .addColumn('root_directory', 'text')
+        .addColumn('node_version', 'varchar(32)')
+        .addColumn('index_file', 'text')
+        .addColumn('error_file', 'text')
+        .addColumn('git_lfs_enabled', 'integer', (c) => c.notNull())
+        .addColumn('allow_deploy_paths', 'text', (c) => c.notNull())
+        .addColumn('ignore_deploy_paths', 'text', (c) => c.notNull())
+        .addColumn('pretty_urls', 'integer', (c) => c.notNull())
+        .addColumn('cache_purged_at', 'varchar(32)')
+        .addColumn('created_by', 'text')
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('static_sites_company').on('static_sites').columns(['company_id', 'created_at', 'id']).execute();
+      await db.schema.createIndex('static_sites_name').on('static_sites').columns(['company_id', 'name']).unique().execute();
+      await db.schema.createIndex('static_sites_hostname').on('static_sites').column('hostname').unique().execute();
+    },
+  },
+  '101_static_sites_deployments': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('static_site_deployments')
+        .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+        .addColumn('static_site_id', 'varchar(36)', (c) => c.notNull().references('static_sites.id').onDelete('cascade'))
+        .addColumn('company_id', 'varchar(36)', (c) => c.notNull())
+        .addColumn('status', 'varchar(16)', (c) => c.notNull())
+        .addColumn('type', 'varchar(16)', (c) => c.notNull())
+        .addColumn('trigger', 'varchar(32)', (c) => c.notNull())
+        .addColumn('lane', 'text', (c) => c.notNull())
+        .addColumn('is_preview', 'integer', (c) => c.notNull())
+        .addColumn('steps', 'text', (c) => c.notNull())
+        .addColumn('phase', 'varchar(32)')
+        .addColumn('phase_started_at', 'varchar(32)')
+        .addColumn('reads', 'integer', (c) => c.notNull())
+        .addColumn('repo_url', 'text')
+        .addColumn('branch', 'text')
+        .addColumn('commit_sha', 'varchar(64)')
+        .addColumn('commit_message', 'text')
+        .addColumn('author_login', 'text')
+        .addColumn('author_img', 'text')
+        .addColumn('cloud_build_id', 'varchar(64)')
+        .addColumn('build_error', 'text')
+        .addColumn('build_of', 'varchar(36)')
+        .addColumn('initiated_by', 'text')
+        .addColumn('started_at', 'varchar(32)')
+        .addColumn('finished_at', 'varchar(32)')
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('static_site_deployments_site').on('static_site_deployments').columns(['static_site_id', 'created_at', 'id']).execute();
+      await db.schema.createIndex('static_site_deployments_lane').on('static_site_deployments').columns(['static_site_id', 'lane', 'status']).execute();
+    },
+  },
+};
+
+/** Tables of this area, children first (for reset). */
+export const tables = ['static_site_deployments', 'static_sites'] as const;
+
+/** The caller's company's static site `id`, or 404. Sites being deleted are still found (status `deleting`). */
+export async function findSite({ tx, companyId }: CallContext, id: string): Promise<StaticSitesTable> {
+  const s = await tx.selectFrom('static_sites').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  if (!s) throw notFound('Static site');
+  return s;
+}
+
+/** A static site by id whatever its company (background work that starts from its own rows). */
+export async function siteById(tx: Tx, id: string): Promise<StaticSitesTable | undefined> {
+  return tx.selectFrom('static_sites').selectAll().where('id', '=', id).executeTakeFirst();
+}
