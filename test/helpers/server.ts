@@ -30,7 +30,9 @@ const REQUIRE_PG = process.env.SLIPWAY_REQUIRE_POSTGRES === '1';
 let pgAvailable: Promise<boolean> | undefined;
 export function postgresAvailable(): Promise<boolean> {
   pgAvailable ??= (async () => {
-    const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 3000 });
+    // A refused connection fails at once; the timeout only bounds a hung one, and is generous
+    // because a busy machine (test files run concurrently) can be slow to answer.
+    const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 15_000 });
     try {
       await c.connect();
       await c.query('select 1');
