@@ -1,6 +1,17 @@
-// Runs every test file under test/ (Node 20's runner does not expand globs or find .ts files).
-// Files run one at a time: suites start real servers and databases.
-import { readdirSync, statSync } from 'node:fs';
+// Runs every test file under test/ (Node 20's runner does not expand globs or find .ts files),
+// or those whose path (relative to test/) contains one of the arguments.
+//
+// Files run SLIPWAY_TEST_CONCURRENCY at a time (default 2), each in its own process. They are
+// independent: every suite starts its own servers on port 0, in its own mkdtemp directory or on
+// a fresh PostgreSQL database with a random name, and child-process suites do the same; nothing
+// uses a fixed port, a fixed path or state shared between processes. SLIPWAY_TEST_CONCURRENCY=1
+// runs them one at a time.
+//
+// The output is node's spec reporter; node's TAP reporter is written to a temporary file and its
+// closing summary (`# tests N`, `# pass N`, `# fail N`, ...) is printed last, for tools that read
+// those lines. The exit status is the runner's: non-zero when any test fails.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -20,5 +31,41 @@ if (!selected.length) {
   console.error('no test files matched');
   process.exit(1);
 }
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...selected], { stdio: 'inherit' });
-process.exit(r.status ?? 1);
+
+const concurrency = Number(process.env.SLIPWAY_TEST_CONCURRENCY ?? 2);
+if (!Number.isInteger(concurrency) || concurrency < 1) {
+  console.error(`SLIPWAY_TEST_CONCURRENCY must be a positive integer (got ${process.env.SLIPWAY_TEST_CONCURRENCY})`);
+  process.exit(1);
+}
+
+const tapDir = mkdtempSync(join(tmpdir(), 'slipway-test-run-'));
+const tapFile = join(tapDir, 'report.tap');
+try {
+  const r = spawnSync(
+    process.execPath,
+    [
+      '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`,
+      '--test-reporter=spec', '--test-reporter-destination=stdout',
+      '--test-reporter=tap', `--test-reporter-destination=${tapFile}`,
+      ...selected,
+    ],
+    { stdio: 'inherit' },
+  );
+  let tap = '';
+  try {
+    tap = readFileSync(tapFile, 'utf8');
+  } catch {
+    // The runner did not get as far as writing its report; its exit status says why.
+  }
+  // The closing block of `# name N` lines after the last test.
+  const lines = tap.trimEnd().split('\n');
+  let start = lines.length;
+  while (start > 0 && /^# \w+ [\d.]+$/.test(lines[start - 1])) start--;
+  const summary = lines.slice(start);
+  if (summary.length) console.log(`\n${summary.join('\n')}`);
+  const count = (name) => Number(summary.find((l) => l.startsWith(`# ${name} `))?.split(' ')[2] ?? 0);
+  const clean = r.status === 0 && summary.length > 0 && count('fail') === 0 && count('cancelled') === 0;
+  process.exitCode = clean ? 0 : r.status || 1;
+} finally {
+  rmSync(tapDir, { recursive: true, force: true });
+}

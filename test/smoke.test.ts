@@ -1,14 +1,10 @@
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from './helpers/server.js';
+import { DB_KINDS, skipUnless, useServer } from './helpers/server.js';
 
 for (const kind of DB_KINDS) {
   describe(`smoke [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind });
 
     it('serves health and the OpenAPI document', async () => {
       assert.equal((await s.get('/healthz')).status, 200);

@@ -1,9 +1,10 @@
 // API keys: create, representation (masked), update, grant limits, toggle, rotate, delete,
 // validate and the effective permissions of the calling key.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { assertError, expectedMask, expectStatus, keyIdOf, listAll, roleIds, SCHEMA_MISMATCH, TOKEN_RE, UUID_RE, type RoleName } from './support.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, listAll, UUID_RE } from '../helpers/util.js';
+import { expectedMask, keyIdOf, roleIds, SCHEMA_MISMATCH, TOKEN_RE, type RoleName } from './support.js';
 
 const READ_PERMISSIONS = [
   'APP',
@@ -39,18 +40,16 @@ interface ApiKeyView {
 
 for (const kind of DB_KINDS) {
   describe(`api keys [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
     let roles: Record<RoleName, string>;
     let adminKeyId: string;
 
     // This suite makes many key writes within one minute; the write tier is raised so the
     // general-write limit (tested elsewhere) does not interfere.
+    const s = useServer({ db: kind, rateLimits: { general_write: 1000 } });
     before(async () => {
-      s = await startServer({ db: kind, rateLimits: { general_write: 1000 } });
       roles = await roleIds(s);
       adminKeyId = await keyIdOf(s, s.token);
     });
-    after(async () => s?.close());
 
     /** Creates a key through the API with the bootstrap admin key. */
     async function create(body: Record<string, unknown>, token?: string) {
@@ -76,8 +75,8 @@ for (const kind of DB_KINDS) {
       const p = await s.post('/projects', { display_name: 'made by ci' }, { token });
       expectStatus(p, 201);
       // Developer has no API key permissions.
-      assertError(await s.get('/api-keys', { token }), 403, /API_KEY:READ/);
-      assertError(await s.post('/api-keys', { name: 'x', role_ids: [roles['Company Viewer']] }, { token }), 403, /API_KEY:CREATE/);
+      expectError(await s.get('/api-keys', { token }), 403, /API_KEY:READ/);
+      expectError(await s.post('/api-keys', { name: 'x', role_ids: [roles['Company Viewer']] }, { token }), 403, /API_KEY:CREATE/);
 
       // Two keys never share a token.
       const other = await create({ name: 'ci deploy', role_ids: [roles['Company Developer']] });
@@ -155,7 +154,7 @@ for (const kind of DB_KINDS) {
       const v = await s.get('/api-keys/validate', { token: k.token });
       expectStatus(v, 200);
       assert.equal(v.body.expires_at, expires);
-      assertError(await s.post('/api-keys', { name: 'old', role_ids: [roles['Company Viewer']], expired_at: '2020-01-01T00:00:00.000Z' }), 400, /future/);
+      expectError(await s.post('/api-keys', { name: 'old', role_ids: [roles['Company Viewer']], expired_at: '2020-01-01T00:00:00.000Z' }), 400, /future/);
     });
 
     it('updates name, role_ids and capabilities', async () => {
@@ -167,7 +166,7 @@ for (const kind of DB_KINDS) {
       assert.equal(n.body.name, 'renamed');
       assert.deepEqual(n.body.roles, before.roles, 'roles unchanged by a rename');
       assert.deepEqual(await getKey(k.id), n.body);
-      assertError(await s.post('/projects', { display_name: 'nope' }, { token: k.token }), 403, /PROJECT:CREATE/);
+      expectError(await s.post('/projects', { display_name: 'nope' }, { token: k.token }), 403, /PROJECT:CREATE/);
 
       const rr = await s.patch(`/api-keys/${k.id}`, { role_ids: [roles['Company Developer']] });
       expectStatus(rr, 200);
@@ -194,7 +193,7 @@ for (const kind of DB_KINDS) {
       assert.ok(after.updated_at >= before.updated_at);
       // The new permissions are in force for the key itself.
       expectStatus(await s.get('/api-keys', { token: k.token }), 200);
-      assertError(await s.post('/projects', { display_name: 'no longer' }, { token: k.token }), 403, /PROJECT:CREATE/);
+      expectError(await s.post('/projects', { display_name: 'no longer' }, { token: k.token }), 403, /PROJECT:CREATE/);
       const me = await s.get('/api-keys/me', { token: k.token });
       assert.deepEqual(
         [...me.body.capabilities].sort((a: { permission: string }, b: { permission: string }) => a.permission.localeCompare(b.permission)),
@@ -204,42 +203,42 @@ for (const kind of DB_KINDS) {
         ],
       );
 
-      assertError(await s.patch(`/api-keys/${k.id}`, { role_ids: [], capabilities: [] }), 400);
+      expectError(await s.patch(`/api-keys/${k.id}`, { role_ids: [], capabilities: [] }), 400);
       assert.deepEqual(await getKey(k.id), after, 'a rejected update changes nothing');
-      assertError(await s.patch(`/api-keys/${SOME_ID}`, { name: 'ghost' }), 404);
-      assertError(await s.patch(`/api-keys/${k.id}`, { name: '' }), 400, SCHEMA_MISMATCH);
-      assertError(await s.patch(`/api-keys/${k.id}`, { name: 'x', token: 'svl_x' }), 400, SCHEMA_MISMATCH);
+      expectError(await s.patch(`/api-keys/${SOME_ID}`, { name: 'ghost' }), 404);
+      expectError(await s.patch(`/api-keys/${k.id}`, { name: '' }), 400, SCHEMA_MISMATCH);
+      expectError(await s.patch(`/api-keys/${k.id}`, { name: 'x', token: 'svl_x' }), 400, SCHEMA_MISMATCH);
     });
 
     it('rejects unknown roles and unknown permissions with 400 and creates nothing', async () => {
       const total = async () => (await s.get('/api-keys')).body.total as number;
       const n0 = await total();
-      assertError(await s.post('/api-keys', { name: 'bad', role_ids: [SOME_ID] }), 400, /role/i);
-      assertError(await s.post('/api-keys', { name: 'bad', capabilities: [{ permission: 'APP:FLY' }] }), 400, /permission/i);
-      assertError(await s.post('/api-keys', { name: 'bad', capabilities: [{ permission: 'app:read' }] }), 400, /permission/i);
-      assertError(await s.post('/api-keys', { name: 'bad', capabilities: [{ permission: 'SPACESHIP:READ' }] }), 400, /permission/i);
-      assertError(await s.post('/api-keys', { name: 'bad', role_ids: [roles['Company Viewer'], SOME_ID] }), 400, /role/i);
-      assertError(await s.post('/api-keys', { name: 'nothing granted' }), 400);
-      assertError(await s.post('/api-keys', { name: 'bad', role_ids: ['not-a-uuid'] }), 400, SCHEMA_MISMATCH);
-      assertError(await s.post('/api-keys', { name: '', role_ids: [roles['Company Viewer']] }), 400, SCHEMA_MISMATCH);
-      assertError(await s.post('/api-keys', { role_ids: [roles['Company Viewer']] }), 400, SCHEMA_MISMATCH);
-      assertError(await s.post('/api-keys', { name: 'x', role_ids: [roles['Company Viewer']], source: 'CLI' }), 400, SCHEMA_MISMATCH);
-      assertError(await s.post('/api-keys'), 400, SCHEMA_MISMATCH);
+      expectError(await s.post('/api-keys', { name: 'bad', role_ids: [SOME_ID] }), 400, /role/i);
+      expectError(await s.post('/api-keys', { name: 'bad', capabilities: [{ permission: 'APP:FLY' }] }), 400, /permission/i);
+      expectError(await s.post('/api-keys', { name: 'bad', capabilities: [{ permission: 'app:read' }] }), 400, /permission/i);
+      expectError(await s.post('/api-keys', { name: 'bad', capabilities: [{ permission: 'SPACESHIP:READ' }] }), 400, /permission/i);
+      expectError(await s.post('/api-keys', { name: 'bad', role_ids: [roles['Company Viewer'], SOME_ID] }), 400, /role/i);
+      expectError(await s.post('/api-keys', { name: 'nothing granted' }), 400);
+      expectError(await s.post('/api-keys', { name: 'bad', role_ids: ['not-a-uuid'] }), 400, SCHEMA_MISMATCH);
+      expectError(await s.post('/api-keys', { name: '', role_ids: [roles['Company Viewer']] }), 400, SCHEMA_MISMATCH);
+      expectError(await s.post('/api-keys', { role_ids: [roles['Company Viewer']] }), 400, SCHEMA_MISMATCH);
+      expectError(await s.post('/api-keys', { name: 'x', role_ids: [roles['Company Viewer']], source: 'CLI' }), 400, SCHEMA_MISMATCH);
+      expectError(await s.post('/api-keys'), 400, SCHEMA_MISMATCH);
       assert.equal(await total(), n0, 'no key was created');
 
       const k = await create({ name: 'stable', role_ids: [roles['Company Viewer']] });
       const before = await getKey(k.id);
-      assertError(await s.patch(`/api-keys/${k.id}`, { role_ids: [SOME_ID] }), 400, /role/i);
-      assertError(await s.patch(`/api-keys/${k.id}`, { capabilities: [{ permission: 'PROJECT:FLY' }] }), 400, /permission/i);
+      expectError(await s.patch(`/api-keys/${k.id}`, { role_ids: [SOME_ID] }), 400, /role/i);
+      expectError(await s.patch(`/api-keys/${k.id}`, { capabilities: [{ permission: 'PROJECT:FLY' }] }), 400, /permission/i);
       assert.deepEqual(await getKey(k.id), before, 'rejected updates change nothing');
     });
 
     it('a key cannot grant permissions it does not hold', async () => {
       const creator = await s.newKey({ capabilities: [{ permission: 'API_KEY:CREATE' }] });
       const n0 = (await s.get('/api-keys')).body.total;
-      assertError(await s.post('/api-keys', { name: 'escalated', role_ids: [roles['Company Admin']] }, { token: creator.token }), 403, /grant/);
-      assertError(await s.post('/api-keys', { name: 'escalated', role_ids: [roles['Company Viewer']] }, { token: creator.token }), 403, /grant/);
-      assertError(await s.post('/api-keys', { name: 'escalated', capabilities: [{ permission: 'PROJECT:READ' }] }, { token: creator.token }), 403, /grant/);
+      expectError(await s.post('/api-keys', { name: 'escalated', role_ids: [roles['Company Admin']] }, { token: creator.token }), 403, /grant/);
+      expectError(await s.post('/api-keys', { name: 'escalated', role_ids: [roles['Company Viewer']] }, { token: creator.token }), 403, /grant/);
+      expectError(await s.post('/api-keys', { name: 'escalated', capabilities: [{ permission: 'PROJECT:READ' }] }, { token: creator.token }), 403, /grant/);
       assert.equal((await s.get('/api-keys')).body.total, n0, 'nothing was created');
       // Handing out exactly what it holds is allowed.
       const same = await s.post('/api-keys', { name: 'peer', capabilities: [{ permission: 'API_KEY:CREATE' }] }, { token: creator.token });
@@ -248,15 +247,15 @@ for (const kind of DB_KINDS) {
 
       // A scoped grant does not cover an unscoped one.
       const scoped = await s.newKey({ capabilities: [{ permission: 'API_KEY:CREATE' }, { permission: 'PROJECT:READ', id_resource: SOME_ID }] });
-      assertError(await s.post('/api-keys', { name: 'wider', capabilities: [{ permission: 'PROJECT:READ' }] }, { token: scoped.token }), 403, /grant/);
+      expectError(await s.post('/api-keys', { name: 'wider', capabilities: [{ permission: 'PROJECT:READ' }] }, { token: scoped.token }), 403, /grant/);
       expectStatus(await s.post('/api-keys', { name: 'as wide', capabilities: [{ permission: 'PROJECT:READ', id_resource: SOME_ID }] }, { token: scoped.token }), 201);
 
       // The same rule applies to updates.
       const updater = await s.newKey({ capabilities: [{ permission: 'API_KEY:UPDATE' }, { permission: 'API_KEY:READ' }] });
       const target = await create({ name: 'target', role_ids: [roles['Company Viewer']] });
       const before = await getKey(target.id);
-      assertError(await s.patch(`/api-keys/${target.id}`, { role_ids: [roles['Company Admin']] }, { token: updater.token }), 403, /grant/);
-      assertError(await s.patch(`/api-keys/${target.id}`, { capabilities: [{ permission: 'BILLING:UPDATE' }] }, { token: updater.token }), 403, /grant/);
+      expectError(await s.patch(`/api-keys/${target.id}`, { role_ids: [roles['Company Admin']] }, { token: updater.token }), 403, /grant/);
+      expectError(await s.patch(`/api-keys/${target.id}`, { capabilities: [{ permission: 'BILLING:UPDATE' }] }, { token: updater.token }), 403, /grant/);
       assert.deepEqual(await getKey(target.id), before);
       const renamed = await s.patch(`/api-keys/${target.id}`, { name: 'renamed by updater' }, { token: updater.token });
       expectStatus(renamed, 200);
@@ -267,7 +266,7 @@ for (const kind of DB_KINDS) {
       const updater = await s.newKey({ capabilities: [{ permission: 'API_KEY:UPDATE' }, { permission: 'API_KEY:READ' }] });
       const admin = await create({ name: 'strong', role_ids: [roles['Company Admin']] });
       const before = await getKey(admin.id);
-      assertError(await s.post(`/api-keys/${admin.id}/rotate`, { old_token_ttl_hours: 0 }, { token: updater.token }), 403, /grant/);
+      expectError(await s.post(`/api-keys/${admin.id}/rotate`, { old_token_ttl_hours: 0 }, { token: updater.token }), 403, /grant/);
       assert.equal((await getKey(admin.id)).masked_token, before.masked_token, 'the token was not rotated');
       assert.ok(await works(admin.token));
       // A key it could have created itself may be rotated.
@@ -288,8 +287,8 @@ for (const kind of DB_KINDS) {
       );
       assert.equal(l.body.total, 1);
       expectStatus(await s.get(`/api-keys/${visible.id}`, { token: reader.token }), 200);
-      assertError(await s.get(`/api-keys/${adminKeyId}`, { token: reader.token }), 404);
-      assertError(await s.post('/api-keys', { name: 'x', capabilities: [{ permission: 'API_KEY:READ', id_resource: visible.id }] }, { token: reader.token }), 403, /API_KEY:CREATE/);
+      expectError(await s.get(`/api-keys/${adminKeyId}`, { token: reader.token }), 404);
+      expectError(await s.post('/api-keys', { name: 'x', capabilities: [{ permission: 'API_KEY:READ', id_resource: visible.id }] }, { token: reader.token }), 403, /API_KEY:CREATE/);
     });
 
     it('toggles a key off (401) and on again; a key cannot disable itself', async () => {
@@ -300,9 +299,9 @@ for (const kind of DB_KINDS) {
       assert.equal(typeof off.body.message, 'string');
       assert.equal((await getKey(k.id)).is_enabled, false);
       assert.equal((await listAll<ApiKeyView>(s, '/api-keys')).find((x) => x.id === k.id)?.is_enabled, false);
-      assertError(await s.get('/projects', { token: k.token }), 401, /disabled/);
-      assertError(await s.get('/api-keys/validate', { token: k.token }), 401);
-      assertError(await s.post(`/api-keys/${k.id}/toggle`, undefined, { token: k.token }), 401, /disabled/); // a disabled key cannot enable itself
+      expectError(await s.get('/projects', { token: k.token }), 401, /disabled/);
+      expectError(await s.get('/api-keys/validate', { token: k.token }), 401);
+      expectError(await s.post(`/api-keys/${k.id}/toggle`, undefined, { token: k.token }), 401, /disabled/); // a disabled key cannot enable itself
 
       const on = await s.post(`/api-keys/${k.id}/toggle`);
       expectStatus(on, 200);
@@ -311,11 +310,11 @@ for (const kind of DB_KINDS) {
       assert.equal((await getKey(k.id)).is_enabled, true);
       expectStatus(await s.get('/projects', { token: k.token }), 200);
 
-      assertError(await s.post(`/api-keys/${adminKeyId}/toggle`), 400, /itself/);
+      expectError(await s.post(`/api-keys/${adminKeyId}/toggle`), 400, /itself/);
       assert.equal((await getKey(adminKeyId)).is_enabled, true);
       assert.ok(await works(s.token));
-      assertError(await s.post(`/api-keys/${SOME_ID}/toggle`), 404);
-      assertError(await s.post('/api-keys/not-a-uuid/toggle'), 400);
+      expectError(await s.post(`/api-keys/${SOME_ID}/toggle`), 404);
+      expectError(await s.post('/api-keys/not-a-uuid/toggle'), 400);
     });
 
     it('rotates without a grace period: the new token works, the old one fails at once', async () => {
@@ -327,7 +326,7 @@ for (const kind of DB_KINDS) {
       assert.match(r.body.token, TOKEN_RE);
       assert.notEqual(r.body.token, k.token);
       assert.ok(await works(r.body.token));
-      assertError(await s.get('/projects', { token: k.token }), 401);
+      expectError(await s.get('/projects', { token: k.token }), 401);
       const v = await getKey(k.id);
       assert.equal(v.masked_token, expectedMask(r.body.token));
       assert.equal(v.old_token_expired_at, null);
@@ -361,9 +360,9 @@ for (const kind of DB_KINDS) {
       assert.ok(!(await works(k.token)));
       assert.equal((await getKey(k.id)).old_token_expired_at, null);
 
-      for (const bad of [169, -1, 1.5, '2']) assertError(await s.post(`/api-keys/${k.id}/rotate`, { old_token_ttl_hours: bad }), 400, SCHEMA_MISMATCH);
-      assertError(await s.post(`/api-keys/${k.id}/rotate`), 400, SCHEMA_MISMATCH);
-      assertError(await s.post(`/api-keys/${SOME_ID}/rotate`, {}), 404);
+      for (const bad of [169, -1, 1.5, '2']) expectError(await s.post(`/api-keys/${k.id}/rotate`, { old_token_ttl_hours: bad }), 400, SCHEMA_MISMATCH);
+      expectError(await s.post(`/api-keys/${k.id}/rotate`), 400, SCHEMA_MISMATCH);
+      expectError(await s.post(`/api-keys/${SOME_ID}/rotate`, {}), 404);
       assert.ok(await works(r2.body.token), 'rejected rotations changed nothing');
     });
 
@@ -372,21 +371,21 @@ for (const kind of DB_KINDS) {
       const d = await s.delete(`/api-keys/${k.id}`);
       expectStatus(d, 200);
       assert.equal(typeof d.body.message, 'string');
-      assertError(await s.get('/projects', { token: k.token }), 401, /deleted/);
-      assertError(await s.get(`/api-keys/${k.id}`), 404);
+      expectError(await s.get('/projects', { token: k.token }), 401, /deleted/);
+      expectError(await s.get(`/api-keys/${k.id}`), 404);
       assert.ok(!(await listAll<ApiKeyView>(s, '/api-keys')).some((x) => x.id === k.id));
-      assertError(await s.delete(`/api-keys/${k.id}`), 404);
-      assertError(await s.patch(`/api-keys/${k.id}`, { name: 'zombie' }), 404);
-      assertError(await s.post(`/api-keys/${k.id}/toggle`), 404);
-      assertError(await s.post(`/api-keys/${k.id}/rotate`, {}), 404);
+      expectError(await s.delete(`/api-keys/${k.id}`), 404);
+      expectError(await s.patch(`/api-keys/${k.id}`, { name: 'zombie' }), 404);
+      expectError(await s.post(`/api-keys/${k.id}/toggle`), 404);
+      expectError(await s.post(`/api-keys/${k.id}/rotate`, {}), 404);
 
       // A deleted key's grace-period token is refused too.
       const g = await create({ name: 'rotated then deleted', role_ids: [roles['Company Viewer']] });
       expectStatus(await s.post(`/api-keys/${g.id}/rotate`, { old_token_ttl_hours: 1 }), 200);
       expectStatus(await s.delete(`/api-keys/${g.id}`), 200);
-      assertError(await s.get('/projects', { token: g.token }), 401);
+      expectError(await s.get('/projects', { token: g.token }), 401);
 
-      assertError(await s.delete(`/api-keys/${adminKeyId}`), 400, /itself/);
+      expectError(await s.delete(`/api-keys/${adminKeyId}`), 400, /itself/);
       expectStatus(await s.get(`/api-keys/${adminKeyId}`), 200);
       assert.ok(await works(s.token));
     });
@@ -407,10 +406,10 @@ for (const kind of DB_KINDS) {
       expectStatus(vo, 200);
       assert.equal(vo.body.company_id, other.companyId);
 
-      assertError(await s.get('/api-keys/validate', { token: `svl_${'ab'.repeat(32)}` }), 401);
-      assertError(await s.get('/api-keys/validate', { token: null }), 401);
-      assertError(await s.get('/api-keys/validate', { token: null, headers: { authorization: `Basic ${s.token}` } }), 401);
-      assertError(await s.get('/api-keys/validate', { token: 'short' }), 401);
+      expectError(await s.get('/api-keys/validate', { token: `svl_${'ab'.repeat(32)}` }), 401);
+      expectError(await s.get('/api-keys/validate', { token: null }), 401);
+      expectError(await s.get('/api-keys/validate', { token: null, headers: { authorization: `Basic ${s.token}` } }), 401);
+      expectError(await s.get('/api-keys/validate', { token: 'short' }), 401);
     });
 
     it('GET /api-keys/me returns the effective permissions of the calling key', async () => {
@@ -443,7 +442,7 @@ for (const kind of DB_KINDS) {
       expectStatus(admin, 200);
       assert.equal(admin.body.id, adminKeyId);
       assert.equal(admin.body.capabilities.length, 48);
-      assertError(await s.get('/api-keys/me', { token: null }), 401);
+      expectError(await s.get('/api-keys/me', { token: null }), 401);
     });
 
     it('never shows or touches keys of another company', async () => {
@@ -451,11 +450,11 @@ for (const kind of DB_KINDS) {
       const foreign = await s.post('/api-keys', { name: 'foreign', role_ids: [roles['Company Viewer']] }, { token: other.token });
       expectStatus(foreign, 201);
       const fid = foreign.body.id as string;
-      assertError(await s.get(`/api-keys/${fid}`), 404);
-      assertError(await s.patch(`/api-keys/${fid}`, { name: 'hijacked' }), 404);
-      assertError(await s.post(`/api-keys/${fid}/toggle`), 404);
-      assertError(await s.post(`/api-keys/${fid}/rotate`, {}), 404);
-      assertError(await s.delete(`/api-keys/${fid}`), 404);
+      expectError(await s.get(`/api-keys/${fid}`), 404);
+      expectError(await s.patch(`/api-keys/${fid}`, { name: 'hijacked' }), 404);
+      expectError(await s.post(`/api-keys/${fid}/toggle`), 404);
+      expectError(await s.post(`/api-keys/${fid}/rotate`, {}), 404);
+      expectError(await s.delete(`/api-keys/${fid}`), 404);
       assert.ok(!(await listAll<ApiKeyView>(s, '/api-keys')).some((x) => x.id === fid || x.company_id !== s.companyId));
       const theirs = await listAll<ApiKeyView>(s, '/api-keys', other.token);
       assert.ok(theirs.every((x) => x.company_id === other.companyId));

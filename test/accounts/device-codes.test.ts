@@ -1,19 +1,16 @@
 // Device authorization for CLIs: anonymous code creation and polling, operator approval or
 // denial, the token handed out exactly once, expiry and the per-address limit of active codes.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { assertError, expectStatus, keyIdOf, TOKEN_RE, UUID_RE } from './support.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, UUID_RE } from '../helpers/util.js';
+import { keyIdOf, TOKEN_RE } from './support.js';
 
 const CODE_RE = /^[A-Z0-9]{4}-[A-Z0-9]{4}$/;
 
 for (const kind of DB_KINDS) {
   describe(`device codes [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind });
 
     // Every request from the tests comes from one address, and at most five codes may be pending
     // per address: each test resolves (approves, denies or expires) the codes it leaves pending.
@@ -79,11 +76,11 @@ for (const kind of DB_KINDS) {
       );
       assert.ok(key.body.name.includes(code), 'the key name mentions the code');
       expectStatus(await s.post('/projects', { display_name: 'from the cli' }, { token }), 201);
-      assertError(await s.get('/api-keys', { token }), 403, /API_KEY:READ/);
+      expectError(await s.get('/api-keys', { token }), 403, /API_KEY:READ/);
 
       // A decided code cannot be decided again.
-      assertError(await approve(code, { company_id: s.companyId }), 400);
-      assertError(await deny(code), 400);
+      expectError(await approve(code, { company_id: s.companyId }), 400);
+      expectError(await deny(code), 400);
       assert.deepEqual(await poll(code), { status: 'approved' });
     });
 
@@ -100,7 +97,7 @@ for (const kind of DB_KINDS) {
       assert.equal(v.body.name, 'laptop');
       const me = await s.get('/api-keys/me', { token });
       assert.equal(me.body.capabilities.length, 48, 'Company Admin by default');
-      assertError(await s.get(`/api-keys/${a.body.api_key_id}`), 404); // not visible from the first company
+      expectError(await s.get(`/api-keys/${a.body.api_key_id}`), 404); // not visible from the first company
     });
 
     it('exactly one of several concurrent polls receives the token', async () => {
@@ -121,7 +118,7 @@ for (const kind of DB_KINDS) {
       );
       const winners = rs.filter((r) => r.status === 200);
       assert.equal(winners.length, 1, `statuses: ${rs.map((r) => r.status).join(' ')}`);
-      for (const r of rs) if (r.status !== 200) assertError(r, 400);
+      for (const r of rs) if (r.status !== 200) expectError(r, 400);
       const keysAfter = (await s.get('/api-keys')).body.total as number;
       const p = await poll(code);
       assert.equal(p.status, winners[0]!.body.status);
@@ -137,20 +134,20 @@ for (const kind of DB_KINDS) {
       expectStatus(d, 200);
       assert.equal(d.body.status, 'denied');
       assert.deepEqual(await poll(code), { status: 'denied' });
-      assertError(await approve(code, { company_id: s.companyId }), 400);
+      expectError(await approve(code, { company_id: s.companyId }), 400);
       assert.deepEqual(await poll(code), { status: 'denied' });
     });
 
     it('reports unknown and expired codes as expired; invalid approvals leave a code pending', async () => {
       assert.deepEqual(await poll('ZZZZ-ZZZZ'), { status: 'expired' });
       assert.deepEqual(await poll('not-a-code-at-all'), { status: 'expired' });
-      assertError(await approve('ZZZZ-ZZZZ', { company_id: s.companyId }), 404);
-      assertError(await deny('ZZZZ-ZZZZ'), 404);
+      expectError(await approve('ZZZZ-ZZZZ', { company_id: s.companyId }), 404);
+      expectError(await deny('ZZZZ-ZZZZ'), 404);
 
       const { code } = await newCode();
-      assertError(await approve(code, {}), 400, /company_id/);
-      assertError(await approve(code, { company_id: '7c6b5a49-3827-4165-9c4b-3a2918070605' }), 404);
-      assertError(await approve(code, { company_id: s.companyId, role: 'Company Overlord' }), 400, /role/i);
+      expectError(await approve(code, {}), 400, /company_id/);
+      expectError(await approve(code, { company_id: '7c6b5a49-3827-4165-9c4b-3a2918070605' }), 404);
+      expectError(await approve(code, { company_id: s.companyId, role: 'Company Overlord' }), 400, /role/i);
       assert.deepEqual(await poll(code), { status: 'pending' }, 'still pending after rejected approvals');
 
       // Five minutes later (moved in the database rather than waited for): expired, and no
@@ -161,7 +158,7 @@ for (const kind of DB_KINDS) {
         .where('code', '=', code)
         .execute();
       assert.deepEqual(await poll(code), { status: 'expired' });
-      assertError(await approve(code, { company_id: s.companyId }), 400, /expired/);
+      expectError(await approve(code, { company_id: s.companyId }), 400, /expired/);
       assert.deepEqual(await poll(code), { status: 'expired' });
     });
 
@@ -169,7 +166,7 @@ for (const kind of DB_KINDS) {
       const codes = [];
       for (let i = 0; i < 5; i++) codes.push((await newCode()).code);
       const r = await s.post('/auth/device-codes', undefined, { token: null });
-      assertError(r, 429, /device codes/);
+      expectError(r, 429, /device codes/);
       assert.match(r.headers.get('retry-after') ?? '', /^\d+$/, 'retry-after in seconds');
       for (const c of codes) assert.deepEqual(await poll(c), { status: 'pending' }, 'earlier codes are unaffected');
 
@@ -177,7 +174,7 @@ for (const kind of DB_KINDS) {
       expectStatus(await deny(codes[0]!), 200);
       const again = await newCode();
       assert.match(again.code, CODE_RE);
-      assertError(await s.post('/auth/device-codes', undefined, { token: null }), 429);
+      expectError(await s.post('/auth/device-codes', undefined, { token: null }), 429);
       for (const c of [...codes.slice(1), again.code]) expectStatus(await deny(c), 200);
       expectStatus(await deny((await newCode()).code), 200);
     });
@@ -186,7 +183,7 @@ for (const kind of DB_KINDS) {
       const rs = await Promise.all(Array.from({ length: 10 }, () => s.post('/auth/device-codes', undefined, { token: null })));
       const created = rs.filter((r) => r.status === 201);
       assert.equal(created.length, 5, `statuses: ${rs.map((r) => r.status).join(' ')}`);
-      for (const r of rs) if (r.status !== 201) assertError(r, 429);
+      for (const r of rs) if (r.status !== 201) expectError(r, 429);
       for (const r of created) expectStatus(await deny(r.body.code), 200);
     });
   });

@@ -1,20 +1,16 @@
 // The operator surface (/_admin): its token, companies and their keys, company states, the full
 // reset, and the surface being absent when no operator token is configured.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, OPERATOR_TOKEN, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { assertError, expectStatus, keyIdOf, TOKEN_RE, UUID_RE } from './support.js';
+import { DB_KINDS, OPERATOR_TOKEN, skipUnless, startServer, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, MISSING, UUID_RE } from '../helpers/util.js';
+import { keyIdOf, TOKEN_RE } from './support.js';
 
-const MISSING = '4e3d2c1b-0a9f-4e8d-b7c6-b5a4f3e2d1c0';
 
 for (const kind of DB_KINDS) {
   describe(`operator surface [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
     // No fixed bootstrap token: the server generates one, so a reset hands out a different one.
-    before(async () => {
-      s = await startServer({ db: kind, env: { SLIPWAY_BOOTSTRAP_TOKEN: '' } });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, env: { SLIPWAY_BOOTSTRAP_TOKEN: '' } });
 
     const works = async (token: string) => (await s.get('/api-keys/validate', { token })).status === 200;
     const adminAs = (method: string, path: string, authorization: string | null, body?: unknown) =>
@@ -24,10 +20,10 @@ for (const kind of DB_KINDS) {
       assert.match(s.token, TOKEN_RE, 'a generated bootstrap token');
       const companies = (await s.admin('GET', '/companies')).body.data.length;
       for (const authorization of [null, 'Bearer wrong-operator-token', `Bearer ${s.token}`, `Basic ${OPERATOR_TOKEN}`, OPERATOR_TOKEN, 'Bearer ']) {
-        assertError(await adminAs('GET', '/companies', authorization), 401);
-        assertError(await adminAs('POST', '/companies', authorization, { name: 'sneaky' }), 401);
-        assertError(await adminAs('POST', `/companies/${s.companyId}/suspend`, authorization), 401);
-        assertError(await adminAs('POST', '/reset', authorization), 401);
+        expectError(await adminAs('GET', '/companies', authorization), 401);
+        expectError(await adminAs('POST', '/companies', authorization, { name: 'sneaky' }), 401);
+        expectError(await adminAs('POST', `/companies/${s.companyId}/suspend`, authorization), 401);
+        expectError(await adminAs('POST', '/reset', authorization), 401);
       }
       assert.equal((await s.admin('GET', '/companies')).body.data.length, companies, 'nothing was created');
       assert.ok(await works(s.token), 'nothing was reset');
@@ -68,31 +64,31 @@ for (const kind of DB_KINDS) {
       const one = await s.admin('GET', `/companies/${company.id}`);
       expectStatus(one, 200);
       assert.equal(one.body.name, 'Acme Corp');
-      assertError(await s.admin('GET', `/companies/${MISSING}`), 404);
+      expectError(await s.admin('GET', `/companies/${MISSING}`), 404);
 
       // More keys for the company, of any role.
       const billing = await s.admin('POST', `/companies/${company.id}/api-keys`, { name: 'finance', role: 'Company Billing' });
       expectStatus(billing, 201);
       assert.match(billing.body.token, TOKEN_RE);
       assert.equal(billing.body.name, 'finance');
-      assertError(await s.get('/projects', { token: billing.body.token }), 403, /PROJECT:READ/);
+      expectError(await s.get('/projects', { token: billing.body.token }), 403, /PROJECT:READ/);
       const viewerCo = await s.admin('POST', '/companies', { name: 'Viewer Co', admin_key_role: 'Company Viewer' });
       expectStatus(viewerCo, 201);
-      assertError(await s.post('/projects', { display_name: 'x' }, { token: viewerCo.body.api_key.token }), 403, /PROJECT:CREATE/);
+      expectError(await s.post('/projects', { display_name: 'x' }, { token: viewerCo.body.api_key.token }), 403, /PROJECT:CREATE/);
     });
 
     it('rejects invalid company requests and creates nothing', async () => {
       const count = async () => (await s.admin('GET', '/companies')).body.data.length as number;
       const n0 = await count();
-      assertError(await s.admin('POST', '/companies', {}), 400, /name/);
-      assertError(await s.admin('POST', '/companies', { name: '   ' }), 400, /name/);
-      assertError(await s.admin('POST', '/companies', { name: 42 }), 400, /name/);
-      assertError(await s.admin('POST', '/companies', { name: 'Half made', admin_key_role: 'Company Overlord' }), 400, /role/i);
+      expectError(await s.admin('POST', '/companies', {}), 400, /name/);
+      expectError(await s.admin('POST', '/companies', { name: '   ' }), 400, /name/);
+      expectError(await s.admin('POST', '/companies', { name: 42 }), 400, /name/);
+      expectError(await s.admin('POST', '/companies', { name: 'Half made', admin_key_role: 'Company Overlord' }), 400, /role/i);
       assert.equal(await count(), n0, 'a failed creation leaves no company behind');
-      assertError(await s.admin('POST', `/companies/${MISSING}/api-keys`, { role: 'Company Admin' }), 404);
-      assertError(await s.admin('POST', `/companies/${s.companyId}/api-keys`, { role: 'Company Overlord' }), 400, /role/i);
-      assertError(await s.admin('POST', `/companies/${MISSING}/suspend`), 404);
-      assertError(await s.admin('POST', `/companies/${MISSING}/resume`), 404);
+      expectError(await s.admin('POST', `/companies/${MISSING}/api-keys`, { role: 'Company Admin' }), 404);
+      expectError(await s.admin('POST', `/companies/${s.companyId}/api-keys`, { role: 'Company Overlord' }), 400, /role/i);
+      expectError(await s.admin('POST', `/companies/${MISSING}/suspend`), 404);
+      expectError(await s.admin('POST', `/companies/${MISSING}/resume`), 404);
     });
 
     it('suspends a company (403 on its requests) and resumes it', async () => {
@@ -104,13 +100,13 @@ for (const kind of DB_KINDS) {
       expectStatus(sus, 200);
       assert.equal(sus.body.status, 'suspended');
       assert.equal((await s.admin('GET', `/companies/${c.companyId}`)).body.status, 'suspended');
-      assertError(await s.get('/projects', { token: c.token }), 403, /suspended/);
-      assertError(await s.post('/projects', { display_name: 'during' }, { token: c.token }), 403, /suspended/);
-      assertError(await s.get('/api-keys', { token: c.token }), 403, /suspended/);
-      assertError(await s.get('/users', { token: viewer.token }), 403, /suspended/);
+      expectError(await s.get('/projects', { token: c.token }), 403, /suspended/);
+      expectError(await s.post('/projects', { display_name: 'during' }, { token: c.token }), 403, /suspended/);
+      expectError(await s.get('/api-keys', { token: c.token }), 403, /suspended/);
+      expectError(await s.get('/users', { token: viewer.token }), 403, /suspended/);
       // Other companies are unaffected; a wrong key is still a 401.
       expectStatus(await s.get('/projects'), 200);
-      assertError(await s.get('/projects', { token: `svl_${'1'.repeat(64)}` }), 401);
+      expectError(await s.get('/projects', { token: `svl_${'1'.repeat(64)}` }), 401);
 
       const res = await s.admin('POST', `/companies/${c.companyId}/resume`);
       expectStatus(res, 200);
@@ -131,7 +127,7 @@ for (const kind of DB_KINDS) {
       expectStatus(await s.admin('POST', `/companies/${c.companyId}/suspend`), 200);
       try {
         for (const path of ['/api-keys/validate', '/api-keys/me', '/resources/clusters', '/git/providers']) {
-          assertError(await s.get(path, { token: c.token }), 403, /suspended/);
+          expectError(await s.get(path, { token: c.token }), 403, /suspended/);
         }
       } finally {
         expectStatus(await s.admin('POST', `/companies/${c.companyId}/resume`), 200);
@@ -149,8 +145,8 @@ for (const kind of DB_KINDS) {
       const v = await s.get('/api-keys/validate', { token: c.token });
       expectStatus(v, 200);
       assert.equal(v.body.status, 'maintenance');
-      assertError(await s.post('/projects', { display_name: 'blocked' }, { token: c.token }), 403, /maint/);
-      assertError(await s.post('/api-keys', { name: 'blocked', role_ids: [] }, { token: c.token }), 403, /maint/);
+      expectError(await s.post('/projects', { display_name: 'blocked' }, { token: c.token }), 403, /maint/);
+      expectError(await s.post('/api-keys', { name: 'blocked', role_ids: [] }, { token: c.token }), 403, /maint/);
       assert.equal((await s.get('/projects', { token: c.token })).body.total, 0);
 
       expectStatus(await s.admin('DELETE', `/companies/${c.companyId}/maintenance`), 200);
@@ -174,7 +170,7 @@ for (const kind of DB_KINDS) {
       assert.match(r.body.token, TOKEN_RE);
       assert.notEqual(r.body.token, s.token);
 
-      for (const old of [s.token, other.token, extra.token]) assertError(await s.get('/projects', { token: old }), 401);
+      for (const old of [s.token, other.token, extra.token]) expectError(await s.get('/projects', { token: old }), 401);
       const v = await s.get('/api-keys/validate', { token: r.body.token });
       expectStatus(v, 200);
       assert.equal(v.body.company_id, r.body.company_id);
@@ -196,7 +192,7 @@ for (const kind of DB_KINDS) {
         companies.body.data.map((c: { id: string }) => c.id),
         [r.body.company_id],
       );
-      assertError(await s.admin('GET', `/companies/${other.companyId}`), 404);
+      expectError(await s.admin('GET', `/companies/${other.companyId}`), 404);
       const p = await s.get(`/auth/device-codes/${pending}`, { token: null });
       assert.deepEqual(p.body, { status: 'expired' }, 'device codes are gone');
       expectStatus(await s.post('/projects', { display_name: 'Fresh start' }, { token }), 201);
@@ -211,7 +207,7 @@ for (const kind of DB_KINDS) {
         expectStatus(r, 200);
         assert.equal(r.body.token, fixed.token, 'the configured bootstrap token is used again');
         assert.notEqual(r.body.company_id, oldCompany);
-        assertError(await fixed.get('/projects', { token: extra.token }), 401);
+        expectError(await fixed.get('/projects', { token: extra.token }), 401);
         const v = await fixed.get('/api-keys/validate');
         expectStatus(v, 200);
         assert.equal(v.body.company_id, r.body.company_id);
@@ -225,9 +221,9 @@ for (const kind of DB_KINDS) {
       try {
         for (const authorization of [null, `Bearer ${OPERATOR_TOKEN}`, 'Bearer anything', `Bearer ${bare.token}`]) {
           const opts = { token: null, headers: (authorization === null ? {} : { authorization }) as Record<string, string> };
-          assertError(await bare.request('GET', '/_admin/companies', opts), 404);
-          assertError(await bare.request('POST', '/_admin/companies', { ...opts, body: { name: 'x' } }), 404);
-          assertError(await bare.request('POST', '/_admin/reset', opts), 404);
+          expectError(await bare.request('GET', '/_admin/companies', opts), 404);
+          expectError(await bare.request('POST', '/_admin/companies', { ...opts, body: { name: 'x' } }), 404);
+          expectError(await bare.request('POST', '/_admin/reset', opts), 404);
         }
         // The API itself is unaffected and nothing was reset.
         const v = await bare.get('/api-keys/validate');

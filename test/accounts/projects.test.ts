@@ -1,14 +1,14 @@
 // Projects: create (generated unique names), get with services, update, delete, list, and
 // adding/removing services through the service registry.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, listAll, MISSING, UUID_RE } from '../helpers/util.js';
 import type { ServiceSummary } from '../../src/shared/services.js';
-import { assertError, expectStatus, listAll, SCHEMA_MISMATCH, UUID_RE } from './support.js';
+import { SCHEMA_MISMATCH } from './support.js';
 
 const SERVICE_TYPES = ['app', 'database', 'pipeline', 'object-storage'] as const;
-const MISSING = '0d3c2b1a-9e8f-4a7b-8c6d-5e4f3a2b1c0d';
 
 interface Project {
   id: string;
@@ -22,15 +22,14 @@ interface Project {
 
 for (const kind of DB_KINDS) {
   describe(`projects [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
     // A stand-in service kind, registered on this server only, so adding and removing services
     // can be exercised before the real service modules exist. It knows the services below.
     let stubType: (typeof SERVICE_TYPES)[number];
     let unavailableType: (typeof SERVICE_TYPES)[number] | undefined;
     const stubServices = new Map<string, ServiceSummary & { companyId: string }>();
 
+    const s = useServer({ db: kind, rateLimits: { general_write: 1000 } });
     before(async () => {
-      s = await startServer({ db: kind, rateLimits: { general_write: 1000 } });
       unavailableType = SERVICE_TYPES.find((t) => !s.app.services.get(t));
       stubType = SERVICE_TYPES.filter((t) => t !== unavailableType).at(-1)!;
       s.app.services.register({
@@ -41,7 +40,6 @@ for (const kind of DB_KINDS) {
         },
       });
     });
-    after(async () => s?.close());
 
     const createProject = async (display_name: string, token?: string) => {
       const r = await s.post('/projects', { display_name }, { token });
@@ -100,13 +98,13 @@ for (const kind of DB_KINDS) {
       const g = expectStatus(r, 200) as Project;
       assert.deepEqual(g, { ...p, services: [] });
 
-      assertError(await s.get(`/projects/${MISSING}`), 404);
+      expectError(await s.get(`/projects/${MISSING}`), 404);
       const other = await s.newCompany();
       const foreign = await createProject('Foreign', other.token);
-      assertError(await s.get(`/projects/${foreign.id}`), 404);
-      assertError(await s.get(`/projects/${p.id}`, { token: other.token }), 404);
+      expectError(await s.get(`/projects/${foreign.id}`), 404);
+      expectError(await s.get(`/projects/${p.id}`, { token: other.token }), 404);
       const bad = await s.get('/projects/not-a-uuid');
-      assertError(bad, 400, SCHEMA_MISMATCH);
+      expectError(bad, 400, SCHEMA_MISMATCH);
       assert.ok(bad.body.data.issues.some((i: { path: string }) => i.path.startsWith('params')), 'the issue names the path parameter');
     });
 
@@ -143,7 +141,7 @@ for (const kind of DB_KINDS) {
       const beyond = await s.get(`/projects?offset=${all.length}`);
       assert.deepEqual(beyond.body.data, []);
       assert.equal(beyond.body.total, all.length);
-      for (const q of ['limit=0', 'limit=101', 'offset=-1', 'offset=10001', 'limit=abc']) assertError(await s.get(`/projects?${q}`), 400, SCHEMA_MISMATCH);
+      for (const q of ['limit=0', 'limit=101', 'offset=-1', 'offset=10001', 'limit=abc']) expectError(await s.get(`/projects?${q}`), 400, SCHEMA_MISMATCH);
     });
 
     it('updates display_name and keeps the name', async () => {
@@ -159,25 +157,25 @@ for (const kind of DB_KINDS) {
       assert.equal(g.body.display_name, 'After');
       assert.equal(g.body.updated_at, u.updated_at);
       assert.equal((await listAll<Project>(s, '/projects')).find((x) => x.id === p.id)?.display_name, 'After');
-      assertError(await s.patch(`/projects/${MISSING}`, { display_name: 'Ghost' }), 404);
+      expectError(await s.patch(`/projects/${MISSING}`, { display_name: 'Ghost' }), 404);
     });
 
     it('rejects invalid display names with 400 and stores nothing', async () => {
       const before = (await s.get('/projects')).body.total;
       for (const body of [{ display_name: '' }, { display_name: 'x'.repeat(65) }, {}, { display_name: 42 }, { display_name: null }, { display_name: 'ok', name: 'forced' }]) {
-        assertError(await s.post('/projects', body), 400, SCHEMA_MISMATCH);
+        expectError(await s.post('/projects', body), 400, SCHEMA_MISMATCH);
       }
-      assertError(await s.post('/projects'), 400, SCHEMA_MISMATCH);
-      assertError(await s.request('POST', '/projects', { raw: '{"display_name":' }), 400);
+      expectError(await s.post('/projects'), 400, SCHEMA_MISMATCH);
+      expectError(await s.request('POST', '/projects', { raw: '{"display_name":' }), 400);
       assert.equal((await s.get('/projects')).body.total, before, 'nothing was created');
 
       const longest = await createProject('y'.repeat(64));
       assert.equal(longest.display_name.length, 64);
 
       const p = await createProject('Valid');
-      assertError(await s.patch(`/projects/${p.id}`, { display_name: '' }), 400, SCHEMA_MISMATCH);
-      assertError(await s.patch(`/projects/${p.id}`, { display_name: 'z'.repeat(65) }), 400, SCHEMA_MISMATCH);
-      assertError(await s.patch(`/projects/${p.id}`, {}), 400, SCHEMA_MISMATCH);
+      expectError(await s.patch(`/projects/${p.id}`, { display_name: '' }), 400, SCHEMA_MISMATCH);
+      expectError(await s.patch(`/projects/${p.id}`, { display_name: 'z'.repeat(65) }), 400, SCHEMA_MISMATCH);
+      expectError(await s.patch(`/projects/${p.id}`, {}), 400, SCHEMA_MISMATCH);
       assert.equal((await s.get(`/projects/${p.id}`)).body.display_name, 'Valid');
     });
 
@@ -186,10 +184,10 @@ for (const kind of DB_KINDS) {
       const d = await s.delete(`/projects/${p.id}`);
       expectStatus(d, 200);
       assert.equal(typeof d.body.message, 'string');
-      assertError(await s.get(`/projects/${p.id}`), 404);
+      expectError(await s.get(`/projects/${p.id}`), 404);
       assert.ok(!(await listAll<Project>(s, '/projects')).some((x) => x.id === p.id));
-      assertError(await s.delete(`/projects/${p.id}`), 404);
-      assertError(await s.patch(`/projects/${p.id}`, { display_name: 'Back' }), 404);
+      expectError(await s.delete(`/projects/${p.id}`), 404);
+      expectError(await s.patch(`/projects/${p.id}`, { display_name: 'Back' }), 404);
       // Its name is free again.
       const again = await createProject('Short lived');
       assert.equal(again.name, p.name);
@@ -200,11 +198,11 @@ for (const kind of DB_KINDS) {
       const q = await createProject('Hidden');
       const viewer = await s.newKey({ role: 'Company Viewer' });
       expectStatus(await s.get(`/projects/${p.id}`, { token: viewer.token }), 200);
-      assertError(await s.post('/projects', { display_name: 'nope' }, { token: viewer.token }), 403, /PROJECT:CREATE/);
-      assertError(await s.patch(`/projects/${p.id}`, { display_name: 'nope' }, { token: viewer.token }), 403, /PROJECT:UPDATE/);
-      assertError(await s.delete(`/projects/${p.id}`, { token: viewer.token }), 403, /PROJECT:DELETE/);
+      expectError(await s.post('/projects', { display_name: 'nope' }, { token: viewer.token }), 403, /PROJECT:CREATE/);
+      expectError(await s.patch(`/projects/${p.id}`, { display_name: 'nope' }, { token: viewer.token }), 403, /PROJECT:UPDATE/);
+      expectError(await s.delete(`/projects/${p.id}`, { token: viewer.token }), 403, /PROJECT:DELETE/);
       const billing = await s.newKey({ role: 'Company Billing' });
-      assertError(await s.get('/projects', { token: billing.token }), 403, /PROJECT:READ/);
+      expectError(await s.get('/projects', { token: billing.token }), 403, /PROJECT:READ/);
 
       const scoped = await s.newKey({ capabilities: [{ permission: 'PROJECT:READ', id_resource: p.id }, { permission: 'PROJECT:UPDATE', id_resource: p.id }] });
       const l = await s.get('/projects', { token: scoped.token });
@@ -215,9 +213,9 @@ for (const kind of DB_KINDS) {
       );
       assert.equal(l.body.total, 1);
       expectStatus(await s.get(`/projects/${p.id}`, { token: scoped.token }), 200);
-      assertError(await s.get(`/projects/${q.id}`, { token: scoped.token }), 404);
+      expectError(await s.get(`/projects/${q.id}`, { token: scoped.token }), 404);
       expectStatus(await s.patch(`/projects/${p.id}`, { display_name: 'Guarded 2' }, { token: scoped.token }), 200);
-      assertError(await s.patch(`/projects/${q.id}`, { display_name: 'Nope' }, { token: scoped.token }), 404);
+      expectError(await s.patch(`/projects/${q.id}`, { display_name: 'Nope' }, { token: scoped.token }), 404);
       assert.equal((await s.get(`/projects/${q.id}`)).body.display_name, 'Hidden');
     });
 
@@ -225,8 +223,8 @@ for (const kind of DB_KINDS) {
       if (!unavailableType) return t.skip('every service type is provided by a module');
       const p = await createProject('Typed');
       const r = await s.post(`/projects/${p.id}/services`, { service_id: randomUUID(), service_type: unavailableType });
-      assertError(r, 400, new RegExp(`"${unavailableType}" is not available`));
-      assertError(await s.delete(`/projects/${p.id}/services/${randomUUID()}?service_type=${unavailableType}`), 400, /not available/);
+      expectError(r, 400, new RegExp(`"${unavailableType}" is not available`));
+      expectError(await s.delete(`/projects/${p.id}/services/${randomUUID()}?service_type=${unavailableType}`), 400, /not available/);
       assert.deepEqual((await s.get(`/projects/${p.id}`)).body.services, []);
     });
 
@@ -258,20 +256,20 @@ for (const kind of DB_KINDS) {
         [two.id],
       );
       // Removing it again: it is no longer in the project.
-      assertError(await s.delete(`/projects/${p.id}/services/${one.id}?service_type=${stubType}`), 404);
-      assertError(await s.delete(`/projects/${p.id}/services/${randomUUID()}?service_type=${stubType}`), 404);
-      assertError(await s.delete(`/projects/${p.id}/services/${two.id}`), 400, SCHEMA_MISMATCH);
-      assertError(await s.delete(`/projects/${p.id}/services/${two.id}?service_type=static-site`), 400, SCHEMA_MISMATCH);
-      assertError(await s.delete(`/projects/${MISSING}/services/${two.id}?service_type=${stubType}`), 404);
+      expectError(await s.delete(`/projects/${p.id}/services/${one.id}?service_type=${stubType}`), 404);
+      expectError(await s.delete(`/projects/${p.id}/services/${randomUUID()}?service_type=${stubType}`), 404);
+      expectError(await s.delete(`/projects/${p.id}/services/${two.id}`), 400, SCHEMA_MISMATCH);
+      expectError(await s.delete(`/projects/${p.id}/services/${two.id}?service_type=static-site`), 400, SCHEMA_MISMATCH);
+      expectError(await s.delete(`/projects/${MISSING}/services/${two.id}?service_type=${stubType}`), 404);
 
       // A service must exist in the caller's company.
       const other = await s.newCompany();
       const foreign = stubService('Foreign Service', other.companyId);
-      assertError(await s.post(`/projects/${p.id}/services`, { service_id: foreign.id, service_type: stubType }), 404);
-      assertError(await s.post(`/projects/${p.id}/services`, { service_id: randomUUID(), service_type: stubType }), 404);
-      assertError(await s.post(`/projects/${MISSING}/services`, { service_id: two.id, service_type: stubType }), 404);
+      expectError(await s.post(`/projects/${p.id}/services`, { service_id: foreign.id, service_type: stubType }), 404);
+      expectError(await s.post(`/projects/${p.id}/services`, { service_id: randomUUID(), service_type: stubType }), 404);
+      expectError(await s.post(`/projects/${MISSING}/services`, { service_id: two.id, service_type: stubType }), 404);
       for (const body of [{ service_id: 'nope', service_type: stubType }, { service_id: two.id, service_type: 'spaceship' }, { service_id: two.id }, {}]) {
-        assertError(await s.post(`/projects/${p.id}/services`, body), 400, SCHEMA_MISMATCH);
+        expectError(await s.post(`/projects/${p.id}/services`, body), 400, SCHEMA_MISMATCH);
       }
       assert.deepEqual(
         (await s.get(`/projects/${p.id}`)).body.services.map((x: { id: string }) => x.id),
@@ -280,7 +278,7 @@ for (const kind of DB_KINDS) {
 
       // Changing membership is a project update.
       const viewer = await s.newKey({ role: 'Company Viewer' });
-      assertError(await s.post(`/projects/${p.id}/services`, { service_id: one.id, service_type: stubType }, { token: viewer.token }), 403, /PROJECT:UPDATE/);
+      expectError(await s.post(`/projects/${p.id}/services`, { service_id: one.id, service_type: stubType }, { token: viewer.token }), 403, /PROJECT:UPDATE/);
 
       // Deleting the project releases its services; they can join another project.
       expectStatus(await s.delete(`/projects/${p.id}`), 200);

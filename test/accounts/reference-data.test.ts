@@ -1,8 +1,9 @@
 // Reference data: regions (clusters), resource sizes, and the RBAC permission and role tables.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { assertError, expectStatus, ROLE_NAMES, UUID_RE } from './support.js';
+import { DB_KINDS, skipUnless, startServer, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, UUID_RE } from '../helpers/util.js';
+import { ROLE_NAMES } from './support.js';
 
 const RESOURCES = [
   'APP',
@@ -34,11 +35,7 @@ function assertUniqueIds(items: { id: string }[]) {
 
 for (const kind of DB_KINDS) {
   describe(`reference data [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind });
 
     it('lists several regions with stable ids that are the same on another server', async () => {
       const r = await s.get('/resources/clusters');
@@ -150,8 +147,8 @@ for (const kind of DB_KINDS) {
           expectStatus(r, 200);
           assert.deepEqual(r.body, admin.body, `${path} is the same for every key`);
         }
-        assertError(await s.get(path, { token: null }), 401);
-        assertError(await s.get(path, { token: `svl_${'0'.repeat(64)}` }), 401);
+        expectError(await s.get(path, { token: null }), 401);
+        expectError(await s.get(path, { token: `svl_${'0'.repeat(64)}` }), 401);
       }
     });
   });

@@ -1,8 +1,8 @@
 // GET /users (the company's users, operator-managed) and GET /git/providers.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { assertError, expectStatus, UUID_RE } from './support.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, UUID_RE } from '../helpers/util.js';
 
 interface User {
   id: string;
@@ -13,11 +13,7 @@ interface User {
 
 for (const kind of DB_KINDS) {
   describe(`users and git providers [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind });
 
     it('lists the bootstrap admin user of a fresh install', async () => {
       const r = await s.get('/users');
@@ -61,9 +57,9 @@ for (const kind of DB_KINDS) {
 
     it('rejects invalid users at the operator surface', async () => {
       const before = (await s.get('/users')).body.data.length;
-      assertError(await s.admin('POST', `/companies/${s.companyId}/users`, { email: 'not an email' }), 400);
-      assertError(await s.admin('POST', `/companies/${s.companyId}/users`, {}), 400, /email/);
-      assertError(await s.admin('POST', '/companies/2b5e7c1d-0f4a-4e3b-9c8d-7a6b5c4d3e2f/users', { email: 'x@example.com' }), 404);
+      expectError(await s.admin('POST', `/companies/${s.companyId}/users`, { email: 'not an email' }), 400);
+      expectError(await s.admin('POST', `/companies/${s.companyId}/users`, {}), 400, /email/);
+      expectError(await s.admin('POST', '/companies/2b5e7c1d-0f4a-4e3b-9c8d-7a6b5c4d3e2f/users', { email: 'x@example.com' }), 404);
       assert.equal((await s.get('/users')).body.data.length, before);
     });
 
@@ -73,8 +69,8 @@ for (const kind of DB_KINDS) {
         expectStatus(await s.get('/users', { token: k.token }), 200);
       }
       const narrow = await s.newKey({ capabilities: [{ permission: 'PROJECT:READ' }] });
-      assertError(await s.get('/users', { token: narrow.token }), 403, /COMPANY:READ/);
-      assertError(await s.get('/users', { token: null }), 401);
+      expectError(await s.get('/users', { token: narrow.token }), 403, /COMPANY:READ/);
+      expectError(await s.get('/users', { token: null }), 401);
     });
 
     it('lists github, gitlab and bitbucket with connect URLs on this server', async () => {
@@ -93,7 +89,7 @@ for (const kind of DB_KINDS) {
       // Any key of the company may read it.
       const narrow = await s.newKey({ capabilities: [{ permission: 'BILLING:READ' }] });
       assert.deepEqual((await s.get('/git/providers', { token: narrow.token })).body, providers);
-      assertError(await s.get('/git/providers', { token: null }), 401);
+      expectError(await s.get('/git/providers', { token: null }), 401);
     });
   });
 }

@@ -2,12 +2,11 @@
 // (403 naming APP:CREATE) or deploy (403 naming APP:UPDATE); another company's key gets 404 on
 // every route of the application; a key scoped to application A (APP:READ with id_resource A)
 // sees A, gets 404 for B, and lists only A.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import {
-  DEFAULT_CLUSTER, GENEROUS, IMMEDIATE_ENV, appPath, createApp, deploy, deploymentPath, deploymentsPath, expectError, expectStatus, listAll, window,
-} from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, listAll } from '../helpers/util.js';
+import { DEFAULT_CLUSTER, IMMEDIATE_ENV, appPath, createApp, deploy, deploymentPath, deploymentsPath, window } from './support.js';
 
 const METRICS = ['requests-per-minute', 'response-time', 'response-time-avg', 'status-codes', 'top-status-codes', 'top-countries', 'slowest-requests', 'top-pages'];
 
@@ -39,13 +38,11 @@ function appRoutes(appId: string, deploymentId: string): [string, string, unknow
 
 for (const kind of DB_KINDS) {
   describe(`applications: permissions and tenancy [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
     let viewer: string;
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
     before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
       viewer = (await s.newKey({ role: 'Company Viewer' })).token;
     });
-    after(async () => s?.close());
 
     it('a Viewer key reads applications, deployments, logs, metrics and the hook', async () => {
       const a = await createApp(s);

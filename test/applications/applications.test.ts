@@ -1,12 +1,12 @@
 // Applications: list, create, get, update, suspend and activate. Generated unique `name`,
 // assigned `namespace`, build_type (reference values plus railpack), git_lfs_enabled (default
 // true, settable), cluster_id not changeable in place, and deploying a suspended application.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, listAll, MISSING, UUID_RE } from '../helpers/util.js';
 import {
-  DEFAULT_CLUSTER, GENEROUS, IMMEDIATE_ENV, MISSING, OTHER_CLUSTER, UUID_RE,
-  appPath, createApp, deploy, deploymentsPath, expectError, expectStatus, listAll, runtimeLogs, setProgression, trigger, uniqueName, waitForFinal,
+  DEFAULT_CLUSTER, IMMEDIATE_ENV, OTHER_CLUSTER, appPath, createApp, deploy, deploymentsPath, runtimeLogs, setProgression, trigger, uniqueName, waitForFinal,
 } from './support.js';
 
 /** Fields of the representation returned by create, update and clone. */
@@ -20,11 +20,7 @@ const DETAIL_FIELDS = [...APP_FIELDS, 'buildpacks', 'cluster_id', 'docker_regist
 
 for (const kind of DB_KINDS) {
   describe(`applications: resource [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     it('create returns 201 with the application: id, generated name, assigned namespace, defaults', async () => {
       const a = await createApp(s, { display_name: 'Create Check Shop' });

@@ -1,14 +1,12 @@
 // Clone: an identical copy of an application (processes, environment variables with their values,
 // build settings and configuration) under a new name and namespace, optionally in another region,
 // without the generated temporary domain, and with an initial deployment (trigger `clone`).
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, listAll, MISSING, UUID_RE } from '../helpers/util.js';
 import { PROCESS_RESOURCE_TYPES } from '../../src/modules/resources/catalog.js';
-import {
-  DEFAULT_CLUSTER, GENEROUS, IMMEDIATE_ENV, MISSING, OTHER_CLUSTER, UUID_RE,
-  appPath, createApp, deploy, deploymentsPath, expectError, expectStatus, listAll, uniqueName, waitForAppStatus, waitForFinal,
-} from './support.js';
+import { DEFAULT_CLUSTER, IMMEDIATE_ENV, OTHER_CLUSTER, appPath, createApp, deploy, deploymentsPath, uniqueName, waitForAppStatus, waitForFinal } from './support.js';
 
 const RT = Object.fromEntries(PROCESS_RESOURCE_TYPES.map((t) => [t.name, t]));
 
@@ -20,11 +18,7 @@ const copied = (p: Record<string, unknown>) => {
 
 for (const kind of DB_KINDS) {
   describe(`applications: clone [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     /** A git application with build settings, configuration, two extra processes and three variables. */
     async function richSource() {

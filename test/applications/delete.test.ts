@@ -3,22 +3,16 @@
 // deployments and logs; afterwards every read of it is 404. The teardown is held in place with
 // the `app_delete` progression (reads mode: nothing reads a deletion, so it waits) and released
 // with `immediate`.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import {
-  GENEROUS, IMMEDIATE_ENV,
-  addFault, appPath, createApp, deploy, deploymentLogs, deploymentPath, deploymentsPath, expectError, expectStatus, listAll, readDeployment, setProgression, trigger, waitFor,
-} from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, listAll, waitFor } from '../helpers/util.js';
+import { IMMEDIATE_ENV, addFault, appPath, createApp, deploy, deploymentLogs, deploymentPath, deploymentsPath, readDeployment, setProgression, trigger } from './support.js';
 import { PROCESS_RESOURCE_TYPES } from '../../src/modules/resources/catalog.js';
 
 for (const kind of DB_KINDS) {
   describe(`applications: delete [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     const holdDeletion = () => setProgression(s, 'app_delete', { mode: 'reads', reads: 1 });
     const releaseDeletion = () => setProgression(s, 'app_delete', { mode: 'immediate' });
@@ -59,7 +53,7 @@ for (const kind of DB_KINDS) {
       assert.equal(expectStatus(await s.get(appPath(a.id)), 200).status, 'deleting');
       assert.equal((await listAll(s, '/applications')).find((x) => x.id === a.id)?.status, 'deleting', 'listed as deleting');
       await releaseDeletion();
-      await waitFor(async () => (await s.get(appPath(a.id))).status === 404, 20_000, 'the application to be gone');
+      await waitFor('the application to be gone', async () => (await s.get(appPath(a.id))).status === 404);
       expectError(await s.get(appPath(a.id)), 404);
       expectError(await s.get(`${appPath(a.id)}/env-vars`), 404);
       expectError(await s.get(`${appPath(a.id)}/processes`), 404);
@@ -99,7 +93,7 @@ for (const kind of DB_KINDS) {
       expectStatus(await s.delete(appPath(a.id)), 200);
 
       await releaseDeletion();
-      await waitFor(async () => (await s.get(appPath(a.id))).status === 404, 20_000, 'the application to be gone');
+      await waitFor('the application to be gone', async () => (await s.get(appPath(a.id))).status === 404);
       expectError(await s.get(`${appPath(a.id)}/env-vars`), 404);
       expectError(await s.get(`${appPath(a.id)}/processes/${worker.id}`), 404);
       expectError(await s.get(`${appPath(a.id)}/processes/${web.id}`), 404);
@@ -117,7 +111,7 @@ for (const kind of DB_KINDS) {
       await trigger(s, busy.id);
       expectStatus(await s.delete(appPath(busy.id)), 200);
       for (const id of [fresh.id, busy.id]) {
-        await waitFor(async () => (await s.get(appPath(id))).status === 404, 20_000, `application ${id} to be gone`);
+        await waitFor(`application ${id} to be gone`, async () => (await s.get(appPath(id))).status === 404);
         assert.deepEqual(await owned(id), { application: 0, processes: 0, env_vars: 0, deployments: 0, logs: 0 });
       }
     });
@@ -127,15 +121,15 @@ for (const kind of DB_KINDS) {
       const { a } = await withContent();
       await addFault(s, { operation: 'app_delete', target_id: a.id, remaining: 1, message: 'Volume detach timed out' });
       expectStatus(await s.delete(appPath(a.id)), 200);
-      const failed = await waitFor(async () => {
+      const failed = await waitFor('appDeletionFailed', async () => {
         const g = expectStatus(await s.get(appPath(a.id)), 200);
         return g.status === 'appDeletionFailed' ? g : undefined;
-      }, 20_000, 'appDeletionFailed');
+      });
       assert.equal(failed.status, 'appDeletionFailed');
       const logs = expectStatus(await s.get(`/applications/${a.id}/runtime-logs?filters=detach`), 200);
       assert.ok(logs.some((l: { message: string }) => l.message.includes('Volume detach timed out')));
       expectStatus(await s.delete(appPath(a.id)), 200);
-      await waitFor(async () => (await s.get(appPath(a.id))).status === 404, 20_000, 'the application to be gone');
+      await waitFor('the application to be gone', async () => (await s.get(appPath(a.id))).status === 404);
       assert.deepEqual(await owned(a.id), { application: 0, processes: 0, env_vars: 0, deployments: 0, logs: 0 });
     });
 

@@ -2,13 +2,13 @@
 // waiting -> inProgress -> success | failed | cancelled (skipped when superseded while waiting),
 // observed by polling under the simulation's progression modes (reads:N for deterministic steps,
 // immediate, duration) and fault rules. The application's status follows its latest deployment.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, listAll, MISSING, UUID_RE, waitFor } from '../helpers/util.js';
 import {
-  GENEROUS, IMMEDIATE_ENV, MISSING, UUID_RE,
-  addFault, appPath, createApp, deploy, deploymentLogs, deploymentPath, deploymentsPath, expectError, expectStatus, listAll,
-  readApp, readDeployment, setProgression, trigger, waitFor, waitForAppStatus, waitForFinal,
+  IMMEDIATE_ENV, addFault, appPath, createApp, deploy, deploymentLogs, deploymentPath, deploymentsPath, readApp, readDeployment, setProgression, trigger,
+  waitForAppStatus, waitForFinal,
 } from './support.js';
 
 const DEPLOYMENT_FIELDS = [
@@ -18,11 +18,7 @@ const DEPLOYMENT_FIELDS = [
 
 for (const kind of DB_KINDS) {
   describe(`applications: deployments [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     const reads = (n: number) => setProgression(s, 'deployment', { mode: 'reads', reads: n });
     const immediate = () => setProgression(s, 'deployment', { mode: 'immediate' });
@@ -108,7 +104,7 @@ for (const kind of DB_KINDS) {
       assert.equal((await readDeployment(s, a.id, d1.id)).status, 'inProgress', 'reads of the waiting one did not count for the running one');
       assert.equal((await readDeployment(s, a.id, d1.id)).status, 'success');
       // The waiting deployment starts on its own once nothing runs.
-      const started = await waitFor(async () => {
+      const started = await waitFor('the waiting deployment to start', async () => {
         const x = await readDeployment(s, a.id, d2.id);
         return x.status !== 'waiting' ? x : undefined;
       });
@@ -136,7 +132,7 @@ for (const kind of DB_KINDS) {
       const final1 = await waitForFinal(s, a.id, d1.id);
       assert.equal(final1.status, 'success');
       // d3 starts and finishes under polling; d2 stays skipped.
-      await waitFor(async () => (await readDeployment(s, a.id, d3.id)).status !== 'waiting');
+      await waitFor('the third deployment to leave waiting', async () => (await readDeployment(s, a.id, d3.id)).status !== 'waiting');
       const final3 = await waitForFinal(s, a.id, d3.id);
       assert.equal(final3.status, 'success');
       assert.equal((await readDeployment(s, a.id, d2.id)).status, 'skipped');
@@ -181,7 +177,7 @@ for (const kind of DB_KINDS) {
       const d2 = await trigger(s, a.id);
       expectStatus(await s.post(`${deploymentPath(a.id, d1.id)}/cancel`), 200);
       assert.equal((await readDeployment(s, a.id, d1.id)).status, 'cancelled');
-      await waitFor(async () => (await readDeployment(s, a.id, d2.id)).status === 'inProgress', 20_000, 'the waiting deployment to start');
+      await waitFor('the waiting deployment to start', async () => (await readDeployment(s, a.id, d2.id)).status === 'inProgress');
       assert.equal((await waitForFinal(s, a.id, d2.id)).status, 'success');
       assert.equal((await readApp(s, a.id)).status, 'deploymentSuccess');
     });
@@ -286,7 +282,7 @@ for (const kind of DB_KINDS) {
       const a = await createApp(s);
       const d = await trigger(s, a.id);
       // Poll the list (list reads do not advance deployments) until it is final.
-      const done = await waitFor(async () => {
+      const done = await waitFor('the deployment to succeed in the list', async () => {
         const l = await listAll(s, deploymentsPath(a.id));
         return l.find((x) => x.id === d.id && x.status === 'success');
       });
@@ -298,7 +294,7 @@ for (const kind of DB_KINDS) {
       const a = await createApp(s, { kind: 'image' });
       const d = await trigger(s, a.id);
       assert.equal(d.status, 'inProgress');
-      const done = await waitFor(async () => {
+      const done = await waitFor('the deployment to succeed in the list', async () => {
         const l = await listAll(s, deploymentsPath(a.id));
         return l.find((x) => x.id === d.id && x.status === 'success');
       });

@@ -2,10 +2,11 @@
 // and at run time; unknown keys and cycles are warnings ("Environment: ...") in the deployment log,
 // never a failed deployment; the injected system variables (SVL_APP_ID ...) are counted in
 // "Build environment: N variables" / "Runtime environment: N variables".
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { GENEROUS, IMMEDIATE_ENV, appPath, createApp, deploy, expectStatus, type LogEntry } from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectStatus } from '../helpers/util.js';
+import { IMMEDIATE_ENV, appPath, createApp, deploy, type LogEntry } from './support.js';
 
 /** SVL_COMPANY_ID, SVL_APP_ID, SVL_APP_NAME, six SVL_DEPLOYMENT_* and PORT. */
 const SYSTEM_COUNT = 10;
@@ -26,11 +27,7 @@ function summary(logs: LogEntry[]) {
 
 for (const kind of DB_KINDS) {
   describe(`applications: deployment environment [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     /** A git application in a company of its own (no global variables) with these variables. */
     async function appWith(vars: Var[], opts: { token?: string; kind?: 'git' | 'image' } = {}) {

@@ -1,10 +1,11 @@
 // Deployment hook: get (404 while disabled), enable (201 {url}), regenerate (new url; the old one
 // stops working), disable (204). A POST to the hook URL itself — public, no Authorization —
 // triggers a deployment (201 with the deployment); an unknown token is 404.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { GENEROUS, IMMEDIATE_ENV, MISSING, appPath, createApp, deploymentsPath, expectError, expectStatus, listAll, setProgression, waitForAppStatus, waitForFinal } from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, listAll, MISSING } from '../helpers/util.js';
+import { IMMEDIATE_ENV, appPath, createApp, deploymentsPath, setProgression, waitForAppStatus, waitForFinal } from './support.js';
 
 const hookPath = (appId: string) => `${appPath(appId)}/deployment-hook`;
 
@@ -17,11 +18,7 @@ async function callHook(url: string, body?: unknown) {
 
 for (const kind of DB_KINDS) {
   describe(`applications: deployment hook [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     it('get is 404 while the hook is disabled; enable answers 201 with a URL that get then returns', async () => {
       const a = await createApp(s);

@@ -1,21 +1,18 @@
 // Runtime logs and traffic metrics of an application: process start lines after a successful
 // deployment; the metric endpoints answer the contract shapes — zeros and empty lists before the
 // first successful deployment, non-zero afterwards.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer, type TestServer } from '../helpers/server.js';
+import { expectError, expectStatus, MISSING } from '../helpers/util.js';
 import { PROCESS_RESOURCE_TYPES } from '../../src/modules/resources/catalog.js';
-import { GENEROUS, IMMEDIATE_ENV, MISSING, addFault, appPath, createApp, deploy, expectError, expectStatus, runtimeLogs, trigger, waitForFinal, window } from './support.js';
+import { IMMEDIATE_ENV, addFault, appPath, createApp, deploy, runtimeLogs, trigger, waitForFinal, window } from './support.js';
 
 const metric = (s: TestServer, appId: string, name: string, extra = '') => s.get(`${appPath(appId)}/metrics/${name}?${window()}${extra}`);
 
 for (const kind of DB_KINDS) {
   describe(`applications: runtime logs and metrics [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     it('runtime logs show a start line per process after a successful deployment, and none before', async () => {
       const a = await createApp(s, { kind: 'image' });

@@ -3,10 +3,11 @@
 // trigger, rollback and cancel in deployment (per application); deployment and runtime logs in
 // logs; every read in the shared read tier. Each tier gets a different limit here, so the
 // x-ratelimit-limit header tells which tier counted a request.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type Response, type TestServer } from '../helpers/server.js';
-import { IMMEDIATE_ENV, appPath, createApp, deploymentPath, deploymentsPath, expectStatus, trigger, window } from './support.js';
+import { DB_KINDS, skipUnless, useServer, type Response } from '../helpers/server.js';
+import { expectStatus } from '../helpers/util.js';
+import { IMMEDIATE_ENV, appPath, createApp, deploymentPath, deploymentsPath, trigger, window } from './support.js';
 import { awaitFreshWindow } from '../foundation/support.js';
 
 const LIMITS = { service_creation: 3, service_mutation: 4, deployment: 5, logs: 6, general_write: 1000, read: 1000 };
@@ -27,11 +28,7 @@ function assert429(r: Response, limit: number) {
 
 for (const kind of DB_KINDS) {
   describe(`applications: rate tiers [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: LIMITS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: LIMITS, env: IMMEDIATE_ENV });
 
     /** A fresh company (fresh counters) with `n` applications created through the API. */
     async function company(n: number) {

@@ -3,14 +3,13 @@
 // access logs, TCP proxies and private ports. Permissions (Viewer 403 on writes), tenancy (404
 // for another company), the service_mutation tier per application, 400 while the application is
 // being deleted, and the settings rows gone once it is deleted.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer, type TestServer } from '../helpers/server.js';
+import { expectError, expectStatus, listAll, MISSING, UUID_RE, waitFor } from '../helpers/util.js';
 import { CLUSTERS } from '../../src/modules/resources/catalog.js';
 import { FIXED_EGRESS_REGIONS } from '../../src/modules/applications/settings.js';
-import {
-  DEFAULT_CLUSTER, GENEROUS, IMMEDIATE_ENV, MISSING, UUID_RE, appPath, createApp, deploy, expectError, expectStatus, listAll, setProgression, waitFor,
-} from './support.js';
+import { DEFAULT_CLUSTER, IMMEDIATE_ENV, appPath, createApp, deploy, setProgression } from './support.js';
 
 const mm = (id: string) => `${appPath(id)}/maintenance-mode`;
 const ipr = (id: string) => `${appPath(id)}/ip-restriction`;
@@ -42,11 +41,7 @@ const reads = (appId: string) => [mm(appId), `${appPath(appId)}/egress-ips`, ipr
 
 for (const kind of DB_KINDS) {
   describe(`applications: settings [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     it('maintenance mode: off by default; on with an https page; page kept when omitted, cleared with null', async () => {
       const a = await createApp(s);
@@ -233,7 +228,7 @@ for (const kind of DB_KINDS) {
       } finally {
         await setProgression(s, 'app_delete', { mode: 'immediate' });
       }
-      await waitFor(async () => (await s.get(appPath(a.id))).status === 404, 20_000, 'application deleted');
+      await waitFor('application deleted', async () => (await s.get(appPath(a.id))).status === 404);
       const db = s.app.database.db;
       for (const table of ['application_settings', 'application_tcp_proxies', 'application_private_ports'] as const) {
         const n = Number((await db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('app_id', '=', a.id).executeTakeFirst())?.n ?? 0);
@@ -244,11 +239,7 @@ for (const kind of DB_KINDS) {
   });
 
   describe(`applications: settings rate tiers [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: { ...GENEROUS, service_mutation: 1, general_write: 3 }, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: { ...GENEROUS, service_mutation: 1, general_write: 3 }, env: IMMEDIATE_ENV });
 
     it('service_mutation is counted per operation and application: the second PUT on app A is 429 (retry-after), app B is unaffected', async () => {
       const a = await createApp(s);

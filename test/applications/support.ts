@@ -1,52 +1,16 @@
 // Helpers shared by the application suites: applications and deployments over HTTP, polling,
 // log lines, and the operator's simulation controls (progression modes and fault rules).
 import assert from 'node:assert/strict';
-import type { Response, TestServer } from '../helpers/server.js';
+import type { TestServer } from '../helpers/server.js';
+import { expectStatus, waitFor } from '../helpers/util.js';
 import { CLUSTERS, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 
 export { DEFAULT_CLUSTER };
 /** A second region, for clones into another cluster. */
 export const OTHER_CLUSTER = CLUSTERS.find((c) => c.id !== DEFAULT_CLUSTER.id)!;
 
-export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-export const MISSING = '0d3c2b1a-9e8f-4a7b-8c6d-5e4f3a2b1c0d';
-
-/** Every rate tier generous, so suites are not throttled by their own polling. */
-export const GENEROUS = { general_write: 100_000, service_creation: 100_000, service_mutation: 100_000, deployment: 100_000, logs: 100_000, read: 100_000 };
-
 /** Deployments and deletions finish as soon as the job engine runs them (tests switch per test). */
 export const IMMEDIATE_ENV = { SLIPWAY_SIM_PROGRESSION: 'deployment=immediate,app_delete=immediate' };
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * Polls `fn` every 25 ms until it returns a truthy value, which is returned. The timeout is a
- * failure guard (a hung state machine), never a timing assertion.
- */
-export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(25);
-  }
-}
-
-/** Asserts the status (printing the body when it differs) and returns the body. */
-export function expectStatus<T = any>(r: Response<T>, status: number): T {
-  assert.equal(r.status, status, `expected ${status}, got ${r.status}: ${r.text}`);
-  return r.body;
-}
-
-/** The contract's error body with the expected status; returns the message. */
-export function expectError(r: Response, status: number, message?: RegExp): string {
-  assert.equal(r.status, status, `expected ${status}, got ${r.status}: ${r.text}`);
-  assert.equal(r.body?.status, status, `error body carries the status: ${r.text}`);
-  assert.equal(typeof r.body.message, 'string');
-  if (message) assert.match(r.body.message, message);
-  return r.body.message as string;
-}
 
 let counter = 0;
 export const uniqueName = (prefix = 'app') => `${prefix} ${process.pid}-${++counter}`;
@@ -86,10 +50,10 @@ const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
 
 /** Polls the deployment until it is final; returns it. */
 export async function waitForFinal(s: TestServer, appId: string, id: string, token?: string) {
-  return waitFor(async () => {
+  return waitFor(`deployment ${id} to finish`, async () => {
     const d = await readDeployment(s, appId, id, token);
     return FINAL.has(d.status) ? d : undefined;
-  }, 20_000, `deployment ${id} to finish`);
+  });
 }
 
 /** Triggers a deployment and waits until it succeeded and the application shows deploymentSuccess. */
@@ -102,10 +66,10 @@ export async function deploy(s: TestServer, appId: string, body: Record<string, 
 }
 
 export async function waitForAppStatus(s: TestServer, appId: string, status: string, token?: string) {
-  return waitFor(async () => {
+  return waitFor(`application status ${status}`, async () => {
     const a = await readApp(s, appId, token);
     return a.status === status ? a : undefined;
-  }, 20_000, `application status ${status}`);
+  });
 }
 
 export interface LogEntry {
@@ -132,16 +96,6 @@ export async function setProgression(s: TestServer, operation: string, p: { mode
 
 export async function addFault(s: TestServer, rule: Record<string, unknown>) {
   return expectStatus(await s.admin('POST', '/simulation/faults', rule), 201);
-}
-
-/** Every item of a paginated list. */
-export async function listAll<T = any>(s: TestServer, path: string, token?: string): Promise<T[]> {
-  const out: T[] = [];
-  for (let offset = 0; ; offset += 100) {
-    const r = expectStatus(await s.get(`${path}${path.includes('?') ? '&' : '?'}limit=100&offset=${offset}`, { token }), 200);
-    out.push(...r.data);
-    if (offset + 100 >= r.total) return out;
-  }
 }
 
 /** A metrics window around now (ten minutes back, two ahead). */

@@ -1,22 +1,16 @@
 // Database backups: internal snapshots, backup targets, external dumps, and restores from either
 // (in place or into another database), proven on the simulated data version of the databases.
-import { describe, it, before, after, afterEach } from 'node:test';
+import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import {
-  GENEROUS, IMMEDIATE_ENV, MISSING, OTHER_CLUSTER, addFault, addTarget, backupAndWait, clearProgression, createDb, expectError, expectStatus, getDb, row,
-  setProgression, waitFor, waitStatus, write,
-} from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, MISSING, waitFor } from '../helpers/util.js';
+import { IMMEDIATE_ENV, OTHER_CLUSTER, addFault, addTarget, backupAndWait, clearProgression, createDb, getDb, row, setProgression, waitStatus, write } from './support.js';
 
 const EXTERNAL_ID_RE = /^\d{8}-\d{6}_manual_pg17_[a-z0-9-]+\.sql\.gz$/;
 
 for (const kind of DB_KINDS) {
   describe(`database backups [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
     afterEach(async () => {
       for (const op of ['restart', 'backup', 'restore']) await clearProgression(s, op);
     });
@@ -46,7 +40,7 @@ for (const kind of DB_KINDS) {
       assert.match(expectStatus(await s.post(`/databases/${d.id}/backups`, { display_name: 'Before upgrade' }), 202).message, /backup/i);
       assert.equal((await row(s, d.id)).backup_status, 'inProgress');
       expectError(await s.post(`/databases/${d.id}/backups`, { display_name: 'second' }), 400, /in progress/);
-      await waitFor(async () => (await getDb(s, d.id)) && (await row(s, d.id)).backup_status === 'ready', 'backup taken');
+      await waitFor('backup taken', async () => (await getDb(s, d.id)) && (await row(s, d.id)).backup_status === 'ready');
       const list = expectStatus(await s.get(`/databases/${d.id}/backups`), 200);
       assert.equal(list.length, 1);
       assert.equal(list[0].display_name, 'Before upgrade');
@@ -158,7 +152,7 @@ for (const kind of DB_KINDS) {
     it('external restore with an empty object body restores in place', async () => {
       const { src, backupId, captured } = await sourceWithBackup(true);
       expectStatus(await s.post(`/databases/${src.id}/external-backups/${backupId}/restore`, {}), 202);
-      await waitFor(async () => (await row(s, src.id)).data_version === captured && (await getDb(s, src.id)).status === 'ready', 'restore done');
+      await waitFor('restore done', async () => (await row(s, src.id)).data_version === captured && (await getDb(s, src.id)).status === 'ready');
     });
 
     it('external restore requires a body (object or null) and rejects unknown fields (400)', async () => {

@@ -8,26 +8,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { call, startChild, type ChildServer } from '../helpers/process.js';
+import { ok, startChild, type ChildServer } from '../helpers/process.js';
+import { sleep, waitFor } from '../helpers/util.js';
 import { DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 
 const FINAL = new Set(['ready', 'error', 'restoringFailed', 'passwordChangeFailed']);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function ok(base: string, token: string, method: string, path: string, expected: number, body?: unknown) {
-  const r = await call(base, method, path, token, body);
-  assert.equal(r.status, expected, `${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body;
-}
-
-async function waitFinal(base: string, token: string, id: string, timeoutMs = 60_000) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
+async function waitFinal(base: string, token: string, id: string) {
+  return waitFor(`database ${id} to reach a final status`, async () => {
     const d = await ok(base, token, 'GET', `/databases/${id}`, 200);
-    if (FINAL.has(d.status)) return d;
-    if (Date.now() > end) assert.fail(`database ${id} still ${d.status}`);
-    await sleep(100);
-  }
+    return FINAL.has(d.status) ? d : undefined;
+  }, 60_000, 100);
 }
 
 function readRows(dir: string, ids: string[]) {

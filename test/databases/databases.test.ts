@@ -1,21 +1,17 @@
 // Databases: lifecycle, restart, password change, suspension, deletion, external access, IP
 // restriction, internal connections, metrics, permissions, tenancy and rate tiers.
-import { describe, it, before, after, afterEach } from 'node:test';
+import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, MISSING, waitFor } from '../helpers/util.js';
 import {
-  GENEROUS, IMMEDIATE_ENV, MISSING, OTHER_CLUSTER, RESOURCE_TYPE, addFault, backupAndWait, clearProgression, createDb, dbBody, expectError, expectStatus, getDb,
-  row, setProgression, waitFor, waitStatus, window, write,
+  IMMEDIATE_ENV, OTHER_CLUSTER, RESOURCE_TYPE, addFault, backupAndWait, clearProgression, createDb, dbBody, getDb, row, setProgression, waitStatus, window, write,
 } from './support.js';
 import { DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 
 for (const kind of DB_KINDS) {
   describe(`databases [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
     afterEach(async () => {
       for (const op of ['database_create', 'restart', 'password_change', 'backup', 'restore', 'database_delete']) await clearProgression(s, op);
     });
@@ -121,7 +117,7 @@ for (const kind of DB_KINDS) {
       expectStatus(await s.post(`/databases/${d.id}/backups`, { display_name: 'slow' }), 202);
       assert.equal((await row(s, d.id)).backup_status, 'inProgress');
       expectError(await s.post(`/databases/${d.id}/restart`), 400, /backup/);
-      await waitFor(async () => (await getDb(s, d.id)) && (await row(s, d.id)).backup_status === 'ready', 'backup to finish');
+      await waitFor('backup to finish', async () => (await getDb(s, d.id)) && (await row(s, d.id)).backup_status === 'ready');
       expectStatus(await s.post(`/databases/${d.id}/restart`), 200);
       await waitStatus(s, d.id, 'ready');
     });
@@ -180,7 +176,7 @@ for (const kind of DB_KINDS) {
       await setProgression(s, 'backup', { mode: 'reads', reads: 2 });
       expectStatus(await s.post(`/databases/${d.id}/backups`, { display_name: 'b' }), 202);
       expectError(await s.post(`/databases/${d.id}/suspend`), 400, /backup/);
-      await waitFor(async () => (await getDb(s, d.id)) && (await row(s, d.id)).backup_status === 'ready', 'backup to finish');
+      await waitFor('backup to finish', async () => (await getDb(s, d.id)) && (await row(s, d.id)).backup_status === 'ready');
     });
 
     it('suspend is refused (400) while deleting; delete goes through deleting and then 404', async () => {
@@ -190,7 +186,7 @@ for (const kind of DB_KINDS) {
       assert.equal((await getDb(s, d.id)).status, 'deleting');
       expectError(await s.post(`/databases/${d.id}/suspend`), 400, /deleted/);
       expectError(await s.delete(`/databases/${d.id}`), 400, /deleted/);
-      await waitFor(async () => (await s.get(`/databases/${d.id}`)).status === 404, 'database removed');
+      await waitFor('database removed', async () => (await s.get(`/databases/${d.id}`)).status === 404);
     });
 
     it('external connection toggle exposes and hides the external address', async () => {
@@ -306,11 +302,7 @@ for (const kind of DB_KINDS) {
   });
 
   describe(`database rate tiers [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: { ...GENEROUS, service_creation: 3, service_mutation: 2, general_write: 2 }, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: { ...GENEROUS, service_creation: 3, service_mutation: 2, general_write: 2 }, env: IMMEDIATE_ENV });
 
     it('create counts toward the service creation tier', async () => {
       const ids = [];

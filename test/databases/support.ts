@@ -1,41 +1,14 @@
 // Helpers shared by the database suites: creating databases over HTTP, polling their status, the
 // raw row (to prove what the simulated runtime did to the data) and the operator's simulation controls.
-import assert from 'node:assert/strict';
-import type { Response, TestServer } from '../helpers/server.js';
+import type { TestServer } from '../helpers/server.js';
+import { expectStatus, waitFor } from '../helpers/util.js';
 import { CLUSTERS, DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 
 export { DEFAULT_CLUSTER };
 export const OTHER_CLUSTER = CLUSTERS.find((c) => c.id !== DEFAULT_CLUSTER.id)!;
 export const RESOURCE_TYPE = DATABASE_RESOURCE_TYPES[0]!;
-export const MISSING = '0d3c2b1a-9e8f-4a7b-8c6d-5e4f3a2b1c0d';
-export const GENEROUS = { general_write: 100_000, service_creation: 100_000, service_mutation: 100_000, deployment: 100_000, logs: 100_000, read: 100_000 };
 /** Every operation finishes as soon as the job engine runs it; tests switch single operations to `reads`. */
 export const IMMEDIATE_ENV = { SLIPWAY_SIM_PROGRESSION: '*=immediate' };
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `fn` until it returns a truthy value; the timeout only guards against a hung state machine. */
-export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>, what = 'condition', timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
-
-export function expectStatus<T = any>(r: Response<T>, status: number): T {
-  assert.equal(r.status, status, `expected ${status}, got ${r.status}: ${r.text}`);
-  return r.body;
-}
-
-export function expectError(r: Response, status: number, message?: RegExp): string {
-  assert.equal(r.status, status, `expected ${status}, got ${r.status}: ${r.text}`);
-  assert.equal(r.body?.status, status);
-  if (message) assert.match(r.body.message, message);
-  return r.body.message as string;
-}
 
 let counter = 0;
 export interface DbOptions {
@@ -73,10 +46,10 @@ export async function getDb(s: TestServer, id: string, token?: string) {
 
 export async function waitStatus(s: TestServer, id: string, status: string | string[], token?: string) {
   const want = Array.isArray(status) ? status : [status];
-  return waitFor(async () => {
+  return waitFor(`database ${id} to reach ${want.join('/')}`, async () => {
     const d = await getDb(s, id, token);
     return want.includes(d.status) ? d : undefined;
-  }, `database ${id} to reach ${want.join('/')}`);
+  });
 }
 
 /** The stored row: the simulated data version, the sealed password, the operation in progress. */
@@ -104,7 +77,7 @@ export async function write(s: TestServer, id: string) {
 export async function backupAndWait(s: TestServer, id: string, external: false | { name: string; backup_target_id?: string }) {
   if (external) expectStatus(await s.post(`/databases/${id}/external-backups`, external), 202);
   else expectStatus(await s.post(`/databases/${id}/backups`, { display_name: `snap ${++counter}` }), 202);
-  await waitFor(async () => (await row(s, id)).backup_status === 'ready', 'backup to finish');
+  await waitFor('backup to finish', async () => (await row(s, id)).backup_status === 'ready');
 }
 
 export async function addTarget(s: TestServer, id: string, bucket = 'my-bucket') {

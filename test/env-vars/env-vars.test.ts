@@ -1,12 +1,12 @@
 // Environment variables over HTTP: app-level and global CRUD, key rules (format, uniqueness),
 // encryption at rest, permissions (roles, scoped capabilities), tenancy and the rate tier.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, skipUnless, useServer, type TestServer } from '../helpers/server.js';
+import { expectError, expectStatus, MISSING, sleep, UUID_RE } from '../helpers/util.js';
 import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
-import { assertError, expectStatus, SCHEMA_MISMATCH, UUID_RE } from '../accounts/support.js';
+import { SCHEMA_MISMATCH } from '../accounts/support.js';
 
-const MISSING = '0d3c2b1a-9e8f-4a7b-8c6d-5e4f3a2b1c0d';
 const APP_VAR_FIELDS = ['app_id', 'created_at', 'id', 'is_buildtime', 'is_runtime', 'key', 'updated_at', 'value'];
 const GLOBAL_VAR_FIELDS = ['created_at', 'id', 'is_buildtime', 'is_runtime', 'key', 'updated_at', 'value'];
 
@@ -34,11 +34,7 @@ async function createApp(s: TestServer, token?: string): Promise<string> {
 
 for (const kind of DB_KINDS) {
   describe(`env vars [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: { general_write: 10_000, service_creation: 10_000 } });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: { general_write: 10_000, service_creation: 10_000 } });
 
     const appVars = (appId: string) => `/applications/${appId}/env-vars`;
     const createVar = async (appId: string, body: object, token?: string) => expectStatus<EnvVar>(await s.post(appVars(appId), body, { token }), 201);
@@ -68,7 +64,7 @@ for (const kind of DB_KINDS) {
         const created: EnvVar[] = [];
         for (const key of ['FIRST', 'SECOND', 'THIRD']) {
           created.push(await createVar(app, { key, value: key.toLowerCase() }));
-          await new Promise((r) => setTimeout(r, 3)); // distinct created_at
+          await sleep(3); // distinct created_at
         }
         const all = expectStatus(await s.get(appVars(app)), 200);
         assert.deepEqual(Object.keys(all).sort(), ['data', 'limit', 'offset', 'total']);
@@ -79,8 +75,8 @@ for (const kind of DB_KINDS) {
 
         const page = expectStatus(await s.get(`${appVars(app)}?limit=1&offset=1`), 200);
         assert.deepEqual(page, { data: [created[1]], total: 3, offset: 1, limit: 1 });
-        assertError(await s.get(`${appVars(app)}?limit=101`), 400);
-        assertError(await s.get(`${appVars(app)}?offset=-1`), 400);
+        expectError(await s.get(`${appVars(app)}?limit=101`), 400);
+        expectError(await s.get(`${appVars(app)}?offset=-1`), 400);
 
         const empty = expectStatus(await s.get(appVars(await createApp(s))), 200);
         assert.deepEqual(empty, { data: [], total: 0, offset: 0, limit: 25 });
@@ -89,7 +85,7 @@ for (const kind of DB_KINDS) {
       it('updates key, value and flags; fields left out keep their values', async () => {
         const app = await createApp(s);
         const v = await createVar(app, { key: 'API_URL', value: 'http://old' });
-        await new Promise((r) => setTimeout(r, 3));
+        await sleep(3);
         const u1 = expectStatus<EnvVar>(await s.put(`${appVars(app)}/${v.id}`, { value: 'https://new' }), 200);
         assert.deepEqual({ ...u1, updated_at: v.updated_at }, { ...v, value: 'https://new' });
         assert.ok(u1.updated_at > v.updated_at, 'updated_at moves forward');
@@ -116,21 +112,21 @@ for (const kind of DB_KINDS) {
         const d = expectStatus(await s.delete(`${appVars(app)}/${v.id}`), 200);
         assert.equal(typeof d.message, 'string');
         assert.deepEqual(expectStatus(await s.get(appVars(app)), 200).data.map((x: EnvVar) => x.id), [keep.id]);
-        assertError(await s.delete(`${appVars(app)}/${v.id}`), 404);
-        assertError(await s.put(`${appVars(app)}/${v.id}`, { value: 'x' }), 404);
-        assertError(await s.put(`${appVars(app)}/${MISSING}`, { value: 'x' }), 404);
+        expectError(await s.delete(`${appVars(app)}/${v.id}`), 404);
+        expectError(await s.put(`${appVars(app)}/${v.id}`, { value: 'x' }), 404);
+        expectError(await s.put(`${appVars(app)}/${MISSING}`, { value: 'x' }), 404);
         // The key is free again.
         await createVar(app, { key: 'GONE', value: '2' });
       });
 
       it('404 for an unknown application, and for a variable addressed through another application', async () => {
-        assertError(await s.get(appVars(MISSING)), 404);
-        assertError(await s.post(appVars(MISSING), { key: 'A', value: 'b' }), 404);
+        expectError(await s.get(appVars(MISSING)), 404);
+        expectError(await s.post(appVars(MISSING), { key: 'A', value: 'b' }), 404);
         const a = await createApp(s);
         const b = await createApp(s);
         const v = await createVar(a, { key: 'ONLY_ON_A', value: '1' });
-        assertError(await s.put(`${appVars(b)}/${v.id}`, { value: 'x' }), 404);
-        assertError(await s.delete(`${appVars(b)}/${v.id}`), 404);
+        expectError(await s.put(`${appVars(b)}/${v.id}`, { value: 'x' }), 404);
+        expectError(await s.delete(`${appVars(b)}/${v.id}`), 404);
         assert.equal(expectStatus(await s.get(appVars(a)), 200).data[0].value, '1', 'untouched');
       });
 
@@ -138,11 +134,11 @@ for (const kind of DB_KINDS) {
         const a = await createApp(s);
         const b = await createApp(s);
         const v = await createVar(a, { key: 'TOKEN', value: '1' });
-        assertError(await s.post(appVars(a), { key: 'TOKEN', value: '2' }), 400, /TOKEN.*already exists/);
+        expectError(await s.post(appVars(a), { key: 'TOKEN', value: '2' }), 400, /TOKEN.*already exists/);
         await createVar(a, { key: 'token', value: 'lower case is another key' });
         await createVar(b, { key: 'TOKEN', value: 'other app' });
         const other = await createVar(a, { key: 'OTHER', value: '3' });
-        assertError(await s.put(`${appVars(a)}/${other.id}`, { key: 'TOKEN' }), 400, /TOKEN.*already exists/);
+        expectError(await s.put(`${appVars(a)}/${other.id}`, { key: 'TOKEN' }), 400, /TOKEN.*already exists/);
         const list = expectStatus(await s.get(appVars(a)), 200);
         const byKey = Object.fromEntries(list.data.map((x: EnvVar) => [x.key, x]));
         assert.deepEqual(Object.keys(byKey).sort(), ['OTHER', 'TOKEN', 'token']);
@@ -154,24 +150,24 @@ for (const kind of DB_KINDS) {
       it('rejects malformed keys and bodies with 400', async () => {
         const app = await createApp(s);
         for (const key of ['1ABC', 'A-B', 'A B', 'É', 'A.B', '$A', 'A=B']) {
-          assertError(await s.post(appVars(app), { key, value: 'x' }), 400, /key/i);
+          expectError(await s.post(appVars(app), { key, value: 'x' }), 400, /key/i);
         }
         for (const key of ['_', '_A1', 'a', 'Z9_z']) await createVar(app, { key, value: 'ok' });
-        assertError(await s.post(appVars(app), { key: '', value: 'x' }), 400, SCHEMA_MISMATCH);
-        assertError(await s.post(appVars(app), { key: 'A'.repeat(256), value: 'x' }), 400, SCHEMA_MISMATCH);
+        expectError(await s.post(appVars(app), { key: '', value: 'x' }), 400, SCHEMA_MISMATCH);
+        expectError(await s.post(appVars(app), { key: 'A'.repeat(256), value: 'x' }), 400, SCHEMA_MISMATCH);
         await createVar(app, { key: 'A'.repeat(255), value: 'x'.repeat(32768) });
-        assertError(await s.post(appVars(app), { key: 'BIG', value: 'x'.repeat(32769) }), 400, SCHEMA_MISMATCH);
-        assertError(await s.post(appVars(app), { key: 'NOVALUE' }), 400, SCHEMA_MISMATCH);
-        assertError(await s.post(appVars(app), { value: 'nokey' }), 400, SCHEMA_MISMATCH);
-        assertError(await s.post(appVars(app), { key: 'A1', value: 1 }), 400, SCHEMA_MISMATCH);
-        assertError(await s.post(appVars(app), { key: 'A1', value: 'x', is_runtime: 'yes' }), 400, SCHEMA_MISMATCH);
-        assertError(await s.request('POST', appVars(app), { raw: '{"key":' }), 400);
-        assertError(await s.get(`/applications/not-a-uuid/env-vars`), 400);
+        expectError(await s.post(appVars(app), { key: 'BIG', value: 'x'.repeat(32769) }), 400, SCHEMA_MISMATCH);
+        expectError(await s.post(appVars(app), { key: 'NOVALUE' }), 400, SCHEMA_MISMATCH);
+        expectError(await s.post(appVars(app), { value: 'nokey' }), 400, SCHEMA_MISMATCH);
+        expectError(await s.post(appVars(app), { key: 'A1', value: 1 }), 400, SCHEMA_MISMATCH);
+        expectError(await s.post(appVars(app), { key: 'A1', value: 'x', is_runtime: 'yes' }), 400, SCHEMA_MISMATCH);
+        expectError(await s.request('POST', appVars(app), { raw: '{"key":' }), 400);
+        expectError(await s.get(`/applications/not-a-uuid/env-vars`), 400);
 
         const v = await createVar(app, { key: 'VALID', value: 'x' });
-        assertError(await s.put(`${appVars(app)}/${v.id}`, { key: '9LIVES' }), 400, /key/i);
-        assertError(await s.put(`${appVars(app)}/${v.id}`, { key: '' }), 400, SCHEMA_MISMATCH);
-        assertError(await s.put(`${appVars(app)}/${v.id}`, { is_buildtime: null }), 400, SCHEMA_MISMATCH);
+        expectError(await s.put(`${appVars(app)}/${v.id}`, { key: '9LIVES' }), 400, /key/i);
+        expectError(await s.put(`${appVars(app)}/${v.id}`, { key: '' }), 400, SCHEMA_MISMATCH);
+        expectError(await s.put(`${appVars(app)}/${v.id}`, { is_buildtime: null }), 400, SCHEMA_MISMATCH);
         assert.equal(expectStatus(await s.get(`${appVars(app)}?limit=100`), 200).data.find((x: EnvVar) => x.id === v.id).key, 'VALID');
       });
 
@@ -211,10 +207,10 @@ for (const kind of DB_KINDS) {
         assert.deepEqual(Object.keys(a).sort(), GLOBAL_VAR_FIELDS);
         assert.equal(a.is_runtime, true);
         assert.equal(a.is_buildtime, true);
-        await new Promise((r) => setTimeout(r, 3));
+        await sleep(3);
         const b = await createGlobal({ key: 'NODE_ENV', value: 'production', is_buildtime: false }, co.token);
         assert.equal(b.is_buildtime, false);
-        await new Promise((r) => setTimeout(r, 3));
+        await sleep(3);
         const c = await createGlobal({ key: 'REGION', value: 'eu' }, co.token);
 
         const all = expectStatus(await s.get(g, { token: co.token }), 200);
@@ -227,9 +223,9 @@ for (const kind of DB_KINDS) {
         assert.deepEqual(expectStatus(await s.put(`${g}/${b.id}`, {}, { token: co.token }), 200), u);
 
         expectStatus(await s.delete(`${g}/${a.id}`, { token: co.token }), 200);
-        assertError(await s.delete(`${g}/${a.id}`, { token: co.token }), 404);
-        assertError(await s.put(`${g}/${a.id}`, { value: 'x' }, { token: co.token }), 404);
-        assertError(await s.put(`${g}/${MISSING}`, { value: 'x' }, { token: co.token }), 404);
+        expectError(await s.delete(`${g}/${a.id}`, { token: co.token }), 404);
+        expectError(await s.put(`${g}/${a.id}`, { value: 'x' }, { token: co.token }), 404);
+        expectError(await s.put(`${g}/${MISSING}`, { value: 'x' }, { token: co.token }), 404);
         const after = expectStatus(await s.get(g, { token: co.token }), 200);
         assert.deepEqual(after.data.map((x: EnvVar) => x.key), ['APP_ENV', 'REGION']);
       });
@@ -237,12 +233,12 @@ for (const kind of DB_KINDS) {
       it('keys are unique per company (400) and validated like app keys', async () => {
         const { token } = await s.newCompany();
         const v = await createGlobal({ key: 'SHARED', value: '1' }, token);
-        assertError(await s.post(g, { key: 'SHARED', value: '2' }, { token }), 400, /SHARED.*already exists/);
+        expectError(await s.post(g, { key: 'SHARED', value: '2' }, { token }), 400, /SHARED.*already exists/);
         const w = await createGlobal({ key: 'OTHER', value: '1' }, token);
-        assertError(await s.put(`${g}/${w.id}`, { key: 'SHARED' }, { token }), 400, /SHARED.*already exists/);
-        assertError(await s.post(g, { key: '2FAST', value: '1' }, { token }), 400, /key/i);
-        assertError(await s.put(`${g}/${v.id}`, { key: 'no-dash' }, { token }), 400, /key/i);
-        assertError(await s.post(g, { key: 'X', value: 'x'.repeat(32769) }, { token }), 400, SCHEMA_MISMATCH);
+        expectError(await s.put(`${g}/${w.id}`, { key: 'SHARED' }, { token }), 400, /SHARED.*already exists/);
+        expectError(await s.post(g, { key: '2FAST', value: '1' }, { token }), 400, /key/i);
+        expectError(await s.put(`${g}/${v.id}`, { key: 'no-dash' }, { token }), 400, /key/i);
+        expectError(await s.post(g, { key: 'X', value: 'x'.repeat(32769) }, { token }), 400, SCHEMA_MISMATCH);
         // Another company may use the same key; so may an application of this company (it overrides).
         await createGlobal({ key: 'SHARED', value: 'other company' });
         const app = await createApp(s, token);
@@ -279,7 +275,7 @@ for (const kind of DB_KINDS) {
           await s.put(`/applications/global-env-vars/${gv.id}`, { value: 'changed' }, t),
           await s.delete(`/applications/global-env-vars/${gv.id}`, t),
         ]) {
-          assert.match(assertError(r, 403), /APP:UPDATE/);
+          assert.match(expectError(r, 403), /APP:UPDATE/);
         }
         const list = expectStatus(await s.get(appVars(app)), 200);
         assert.deepEqual(list.data.map((x: EnvVar) => [x.key, x.value]), [['VIEWER_SEES', 'yes']], 'nothing changed');
@@ -288,8 +284,8 @@ for (const kind of DB_KINDS) {
       it('a Company Billing key (no APP:READ) cannot list (403 naming APP:READ)', async () => {
         const app = await createApp(s);
         const billing = await s.newKey({ role: 'Company Billing' });
-        assert.match(assertError(await s.get(appVars(app), { token: billing.token }), 403), /APP:READ/);
-        assert.match(assertError(await s.get('/applications/global-env-vars', { token: billing.token }), 403), /APP:READ/);
+        assert.match(expectError(await s.get(appVars(app), { token: billing.token }), 403), /APP:READ/);
+        assert.match(expectError(await s.get('/applications/global-env-vars', { token: billing.token }), 403), /APP:READ/);
       });
 
       it('a key scoped to one application manages its variables only, and no global variables', async () => {
@@ -306,16 +302,16 @@ for (const kind of DB_KINDS) {
         const v = await createVar(a, { key: 'SCOPED', value: '1' }, k.token);
         expectStatus(await s.put(`${appVars(a)}/${v.id}`, { value: '2' }, t), 200);
         assert.equal(expectStatus(await s.get(appVars(a), t), 200).total, 1);
-        assertError(await s.get(appVars(b), t), 404);
-        assertError(await s.post(appVars(b), { key: 'SCOPED', value: '1' }, t), 404);
+        expectError(await s.get(appVars(b), t), 404);
+        expectError(await s.post(appVars(b), { key: 'SCOPED', value: '1' }, t), 404);
 
-        assert.match(assertError(await s.get('/applications/global-env-vars', t), 403), /APP:READ/);
-        assert.match(assertError(await s.post('/applications/global-env-vars', { key: 'FROM_SCOPED', value: '1' }, t), 403), /APP:UPDATE/);
-        assert.match(assertError(await s.put(`/applications/global-env-vars/${gv.id}`, { value: '2' }, t), 403), /APP:UPDATE/);
-        assert.match(assertError(await s.delete(`/applications/global-env-vars/${gv.id}`, t), 403), /APP:UPDATE/);
+        assert.match(expectError(await s.get('/applications/global-env-vars', t), 403), /APP:READ/);
+        assert.match(expectError(await s.post('/applications/global-env-vars', { key: 'FROM_SCOPED', value: '1' }, t), 403), /APP:UPDATE/);
+        assert.match(expectError(await s.put(`/applications/global-env-vars/${gv.id}`, { value: '2' }, t), 403), /APP:UPDATE/);
+        assert.match(expectError(await s.delete(`/applications/global-env-vars/${gv.id}`, t), 403), /APP:UPDATE/);
         // A capability scoped to the global variable's own id does not help either.
         const byId = await s.newKey({ capabilities: [{ permission: 'APP:UPDATE', id_resource: gv.id }] });
-        assert.match(assertError(await s.put(`/applications/global-env-vars/${gv.id}`, { value: '3' }, { token: byId.token }), 403), /APP:UPDATE/);
+        assert.match(expectError(await s.put(`/applications/global-env-vars/${gv.id}`, { value: '3' }, { token: byId.token }), 403), /APP:UPDATE/);
         const still = expectStatus(await s.get('/applications/global-env-vars?limit=100'), 200).data.find((x: EnvVar) => x.id === gv.id);
         assert.equal(still.value, '1');
         expectStatus(await s.delete(`${appVars(a)}/${v.id}`, t), 200);
@@ -328,15 +324,15 @@ for (const kind of DB_KINDS) {
         const other = await s.newCompany();
         const t = { token: other.token };
 
-        assertError(await s.get(appVars(app), t), 404);
-        assertError(await s.post(appVars(app), { key: 'INTRUDER', value: 'x' }, t), 404);
-        assertError(await s.put(`${appVars(app)}/${v.id}`, { value: 'x' }, t), 404);
-        assertError(await s.delete(`${appVars(app)}/${v.id}`, t), 404);
-        assertError(await s.put(`/applications/global-env-vars/${gv.id}`, { value: 'x' }, t), 404);
-        assertError(await s.delete(`/applications/global-env-vars/${gv.id}`, t), 404);
+        expectError(await s.get(appVars(app), t), 404);
+        expectError(await s.post(appVars(app), { key: 'INTRUDER', value: 'x' }, t), 404);
+        expectError(await s.put(`${appVars(app)}/${v.id}`, { value: 'x' }, t), 404);
+        expectError(await s.delete(`${appVars(app)}/${v.id}`, t), 404);
+        expectError(await s.put(`/applications/global-env-vars/${gv.id}`, { value: 'x' }, t), 404);
+        expectError(await s.delete(`/applications/global-env-vars/${gv.id}`, t), 404);
         // Their own application cannot reach our variable either.
         const theirs = await createApp(s, other.token);
-        assertError(await s.put(`${appVars(theirs)}/${v.id}`, { value: 'x' }, t), 404);
+        expectError(await s.put(`${appVars(theirs)}/${v.id}`, { value: 'x' }, t), 404);
         assert.deepEqual(expectStatus(await s.get('/applications/global-env-vars', t), 200), { data: [], total: 0, offset: 0, limit: 25 });
 
         assert.equal(expectStatus(await s.get(appVars(app)), 200).data[0].value, 'mine');
@@ -347,22 +343,18 @@ for (const kind of DB_KINDS) {
   });
 
   describe(`env vars rate tier [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: { general_write: 2 } });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: { general_write: 2 } });
 
     it('writes count in the general_write tier (per operation); lists do not', async () => {
       const app = await createApp(s);
       for (const key of ['ONE', 'TWO']) expectStatus(await s.post(`/applications/${app}/env-vars`, { key, value: '1' }), 201);
       const r = await s.post(`/applications/${app}/env-vars`, { key: 'THREE', value: '1' });
-      assertError(r, 429);
+      expectError(r, 429);
       assert.ok(Number(r.headers.get('retry-after')) > 0, 'retry-after is set');
       assert.equal(r.headers.get('x-ratelimit-limit'), '2');
 
       for (const key of ['G_ONE', 'G_TWO']) expectStatus(await s.post('/applications/global-env-vars', { key, value: '1' }), 201);
-      assertError(await s.post('/applications/global-env-vars', { key: 'G_THREE', value: '1' }), 429);
+      expectError(await s.post('/applications/global-env-vars', { key: 'G_THREE', value: '1' }), 429);
 
       for (let i = 0; i < 3; i++) {
         expectStatus(await s.get(`/applications/${app}/env-vars`), 200);

@@ -1,15 +1,15 @@
 // The functions the deployment code calls, against a real database: resolveEnvironment (precedence
 // global < app < system, phase flags, references, problems), systemVariables, copyEnvVars and
 // deleteAppEnvVars. Variables are created over HTTP; the functions are called directly.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { expectStatus, sleep } from '../helpers/util.js';
 import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { copyEnvVars, deleteAppEnvVars, resolveEnvironment, systemVariables } from '../../src/modules/env-vars/service.js';
 import type { ApplicationsTable } from '../../src/modules/applications/storage.js';
 import { systemCall } from '../../src/shared/context.js';
-import { expectStatus } from '../accounts/support.js';
 
 const deployment = (over: Partial<Parameters<typeof systemVariables>[2]> = {}) => ({
   id: randomUUID(),
@@ -35,12 +35,8 @@ const SYSTEM_SUFFIXES = [
 
 for (const kind of DB_KINDS) {
   describe(`env vars: deployment environment [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
     let n = 0;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: { general_write: 10_000, service_creation: 10_000 } });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: { general_write: 10_000, service_creation: 10_000 } });
 
     const newApp = async (token?: string): Promise<ApplicationsTable> => {
       const r = await s.post('/applications', { display_name: `resolve app ${++n}`, cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' }, { token });
@@ -189,9 +185,9 @@ for (const kind of DB_KINDS) {
       const to = await newApp();
       const bystander = await newApp();
       await appVar(from, 'ONE', '1');
-      await new Promise((r) => setTimeout(r, 3));
+      await sleep(3);
       await appVar(from, 'TWO', '2', { is_runtime: false });
-      await new Promise((r) => setTimeout(r, 3));
+      await sleep(3);
       await appVar(from, 'THREE', '${ONE}', { is_buildtime: false });
       await appVar(bystander, 'UNRELATED', 'u');
 

@@ -1,14 +1,15 @@
 // 401: every way a request can fail to authenticate, and the key lifecycle operations
 // (toggle, expiry, delete, rotate) that make a key stop or keep working.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { DB_KINDS, skipUnless, startServer, type Response, type TestServer } from '../helpers/server.js';
-import { assertCommonHeaders, assertErrorBody, sleep } from './support.js';
+import { DB_KINDS, skipUnless, useServer, type Response } from '../helpers/server.js';
+import { expectError, sleep } from '../helpers/util.js';
+import { assertCommonHeaders } from './support.js';
 
 /** A 401 with the exact error body `{message, status}` and the headers every response carries. */
 function assert401(r: Response, message?: RegExp): string {
-  const msg = assertErrorBody(r, 401);
+  const msg = expectError(r, 401);
   assert.deepEqual(Object.keys(r.body).sort(), ['message', 'status'], `401 body has exactly message and status: ${r.text}`);
   if (message) assert.match(msg, message);
   assertCommonHeaders(r);
@@ -17,11 +18,7 @@ function assert401(r: Response, message?: RegExp): string {
 
 for (const kind of DB_KINDS) {
   describe(`authentication (401) [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind });
 
     it('rejects a request without an Authorization header', async () => {
       const r = await s.get('/projects', { token: null });

@@ -1,23 +1,20 @@
 // 403: missing permissions (roles and scoped custom capabilities) and company states
 // (suspended, maintenance) that block requests from otherwise valid keys.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { assertCommonHeaders, assertErrorBody, unique } from './support.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError } from '../helpers/util.js';
+import { assertCommonHeaders, unique } from './support.js';
 
 for (const kind of DB_KINDS) {
   describe(`authorization (403) [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind });
 
     it('a Company Viewer key reads projects but gets 403 naming PROJECT:CREATE on create', async () => {
       const { token } = await s.newCompany('Company Viewer');
       assert.equal((await s.get('/projects', { token })).status, 200);
       const r = await s.post('/projects', { display_name: 'not allowed' }, { token });
-      const msg = assertErrorBody(r, 403, { data: 'absent' });
+      const msg = expectError(r, 403, undefined, { data: 'absent' });
       assertCommonHeaders(r);
       assert.match(msg, /PROJECT:CREATE/);
       assert.match(msg, /grant/i);
@@ -29,7 +26,7 @@ for (const kind of DB_KINDS) {
     it('a Company Billing key gets 403 naming PROJECT:READ on the project list', async () => {
       const { token } = await s.newCompany('Company Billing');
       const r = await s.get('/projects', { token });
-      const msg = assertErrorBody(r, 403);
+      const msg = expectError(r, 403);
       assert.match(msg, /PROJECT:READ/);
       assert.match(msg, /grant/i);
     });
@@ -47,7 +44,7 @@ for (const kind of DB_KINDS) {
       assert.equal(got.body.id, a.body.id);
 
       const other = await s.get(`/projects/${b.body.id}`, { token: k.token });
-      assertErrorBody(other, 404);
+      expectError(other, 404);
 
       const list = await s.get('/projects', { token: k.token });
       assert.equal(list.status, 200);
@@ -59,7 +56,7 @@ for (const kind of DB_KINDS) {
 
       // The scoped read grants no write: updating the visible project is a 403 naming PROJECT:UPDATE.
       const upd = await s.patch(`/projects/${a.body.id}`, { display_name: 'renamed' }, { token: k.token });
-      assert.match(assertErrorBody(upd, 403), /PROJECT:UPDATE/);
+      assert.match(expectError(upd, 403), /PROJECT:UPDATE/);
       assert.equal((await s.get(`/projects/${a.body.id}`, { token: admin })).body.display_name, 'scoped A');
     });
 
@@ -72,14 +69,14 @@ for (const kind of DB_KINDS) {
       assert.equal(sus.status, 200, sus.text);
 
       const read = await s.get('/projects', { token });
-      assert.match(assertErrorBody(read, 403), /suspended/i);
+      assert.match(expectError(read, 403), /suspended/i);
       assertCommonHeaders(read);
-      assert.match(assertErrorBody(await s.get(`/projects/${p.body.id}`, { token }), 403), /suspended/i);
+      assert.match(expectError(await s.get(`/projects/${p.body.id}`, { token }), 403), /suspended/i);
       const write = await s.post('/projects', { display_name: 'during suspension' }, { token });
-      assert.match(assertErrorBody(write, 403), /suspended/i);
-      assert.match(assertErrorBody(await s.patch(`/projects/${p.body.id}`, { display_name: 'x' }, { token }), 403), /suspended/i);
+      assert.match(expectError(write, 403), /suspended/i);
+      assert.match(expectError(await s.patch(`/projects/${p.body.id}`, { display_name: 'x' }, { token }), 403), /suspended/i);
       // Also on operations that need no permission at all.
-      for (const path of ['/api-keys/me', '/resources/clusters']) assert.match(assertErrorBody(await s.get(path, { token }), 403), /suspended/i, path);
+      for (const path of ['/api-keys/me', '/resources/clusters']) assert.match(expectError(await s.get(path, { token }), 403), /suspended/i, path);
 
       const res = await s.admin('POST', `/companies/${companyId}/resume`);
       assert.equal(res.status, 200, res.text);
@@ -106,9 +103,9 @@ for (const kind of DB_KINDS) {
       assert.equal((await s.get('/projects', { token })).status, 200);
       assert.equal((await s.get(`/projects/${p.body.id}`, { token })).status, 200);
       const create = await s.post('/projects', { display_name: 'blocked' }, { token });
-      assert.match(assertErrorBody(create, 403), /maint|migrat/i);
-      assertErrorBody(await s.patch(`/projects/${p.body.id}`, { display_name: 'blocked' }, { token }), 403);
-      assertErrorBody(await s.delete(`/projects/${p.body.id}`, { token }), 403);
+      assert.match(expectError(create, 403), /maint|migrat/i);
+      expectError(await s.patch(`/projects/${p.body.id}`, { display_name: 'blocked' }, { token }), 403);
+      expectError(await s.delete(`/projects/${p.body.id}`, { token }), 403);
 
       const off = await s.admin('DELETE', `/companies/${companyId}/maintenance`);
       assert.equal(off.status, 200, off.text);

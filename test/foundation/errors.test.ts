@@ -1,15 +1,16 @@
 // The error surface shared by every operation: schema mismatches (with and without data.issues),
 // malformed JSON, content types, body size, unknown routes, and the shape of every error body.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { DB_KINDS, skipUnless, startServer, type Response, type TestServer } from '../helpers/server.js';
-import { assertCommonHeaders, assertErrorBody } from './support.js';
+import { DB_KINDS, skipUnless, type Response, useServer } from '../helpers/server.js';
+import { expectError } from '../helpers/util.js';
+import { assertCommonHeaders } from './support.js';
 
 const SCHEMA_MESSAGE = /does not match the schema/;
 
 function issuesOf(r: Response): { path: string; message: string }[] {
-  assertErrorBody(r, 400);
+  expectError(r, 400);
   assert.match(r.body.message, SCHEMA_MESSAGE);
   assert.ok(r.body.data && Array.isArray(r.body.data.issues), `data.issues is present: ${r.text}`);
   assert.ok(r.body.data.issues.length > 0, 'at least one issue');
@@ -24,18 +25,9 @@ function issuesOf(r: Response): { path: string; message: string }[] {
 
 for (const kind of DB_KINDS) {
   describe(`errors [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    let small: TestServer;
+    const s = useServer({ db: kind });
+    const small = useServer({ db: kind, env: { SLIPWAY_BODY_LIMIT: '256' } });
     const projectCount = async () => (await s.get('/projects')).body.total as number;
-
-    before(async () => {
-      s = await startServer({ db: kind });
-      small = await startServer({ db: kind, env: { SLIPWAY_BODY_LIMIT: '256' } });
-    });
-    after(async () => {
-      await s?.close();
-      await small?.close();
-    });
 
     it('a body not matching the schema is a 400 without data where the contract lists 400', async () => {
       const before = await projectCount();
@@ -50,12 +42,12 @@ for (const kind of DB_KINDS) {
       ];
       for (const body of cases) {
         const r = await s.post('/projects', undefined, { raw: JSON.stringify(body) });
-        assertErrorBody(r, 400, { data: 'absent' });
+        expectError(r, 400, undefined, { data: 'absent' });
         assert.match(r.body.message, SCHEMA_MESSAGE, `for body ${JSON.stringify(body)}`);
         assertCommonHeaders(r);
       }
       const missing = await s.request('POST', '/projects', {});
-      assertErrorBody(missing, 400, { data: 'absent' });
+      expectError(missing, 400, undefined, { data: 'absent' });
       assert.match(missing.body.message, SCHEMA_MESSAGE, 'a missing required body');
       assert.equal(await projectCount(), before, 'nothing was created');
     });
@@ -75,7 +67,7 @@ for (const kind of DB_KINDS) {
       const before = await projectCount();
       for (const raw of ['{"display_name": "x"', '{display_name: "x"}', "{'display_name': 'x'}", 'undefined']) {
         const r = await s.post('/projects', undefined, { raw });
-        assertErrorBody(r, 400);
+        expectError(r, 400);
         assert.match(r.body.message, /JSON/, raw);
         assertCommonHeaders(r);
       }
@@ -84,7 +76,7 @@ for (const kind of DB_KINDS) {
       // Also on an operation whose contract lists no 400 (no data.issues: it is not a schema mismatch).
       const p = await s.post('/projects', { display_name: 'survives' });
       const del = await s.request('DELETE', `/projects/${p.body.id}`, { raw: '{' });
-      assertErrorBody(del, 400, { data: 'absent' });
+      expectError(del, 400, undefined, { data: 'absent' });
       assert.match(del.body.message, /JSON/);
       assert.equal((await s.get(`/projects/${p.body.id}`)).status, 200, 'the project was not deleted');
     });
@@ -92,10 +84,10 @@ for (const kind of DB_KINDS) {
     it('a body that is not JSON is a 415', async () => {
       const before = await projectCount();
       const r = await s.post('/projects', undefined, { raw: 'display_name=x', headers: { 'content-type': 'text/plain' } });
-      assertErrorBody(r, 415);
+      expectError(r, 415);
       assertCommonHeaders(r);
       const form = await s.post('/projects', undefined, { raw: 'display_name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
-      assertErrorBody(form, 415);
+      expectError(form, 415);
       // +json media types are JSON.
       const vendor = await s.post('/projects', undefined, { raw: JSON.stringify({ display_name: 'vendor json' }), headers: { 'content-type': 'application/vnd.api+json' } });
       assert.equal(vendor.status, 201, vendor.text);
@@ -105,13 +97,13 @@ for (const kind of DB_KINDS) {
     it('a body larger than the limit is a 413', async () => {
       const before = await projectCount();
       const big = await s.post('/projects', { display_name: 'x', pad: 'y'.repeat(1024 * 1024 + 16) });
-      assertErrorBody(big, 413);
+      expectError(big, 413);
       assertCommonHeaders(big);
       assert.equal(await projectCount(), before);
 
       // A server configured with a small limit (SLIPWAY_BODY_LIMIT) enforces it and names it.
       const r = await small.post('/projects', { display_name: 'x'.repeat(60), pad: 'y'.repeat(300) });
-      assertErrorBody(r, 413);
+      expectError(r, 413);
       assert.match(r.body.message, /256/);
       assert.equal((await small.post('/projects', { display_name: 'fits' })).status, 201, 'a body under the limit passes');
     });
@@ -124,11 +116,11 @@ for (const kind of DB_KINDS) {
         ['PUT', '/projects'],
       ] as const) {
         const r = await s.request(method, path);
-        assertErrorBody(r, 404, { data: 'absent' });
+        expectError(r, 404, undefined, { data: 'absent' });
         assertCommonHeaders(r);
       }
       const anon = await s.get('/no-such-thing', { token: null });
-      assertErrorBody(anon, 404);
+      expectError(anon, 404);
       assertCommonHeaders(anon);
     });
 
@@ -145,7 +137,7 @@ for (const kind of DB_KINDS) {
       ];
       for (const r of responses) {
         assert.ok(r.status >= 400, `${r.status}`);
-        assertErrorBody(r, r.status);
+        expectError(r, r.status);
         if (r.body.data !== undefined) {
           for (const k of Object.keys(r.body.data)) assert.ok(['code', 'message', 'issues'].includes(k), `unexpected data.${k}: ${r.text}`);
         }

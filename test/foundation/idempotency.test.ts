@@ -1,19 +1,16 @@
 // Idempotency-Key: a retried write replays the first response instead of running again; a key
 // reused for a different request is rejected; concurrent requests with one key run once; keys
 // belong to a company.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { assertErrorBody, unique } from './support.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError } from '../helpers/util.js';
+import { unique } from './support.js';
 
 for (const kind of DB_KINDS) {
   describe(`idempotency [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind });
 
     const named = async (token: string, displayName: string) => {
       const l = await s.get('/projects?limit=100', { token });
@@ -59,9 +56,9 @@ for (const kind of DB_KINDS) {
       const p = await s.post('/projects', { display_name: 'target' }, { token });
       const missing = randomUUID();
       const first = await s.patch(`/projects/${missing}`, { display_name: 'x' }, { token, headers: { 'idempotency-key': key } });
-      assertErrorBody(first, 404);
+      expectError(first, 404);
       const second = await s.patch(`/projects/${missing}`, { display_name: 'x' }, { token, headers: { 'idempotency-key': key } });
-      assertErrorBody(second, 404);
+      expectError(second, 404);
       assert.deepEqual(second.body, first.body);
       assert.equal(second.headers.get('idempotent-replayed'), 'true');
       assert.equal((await s.get(`/projects/${p.body.id}`, { token })).body.display_name, 'target');
@@ -73,13 +70,13 @@ for (const kind of DB_KINDS) {
       const first = await s.post('/projects', { display_name: 'first body' }, { token, headers: { 'idempotency-key': key } });
       assert.equal(first.status, 201);
       const other = await s.post('/projects', { display_name: 'second body' }, { token, headers: { 'idempotency-key': key } });
-      assert.match(assertErrorBody(other, 400), /Idempotency-Key/);
+      assert.match(expectError(other, 400), /Idempotency-Key/);
       assert.equal(other.headers.get('idempotent-replayed'), null);
       assert.equal((await named(token, 'second body')).length, 0, 'the second body was not executed');
 
       // The same key on another operation is also a different request.
       const patch = await s.patch(`/projects/${first.body.id}`, { display_name: 'first body' }, { token, headers: { 'idempotency-key': key } });
-      assertErrorBody(patch, 400);
+      expectError(patch, 400);
 
       // The original request still replays.
       const replay = await s.post('/projects', { display_name: 'first body' }, { token, headers: { 'idempotency-key': key } });
@@ -97,7 +94,7 @@ for (const kind of DB_KINDS) {
       const id = created[0]!.body.id;
       for (const r of results) {
         if (r.status === 409) {
-          assertErrorBody(r, 409);
+          expectError(r, 409);
           continue;
         }
         assert.equal(r.status, 201, r.text);
@@ -142,10 +139,10 @@ for (const kind of DB_KINDS) {
     it('an empty or over-long Idempotency-Key is a 400', async () => {
       const { token } = await s.newCompany();
       const empty = await s.post('/projects', { display_name: 'empty key' }, { token, headers: { 'idempotency-key': '' } });
-      assertErrorBody(empty, 400);
+      expectError(empty, 400);
       assert.equal((await named(token, 'empty key')).length, 0);
       const long = await s.post('/projects', { display_name: 'long key' }, { token, headers: { 'idempotency-key': 'k'.repeat(256) } });
-      assertErrorBody(long, 400);
+      expectError(long, 400);
       assert.equal((await named(token, 'long key')).length, 0);
       const max = await s.post('/projects', { display_name: 'max key' }, { token, headers: { 'idempotency-key': 'k'.repeat(255) } });
       assert.equal(max.status, 201);

@@ -1,21 +1,20 @@
 // Cross-company isolation: a key of one company can neither see nor change another company's
 // resources; foreign ids answer exactly like ids that do not exist.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { assertErrorBody } from './support.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError } from '../helpers/util.js';
 
 for (const kind of DB_KINDS) {
   describe(`cross-company isolation [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
     let a: { companyId: string; token: string };
     let b: { companyId: string; token: string };
     let projectA: { id: string; display_name: string; name: string };
     let keyA: { id: string; token: string };
 
+    const s = useServer({ db: kind });
     before(async () => {
-      s = await startServer({ db: kind });
       a = await s.newCompany();
       b = await s.newCompany();
       const p = await s.post('/projects', { display_name: 'A private' }, { token: a.token });
@@ -25,16 +24,15 @@ for (const kind of DB_KINDS) {
       // Company B has items of its own, so its lists are not trivially empty.
       assert.equal((await s.post('/projects', { display_name: 'B own' }, { token: b.token })).status, 201);
     });
-    after(async () => s?.close());
 
     it("another company's project answers 404 to GET, PATCH and DELETE, like an unknown id", async () => {
       const unknown = await s.get(`/projects/${randomUUID()}`, { token: b.token });
-      assertErrorBody(unknown, 404);
+      expectError(unknown, 404);
       const get = await s.get(`/projects/${projectA.id}`, { token: b.token });
-      assertErrorBody(get, 404);
+      expectError(get, 404);
       assert.equal(get.body.message, unknown.body.message, 'a foreign id is indistinguishable from an unknown one');
-      assertErrorBody(await s.patch(`/projects/${projectA.id}`, { display_name: 'hijacked' }, { token: b.token }), 404);
-      assertErrorBody(await s.delete(`/projects/${projectA.id}`, { token: b.token }), 404);
+      expectError(await s.patch(`/projects/${projectA.id}`, { display_name: 'hijacked' }, { token: b.token }), 404);
+      expectError(await s.delete(`/projects/${projectA.id}`, { token: b.token }), 404);
 
       const still = await s.get(`/projects/${projectA.id}`, { token: a.token });
       assert.equal(still.status, 200, 'the project still exists');
@@ -43,11 +41,11 @@ for (const kind of DB_KINDS) {
     });
 
     it("another company's API key answers 404 to GET, PATCH, DELETE, toggle and rotate", async () => {
-      assertErrorBody(await s.get(`/api-keys/${keyA.id}`, { token: b.token }), 404);
-      assertErrorBody(await s.patch(`/api-keys/${keyA.id}`, { name: 'hijacked' }, { token: b.token }), 404);
-      assertErrorBody(await s.delete(`/api-keys/${keyA.id}`, { token: b.token }), 404);
-      assertErrorBody(await s.post(`/api-keys/${keyA.id}/toggle`, undefined, { token: b.token }), 404);
-      assertErrorBody(await s.post(`/api-keys/${keyA.id}/rotate`, {}, { token: b.token }), 404);
+      expectError(await s.get(`/api-keys/${keyA.id}`, { token: b.token }), 404);
+      expectError(await s.patch(`/api-keys/${keyA.id}`, { name: 'hijacked' }, { token: b.token }), 404);
+      expectError(await s.delete(`/api-keys/${keyA.id}`, { token: b.token }), 404);
+      expectError(await s.post(`/api-keys/${keyA.id}/toggle`, undefined, { token: b.token }), 404);
+      expectError(await s.post(`/api-keys/${keyA.id}/rotate`, {}, { token: b.token }), 404);
 
       const view = await s.get(`/api-keys/${keyA.id}`, { token: a.token });
       assert.equal(view.status, 200);

@@ -1,9 +1,9 @@
 // Offset pagination: the {data,total,offset,limit} envelope, the default and bounds of limit and
 // offset, and windows that are stable, disjoint and together cover every item in order.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { assertErrorBody } from './support.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError } from '../helpers/util.js';
 
 const COUNT = 30;
 
@@ -11,12 +11,11 @@ type Item = { id: string; created_at: string; display_name: string };
 
 for (const kind of DB_KINDS) {
   describe(`pagination [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
     let token: string;
     let all: Item[];
 
+    const s = useServer({ db: kind, rateLimits: { general_write: 1000, read: 1000 } });
     before(async () => {
-      s = await startServer({ db: kind, rateLimits: { general_write: 1000, read: 1000 } });
       ({ token } = await s.newCompany());
       for (let i = 0; i < COUNT; i++) {
         const r = await s.post('/projects', { display_name: `page ${String(i).padStart(2, '0')}` }, { token });
@@ -26,7 +25,6 @@ for (const kind of DB_KINDS) {
       assert.equal(r.status, 200);
       all = r.body.data;
     });
-    after(async () => s?.close());
 
     it('lists every item in a stable (created_at, id) order', async () => {
       assert.equal(all.length, COUNT);
@@ -83,7 +81,7 @@ for (const kind of DB_KINDS) {
     it('limit and offset outside their ranges, or not integers, are a 400', async () => {
       for (const q of ['limit=101', 'limit=0', 'limit=-1', 'offset=10001', 'offset=-1', 'limit=abc', 'offset=abc', 'limit=2.5', 'limit=']) {
         const r = await s.get(`/projects?${q}`, { token });
-        assertErrorBody(r, 400);
+        expectError(r, 400);
         assert.match(r.body.message, /does not match the schema/, q);
         assert.ok(
           r.body.data.issues.some((i: { path: string }) => i.path === `query.${q.split('=')[0]}`),
@@ -101,7 +99,7 @@ for (const kind of DB_KINDS) {
       assert.equal(keys.body.limit, 1);
       assert.equal(keys.body.total, 1);
       assert.equal(keys.body.data.length, 1);
-      assertErrorBody(await s.get('/api-keys?limit=101', { token }), 400);
+      expectError(await s.get('/api-keys?limit=101', { token }), 400);
     });
   });
 }

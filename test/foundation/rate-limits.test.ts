@@ -4,18 +4,19 @@
 //
 // The service_creation, service_mutation and deployment tiers have no operations yet (no service
 // modules are registered), so they are not covered here.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { DB_KINDS, skipUnless, startServer, type Response, type TestServer } from '../helpers/server.js';
-import { assertCommonHeaders, assertErrorBody, awaitFreshWindow } from './support.js';
+import { DB_KINDS, skipUnless, useServer, type Response } from '../helpers/server.js';
+import { expectError } from '../helpers/util.js';
+import { assertCommonHeaders, awaitFreshWindow } from './support.js';
 
 const READ = 5;
 const WRITE = 3;
 const UNAUTH = 4;
 
 function assert429(r: Response, limit: number) {
-  const msg = assertErrorBody(r, 429);
+  const msg = expectError(r, 429);
   assert.match(msg, /rate limit/i);
   const h = assertCommonHeaders(r, limit);
   assert.equal(h.remaining, 0);
@@ -28,11 +29,7 @@ function assert429(r: Response, limit: number) {
 
 for (const kind of DB_KINDS) {
   describe(`rate limits [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: { read: READ, general_write: WRITE, unauthenticated: UNAUTH } });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: { read: READ, general_write: WRITE, unauthenticated: UNAUTH } });
 
     it('success and error responses carry x-ratelimit-limit, -remaining and -reset', async () => {
       await awaitFreshWindow();
@@ -42,7 +39,7 @@ for (const kind of DB_KINDS) {
       assert.deepEqual({ ...assertCommonHeaders(r1, READ), reset: 0 }, { limit: READ, remaining: READ - 1, reset: 0 });
 
       const r2 = await s.get(`/projects/${randomUUID()}`, { token });
-      assertErrorBody(r2, 404);
+      expectError(r2, 404);
       assert.equal(assertCommonHeaders(r2, READ).remaining, READ - 2, 'errors are counted and report the state too');
 
       const w = await s.post('/projects', { display_name: 'headers' }, { token });
@@ -50,7 +47,7 @@ for (const kind of DB_KINDS) {
       assert.equal(assertCommonHeaders(w, WRITE).remaining, WRITE - 1, 'writes report their own tier');
 
       const bad = await s.post('/projects', { nope: 1 }, { token });
-      assertErrorBody(bad, 400);
+      expectError(bad, 400);
       assert.equal(assertCommonHeaders(bad, WRITE).remaining, WRITE - 2);
     });
 
@@ -121,7 +118,7 @@ for (const kind of DB_KINDS) {
       assert.equal(attempts.length, UNAUTH);
       for (const [i, attempt] of attempts.entries()) {
         const r = await attempt();
-        assertErrorBody(r, 401);
+        expectError(r, 401);
         assert.equal(assertCommonHeaders(r, UNAUTH).remaining, UNAUTH - 1 - i);
       }
       const over = await s.get('/projects', { token: null });

@@ -3,9 +3,9 @@
 // field that names a resource (the `references` of the operation declarations).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { DEFAULT_CLUSTER, GENEROUS, IMMEDIATE_ENV, dbBody, waitStatus } from '../databases/support.js';
-import { assertErrorBody } from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { expectError } from '../helpers/util.js';
+import { DEFAULT_CLUSTER, IMMEDIATE_ENV, dbBody, waitStatus } from '../databases/support.js';
 
 const appBody = (over: Record<string, unknown> = {}) => ({
   display_name: `ref app ${Math.random().toString(36).slice(2, 8)}`,
@@ -49,10 +49,10 @@ for (const kind of DB_KINDS) {
           { permission: 'PROJECT:READ', id_resource: visible.id },
         ],
       });
-      assertErrorBody(await s.post('/applications', appBody({ project_id: theirs.id }), { token: mine.token }), 404);
-      assertErrorBody(await s.post('/applications', appBody({ project_id: hidden.id }), { token: scoped.token }), 404);
-      assertErrorBody(await s.post('/databases', dbBody({ extra: { project_id: theirs.id } }), { token: mine.token }), 404);
-      assertErrorBody(await s.post('/databases', dbBody({ extra: { project_id: hidden.id } }), { token: scoped.token }), 404);
+      expectError(await s.post('/applications', appBody({ project_id: theirs.id }), { token: mine.token }), 404);
+      expectError(await s.post('/applications', appBody({ project_id: hidden.id }), { token: scoped.token }), 404);
+      expectError(await s.post('/databases', dbBody({ extra: { project_id: theirs.id } }), { token: mine.token }), 404);
+      expectError(await s.post('/databases', dbBody({ extra: { project_id: hidden.id } }), { token: scoped.token }), 404);
       assert.equal((await s.get('/applications', { token: mine.token })).body.total, 0, 'no application was created');
       assert.equal((await s.get('/databases', { token: mine.token })).body.total, 0, 'no database was created');
       // The visible project is accepted, and the project shows the new service.
@@ -75,7 +75,7 @@ for (const kind of DB_KINDS) {
           { permission: 'DATABASE:READ', id_resource: d.id },
         ],
       });
-      assertErrorBody(await s.patch(`/databases/${d.id}`, { project_id: hidden.id }, { token: scoped.token }), 404);
+      expectError(await s.patch(`/databases/${d.id}`, { project_id: hidden.id }, { token: scoped.token }), 404);
       assert.equal((await s.get(`/databases/${d.id}`, { token: mine.token })).body.project_id, null);
     });
 
@@ -83,9 +83,9 @@ for (const kind of DB_KINDS) {
       const mine = await s.newCompany();
       const other = await s.newCompany();
       const cred = await created(other.token, '/docker-registries', { name: 'theirs', username: 'u', secret: 's3cret-value' });
-      assertErrorBody(await s.post('/applications', appBody({ source: 'dockerImage', docker_image: 'nginx:1', repo_url: undefined, docker_registry_credential_id: cred.id }), { token: mine.token }), 404);
+      expectError(await s.post('/applications', appBody({ source: 'dockerImage', docker_image: 'nginx:1', repo_url: undefined, docker_registry_credential_id: cred.id }), { token: mine.token }), 404);
       const a = await created(mine.token, '/applications', appBody());
-      assertErrorBody(await s.patch(`/applications/${a.id}`, { docker_registry_credential_id: cred.id }, { token: mine.token }), 404);
+      expectError(await s.patch(`/applications/${a.id}`, { docker_registry_credential_id: cred.id }, { token: mine.token }), 404);
       const own = await created(mine.token, '/docker-registries', { name: 'mine', username: 'u', secret: 's3cret-value' });
       const ok = await s.patch(`/applications/${a.id}`, { docker_registry_credential_id: own.id }, { token: mine.token });
       assert.equal(ok.status, 200, ok.text);
@@ -113,9 +113,9 @@ for (const kind of DB_KINDS) {
           { permission: 'DATABASE:READ', id_resource: a.id },
         ],
       });
-      assertErrorBody(await s.post(`/databases/${a.id}/backups/${backup.id}/restore`, { target_database_id: b.id }, { token: scoped.token }), 404);
+      expectError(await s.post(`/databases/${a.id}/backups/${backup.id}/restore`, { target_database_id: b.id }, { token: scoped.token }), 404);
       const other = await s.newCompany();
-      assertErrorBody(await s.post(`/databases/${a.id}/backups/${backup.id}/restore`, { target_database_id: (await db(other.token)).id }, { token: mine.token }), 404);
+      expectError(await s.post(`/databases/${a.id}/backups/${backup.id}/restore`, { target_database_id: (await db(other.token)).id }, { token: mine.token }), 404);
       assert.equal((await s.get(`/databases/${b.id}`, { token: mine.token })).body.status, 'ready', 'the target was not touched');
     });
 
@@ -125,7 +125,7 @@ for (const kind of DB_KINDS) {
       const d = await db(mine.token);
       const theirApp = await created(other.token, '/applications', appBody());
       const myApp = await created(mine.token, '/applications', appBody());
-      assertErrorBody(await s.post(`/databases/${d.id}/internal-connections`, { target_id: theirApp.id, target_type: 'app' }, { token: mine.token }), 404);
+      expectError(await s.post(`/databases/${d.id}/internal-connections`, { target_id: theirApp.id, target_type: 'app' }, { token: mine.token }), 404);
       const scoped = await s.newKey({
         companyId: mine.companyId,
         capabilities: [
@@ -133,7 +133,7 @@ for (const kind of DB_KINDS) {
           { permission: 'DATABASE:READ', id_resource: d.id },
         ],
       });
-      assertErrorBody(await s.post(`/databases/${d.id}/internal-connections`, { target_id: myApp.id, target_type: 'app' }, { token: scoped.token }), 404);
+      expectError(await s.post(`/databases/${d.id}/internal-connections`, { target_id: myApp.id, target_type: 'app' }, { token: scoped.token }), 404);
       assert.deepEqual((await s.get(`/databases/${d.id}/internal-connections`, { token: mine.token })).body, []);
     });
 
@@ -146,7 +146,7 @@ for (const kind of DB_KINDS) {
         companyId: mine.companyId,
         capabilities: [{ permission: 'PROJECT:UPDATE' }, { permission: 'PROJECT:READ' }, { permission: 'APP:READ', id_resource: seen.id }],
       });
-      assertErrorBody(await s.post(`/projects/${p.id}/services`, { service_id: unseen.id, service_type: 'app' }, { token: scoped.token }), 404);
+      expectError(await s.post(`/projects/${p.id}/services`, { service_id: unseen.id, service_type: 'app' }, { token: scoped.token }), 404);
       assert.equal((await s.post(`/projects/${p.id}/services`, { service_id: seen.id, service_type: 'app' }, { token: scoped.token })).status, 200);
       const services = (await s.get(`/projects/${p.id}`, { token: mine.token })).body.services as { id: string; name: string }[];
       assert.deepEqual(
@@ -161,8 +161,8 @@ for (const kind of DB_KINDS) {
       const other = await s.newCompany();
       const theirs = await created(other.token, '/projects', { display_name: 'theirs' });
       const body = { limit_usd: 100, emails: ['ops@example.com'], triggers: [{ percentage: 50 }], project_id: theirs.id };
-      assertErrorBody(await s.post('/usage-alerts', body, { token: mine.token }), 404);
-      assertErrorBody(await s.get(`/usage-alerts?project_id=${theirs.id}`, { token: mine.token }), 404);
+      expectError(await s.post('/usage-alerts', body, { token: mine.token }), 404);
+      expectError(await s.get(`/usage-alerts?project_id=${theirs.id}`, { token: mine.token }), 404);
     });
 
     it('cloning needs APP:CREATE for the whole company: a capability scoped to the source is 403', async () => {
@@ -175,7 +175,7 @@ for (const kind of DB_KINDS) {
           { permission: 'APP:READ', id_resource: a.id },
         ],
       });
-      assertErrorBody(await s.post(`/applications/${a.id}/clone`, { display_name: 'copy' }, { token: scoped.token }), 403);
+      expectError(await s.post(`/applications/${a.id}/clone`, { display_name: 'copy' }, { token: scoped.token }), 403);
       assert.equal((await s.get('/applications', { token: mine.token })).body.total, 1);
     });
   });

@@ -1,27 +1,25 @@
 // An unexpected failure is a 500 with the error body and a unique support reference in data.code,
 // and it is written to the log with that reference and the stack.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { useServer } from '../helpers/server.js';
 
 describe('unexpected server errors', () => {
-  let s: TestServer;
   const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  const s = useServer({ logger: { level: 'error', stream: sink } });
   before(async () => {
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
-    s = await startServer({ logger: { level: 'error', stream: sink } });
     // Break the storage under a route: the projects table disappears.
     await sql`DROP TABLE project_services`.execute(s.app.database.db);
     await sql`DROP TABLE projects`.execute(s.app.database.db);
   });
-  after(async () => s?.close());
 
   it('answers 500 with data.code, a unique reference also logged with the stack', async () => {
     const a = await s.get('/projects');

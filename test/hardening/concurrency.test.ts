@@ -3,8 +3,8 @@
 // limit used to; SQLite runs one write transaction at a time and is checked too).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type Response, type TestServer } from '../helpers/server.js';
-import { DEFAULT_CLUSTER, GENEROUS, IMMEDIATE_ENV, addTarget, clearProgression, dbBody, setProgression, waitStatus } from '../databases/support.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type Response, type TestServer } from '../helpers/server.js';
+import { DEFAULT_CLUSTER, IMMEDIATE_ENV, addTarget, clearProgression, dbBody, setProgression, waitStatus } from '../databases/support.js';
 
 const N = 20;
 

@@ -5,8 +5,8 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { DEFAULT_CLUSTER, GENEROUS, IMMEDIATE_ENV, dbBody, waitStatus } from '../databases/support.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DEFAULT_CLUSTER, IMMEDIATE_ENV, dbBody, waitStatus } from '../databases/support.js';
 import { ALL_TABLES } from '../../src/shared/db/index.js';
 import { resetTables } from '../../src/modules/index.js';
 

@@ -5,7 +5,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { assertErrorBody } from '../foundation/support.js';
+import { expectError } from '../helpers/util.js';
 import { assertRawErrorBody, head, portOf, rawRequest } from './support.js';
 
 const GENEROUS = { general_write: 100_000, service_creation: 100_000, service_mutation: 100_000, read: 100_000 };
@@ -29,18 +29,18 @@ for (const kind of DB_KINDS) {
         '{"display_name":"ok","x\\u0000":1}',
       ]) {
         const r = await s.post('/projects', undefined, { raw });
-        assertErrorBody(r, 400);
+        expectError(r, 400);
         assert.match(r.body.message, /NUL/, raw);
       }
       const hook = await s.post('/webhooks', undefined, { raw: '{"allowed_events":["APP_CREATE"],"endpoint":"https://example.com/\\u0000"}' });
-      assertErrorBody(hook, 400);
+      expectError(hook, 400);
       const nestedNul = await s.post('/usage-alerts', undefined, { raw: '{"limit_usd":5,"emails":["a\\u0000@example.com"],"triggers":[{"percentage":50}]}' });
-      assertErrorBody(nestedNul, 400);
+      expectError(nestedNul, 400);
       assert.match(nestedNul.body.message, /NUL.*emails\[0\]/);
       const p = await s.post('/projects', { display_name: 'fine' });
       assert.equal(p.status, 201);
       const patched = await s.patch(`/projects/${p.body.id}`, undefined, { raw: '{"display_name":"x\\u0000y"}' });
-      assertErrorBody(patched, 400);
+      expectError(patched, 400);
       assert.equal((await s.get(`/projects/${p.body.id}`)).body.display_name, 'fine');
       assert.equal(await projects(), before + 1, 'only the valid project was stored');
     });
@@ -66,12 +66,12 @@ for (const kind of DB_KINDS) {
       for (const id of bad) {
         for (const [method, body] of [['PATCH', { display_name: 'x' }], ['DELETE', undefined], ['GET', undefined]] as const) {
           const r = await s.request(method, `/applications/${encodeURIComponent(id)}`, { body });
-          assertErrorBody(r, 400);
+          expectError(r, 400);
           assert.match(r.headers.get('x-ratelimit-limit') ?? '', /^\d+$/, 'still counted (rate-limit headers present)');
         }
       }
       const over = await s.request('PATCH', `/applications/${'z'.repeat(101)}`, { body: { display_name: 'x' } });
-      assertErrorBody(over, 400);
+      expectError(over, 400);
       const buckets = await s.app.database.db.selectFrom('rate_windows').select('bucket').execute();
       for (const { bucket } of buckets) for (const id of bad) assert.ok(!bucket.includes(id.slice(0, 20)), `bucket ${bucket} names the invalid id`);
       // A key without the permission still gets its 403 first (precedence is unchanged).
@@ -85,13 +85,13 @@ for (const kind of DB_KINDS) {
       for (const depth of [65, 200, 5_000, 100_000]) {
         for (const headers of [{}, { 'idempotency-key': `deep-${depth}` }] as Record<string, string>[]) {
           const r = await s.post('/projects', undefined, { raw: `{"display_name":${nested(depth - 1)}}`, headers });
-          assertErrorBody(r, 400);
+          expectError(r, 400);
           assert.match(r.body.message, /nested deeper than 64/, `depth ${depth}`);
         }
       }
       // 64 levels parse; the schema then decides (display_name is not an array).
       const ok = await s.post('/projects', undefined, { raw: `{"display_name":${nested(63)}}`, headers: { 'idempotency-key': 'deep-64' } });
-      assertErrorBody(ok, 400);
+      expectError(ok, 400);
       assert.doesNotMatch(ok.body.message, /nested/);
       // Brackets inside strings do not count.
       const str = await s.post('/projects', undefined, { raw: JSON.stringify({ display_name: '[[[[' }) });
@@ -103,7 +103,7 @@ for (const kind of DB_KINDS) {
       const { token } = await s.newCompany();
       for (const n of ['1e400', '-1e400', '1E999']) {
         const r = await s.post('/usage-alerts', undefined, { raw: `{"limit_usd":${n},"emails":["ops@example.com"],"triggers":[{"percentage":50}]}`, token });
-        assertErrorBody(r, 400);
+        expectError(r, 400);
         assert.match(r.body.message, /not finite/, n);
       }
       const list = await s.get('/usage-alerts', { token });
@@ -116,10 +116,10 @@ for (const kind of DB_KINDS) {
       const before = await webhooks();
       const endpoint = `https://example.com/${'a'.repeat(64 * 1024)}`;
       const r = await s.post('/webhooks', { allowed_events: ['APP_CREATE'], endpoint });
-      assertErrorBody(r, 400);
+      expectError(r, 400);
       assert.match(r.body.message, /longer than 65536 characters at body\.endpoint/);
       const key = await s.post('/webhooks', { allowed_events: ['APP_CREATE'], endpoint: 'https://example.com/', ['k'.repeat(70_000)]: 1 });
-      assertErrorBody(key, 400);
+      expectError(key, 400);
       assert.equal(await webhooks(), before, 'nothing stored');
       const ok = await s.post('/webhooks', { allowed_events: ['APP_CREATE'], endpoint: `https://example.com/${'a'.repeat(60 * 1024)}` });
       assert.equal(ok.status, 201, ok.text.slice(0, 300));

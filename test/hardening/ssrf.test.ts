@@ -4,7 +4,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, skipUnless, startServer, type Response, type TestServer } from '../helpers/server.js';
-import { assertErrorBody } from '../foundation/support.js';
+import { expectError } from '../helpers/util.js';
 import { refusedAddress } from '../../src/modules/webhooks/delivery.js';
 
 /** Loopback, private and metadata addresses in the IPv6 forms that carry an IPv4 address. */
@@ -60,10 +60,10 @@ for (const kind of DB_KINDS) {
       assert.equal(ok.status, 201, ok.text);
       for (const a of EMBEDDED_PRIVATE) {
         const r = await call('POST', '/webhooks', { allowed_events: ['APP_CREATE'], endpoint: `https://[${a}]/hook` });
-        assertErrorBody(r, 400);
+        expectError(r, 400);
         assert.match(r.body.message, /endpoint not allowed/, a);
         const u = await call('PATCH', `/webhooks/${ok.body.id}`, { endpoint: `https://[${a}]:8443/hook` });
-        assertErrorBody(u, 400);
+        expectError(u, 400);
       }
       for (const a of PUBLIC.slice(1)) {
         const r = await call('POST', '/webhooks', { allowed_events: ['APP_CREATE'], endpoint: `https://[${a}]/hook` });

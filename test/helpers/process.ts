@@ -1,5 +1,6 @@
 // Starts `slipway serve` as a child process (for multi-process, crash and CLI tests) and waits
 // for its start banner.
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
@@ -53,4 +54,11 @@ export async function call(baseUrl: string, method: string, path: string, token:
   const res = await fetch(`${baseUrl}/v3${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}
+
+/** `call` that asserts the status (printing method, path and body when it differs); returns the body. */
+export async function ok(baseUrl: string, token: string | null, method: string, path: string, expected: number, body?: unknown) {
+  const r = await call(baseUrl, method, path, token, body);
+  assert.equal(r.status, expected, `${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body;
 }

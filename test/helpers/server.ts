@@ -1,6 +1,18 @@
 // Test harness: starts a real Slipway server (in this process, on a random port) against SQLite
 // in a temporary directory or against a fresh PostgreSQL database, and gives an HTTP client whose
 // every response is validated against the OpenAPI document that server publishes.
+//
+// A suite gets its server with `useServer` (started before its tests, closed after them):
+//
+//   for (const kind of DB_KINDS) {
+//     describe(`things [${kind}]`, { skip: await skipUnless(kind) }, () => {
+//       const s = useServer({ db: kind, rateLimits: GENEROUS });
+//       it('...', async () => expectStatus(await s.get('/things'), 200));
+//     });
+//   }
+//
+// `startServer` starts one directly (a second server inside one test; close it in `finally`).
+import { before, after } from 'node:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +30,9 @@ const REQUIRE_PG = process.env.SLIPWAY_REQUIRE_POSTGRES === '1';
 let pgAvailable: Promise<boolean> | undefined;
 export function postgresAvailable(): Promise<boolean> {
   pgAvailable ??= (async () => {
-    const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 3000 });
+    // A refused connection fails at once; the timeout only bounds a hung one, and is generous
+    // because a busy machine (test files run concurrently) can be slow to answer.
+    const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 15_000 });
     try {
       await c.connect();
       await c.query('select 1');
@@ -33,6 +47,9 @@ export function postgresAvailable(): Promise<boolean> {
   })();
   return pgAvailable;
 }
+
+/** Every rate tier generous, so suites are not throttled by their own polling. */
+export const GENEROUS: Partial<RateLimitConfig> = { general_write: 100_000, service_creation: 100_000, service_mutation: 100_000, deployment: 100_000, logs: 100_000, read: 100_000 };
 
 /** The database kinds every HTTP suite runs against. */
 export const DB_KINDS: DbKind[] = ['sqlite', 'postgres'];
@@ -184,5 +201,32 @@ export async function startServer(opts: TestServerOptions = {}): Promise<TestSer
     await server.close();
     await pgDb?.drop();
     rmSync(dataDir, { recursive: true, force: true });
+  });
+}
+
+/**
+ * Registers `before`/`after` hooks in the enclosing `describe` that start a server (`opts`, or
+ * `opts()` evaluated when the hook runs) and close it, and returns a handle usable as that
+ * TestServer from hooks and tests registered after this call (hooks run in registration order,
+ * so a later `before` can already use it). Touching the handle before the server started throws.
+ */
+export function useServer(opts: TestServerOptions | (() => TestServerOptions) = {}): TestServer {
+  let current: TestServer | undefined;
+  before(async () => {
+    current = await startServer(typeof opts === 'function' ? opts() : opts);
+  });
+  after(async () => {
+    const s = current;
+    current = undefined;
+    await s?.close();
+  });
+  return new Proxy({} as TestServer, {
+    get(_target, prop) {
+      // Not a thenable; symbols (inspection) are answered even when stopped.
+      if (prop === 'then' || (!current && typeof prop === 'symbol')) return undefined;
+      if (!current) throw new Error(`the suite's server is not running (useServer handle used outside its suite's hooks and tests: .${String(prop)})`);
+      const v = Reflect.get(current, prop, current);
+      return typeof v === 'function' ? v.bind(current) : v;
+    },
   });
 }

@@ -10,6 +10,7 @@ import { migrate, openDatabase, type Database } from '../../src/shared/db/index.
 import { backoffMs, cancelJobs, enqueue, JobEngine } from '../../src/shared/jobs.js';
 import { moduleMigrations } from '../../src/modules/index.js';
 import { createPgDatabase, DB_KINDS, skipUnless } from '../helpers/server.js';
+import { sleep, waitFor } from '../helpers/util.js';
 
 // The job kinds these tests register, typed like the modules' own.
 declare module '../../src/shared/jobs.js' {
@@ -25,17 +26,6 @@ declare module '../../src/shared/jobs.js' {
 }
 
 const log = pino({ level: 'silent' });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 for (const kind of DB_KINDS) {
   describe(`job engine [${kind}]`, { skip: await skipUnless(kind) }, () => {
@@ -73,7 +63,7 @@ for (const kind of DB_KINDS) {
       e.register('t.once', { run: async (_tx, job) => void seen.push(job.payload) });
       await e.start();
       const id = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.once', payload: { n: 1 } }));
-      await until('done', async () => (await row(id)).status === 'done');
+      await waitFor('done', async () => (await row(id)).status === 'done');
       assert.deepEqual(seen, [{ n: 1 }]);
       await e.stop();
     });
@@ -85,7 +75,7 @@ for (const kind of DB_KINDS) {
       });
       await e.start();
       const id = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.steps', payload: { step: 0 } }));
-      await until('done', async () => (await row(id)).status === 'done');
+      await waitFor('done', async () => (await row(id)).status === 'done');
       assert.deepEqual(JSON.parse((await row(id)).payload), { step: 3 });
       await e.stop();
     });
@@ -103,7 +93,7 @@ for (const kind of DB_KINDS) {
       });
       await e.start();
       const id = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.fail', payload: null, maxAttempts: 3 }));
-      await until('failed', async () => (await row(id)).status === 'failed');
+      await waitFor('failed', async () => (await row(id)).status === 'failed');
       assert.deepEqual(attempts, [1, 2, 3]);
       assert.equal(failedWith, 'boom 3');
       assert.equal((await row(id)).last_error, 'boom 3');
@@ -120,7 +110,7 @@ for (const kind of DB_KINDS) {
       });
       await e.start();
       const id = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.rollback', payload: null, maxAttempts: 1 }));
-      await until('failed', async () => (await row(id)).status === 'failed');
+      await waitFor('failed', async () => (await row(id)).status === 'failed');
       assert.equal(await database.db.selectFrom('settings').select('key').where('key', '=', 'written-by-failing-job').executeTakeFirst(), undefined);
       await e.stop();
     });
@@ -135,7 +125,7 @@ for (const kind of DB_KINDS) {
       assert.equal(await database.db.transaction().execute((tx) => cancelJobs(tx, 'subject-b')), 1);
       await sleep(150);
       assert.equal(ran, 0);
-      await until('later job done', async () => (await row(later)).status === 'done');
+      await waitFor('later job done', async () => (await row(later)).status === 'done');
       assert.equal(ran, 1);
       assert.equal((await row(cancelled)).status, 'cancelled');
       await e.stop();
@@ -154,7 +144,7 @@ for (const kind of DB_KINDS) {
       e.register('t.orphan', { run: async () => void (owner = e.workerId) });
       // On SQLite, start() releases every running job at once (one process owns the file).
       await e.start();
-      await until('taken over', async () => (await row(id)).status === 'done');
+      await waitFor('taken over', async () => (await row(id)).status === 'done');
       assert.equal(owner, e.workerId);
       assert.equal((await row(id)).attempts, 2);
       await e.stop();
@@ -167,7 +157,7 @@ for (const kind of DB_KINDS) {
       for (const e of [a, b]) e.register('t.shared', { run: async (_tx, job) => void runs.set(job.id, (runs.get(job.id) ?? 0) + 1) });
       const ids = await database.db.transaction().execute(async (tx) => Promise.all(Array.from({ length: 60 }, () => enqueue(tx, { kind: 't.shared', payload: null }))));
       await Promise.all([a.start(), b.start()]);
-      await until('all done', async () => {
+      await waitFor('all done', async () => {
         const left = await database.db.selectFrom('jobs').select('id').where('kind', '=', 't.shared').where('status', '!=', 'done').execute();
         return left.length === 0;
       });

@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import SQLite from 'better-sqlite3';
 import { createPgDatabase, skipUnless } from '../helpers/server.js';
-import { call, startChild, type ChildServer } from '../helpers/process.js';
+import { ok, startChild, type ChildServer } from '../helpers/process.js';
+import { sleep } from '../helpers/util.js';
 
 const APPS = 20;
 const DEPLOYMENTS = 200;
@@ -56,12 +57,6 @@ async function pool<T, R>(items: T[], limit: number, fn: (item: T, i: number) =>
     }),
   );
   return out;
-}
-
-async function ok(base: string, token: string, method: string, path: string, expected: number, body?: unknown) {
-  const r = await call(base, method, path, token, body);
-  assert.equal(r.status, expected, `${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body;
 }
 
 /** Creates the applications, spreading the requests over the given servers. */
@@ -119,7 +114,7 @@ async function waitAllFinal(base: string, token: string, apps: string[], timeout
     const left = active(snap);
     if (!left.length) return snap;
     if (Date.now() > deadline) assert.fail(`${left.length} deployments still not final: ${JSON.stringify(left.slice(0, 5))}`);
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
 }
 
@@ -237,7 +232,7 @@ describe('crash recovery on PostgreSQL: the surviving process takes over', { ski
     let claimed = await held();
     // Wait until the victim holds some claimed jobs (ideally all its worker slots).
     for (let stable = 0; stable < 5 && Date.now() < deadline; ) {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       const now = await held();
       stable = now.length > 0 && now.length === claimed.length ? stable + 1 : 0;
       claimed = now;

@@ -1,22 +1,18 @@
 // Cron processes that really fire: schedules armed by deployments, concurrency policies (Forbid,
 // Replace), the maximum run time, fault rules, manual triggers, suspension and activation, time
 // zones, and the exit codes and runtime log lines every run leaves behind.
-import { describe, it, before, after, afterEach } from 'node:test';
+import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { assertError, expectStatus } from '../accounts/support.js';
-import { GENEROUS, activeJobs, createApp, createProcess, cron, deploy, exitCodes, processPath, processesPath, runtimeLogs, waitFor, type LogEntry } from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, waitFor } from '../helpers/util.js';
+import { activeJobs, createApp, createProcess, cron, deploy, exitCodes, processPath, processesPath, runtimeLogs, type LogEntry } from './support.js';
 
 const EVERY_SECOND = '*/1 * * * * *';
 const YEARLY = '0 0 1 1 *';
 
 for (const kind of DB_KINDS) {
   describe(`cron processes [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: { SLIPWAY_SIM_PROGRESSION: 'deployment=immediate,cron=duration:300' } });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: { SLIPWAY_SIM_PROGRESSION: 'deployment=immediate,cron=duration:300' } });
     afterEach(async () => {
       await s.app.simulation.clearProgression('cron');
     });
@@ -47,7 +43,7 @@ for (const kind of DB_KINDS) {
       const c = await createProcess(s, app, cron('ticker', { schedule: EVERY_SECOND }));
       assert.deepEqual(await activeJobs(s, c.id), [], 'not armed before a deployment rolls it out');
       const early = await trigger(app, c.id);
-      assertError(early, 400, /deploy/);
+      expectError(early, 400, /deploy/);
       assert.ok(Array.isArray(early.body.data?.issues));
 
       await deploy(s, app);
@@ -76,7 +72,7 @@ for (const kind of DB_KINDS) {
       assert.equal(skip.severity, 'warning');
       await waitExit(app, pid, '0', 'completed');
       await stop(app, pid);
-      assertError(await s.get(`${processPath(app, pid)}/metrics/exit-codes?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z`), 404);
+      expectError(await s.get(`${processPath(app, pid)}/metrics/exit-codes?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z`), 404);
     });
 
     it('Forbid never overlaps runs and never terminates one', async () => {
@@ -162,11 +158,11 @@ for (const kind of DB_KINDS) {
       const c = await createProcess(s, app, cron('c', { schedule: YEARLY }));
       for (const id of [web.id, worker.id]) {
         const r = await trigger(app, id);
-        assertError(r, 400, /Only cron processes/);
+        expectError(r, 400, /Only cron processes/);
         assert.ok(Array.isArray(r.body.data?.issues) && r.body.data.issues.length === 1);
       }
-      assertError(await trigger(app, c.id), 400, /no successful deployment/);
-      assertError(await trigger(app, '0d3c2b1a-9e8f-4a7b-8c6d-5e4f3a2b1c0d'), 404);
+      expectError(await trigger(app, c.id), 400, /no successful deployment/);
+      expectError(await trigger(app, '0d3c2b1a-9e8f-4a7b-8c6d-5e4f3a2b1c0d'), 404);
       assert.deepEqual(await exitCodes(s, app, c.id), []);
     });
 
@@ -178,7 +174,7 @@ for (const kind of DB_KINDS) {
       await waitExit(app, pid, '143', 'cancelled');
       assert.ok(has(await logsOf(app, pid), 'the application was suspended'));
       await waitFor('no queued or running cron work', async () => (await activeJobs(s, pid)).length === 0);
-      assertError(await trigger(app, pid), 400, /suspended/);
+      expectError(await trigger(app, pid), 400, /suspended/);
 
       expectStatus(await s.post(`/applications/${app}/activate`), 200);
       assert.ok((await activeJobs(s, pid)).some((j) => j.kind === 'cron.tick' && j.status === 'queued'), 'activation re-arms the schedule');

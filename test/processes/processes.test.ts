@@ -1,35 +1,18 @@
 // Processes over HTTP: the default web process, CRUD, the one-web and key rules, validation of
 // cron settings, metrics shapes, permissions (roles, scoped keys), tenancy, clone and app deletion,
 // and the rate tiers (general_write for changes, logs for exit codes).
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { assertError, expectStatus, SCHEMA_MISMATCH, UUID_RE } from '../accounts/support.js';
-import {
-  CRON_FIELDS,
-  GENEROUS,
-  MANUAL_1,
-  MISSING,
-  PROCESS_FIELDS,
-  RT,
-  createApp,
-  createProcess,
-  cron,
-  deploy,
-  processPath,
-  processesPath,
-  waitFor,
-} from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, MISSING, UUID_RE, waitFor } from '../helpers/util.js';
+import { SCHEMA_MISMATCH } from '../accounts/support.js';
+import { CRON_FIELDS, MANUAL_1, PROCESS_FIELDS, RT, createApp, createProcess, cron, deploy, processPath, processesPath } from './support.js';
 
 const METRICS = ['cpu-usage', 'cpu-limit', 'memory-usage', 'memory-limit', 'instance-count'] as const;
 
 for (const kind of DB_KINDS) {
   describe(`processes [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: { SLIPWAY_SIM_PROGRESSION: 'deployment=immediate,cron=duration:300' } });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: { SLIPWAY_SIM_PROGRESSION: 'deployment=immediate,cron=duration:300' } });
 
     describe('the default web process', () => {
       it('is created with the application: key web, port 8080, one manual instance, a standard size', async () => {
@@ -102,8 +85,8 @@ for (const kind of DB_KINDS) {
         assert.deepEqual(expectStatus(await s.get(processPath(app, w.id)), 200), u);
 
         assert.deepEqual(expectStatus(await s.delete(processPath(app, w.id)), 200), { message: 'Process deleted' });
-        assertError(await s.get(processPath(app, w.id)), 404);
-        assertError(await s.delete(processPath(app, w.id)), 404);
+        expectError(await s.get(processPath(app, w.id)), 404);
+        expectError(await s.delete(processPath(app, w.id)), 404);
         assert.equal(expectStatus(await s.get(processesPath(app)), 200).total, 1);
       });
 
@@ -120,8 +103,8 @@ for (const kind of DB_KINDS) {
       it('allows at most one web process, and the web process cannot be deleted', async () => {
         const app = await createApp(s);
         const [web] = expectStatus(await s.get(processesPath(app)), 200).data;
-        assertError(await s.post(processesPath(app), { display_name: 'second web', type: 'web', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }), 400, /at most one web process/);
-        assertError(await s.delete(processPath(app, web.id)), 400, /web process cannot be deleted/);
+        expectError(await s.post(processesPath(app), { display_name: 'second web', type: 'web', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }), 400, /at most one web process/);
+        expectError(await s.delete(processPath(app, web.id)), 400, /web process cannot be deleted/);
         assert.equal(expectStatus(await s.get(processesPath(app)), 200).total, 1);
       });
 
@@ -138,12 +121,12 @@ for (const kind of DB_KINDS) {
         const app = await createApp(s);
         const other = await createApp(s);
         const w = await createProcess(s, app, { display_name: 'w', type: 'worker' });
-        assertError(await s.get(processesPath(MISSING)), 404);
-        assertError(await s.get(processPath(app, MISSING)), 404);
-        assertError(await s.get(processPath(other, w.id)), 404);
-        assertError(await s.patch(processPath(other, w.id), { display_name: 'x' }), 404);
-        assertError(await s.delete(processPath(other, w.id)), 404);
-        assertError(await s.post(processesPath(MISSING), cron('c', { schedule: '* * * * *' })), 404);
+        expectError(await s.get(processesPath(MISSING)), 404);
+        expectError(await s.get(processPath(app, MISSING)), 404);
+        expectError(await s.get(processPath(other, w.id)), 404);
+        expectError(await s.patch(processPath(other, w.id), { display_name: 'x' }), 404);
+        expectError(await s.delete(processPath(other, w.id)), 404);
+        expectError(await s.post(processesPath(MISSING), cron('c', { schedule: '* * * * *' })), 404);
       });
     });
 
@@ -155,20 +138,20 @@ for (const kind of DB_KINDS) {
       const create = (body: Record<string, unknown>) => s.post(processesPath(app), { resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1, ...body });
 
       it('rejects bodies that do not match the schema', async () => {
-        assertError(await s.post(processesPath(app), { display_name: 'x', type: 'worker' }), 400, SCHEMA_MISMATCH);
-        assertError(await create({ display_name: 'x', type: 'daemon' }), 400, SCHEMA_MISMATCH);
-        assertError(await create({ display_name: '', type: 'worker' }), 400, SCHEMA_MISMATCH);
-        assertError(await create({ display_name: 'x', type: 'worker', scaling_strategy: { type: 'manual', config: { instanceCount: 51 } } }), 400, SCHEMA_MISMATCH);
-        assertError(await create(cron('x', { schedule: '* * * * *', concurrency_policy: 'Allow' })), 400, SCHEMA_MISMATCH);
-        assertError(await create(cron('x', { schedule: '* * * * *', max_run_time_seconds: -1 })), 400, SCHEMA_MISMATCH);
-        assertError(await create(cron('x', { schedule: '* * * * *', max_run_time_seconds: 1.5 })), 400, SCHEMA_MISMATCH);
-        assertError(await create(cron('x', { schedule: 'x'.repeat(101) })), 400, SCHEMA_MISMATCH);
+        expectError(await s.post(processesPath(app), { display_name: 'x', type: 'worker' }), 400, SCHEMA_MISMATCH);
+        expectError(await create({ display_name: 'x', type: 'daemon' }), 400, SCHEMA_MISMATCH);
+        expectError(await create({ display_name: '', type: 'worker' }), 400, SCHEMA_MISMATCH);
+        expectError(await create({ display_name: 'x', type: 'worker', scaling_strategy: { type: 'manual', config: { instanceCount: 51 } } }), 400, SCHEMA_MISMATCH);
+        expectError(await create(cron('x', { schedule: '* * * * *', concurrency_policy: 'Allow' })), 400, SCHEMA_MISMATCH);
+        expectError(await create(cron('x', { schedule: '* * * * *', max_run_time_seconds: -1 })), 400, SCHEMA_MISMATCH);
+        expectError(await create(cron('x', { schedule: '* * * * *', max_run_time_seconds: 1.5 })), 400, SCHEMA_MISMATCH);
+        expectError(await create(cron('x', { schedule: 'x'.repeat(101) })), 400, SCHEMA_MISMATCH);
       });
 
       it('needs a valid cron expression for cron processes (5 fields, or 6 with seconds)', async () => {
-        assertError(await create(cron('no schedule')), 400, /schedule is required/);
+        expectError(await create(cron('no schedule')), 400, /schedule is required/);
         for (const bad of ['61 * * * *', '* * * *', '* * * * * * *', 'every day', '', '0 0 30 2 *'])
-          assertError(await create(cron('bad', { schedule: bad })), 400, /schedule/);
+          expectError(await create(cron('bad', { schedule: bad })), 400, /schedule/);
         const five = await createProcess(s, app, cron('five', { schedule: '0 3 * * MON-FRI' }));
         assert.equal(five.schedule, '0 3 * * MON-FRI');
         const six = await createProcess(s, app, cron('six', { schedule: '*/10 * * * * *' }));
@@ -191,29 +174,29 @@ for (const kind of DB_KINDS) {
         const paris = await createProcess(s, app, cron('paris', { schedule: '0 9 * * *', time_zone: 'europe/paris' }));
         assert.equal(paris.time_zone, 'Europe/Paris');
         for (const tz of ['Mars/Olympus', '+01:00', 'GMT+25', ''])
-          assertError(await create(cron('tz', { schedule: '0 9 * * *', time_zone: tz })), 400, /time_zone/);
-        assertError(await s.patch(processPath(app, ny.id), { time_zone: 'Nowhere/Land' }), 400, /time_zone/);
+          expectError(await create(cron('tz', { schedule: '0 9 * * *', time_zone: tz })), 400, /time_zone/);
+        expectError(await s.patch(processPath(app, ny.id), { time_zone: 'Nowhere/Land' }), 400, /time_zone/);
         assert.equal(expectStatus(await s.patch(processPath(app, ny.id), { time_zone: 'Asia/Tokyo' }), 200).time_zone, 'Asia/Tokyo');
       });
 
       it('keeps cron-only settings off other process types', async () => {
-        assertError(await create({ display_name: 'w', type: 'worker', schedule: '* * * * *' }), 400, /schedule applies to cron/);
-        assertError(await create({ display_name: 'w', type: 'worker', time_zone: 'UTC' }), 400, /time_zone applies to cron/);
-        assertError(await create({ display_name: 'w', type: 'worker', concurrency_policy: 'Replace' }), 400, /concurrency_policy applies to cron/);
-        assertError(await create({ display_name: 'w', type: 'worker', max_run_time_seconds: 60 }), 400, /max_run_time_seconds applies to cron/);
-        assertError(await create({ display_name: 'w', type: 'worker', job_start_policy: 'beforeDeployment' }), 400, /job_start_policy applies to job/);
-        assertError(await create(cron('c', { schedule: '* * * * *', port: 3000 })), 400, /port applies to web and worker/);
-        assertError(await create(cron('c', { schedule: '* * * * *', scaling_strategy: { type: 'horizontal', config: { minInstanceCount: 1, maxInstanceCount: 2 } } })), 400, /scale manually/);
+        expectError(await create({ display_name: 'w', type: 'worker', schedule: '* * * * *' }), 400, /schedule applies to cron/);
+        expectError(await create({ display_name: 'w', type: 'worker', time_zone: 'UTC' }), 400, /time_zone applies to cron/);
+        expectError(await create({ display_name: 'w', type: 'worker', concurrency_policy: 'Replace' }), 400, /concurrency_policy applies to cron/);
+        expectError(await create({ display_name: 'w', type: 'worker', max_run_time_seconds: 60 }), 400, /max_run_time_seconds applies to cron/);
+        expectError(await create({ display_name: 'w', type: 'worker', job_start_policy: 'beforeDeployment' }), 400, /job_start_policy applies to job/);
+        expectError(await create(cron('c', { schedule: '* * * * *', port: 3000 })), 400, /port applies to web and worker/);
+        expectError(await create(cron('c', { schedule: '* * * * *', scaling_strategy: { type: 'horizontal', config: { minInstanceCount: 1, maxInstanceCount: 2 } } })), 400, /scale manually/);
         const w = await createProcess(s, app, { display_name: 'plain worker', type: 'worker', concurrency_policy: 'Forbid' });
         assert.deepEqual(Object.keys(w).sort(), PROCESS_FIELDS);
-        assertError(await s.patch(processPath(app, w.id), { schedule: '* * * * *' }), 400, /schedule applies to cron/);
-        assertError(await s.patch(processPath(app, w.id), { concurrency_policy: 'Forbid' }), 400, /concurrency_policy applies to cron/);
-        assertError(await s.patch(processPath(app, w.id), { ingress_protocol: 'grpc' }), 400, /ingress_protocol applies to web/);
+        expectError(await s.patch(processPath(app, w.id), { schedule: '* * * * *' }), 400, /schedule applies to cron/);
+        expectError(await s.patch(processPath(app, w.id), { concurrency_policy: 'Forbid' }), 400, /concurrency_policy applies to cron/);
+        expectError(await s.patch(processPath(app, w.id), { ingress_protocol: 'grpc' }), 400, /ingress_protocol applies to web/);
       });
 
       it('rejects unknown resource types and inverted horizontal bounds', async () => {
-        assertError(await create({ display_name: 'w', type: 'worker', resource_type_id: MISSING }), 400, /resource_type_id/);
-        assertError(await create({ display_name: 'w', type: 'worker', scaling_strategy: { type: 'horizontal', config: { minInstanceCount: 3, maxInstanceCount: 2 } } }), 400, /minInstanceCount/);
+        expectError(await create({ display_name: 'w', type: 'worker', resource_type_id: MISSING }), 400, /resource_type_id/);
+        expectError(await create({ display_name: 'w', type: 'worker', scaling_strategy: { type: 'horizontal', config: { minInstanceCount: 3, maxInstanceCount: 2 } } }), 400, /minInstanceCount/);
       });
 
       it('updates cron settings and keeps those a PATCH leaves out', async () => {
@@ -228,7 +211,7 @@ for (const kind of DB_KINDS) {
         assert.equal(v.concurrency_policy, 'Forbid');
         assert.equal(v.max_run_time_seconds, null);
         assert.equal(expectStatus(await s.patch(processPath(app, c.id), { max_run_time_seconds: 0 }), 200).max_run_time_seconds, 0);
-        assertError(await s.patch(processPath(app, c.id), { schedule: '99 * * * *' }), 400, /schedule/);
+        expectError(await s.patch(processPath(app, c.id), { schedule: '99 * * * *' }), 400, /schedule/);
         assert.equal(expectStatus(await s.get(processPath(app, c.id)), 200).schedule, '*/5 * * * *');
       });
     });
@@ -277,12 +260,12 @@ for (const kind of DB_KINDS) {
         const [web] = expectStatus(await s.get(processesPath(app)), 200).data;
         const base = `${processPath(app, web.id)}/metrics/cpu-usage`;
         const r = await s.get(`${base}?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z&interval_in_seconds=60`);
-        assertError(r, 400);
+        expectError(r, 400);
         assert.ok(Array.isArray(r.body.data?.issues), 'the metrics contract lists no 400: data.issues explains');
-        assertError(await s.get(`${base}?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`), 400, SCHEMA_MISMATCH);
-        assertError(await s.get(`${base}?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z&interval_in_seconds=0`), 400, SCHEMA_MISMATCH);
-        assertError(await s.get(`${base}?from=yesterday&to=2026-01-02T00:00:00Z&interval_in_seconds=60`), 400, SCHEMA_MISMATCH);
-        assertError(await s.get(`${processPath(app, web.id)}/metrics/exit-codes?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`), 400);
+        expectError(await s.get(`${base}?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`), 400, SCHEMA_MISMATCH);
+        expectError(await s.get(`${base}?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z&interval_in_seconds=0`), 400, SCHEMA_MISMATCH);
+        expectError(await s.get(`${base}?from=yesterday&to=2026-01-02T00:00:00Z&interval_in_seconds=60`), 400, SCHEMA_MISMATCH);
+        expectError(await s.get(`${processPath(app, web.id)}/metrics/exit-codes?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`), 400);
         assert.deepEqual(expectStatus(await s.get(`${processPath(app, web.id)}/metrics/exit-codes?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`), 200), []);
       });
     });
@@ -304,10 +287,10 @@ for (const kind of DB_KINDS) {
         expectStatus(await s.get(processPath(app, web.id), { token }), 200);
         expectStatus(await s.get(`${processPath(app, web.id)}/metrics/cpu-usage?${metricsQ}`, { token }), 200);
         expectStatus(await s.get(`${processPath(app, cronProc.id)}/metrics/exit-codes?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`, { token }), 200);
-        assertError(await s.post(processesPath(app), { display_name: 'w', type: 'worker', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }, { token }), 403, /APP:UPDATE/);
-        assertError(await s.patch(processPath(app, web.id), { entrypoint: 'x' }, { token }), 403, /APP:UPDATE/);
-        assertError(await s.delete(processPath(app, cronProc.id), { token }), 403, /APP:UPDATE/);
-        assertError(await s.post(`${processPath(app, cronProc.id)}/trigger`, undefined, { token }), 403, /APP:UPDATE/);
+        expectError(await s.post(processesPath(app), { display_name: 'w', type: 'worker', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }, { token }), 403, /APP:UPDATE/);
+        expectError(await s.patch(processPath(app, web.id), { entrypoint: 'x' }, { token }), 403, /APP:UPDATE/);
+        expectError(await s.delete(processPath(app, cronProc.id), { token }), 403, /APP:UPDATE/);
+        expectError(await s.post(`${processPath(app, cronProc.id)}/trigger`, undefined, { token }), 403, /APP:UPDATE/);
       });
 
       it('a key scoped to one application sees only that application\'s processes', async () => {
@@ -315,20 +298,20 @@ for (const kind of DB_KINDS) {
         const { token } = await s.newKey({ capabilities: [{ permission: 'APP:READ', id_resource: app }, { permission: 'APP:UPDATE', id_resource: app }] });
         expectStatus(await s.get(processesPath(app), { token }), 200);
         await createProcess(s, app, { display_name: 'scoped worker', type: 'worker' }, token);
-        assertError(await s.get(processesPath(other), { token }), 404);
-        assertError(await s.post(processesPath(other), { display_name: 'w', type: 'worker', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }, { token }), 404);
+        expectError(await s.get(processesPath(other), { token }), 404);
+        expectError(await s.post(processesPath(other), { display_name: 'w', type: 'worker', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }, { token }), 404);
       });
 
       it('another company gets 404 for everything of this application', async () => {
         const { token } = await s.newCompany();
-        assertError(await s.get(processesPath(app), { token }), 404);
-        assertError(await s.get(processPath(app, web.id), { token }), 404);
-        assertError(await s.post(processesPath(app), { display_name: 'w', type: 'worker', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }, { token }), 404);
-        assertError(await s.patch(processPath(app, web.id), { entrypoint: 'x' }, { token }), 404);
-        assertError(await s.delete(processPath(app, cronProc.id), { token }), 404);
-        assertError(await s.post(`${processPath(app, cronProc.id)}/trigger`, undefined, { token }), 404);
-        assertError(await s.get(`${processPath(app, web.id)}/metrics/memory-usage?${metricsQ}`, { token }), 404);
-        assertError(await s.get(`${processPath(app, cronProc.id)}/metrics/exit-codes?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`, { token }), 404);
+        expectError(await s.get(processesPath(app), { token }), 404);
+        expectError(await s.get(processPath(app, web.id), { token }), 404);
+        expectError(await s.post(processesPath(app), { display_name: 'w', type: 'worker', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }, { token }), 404);
+        expectError(await s.patch(processPath(app, web.id), { entrypoint: 'x' }, { token }), 404);
+        expectError(await s.delete(processPath(app, cronProc.id), { token }), 404);
+        expectError(await s.post(`${processPath(app, cronProc.id)}/trigger`, undefined, { token }), 404);
+        expectError(await s.get(`${processPath(app, web.id)}/metrics/memory-usage?${metricsQ}`, { token }), 404);
+        expectError(await s.get(`${processPath(app, cronProc.id)}/metrics/exit-codes?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`, { token }), 404);
         assert.equal(expectStatus(await s.get(processesPath(app)), 200).total, 3, 'nothing was created through the other company');
       });
     });
@@ -365,11 +348,7 @@ for (const kind of DB_KINDS) {
   });
 
   describe(`process rate tiers [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: { ...GENEROUS, general_write: 1, logs: 1 } });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: { ...GENEROUS, general_write: 1, logs: 1 } });
 
     it('process changes count in the general write tier (per operation); exit codes in the logs tier', async () => {
       const app = await createApp(s);
@@ -378,15 +357,15 @@ for (const kind of DB_KINDS) {
       expectStatus(first, 200);
       assert.equal(first.headers.get('x-ratelimit-limit'), '1');
       const second = await s.post(processesPath(app), body);
-      assertError(second, 429);
+      expectError(second, 429);
       assert.ok(Number(second.headers.get('retry-after')) > 0);
       expectStatus(await s.patch(processPath(app, first.body.id), { entrypoint: 'x' }), 200);
-      assertError(await s.patch(processPath(app, first.body.id), { entrypoint: 'y' }), 429);
+      expectError(await s.patch(processPath(app, first.body.id), { entrypoint: 'y' }), 429);
       // Reads are in the read tier and not throttled by either.
       expectStatus(await s.get(processesPath(app)), 200);
       const ec = `${processPath(app, first.body.id)}/metrics/exit-codes?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`;
       expectStatus(await s.get(ec), 200);
-      assertError(await s.get(ec), 429);
+      expectError(await s.get(ec), 429);
     });
   });
 }

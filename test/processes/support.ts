@@ -2,17 +2,11 @@
 // runtime log lines and exit codes of a process.
 import assert from 'node:assert/strict';
 import type { TestServer } from '../helpers/server.js';
+import { expectStatus, waitFor } from '../helpers/util.js';
 import { DEFAULT_CLUSTER, PROCESS_RESOURCE_TYPES } from '../../src/modules/resources/catalog.js';
-import { expectStatus } from '../accounts/support.js';
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export const RT = Object.fromEntries(PROCESS_RESOURCE_TYPES.map((t) => [t.name, t])) as Record<string, (typeof PROCESS_RESOURCE_TYPES)[number]>;
 export const MANUAL_1 = { type: 'manual', config: { instanceCount: 1 } } as const;
-export const MISSING = '0d3c2b1a-9e8f-4a7b-8c6d-5e4f3a2b1c0d';
-
-/** Every rate tier generous, so suites are not throttled by their own polling. */
-export const GENEROUS = { general_write: 100_000, service_creation: 100_000, service_mutation: 100_000, deployment: 100_000, logs: 100_000, read: 100_000 };
 
 /** The fields of every process representation; cron processes add the two cron-only fields. */
 export const PROCESS_FIELDS = [
@@ -20,17 +14,6 @@ export const PROCESS_FIELDS = [
   'liveness_probe', 'memory_limit', 'port', 'readiness_probe', 'resource_type_id', 'resource_type_name', 'scaling_strategy', 'schedule', 'time_zone', 'type', 'updated_at',
 ].sort();
 export const CRON_FIELDS = [...PROCESS_FIELDS, 'concurrency_policy', 'max_run_time_seconds'].sort();
-
-/** Polls `fn` until it returns a truthy value (a failure guard only, not a timing assertion). */
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 let counter = 0;
 export async function createApp(s: TestServer, token?: string): Promise<string> {

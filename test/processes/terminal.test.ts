@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { MISSING, expectError, expectStatus, listAll } from '../helpers/util.js';
-import { GENEROUS, IMMEDIATE_ENV, createApp, deploy } from '../applications/support.js';
+import { GENEROUS } from '../helpers/server.js';
+import { IMMEDIATE_ENV, createApp, deploy } from '../applications/support.js';
 
 /** A WebSocket client that gathers every text message and the close code. */
 class Terminal {

@@ -1,21 +1,16 @@
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { assertError, expectStatus } from '../accounts/support.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, MISSING } from '../helpers/util.js';
 
 const GENEROUS = { general_write: 100_000, service_creation: 100_000, read: 100_000 };
-const MISSING = '0d3c2b1a-9e8f-4a7b-8c6d-5e4f3a2b1c0d';
 const SECRET = 'hunter2-very-secret-token';
 
 const body = (over: Record<string, unknown> = {}) => ({ name: 'Docker Hub', username: 'my-docker-user', secret: SECRET, ...over });
 
 for (const kind of DB_KINDS) {
   describe(`registry credentials [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS });
 
     const raw = (id: string) => s.app.database.db.selectFrom('docker_registries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
@@ -43,9 +38,9 @@ for (const kind of DB_KINDS) {
       assert.deepEqual(expectStatus(await s.patch(`/docker-registries/${c.id}`, {}), 200), u);
 
       assert.deepEqual(expectStatus(await s.delete(`/docker-registries/${c.id}`), 200), { message: 'Docker registry deleted' });
-      assertError(await s.get(`/docker-registries/${c.id}`), 404);
-      assertError(await s.delete(`/docker-registries/${c.id}`), 404);
-      assertError(await s.patch(`/docker-registries/${MISSING}`, { name: 'x' }), 404);
+      expectError(await s.get(`/docker-registries/${c.id}`), 404);
+      expectError(await s.delete(`/docker-registries/${c.id}`), 404);
+      expectError(await s.patch(`/docker-registries/${MISSING}`, { name: 'x' }), 404);
     });
 
     it('encrypts the secret at rest and never returns it', async () => {
@@ -83,12 +78,12 @@ for (const kind of DB_KINDS) {
         body({ extra: true }),
         { name: 'n', username: 'u' },
       ]) {
-        assertError(await s.post('/docker-registries', b), 400);
+        expectError(await s.post('/docker-registries', b), 400);
       }
       const c = expectStatus(await s.post('/docker-registries', body()), 201);
-      assertError(await s.patch(`/docker-registries/${c.id}`, { secret: 'short' }), 400);
-      assertError(await s.patch(`/docker-registries/${c.id}`, { company_id: s.companyId }), 400);
-      assertError(await s.get('/docker-registries/not-a-uuid'), 400);
+      expectError(await s.patch(`/docker-registries/${c.id}`, { secret: 'short' }), 400);
+      expectError(await s.patch(`/docker-registries/${c.id}`, { company_id: s.companyId }), 400);
+      expectError(await s.get('/docker-registries/not-a-uuid'), 400);
     });
 
     it('paginates', async () => {
@@ -103,13 +98,13 @@ for (const kind of DB_KINDS) {
       const c = expectStatus(await s.post('/docker-registries', body()), 201);
       const viewer = await s.newKey({ role: 'Company Viewer' });
       expectStatus(await s.get(`/docker-registries/${c.id}`, { token: viewer.token }), 200);
-      assertError(await s.post('/docker-registries', body(), { token: viewer.token }), 403, /REGISTRY_CREDENTIAL:CREATE/);
-      assertError(await s.patch(`/docker-registries/${c.id}`, { name: 'x' }, { token: viewer.token }), 403, /REGISTRY_CREDENTIAL:UPDATE/);
-      assertError(await s.delete(`/docker-registries/${c.id}`, { token: viewer.token }), 403, /REGISTRY_CREDENTIAL:DELETE/);
+      expectError(await s.post('/docker-registries', body(), { token: viewer.token }), 403, /REGISTRY_CREDENTIAL:CREATE/);
+      expectError(await s.patch(`/docker-registries/${c.id}`, { name: 'x' }, { token: viewer.token }), 403, /REGISTRY_CREDENTIAL:UPDATE/);
+      expectError(await s.delete(`/docker-registries/${c.id}`, { token: viewer.token }), 403, /REGISTRY_CREDENTIAL:DELETE/);
 
       const billing = await s.newKey({ role: 'Company Billing' });
-      assertError(await s.get('/docker-registries', { token: billing.token }), 403, /REGISTRY_CREDENTIAL:READ/);
-      assertError(await s.post('/docker-registries', body(), { token: billing.token }), 403);
+      expectError(await s.get('/docker-registries', { token: billing.token }), 403, /REGISTRY_CREDENTIAL:READ/);
+      expectError(await s.post('/docker-registries', body(), { token: billing.token }), 403);
 
       const dev = await s.newKey({ role: 'Company Developer' });
       const d = expectStatus(await s.post('/docker-registries', body(), { token: dev.token }), 201);
@@ -122,7 +117,7 @@ for (const kind of DB_KINDS) {
       const b = expectStatus(await s.post('/docker-registries', body({ name: 'b' })), 201);
       const k = await s.newKey({ capabilities: [{ permission: 'REGISTRY_CREDENTIAL:READ', id_resource: a.id }] });
       expectStatus(await s.get(`/docker-registries/${a.id}`, { token: k.token }), 200);
-      assertError(await s.get(`/docker-registries/${b.id}`, { token: k.token }), 404);
+      expectError(await s.get(`/docker-registries/${b.id}`, { token: k.token }), 404);
       const l = expectStatus(await s.get('/docker-registries', { token: k.token }), 200);
       assert.deepEqual(l.data.map((r: any) => r.id), [a.id]);
     });
@@ -130,9 +125,9 @@ for (const kind of DB_KINDS) {
     it('isolates companies (404)', async () => {
       const c = expectStatus(await s.post('/docker-registries', body()), 201);
       const other = await s.newCompany();
-      assertError(await s.get(`/docker-registries/${c.id}`, { token: other.token }), 404);
-      assertError(await s.patch(`/docker-registries/${c.id}`, { name: 'x' }, { token: other.token }), 404);
-      assertError(await s.delete(`/docker-registries/${c.id}`, { token: other.token }), 404);
+      expectError(await s.get(`/docker-registries/${c.id}`, { token: other.token }), 404);
+      expectError(await s.patch(`/docker-registries/${c.id}`, { name: 'x' }, { token: other.token }), 404);
+      expectError(await s.delete(`/docker-registries/${c.id}`, { token: other.token }), 404);
       const l = expectStatus(await s.get('/docker-registries', { token: other.token }), 200);
       assert.ok(!l.data.some((r: any) => r.id === c.id));
       expectStatus(await s.get(`/docker-registries/${c.id}`), 200);
@@ -140,17 +135,13 @@ for (const kind of DB_KINDS) {
   });
 
   describe(`registry credentials rate tier [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: { general_write: 2, service_creation: 100_000, read: 100_000 } });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: { general_write: 2, service_creation: 100_000, read: 100_000 } });
 
     it('counts writes in the general write tier (429 over the limit)', async () => {
       const c = expectStatus(await s.post('/docker-registries', body()), 201);
       expectStatus(await s.post('/docker-registries', body()), 201);
       const over = await s.post('/docker-registries', body());
-      assertError(over, 429);
+      expectError(over, 429);
       assert.ok(over.headers.get('retry-after'));
       // Each operation has its own count; reads are in the read tier.
       expectStatus(await s.patch(`/docker-registries/${c.id}`, { name: 'x' }), 200);

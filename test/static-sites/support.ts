@@ -5,7 +5,7 @@ import type { TestServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 
 /** Every rate tier generous, so suites are not throttled by their own polling. */
-export const GENEROUS = { general_write: 100_000, service_creation: 100_000, service_mutation: 100_000, deployment: 100_000, logs: 100_000, read: 100_000 };
+export { GENEROUS } from '../helpers/server.js';
 
 /** Deployments and deletions finish as soon as the job engine runs them (tests switch per test). */
 export const IMMEDIATE_ENV = { SLIPWAY_SIM_PROGRESSION: 'static_site_deployment=immediate,static_site_delete=immediate', SLIPWAY_JOB_POLL_MS: '20' };

@@ -1,22 +1,17 @@
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { assertError, expectStatus } from '../accounts/support.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { expectError, expectStatus, MISSING } from '../helpers/util.js';
 import { billingPeriod, recordUsage } from '../../src/modules/usage-alerts/service.js';
 import { systemCall } from '../../src/shared/context.js';
 
 const GENEROUS = { general_write: 100_000, service_creation: 100_000, read: 100_000 };
-const MISSING = '0d3c2b1a-9e8f-4a7b-8c6d-5e4f3a2b1c0d';
 
 const body = (over: Record<string, unknown> = {}) => ({ limit_usd: 200, emails: ['ops@example.com'], triggers: [{ percentage: 50 }, { percentage: 90 }], ...over });
 
 for (const kind of DB_KINDS) {
   describe(`usage alerts [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS });
 
     /** A fresh company (the company-wide config is unique per company). */
     const company = async (role = 'Company Admin') => s.newCompany(role);
@@ -44,7 +39,7 @@ for (const kind of DB_KINDS) {
       const f = expectStatus(await s.get(`/usage-alerts?project_id=${pid}`, { token }), 200);
       assert.deepEqual(f.data.map((a: any) => a.id), [p.id]);
       // A filter naming a project the key cannot see is answered like a path id.
-      assertError(await s.get(`/usage-alerts?project_id=${MISSING}`, { token }), 404);
+      expectError(await s.get(`/usage-alerts?project_id=${MISSING}`, { token }), 404);
       assert.deepEqual(expectStatus(await s.get(`/usage-alerts/${p.id}`, { token }), 200), p);
 
       const u = expectStatus(await s.patch(`/usage-alerts/${c.id}`, { limit_usd: 500.25, emails: ['a@example.com', 'b@example.org'] }, { token }), 200);
@@ -60,9 +55,9 @@ for (const kind of DB_KINDS) {
       const d = await s.delete(`/usage-alerts/${c.id}`, { token });
       assert.equal(d.status, 204);
       assert.equal(d.text, '');
-      assertError(await s.get(`/usage-alerts/${c.id}`, { token }), 404);
-      assertError(await s.delete(`/usage-alerts/${c.id}`, { token }), 404);
-      assertError(await s.patch(`/usage-alerts/${MISSING}`, { limit_usd: 1 }, { token }), 404);
+      expectError(await s.get(`/usage-alerts/${c.id}`, { token }), 404);
+      expectError(await s.delete(`/usage-alerts/${c.id}`, { token }), 404);
+      expectError(await s.patch(`/usage-alerts/${MISSING}`, { limit_usd: 1 }, { token }), 404);
       const rows = await s.app.database.db.selectFrom('usage_alert_triggers').select('id').where('alert_id', '=', c.id).execute();
       assert.equal(rows.length, 0, 'triggers deleted with the config');
       // A company-wide config can be created again once the previous one is gone.
@@ -72,18 +67,18 @@ for (const kind of DB_KINDS) {
     it('allows one company-wide config plus one per project (400 otherwise)', async () => {
       const { token } = await company();
       expectStatus(await s.post('/usage-alerts', body(), { token }), 201);
-      assertError(await s.post('/usage-alerts', body({ project_id: null }), { token }), 400, /company-wide/);
+      expectError(await s.post('/usage-alerts', body({ project_id: null }), { token }), 400, /company-wide/);
       const pid = await project(token);
       expectStatus(await s.post('/usage-alerts', body({ project_id: pid }), { token }), 201);
-      assertError(await s.post('/usage-alerts', body({ project_id: pid }), { token }), 400, /already has/);
+      expectError(await s.post('/usage-alerts', body({ project_id: pid }), { token }), 400, /already has/);
     });
 
     it('requires the project to belong to the company (404, like a path id)', async () => {
       const a = await company();
       const b = await company();
       const foreign = await project(b.token);
-      assertError(await s.post('/usage-alerts', body({ project_id: foreign }), { token: a.token }), 404);
-      assertError(await s.post('/usage-alerts', body({ project_id: MISSING }), { token: a.token }), 404);
+      expectError(await s.post('/usage-alerts', body({ project_id: foreign }), { token: a.token }), 404);
+      expectError(await s.post('/usage-alerts', body({ project_id: MISSING }), { token: a.token }), 404);
     });
 
     it('removes a project config with its project', async () => {
@@ -91,7 +86,7 @@ for (const kind of DB_KINDS) {
       const pid = await project(token);
       const p = expectStatus(await s.post('/usage-alerts', body({ project_id: pid }), { token }), 201);
       expectStatus(await s.delete(`/projects/${pid}`, { token }), 200);
-      assertError(await s.get(`/usage-alerts/${p.id}`, { token }), 404);
+      expectError(await s.get(`/usage-alerts/${p.id}`, { token }), 404);
     });
 
     it('validates limits, thresholds and recipients (400)', async () => {
@@ -117,15 +112,15 @@ for (const kind of DB_KINDS) {
         body({ project_id: 'nope' }),
         body({ company_id: MISSING }),
       ]) {
-        assertError(await s.post('/usage-alerts', b, { token }), 400);
+        expectError(await s.post('/usage-alerts', b, { token }), 400);
       }
       const ten = expectStatus(await s.post('/usage-alerts', body({ triggers: eleven.slice(0, 10), limit_usd: 0.01 }), { token }), 201);
       assert.equal(ten.triggers.length, 10);
       for (const b of [{ project_id: null }, { triggers: eleven }, { emails: [] }, { limit_usd: 0 }, { triggers: [{ percentage: 7 }, { percentage: 7 }] }]) {
-        assertError(await s.patch(`/usage-alerts/${ten.id}`, b, { token }), 400);
+        expectError(await s.patch(`/usage-alerts/${ten.id}`, b, { token }), 400);
       }
-      assertError(await s.get('/usage-alerts?project_id=nope', { token }), 400);
-      assertError(await s.get('/usage-alerts/nope', { token }), 400);
+      expectError(await s.get('/usage-alerts?project_id=nope', { token }), 400);
+      expectError(await s.get('/usage-alerts/nope', { token }), 400);
     });
 
     it('fires each threshold once per billing period; replacing triggers resets it', async () => {
@@ -164,41 +159,37 @@ for (const kind of DB_KINDS) {
       assert.equal((await s.delete(`/usage-alerts/${b.id}`, { token: billing.token })).status, 204);
 
       const dev = await s.newKey({ role: 'Company Developer', companyId });
-      assertError(await s.get('/usage-alerts', { token: dev.token }), 403, /BILLING:READ/);
-      assertError(await s.post('/usage-alerts', body({ project_id: pid }), { token: dev.token }), 403, /BILLING:CREATE/);
+      expectError(await s.get('/usage-alerts', { token: dev.token }), 403, /BILLING:READ/);
+      expectError(await s.post('/usage-alerts', body({ project_id: pid }), { token: dev.token }), 403, /BILLING:CREATE/);
 
       const viewer = await s.newKey({ role: 'Company Viewer', companyId });
       expectStatus(await s.get(`/usage-alerts/${c.id}`, { token: viewer.token }), 200);
-      assertError(await s.post('/usage-alerts', body({ project_id: pid }), { token: viewer.token }), 403, /BILLING:CREATE/);
-      assertError(await s.patch(`/usage-alerts/${c.id}`, { limit_usd: 1 }, { token: viewer.token }), 403, /BILLING:UPDATE/);
-      assertError(await s.delete(`/usage-alerts/${c.id}`, { token: viewer.token }), 403, /BILLING:DELETE/);
+      expectError(await s.post('/usage-alerts', body({ project_id: pid }), { token: viewer.token }), 403, /BILLING:CREATE/);
+      expectError(await s.patch(`/usage-alerts/${c.id}`, { limit_usd: 1 }, { token: viewer.token }), 403, /BILLING:UPDATE/);
+      expectError(await s.delete(`/usage-alerts/${c.id}`, { token: viewer.token }), 403, /BILLING:DELETE/);
     });
 
     it('isolates companies (404)', async () => {
       const a = await company();
       const b = await company();
       const c = expectStatus(await s.post('/usage-alerts', body(), { token: a.token }), 201);
-      assertError(await s.get(`/usage-alerts/${c.id}`, { token: b.token }), 404);
-      assertError(await s.patch(`/usage-alerts/${c.id}`, { limit_usd: 1 }, { token: b.token }), 404);
-      assertError(await s.delete(`/usage-alerts/${c.id}`, { token: b.token }), 404);
+      expectError(await s.get(`/usage-alerts/${c.id}`, { token: b.token }), 404);
+      expectError(await s.patch(`/usage-alerts/${c.id}`, { limit_usd: 1 }, { token: b.token }), 404);
+      expectError(await s.delete(`/usage-alerts/${c.id}`, { token: b.token }), 404);
       assert.equal(expectStatus(await s.get('/usage-alerts', { token: b.token }), 200).total, 0);
       expectStatus(await s.get(`/usage-alerts/${c.id}`, { token: a.token }), 200);
     });
   });
 
   describe(`usage alerts rate tiers [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: { service_creation: 2, general_write: 100_000, read: 100_000 } });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: { service_creation: 2, general_write: 100_000, read: 100_000 } });
 
     it('counts creation in the service creation tier (429), updates elsewhere', async () => {
       const c = expectStatus(await s.post('/usage-alerts', body()), 201);
       const pid = expectStatus(await s.post('/projects', { display_name: 'P' }), 201).id;
       expectStatus(await s.post('/usage-alerts', body({ project_id: pid })), 201);
       const over = await s.post('/usage-alerts', body());
-      assertError(over, 429);
+      expectError(over, 429);
       assert.ok(over.headers.get('retry-after'));
       assert.equal(over.headers.get('x-ratelimit-limit'), '2');
       expectStatus(await s.patch(`/usage-alerts/${c.id}`, { limit_usd: 3 }), 200);

@@ -1,26 +1,22 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { expectStatus } from '../accounts/support.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectStatus, waitFor } from '../helpers/util.js';
 import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { EVENT_TYPES } from '../../src/shared/events.js';
-import { Receiver, verify, waitFor } from './support.js';
+import { Receiver, verify } from './support.js';
 
-const GENEROUS = { general_write: 100_000, service_creation: 100_000, service_mutation: 100_000, deployment: 100_000, logs: 100_000, read: 100_000 };
 
 for (const kind of DB_KINDS) {
   describe(`application events [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    let rx: Receiver;
+    // The receiver is closed before the server (after hooks run in registration order).
+    const rx = new Receiver();
+    before(() => rx.start());
+    after(() => rx.close());
+    const s = useServer({ db: kind, env: { SLIPWAY_WEBHOOK_RETRY_SCALE: '0.00001', SLIPWAY_JOB_POLL_MS: '20' }, rateLimits: GENEROUS });
     let hook: { id: string; secret: string };
     before(async () => {
-      s = await startServer({ db: kind, env: { SLIPWAY_WEBHOOK_RETRY_SCALE: '0.00001', SLIPWAY_JOB_POLL_MS: '20' }, rateLimits: GENEROUS });
-      rx = await new Receiver().start();
       hook = expectStatus(await s.post('/webhooks', { allowed_events: ['APP_CREATE', 'APP_UPDATE', 'APP_DELETE', 'APP_DEPLOY'], endpoint: rx.url }), 201);
-    });
-    after(async () => {
-      await rx?.close();
-      await s?.close();
     });
 
     const eventsFor = (appId: string, type: string) => rx.received.filter((r) => r.json.type === type && r.json.data.id === appId);

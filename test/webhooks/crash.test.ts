@@ -7,10 +7,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { sleep, waitFor } from '../helpers/util.js';
 import SQLite from 'better-sqlite3';
 import { call, startChild, type ChildServer } from '../helpers/process.js';
 import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
-import { Receiver, sleep, waitFor } from './support.js';
+import { Receiver } from './support.js';
 
 const EVENTS = 500;
 

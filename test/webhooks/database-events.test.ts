@@ -2,24 +2,21 @@
 // database as GET /databases/{id} shows it (never the password).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { expectStatus } from '../accounts/support.js';
-import { dbBody, GENEROUS, waitStatus } from '../databases/support.js';
-import { Receiver, verify, waitFor } from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectStatus, waitFor } from '../helpers/util.js';
+import { dbBody, waitStatus } from '../databases/support.js';
+import { Receiver, verify } from './support.js';
 
 for (const kind of DB_KINDS) {
   describe(`database events [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    let rx: Receiver;
+    // The receiver is closed before the server (after hooks run in registration order).
+    const rx = new Receiver();
+    before(() => rx.start());
+    after(() => rx.close());
+    const s = useServer({ db: kind, env: { SLIPWAY_SIM_PROGRESSION: '*=immediate', SLIPWAY_JOB_POLL_MS: '20' }, rateLimits: GENEROUS });
     let hook: { id: string; secret: string };
     before(async () => {
-      s = await startServer({ db: kind, env: { SLIPWAY_SIM_PROGRESSION: '*=immediate', SLIPWAY_JOB_POLL_MS: '20' }, rateLimits: GENEROUS });
-      rx = await new Receiver().start();
       hook = expectStatus(await s.post('/webhooks', { allowed_events: ['DATABASE_CREATE', 'DATABASE_UPDATE', 'DATABASE_DELETE'], endpoint: rx.url }), 201);
-    });
-    after(async () => {
-      await rx?.close();
-      await s?.close();
     });
 
     const eventsFor = (id: string, type: string) => rx.received.filter((r) => r.json.type === type && r.json.data.id === id);

@@ -6,18 +6,6 @@ import type { AddressInfo } from 'node:net';
 import type { TestServer } from '../helpers/server.js';
 import type { EventType } from '../../src/shared/events.js';
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as T;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
-
 export interface Received {
   headers: IncomingHttpHeaders;
   body: string;

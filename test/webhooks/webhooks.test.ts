@@ -1,12 +1,10 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { expectStatus } from '../accounts/support.js';
-import { Receiver, emitNow, sleep, verify, waitFor } from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectStatus, MISSING, sleep, waitFor } from '../helpers/util.js';
+import { Receiver, emitNow, verify } from './support.js';
 import { endpointProblem, guardedAgent, post, refusedAddress, retryDelayMs, webhookSettings, MAX_ATTEMPTS, RESPONSE_EXCERPT_BYTES } from '../../src/modules/webhooks/delivery.js';
 
-const GENEROUS = { general_write: 100_000, service_creation: 100_000, service_mutation: 100_000, deployment: 100_000, logs: 100_000, read: 100_000 };
-const MISSING = '0d3c2b1a-9e8f-4a7b-8c6d-5e4f3a2b1c0d';
 // 1e-5 compresses the 12 retries (about 7.3 days) to about 6.3 s.
 const ENV = { SLIPWAY_WEBHOOK_RETRY_SCALE: '0.00001', SLIPWAY_WEBHOOK_TIMEOUT_MS: '700', SLIPWAY_JOB_POLL_MS: '20' };
 
@@ -70,16 +68,11 @@ describe('webhook settings and guards (unit)', () => {
 
 for (const kind of DB_KINDS) {
   describe(`webhooks [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    let rx: Receiver;
-    before(async () => {
-      s = await startServer({ db: kind, env: ENV, rateLimits: GENEROUS });
-      rx = await new Receiver().start();
-    });
-    after(async () => {
-      await rx?.close();
-      await s?.close();
-    });
+    // The receiver is closed before the server (after hooks run in registration order).
+    const rx = new Receiver();
+    before(() => rx.start());
+    after(() => rx.close());
+    const s = useServer({ db: kind, env: ENV, rateLimits: GENEROUS });
 
     const create = async (body: Record<string, unknown> = {}, token?: string) =>
       expectStatus(await s.post('/webhooks', { allowed_events: ['APP_CREATE', 'APP_UPDATE'], endpoint: rx.url, ...body }, { token }), 201);
