@@ -18,6 +18,7 @@ import * as databases from './databases/routes.js';
 import * as webhooks from './webhooks/routes.js';
 import * as registryCredentials from './registry-credentials/routes.js';
 import * as usageAlerts from './usage-alerts/routes.js';
+import * as objectStorage from './object-storage/routes.js';
 
 export interface Module {
   name: string;
@@ -33,6 +34,8 @@ export interface Module {
   setup?(app: AppContext): void;
   /** Routes outside /v3 (e.g. public hook URLs). */
   http?(fastify: FastifyInstance, app: AppContext): void;
+  /** Routes a request by its Host before routing (e.g. virtual-hosted buckets): the new URL, or undefined. */
+  rewriteUrl?(app: AppContext, host: string | undefined, url: string): string | undefined;
 }
 
 export const modules: Module[] = [
@@ -48,6 +51,7 @@ export const modules: Module[] = [
   { name: 'webhooks', operations: webhooks.operations, tables: webhooks.tables, migrations: webhooks.migrations, setup: webhooks.setup },
   { name: 'registry-credentials', operations: registryCredentials.operations, tables: registryCredentials.tables, migrations: registryCredentials.migrations },
   { name: 'usage-alerts', operations: usageAlerts.operations, tables: usageAlerts.tables, migrations: usageAlerts.migrations },
+  { name: 'object-storage', operations: objectStorage.operations, tables: objectStorage.tables, migrations: objectStorage.migrations, setup: objectStorage.setup, http: objectStorage.http, rewriteUrl: objectStorage.rewriteUrl },
 ];
 
 export const moduleMigrations = (): Record<string, Migration> => Object.assign({}, ...modules.map((m) => m.migrations ?? {}));

@@ -34,6 +34,8 @@ export interface Config {
    * not to process.env). Parsed by `webhookSettings` in src/modules/webhooks/delivery.ts.
    */
   webhooks: { env: Record<string, string | undefined> };
+  /** Object storage settings (`SLIPWAY_OBJECT_STORAGE_*`), parsed by src/modules/object-storage/settings.ts. */
+  objectStorage: { env: Record<string, string | undefined> };
   simulation: { progression: Record<string, Progression>; faults: Omit<FaultRule, 'id' | 'created_at'>[] };
 }
 
@@ -111,6 +113,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
       retryBaseMs: Number(env.SLIPWAY_JOB_RETRY_BASE_MS || 1000),
     },
     webhooks: { env: pickEnv(env, 'SLIPWAY_WEBHOOK_') },
+    objectStorage: { env: pickEnv(env, 'SLIPWAY_OBJECT_STORAGE_') },
     simulation: {
       progression: parseProgression(str('sim-progression', 'SLIPWAY_SIM_PROGRESSION')),
       faults: parseFaults(env.SLIPWAY_SIM_FAULTS),

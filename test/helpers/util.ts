@@ -1,0 +1,77 @@
+// The generic helpers every suite shares: waiting, polling, status and error-body assertions, and
+// a few constants. Area support files (test/<area>/support.ts) hold only area-specific helpers.
+import assert from 'node:assert/strict';
+import type { TestServer } from './server.js';
+
+/** Resolves after `ms` milliseconds (negative values wait 0 ms). */
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+/**
+ * Polls `fn` until it returns a truthy value, which is returned. The timeout is a failure guard
+ * (a hung state machine), never a timing assertion; `what` names the condition in the failure.
+ */
+export async function waitFor<T>(
+  what: string,
+  fn: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  timeoutMs = 20_000,
+  intervalMs = 25,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v as T;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}
+
+/** What `expectStatus` and `expectError` need of a response (the harness's or a child process's). */
+export interface StatusResponse<T = any> {
+  status: number;
+  body: T;
+  text?: string;
+  headers?: Headers;
+}
+
+const shown = (r: StatusResponse) => r.text ?? JSON.stringify(r.body);
+
+/** Asserts the status (printing the body when it differs) and returns the body. */
+export function expectStatus<T = any>(r: StatusResponse<T>, status: number): T {
+  assert.equal(r.status, status, `expected ${status}, got ${r.status}: ${shown(r)}`);
+  return r.body;
+}
+
+/**
+ * The contract's error body with the expected status: a JSON object `{message, status, data?}` and
+ * nothing else, `status` equal to the HTTP status, a non-empty message (equal to `message` when it
+ * is a string, matching it when it is a RegExp). `data: 'absent'` also requires `data` to be
+ * absent or empty. Returns the message.
+ */
+export function expectError(r: StatusResponse, status: number, message?: RegExp | string, opts: { data?: 'absent' } = {}): string {
+  assert.equal(r.status, status, `expected ${status}, got ${r.status}: ${shown(r)}`);
+  assert.ok(r.body && typeof r.body === 'object' && !Array.isArray(r.body), `error body is not an object: ${shown(r)}`);
+  for (const k of Object.keys(r.body)) assert.ok(['data', 'message', 'status'].includes(k), `unexpected property "${k}" in error body ${shown(r)}`);
+  assert.equal(r.body.status, status, `body.status equals the HTTP status: ${shown(r)}`);
+  assert.equal(typeof r.body.message, 'string');
+  assert.ok(r.body.message.length > 0, 'the error message is empty');
+  if (opts.data === 'absent') assert.ok(r.body.data === undefined || Object.keys(r.body.data).length === 0, `data should be empty or absent: ${shown(r)}`);
+  if (r.headers) assert.match(r.headers.get('content-type') ?? '', /^application\/json/);
+  if (typeof message === 'string') assert.equal(r.body.message, message);
+  else if (message) assert.match(r.body.message, message);
+  return r.body.message as string;
+}
+
+export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A well-formed id that names nothing. */
+export const MISSING = '0d3c2b1a-9e8f-4a7b-8c6d-5e4f3a2b1c0d';
+
+/** Every item of a paginated list (follows offset/limit until total). */
+export async function listAll<T = any>(s: TestServer, path: string, token?: string): Promise<T[]> {
+  const out: T[] = [];
+  for (let offset = 0; ; offset += 100) {
+    const r = expectStatus(await s.get(`${path}${path.includes('?') ? '&' : '?'}limit=100&offset=${offset}`, { token }), 200);
+    out.push(...(r.data as T[]));
+    if (offset + 100 >= r.total) return out;
+  }
+}
