@@ -6,7 +6,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
@@ -22,8 +22,8 @@ import {
   ListObjectsV2Command,
   ListPartsCommand,
   PutObjectCommand,
+  S3Client,
   UploadPartCommand,
-  type S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
@@ -396,3 +396,44 @@ for (const kind of DB_KINDS) {
     });
   });
 }
+
+describe('object storage data plane: virtual-hosted addressing [sqlite]', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await startServer({ rateLimits: GENEROUS, env: { SLIPWAY_OBJECT_STORAGE_BASE_DOMAIN: 's3.slipway.test' } });
+  });
+  after(async () => s?.close());
+
+  it('<bucket>.<base domain> and the base domain itself serve the bucket with signed requests', async () => {
+    const b = await createBucket(s);
+    const port = new URL(s.baseUrl).port;
+    // Every *.slipway.test name resolves to this machine.
+    const agent = new Agent({
+      lookup: ((_host: string, opts: { all?: boolean }, cb: (...args: unknown[]) => void) =>
+        opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4)) as never,
+    });
+    const virtual = new S3Client({
+      endpoint: `http://s3.slipway.test:${port}`,
+      region: 'us-east-1',
+      credentials: { accessKeyId: b.access_key, secretAccessKey: b.secret_key },
+      requestHandler: { httpAgent: agent },
+      maxAttempts: 1,
+    });
+    await virtual.send(new PutObjectCommand({ Bucket: b.bucket_name, Key: 'v/hosted.txt', Body: 'virtual' }));
+    assert.equal(await (await virtual.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'v/hosted.txt' }))).Body!.transformToString(), 'virtual');
+    assert.deepEqual((await virtual.send(new ListObjectsV2Command({ Bucket: b.bucket_name }))).Contents!.map((o) => o.Key), ['v/hosted.txt']);
+    const pathStyle = new S3Client({
+      endpoint: `http://s3.slipway.test:${port}`,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: b.access_key, secretAccessKey: b.secret_key },
+      requestHandler: { httpAgent: agent },
+      maxAttempts: 1,
+    });
+    assert.equal(await (await pathStyle.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'v/hosted.txt' }))).Body!.transformToString(), 'virtual');
+    const other = await createBucket(s);
+    assert.deepEqual(await s3Error(virtual.send(new GetObjectCommand({ Bucket: other.bucket_name, Key: 'v/hosted.txt' }))), { name: 'AccessDenied', status: 403 });
+    // The API on the main host name is untouched.
+    expectStatus(await s.get(`/object-storage/${b.id}`), 200);
+  });
+});

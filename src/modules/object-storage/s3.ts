@@ -5,6 +5,7 @@
 // and every error is S3's XML error document. Registered as an encapsulated Fastify plugin, so
 // the JSON API's parsers and error handler never see these requests.
 import { pipeline, type Readable } from 'node:stream';
+import type { ByteRange } from './blobs.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { XMLBuilder, XMLParser } from 'fast-xml-parser';
 import type { AppContext } from '../../shared/context.js';
@@ -421,7 +422,6 @@ async function objectOperation(app: AppContext, b: ObjectStoragesTable, t: Targe
       return getObject(app, b, t, req, reply);
     case 'PUT':
       if (uploadId !== undefined) {
-        if (headerOf(req, 'x-amz-copy-source')) throw notImplemented('UploadPartCopy');
         return uploadPart(app, b, t, uploadId, req, reply, caller);
       }
       if (Object.keys(q).some((k) => OBJECT_SUBRESOURCES.includes(k))) throw notImplemented(`Object sub-resource ${Object.keys(q).join(', ')}`);
@@ -521,16 +521,8 @@ async function putObject(app: AppContext, b: ObjectStoragesTable, t: Target, req
 }
 
 async function copyObject(app: AppContext, b: ObjectStoragesTable, t: Target, req: FastifyRequest, reply: FastifyReply) {
-  const raw = headerOf(req, 'x-amz-copy-source')!.split('?')[0]!;
-  const source = decode(raw).replace(/^\//, '');
-  const slash = source.indexOf('/');
-  if (slash < 1 || slash === source.length - 1) throw invalidArgument('Copy Source must mention the source bucket and key: sourcebucket/sourcekey');
-  if (source.slice(0, slash) !== b.bucket_name) throw accessDenied();
-  const srcKey = source.slice(slash + 1);
-  const src = await findObject(app.database.db, b.id, srcKey);
-  if (!src) throw noSuchKey();
-  const ifMatch = headerOf(req, 'x-amz-copy-source-if-match');
-  if (ifMatch && unquote(ifMatch) !== src.etag) throw new S3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
+  const src = await copySource(app, b, req);
+  const srcKey = src.key;
   const directive = (headerOf(req, 'x-amz-metadata-directive') ?? 'COPY').toUpperCase();
   if (directive !== 'COPY' && directive !== 'REPLACE') throw invalidArgument('Unknown metadata directive.');
   if (srcKey === t.key && directive === 'COPY')
@@ -572,7 +564,8 @@ function partNumberOf(v: string | undefined): number {
 async function uploadPart(app: AppContext, b: ObjectStoragesTable, t: Target, uploadId: string, req: FastifyRequest, reply: FastifyReply, caller: Caller) {
   const partNumber = partNumberOf(one(t.query, 'partNumber'));
   if (!(await findUpload(app.database.db, b.id, uploadId, t.key))) throw noSuchUpload();
-  const got = await receive(app, b.id, req, caller);
+  const copying = headerOf(req, 'x-amz-copy-source') !== undefined;
+  const got = copying ? await copyPartSource(app, b, req) : await receive(app, b.id, req, caller);
   const { store } = runtime(app);
   const res = await app.database.db
     .transaction()
@@ -582,7 +575,42 @@ async function uploadPart(app: AppContext, b: ObjectStoragesTable, t: Target, up
     throw noSuchUpload();
   }
   if (res.replaced) await store.remove(b.id, [res.replaced]).catch(() => {});
+  if (copying) return sendXml(reply, 200, { CopyPartResult: { '@_xmlns': NS, LastModified: new Date().toISOString(), ETag: quoted(got.md5) } });
   return reply.status(200).header('etag', quoted(got.md5)).send();
+}
+
+/** The source object named by `x-amz-copy-source` (same bucket only). */
+async function copySource(app: AppContext, b: ObjectStoragesTable, req: FastifyRequest): Promise<ObjectRow> {
+  const raw = headerOf(req, 'x-amz-copy-source')!.split('?')[0]!;
+  const source = decode(raw).replace(/^\//, '');
+  const slash = source.indexOf('/');
+  if (slash < 1 || slash === source.length - 1) throw invalidArgument('Copy Source must mention the source bucket and key: sourcebucket/sourcekey');
+  if (source.slice(0, slash) !== b.bucket_name) throw accessDenied();
+  const src = await findObject(app.database.db, b.id, source.slice(slash + 1));
+  if (!src) throw noSuchKey();
+  const ifMatch = headerOf(req, 'x-amz-copy-source-if-match');
+  if (ifMatch && unquote(ifMatch) !== src.etag) throw new S3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
+  return src;
+}
+
+/** UploadPartCopy: the source's bytes (or `x-amz-copy-source-range`) become a new part blob. */
+async function copyPartSource(app: AppContext, b: ObjectStoragesTable, req: FastifyRequest) {
+  const src = await copySource(app, b, req);
+  const size = Number(src.size);
+  const header = headerOf(req, 'x-amz-copy-source-range');
+  let range: ByteRange | undefined;
+  if (header) {
+    const m = /^bytes=(\d+)-(\d+)$/.exec(header.trim());
+    if (!m || Number(m[1]) > Number(m[2]) || Number(m[2]) >= size) throw invalidArgument('The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy, within the source object.');
+    range = { start: Number(m[1]), end: Number(m[2]) };
+  }
+  const { store } = runtime(app);
+  const digester = new Digester({ sha256: false, checksum: null });
+  const blob = newBlobId();
+  const length = range ? range.end - range.start + 1 : size;
+  const stream = pipeline(await store.read(b.id, src.blob, range), digester, () => {});
+  const written = await store.put(b.id, blob, stream, length, () => checkDigests(digester, { length, contentMd5: undefined, sha256: null, checksum: null }));
+  return { blob, size: written, md5: digester.result().md5.toString('hex') };
 }
 
 async function listPartsOf(app: AppContext, b: ObjectStoragesTable, t: Target, uploadId: string, reply: FastifyReply) {
