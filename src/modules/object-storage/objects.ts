@@ -139,7 +139,7 @@ export function sweepJob(app: AppContext) {
 // --- Multipart uploads -----------------------------------------------------------------------
 
 export const newBlobId = () => newId();
-export const newUploadId = () => randomBytes(24).toString('base64url');
+const newUploadId = () => randomBytes(24).toString('base64url');
 
 export async function createUpload(tx: Tx, bucketId: string, key: string, contentType: string | null, metadata: Record<string, string>): Promise<string> {
   const id = newUploadId();

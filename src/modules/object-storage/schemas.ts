@@ -8,14 +8,14 @@ export const JURISDICTIONS = ['default', 'eu', 'fedramp'] as const;
 export const CORS_METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'HEAD'] as const;
 export const OBJECT_TYPES = ['folder', 'file', 'image', 'video', 'audio', 'document'] as const;
 /** The longest grace period of old keys after a rotation (the specification). */
-export const MAX_OLD_KEYS_TTL_HOURS = 168;
+const MAX_OLD_KEYS_TTL_HOURS = 168;
 
 const Location = StringEnum(LOCATIONS);
 const Jurisdiction = StringEnum(JURISDICTIONS);
 const DisplayName = Type.String({ minLength: 2, maxLength: 64 });
 
 /** The bucket as update answers it (no endpoint, no keys). */
-export const ObjectStorageView = Type.Object({
+const ObjectStorageView = Type.Object({
   id: Uuid(),
   company_id: Type.String(),
   project_id: Nullable(Uuid()),
@@ -30,7 +30,7 @@ export const ObjectStorageView = Type.Object({
 
 /** The bucket as create and get answer it: with the S3 bucket name, endpoint and keys. */
 const { id, company_id, project_id, name, display_name, location, jurisdiction, domain, created_at, updated_at } = ObjectStorageView.properties;
-export const ObjectStorageDetail = Type.Object({
+const ObjectStorageDetail = Type.Object({
   id, company_id, project_id, name, display_name, location, jurisdiction,
   bucket_name: Type.String(),
   domain,
@@ -43,7 +43,7 @@ export const ObjectStorageDetail = Type.Object({
 const ObjectStorageListItem = Type.Object({ id, name, display_name, location, jurisdiction, domain, created_at, updated_at }, { additionalProperties: false });
 
 /** A CORS rule as created and (fully) replaced. */
-export const CorsPolicyBody = Type.Object({
+const CorsPolicyBody = Type.Object({
   methods: Type.Array(StringEnum(CORS_METHODS), { minItems: 1 }),
   origins: Type.Array(Type.String({ minLength: 1, maxLength: 250 }), { minItems: 1, maxItems: 100 }),
   headers: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 250 }), { maxItems: 100 })),

@@ -35,7 +35,7 @@ const view = (b: ObjectStoragesTable, domain: string | null) => ({
 });
 
 /** The S3 endpoint clients use with path-style addressing (`forcePathStyle`). */
-export const endpointOf = (app: AppContext) => `${app.baseUrl}${PATH_PREFIX}`;
+const endpointOf = (app: AppContext) => `${app.baseUrl}${PATH_PREFIX}`;
 
 function detail(app: AppContext, b: ObjectStoragesTable, domain: string | null, keys: { access: string | null; secret: string | null }) {
   const { created_at, updated_at, ...rest } = view(b, domain);

@@ -11,8 +11,8 @@ import { runtime } from './runtime.js';
 const ALGORITHM = 'AWS4-HMAC-SHA256';
 const MAX_SKEW_MS = 15 * 60_000;
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
-export const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
-export const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 const sha256 = Hash.bind(null, 'sha256');
 
 /** What the data plane needs of an incoming request. */
@@ -180,4 +180,3 @@ export async function trailerSignature(seed: NonNullable<Caller['seed']>, previo
   return seed.signer.sign(toSign, { signingDate: seed.date, signingRegion: seed.scope.split('/')[1] });
 }
 
-export { equal as constantTimeEqual };
