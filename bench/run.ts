@@ -1,6 +1,7 @@
 // Benchmarks: autocannon against a Slipway server running as a child process (SQLite by
 // default, PostgreSQL when DATABASE_URL is set). Prints req/s and p99 latency per scenario, then
-// deployment throughput: triggers accepted per second and the time to drain them all.
+// deployment throughput: triggers accepted per second and the time to drain them all, webhook
+// deliveries, and object storage throughput (S3 PUT/GET MB/s against the file system).
 //   npm run bench                 # all scenarios, 10 s each
 //   BENCH_SECONDS=5 npm run bench
 import autocannon from 'autocannon';
@@ -9,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call, startChild } from '../test/helpers/process.js';
+import { objectStorageThroughput } from './object-storage.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 20);
@@ -129,6 +131,7 @@ async function main() {
     await run('GET /v3/projects?offset=975', `${server.baseUrl}/v3/projects?offset=975`, auth);
     await deployments(server.baseUrl, token);
     await webhookDeliveries(server.baseUrl, token);
+    await objectStorageThroughput(server.baseUrl, token, dir);
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -99,6 +99,14 @@ export async function createServer(config: Config, opts: { database?: Database; 
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     requestIdHeader: false,
+    // Modules may route by Host (virtual-hosted object storage buckets); `app` exists by the first request.
+    rewriteUrl: (req) => {
+      for (const m of modules) {
+        const url = m.rewriteUrl?.(app, req.headers.host, req.url ?? '/');
+        if (url !== undefined) return url;
+      }
+      return req.url ?? '/';
+    },
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && UUID_RE.test(incoming) ? incoming.toLowerCase() : randomUUID();

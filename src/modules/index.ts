@@ -22,6 +22,7 @@ import * as usageAlerts from './usage-alerts/routes.js';
 import * as domains from './domains/routes.js';
 import * as pipelines from './pipelines/routes.js';
 import * as loadBalancers from './load-balancers/routes.js';
+import * as objectStorage from './object-storage/routes.js';
 
 export interface Module {
   name: string;
@@ -37,6 +38,8 @@ export interface Module {
   setup?(app: AppContext): void;
   /** Routes outside /v3 (e.g. public hook URLs). */
   http?(fastify: FastifyInstance, app: AppContext): void;
+  /** Routes a request by its Host before routing (e.g. virtual-hosted buckets): the new URL, or undefined. */
+  rewriteUrl?(app: AppContext, host: string | undefined, url: string): string | undefined;
 }
 
 export const modules: Module[] = [
@@ -62,6 +65,7 @@ export const modules: Module[] = [
   { name: 'domains', operations: domains.operations, tables: domains.tables, migrations: domains.migrations, setup: domains.setup },
   { name: 'pipelines', operations: pipelines.operations, tables: pipelines.tables, migrations: pipelines.migrations, setup: pipelines.setup },
   { name: 'load-balancers', operations: loadBalancers.operations, tables: loadBalancers.tables, migrations: loadBalancers.migrations, setup: loadBalancers.setup },
+  { name: 'object-storage', operations: objectStorage.operations, tables: objectStorage.tables, migrations: objectStorage.migrations, setup: objectStorage.setup, http: objectStorage.http, rewriteUrl: objectStorage.rewriteUrl },
 ];
 
 export const moduleMigrations = (): Record<string, Migration> => Object.assign({}, ...modules.map((m) => m.migrations ?? {}));

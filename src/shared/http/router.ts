@@ -103,7 +103,8 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
       // also what a JSON `null` body parses to); the body validator tells the two apart by this.
       preValidation: async (req) => {
         if (Number(req.headers['content-length']) > 0 || req.headers['transfer-encoding'] !== undefined) return;
-        req.body = undefined;
+        // An absent optional object body means "no options": validated and handled as `{}`.
+        req.body = c.body && !c.bodyRequired && (c.body as { type?: unknown }).type === 'object' ? {} : undefined;
         if (c.body && c.bodyRequired)
           throw Object.assign(new Error('missing body'), { validation: [{ instancePath: '', message: 'a JSON body is required' }], validationContext: 'body' });
       },

@@ -1,0 +1,293 @@
+// The control plane of object storage: buckets (create, read, update, delete), their keys
+// (rotation with a grace period), CORS rules, the public CDN domain, and the object list and
+// delete operations over what S3 clients stored.
+import { randomBytes } from 'node:crypto';
+import type { AppContext, CallContext } from '../../shared/context.js';
+import { ApiError, badRequest, notFound } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
+import { uniqueName } from '../../shared/naming.js';
+import { paginate, type Page } from '../../shared/pagination.js';
+import type { ServiceSummary } from '../../shared/services.js';
+import { forgetService, placeService, projectExists } from '../projects/service.js';
+import { claimHostname, hostnameOf, releaseHostname } from './domains.js';
+import { decodeBound, deleteObjectRows, encodeBound, listEntries, sweepLater } from './objects.js';
+import { runtime } from './runtime.js';
+import { PATH_PREFIX } from './settings.js';
+import { findBucket, type CorsMethod, type Jurisdiction, type Location, type ObjectStoragesTable } from './storage.js';
+import type { OBJECT_TYPES } from './schemas.js';
+
+const KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+const MAX_CORS_RULES = 100;
+
+// --- Representations ------------------------------------------------------------------------
+
+const view = (b: ObjectStoragesTable, domain: string | null) => ({
+  id: b.id,
+  company_id: b.company_id,
+  project_id: b.project_id,
+  name: b.name,
+  display_name: b.display_name,
+  location: b.location,
+  jurisdiction: b.jurisdiction,
+  domain,
+  created_at: b.created_at,
+  updated_at: b.updated_at,
+});
+
+/** The S3 endpoint clients use with path-style addressing (`forcePathStyle`). */
+const endpointOf = (app: AppContext) => `${app.baseUrl}${PATH_PREFIX}`;
+
+function detail(app: AppContext, b: ObjectStoragesTable, domain: string | null, keys: { access: string | null; secret: string | null }) {
+  const { created_at, updated_at, ...rest } = view(b, domain);
+  return { ...rest, bucket_name: b.bucket_name, endpoint: endpointOf(app), access_key: keys.access, secret_key: keys.secret, created_at, updated_at };
+}
+
+/** The CDN hostname a bucket gets when its public domain is enabled. */
+const cdnHostname = (app: AppContext, b: ObjectStoragesTable) => `${b.bucket_name}.${runtime(app).settings.cdnDomain}`;
+
+// --- Keys -------------------------------------------------------------------------------------
+
+function newKeyPair(app: AppContext): { access: string; secret: string } {
+  const prefix = app.config.brandPrefix.toUpperCase().replace(/[^A-Z0-9]/g, '').slice(0, 4);
+  const bytes = randomBytes(20 - prefix.length);
+  const access = prefix + [...bytes].map((x) => KEY_ALPHABET[x % 32]).join('');
+  return { access, secret: randomBytes(30).toString('base64url') };
+}
+
+async function issueKey({ tx, app }: CallContext, bucketId: string) {
+  const pair = newKeyPair(app);
+  await tx.insertInto('object_storage_keys').values({ access_key: pair.access, bucket_id: bucketId, secret_enc: app.secrets.encrypt(pair.secret), expires_at: null, created_at: new Date().toISOString() }).execute();
+  return pair;
+}
+
+async function currentKey({ tx }: CallContext, bucketId: string): Promise<string | null> {
+  return (await tx.selectFrom('object_storage_keys').select('access_key').where('bucket_id', '=', bucketId).where('expires_at', 'is', null).orderBy('created_at', 'desc').executeTakeFirst())?.access_key ?? null;
+}
+
+// --- Buckets ----------------------------------------------------------------------------------
+
+export async function listBuckets(ctx: CallContext, page: Page) {
+  const { tx, companyId, scope } = ctx;
+  let q = tx.selectFrom('object_storages').selectAll().where('company_id', '=', companyId);
+  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
+  const res = await paginate(q, page, { column: 'name', id: 'id' });
+  const data = [];
+  for (const b of res.data) {
+    const { company_id, project_id, ...item } = view(b, await hostnameOf(tx, b.id));
+    data.push(item);
+  }
+  return { ...res, data };
+}
+
+async function checkProject(ctx: CallContext, projectId: string | null | undefined) {
+  if (projectId && !(await projectExists(ctx, projectId))) throw badRequest(`Unknown project_id ${projectId}`);
+}
+
+export async function createBucket(ctx: CallContext, input: { display_name: string; location?: Location; jurisdiction?: Jurisdiction; public_access?: boolean; project_id?: string | null }) {
+  const { tx, app, companyId } = ctx;
+  await checkProject(ctx, input.project_id);
+  const id = newId();
+  const now = new Date().toISOString();
+  const name = await uniqueName(input.display_name, async (n) => !!(await tx.selectFrom('object_storages').select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst()));
+  const row: ObjectStoragesTable = {
+    id,
+    company_id: companyId,
+    project_id: input.project_id ?? null,
+    name,
+    display_name: input.display_name,
+    location: input.location ?? 'enam',
+    jurisdiction: input.jurisdiction ?? 'default',
+    // Unique in the installation and a valid DNS label (virtual-hosted and CDN hostnames).
+    bucket_name: `${name}-${id.slice(0, 8)}`,
+    created_at: now,
+    updated_at: now,
+  };
+  await tx.insertInto('object_storages').values(row).execute();
+  const keys = await issueKey(ctx, id);
+  let domain: string | null = null;
+  if (input.public_access) await claimHostname(tx, id, (domain = cdnHostname(app, row)));
+  if (row.project_id) await placeService(ctx, id, 'object-storage', row.project_id);
+  return detail(app, row, domain, keys);
+}
+
+/** GET: the current access key id is shown; secrets are only ever returned when issued. */
+export async function getBucket(ctx: CallContext, id: string) {
+  const b = await findBucket(ctx, id);
+  return detail(ctx.app, b, await hostnameOf(ctx.tx, id), { access: await currentKey(ctx, id), secret: null });
+}
+
+export async function updateBucket(ctx: CallContext, id: string, input: { display_name?: string; project_id?: string | null }) {
+  const { tx } = ctx;
+  const b = await findBucket(ctx, id);
+  await checkProject(ctx, input.project_id);
+  const patch: Partial<ObjectStoragesTable> = { updated_at: new Date().toISOString() };
+  if (input.display_name !== undefined) patch.display_name = input.display_name;
+  if (input.project_id !== undefined && input.project_id !== b.project_id) {
+    patch.project_id = input.project_id;
+    await placeService(ctx, id, 'object-storage', input.project_id);
+  }
+  await tx.updateTable('object_storages').set(patch).where('id', '=', id).execute();
+  return view({ ...b, ...patch }, await hostnameOf(tx, id));
+}
+
+/** Deletes the bucket with its keys, rules, domain and objects (their bytes go in a job after the commit). */
+export async function deleteBucket(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  await findBucket(ctx, id);
+  await tx.deleteFrom('object_storages').where('id', '=', id).execute();
+  await forgetService(tx, id);
+  await sweepLater(tx, id, null);
+}
+
+export async function rotateCredentials(ctx: CallContext, id: string, input: { old_keys_ttl_hours?: number } | undefined) {
+  const { tx, app } = ctx;
+  const b = await findBucket(ctx, id);
+  const hours = input?.old_keys_ttl_hours ?? 0;
+  const now = runtime(app).now();
+  const old = await currentKey(ctx, id);
+  // Keys already expired are dropped; the rest expire now (0 hours) or after the grace period,
+  // never later than an earlier rotation said.
+  await tx.deleteFrom('object_storage_keys').where('bucket_id', '=', id).where('expires_at', '<=', new Date(now).toISOString()).execute();
+  let expiresAt: string | null = null;
+  if (hours === 0) await tx.deleteFrom('object_storage_keys').where('bucket_id', '=', id).execute();
+  else {
+    expiresAt = new Date(now + hours * 3600_000).toISOString();
+    await tx.updateTable('object_storage_keys').set({ expires_at: expiresAt }).where('bucket_id', '=', id).where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', expiresAt!)])).execute();
+  }
+  const keys = await issueKey(ctx, id);
+  await tx.updateTable('object_storages').set({ updated_at: new Date().toISOString() }).where('id', '=', id).execute();
+  return {
+    id,
+    display_name: b.display_name,
+    access_key: keys.access,
+    secret_key: keys.secret,
+    old_access_key: old,
+    // The old secret is not shown again: whoever holds it already has it.
+    old_secret_key: null,
+    old_keys_expired_at: old ? (expiresAt ?? new Date(now).toISOString()) : null,
+  };
+}
+
+// --- CDN domain -------------------------------------------------------------------------------
+
+export async function enableDomain(ctx: CallContext, id: string) {
+  const { tx, app } = ctx;
+  const b = await findBucket(ctx, id);
+  if (await hostnameOf(tx, id)) throw badRequest('The bucket already has a CDN domain; disable it first');
+  const domain = cdnHostname(app, b);
+  await claimHostname(tx, id, domain);
+  await tx.updateTable('object_storages').set({ updated_at: new Date().toISOString() }).where('id', '=', id).execute();
+  return { id, domain };
+}
+
+export async function disableDomain(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  await findBucket(ctx, id);
+  if (!(await releaseHostname(tx, id))) throw notFound('CDN domain');
+  await tx.updateTable('object_storages').set({ updated_at: new Date().toISOString() }).where('id', '=', id).execute();
+}
+
+// --- CORS rules -------------------------------------------------------------------------------
+
+export interface CorsRule {
+  id: string;
+  methods: CorsMethod[];
+  origins: string[];
+  headers: string[] | null;
+}
+
+/** The bucket's CORS rules in order (also read by the data plane for every CORS request). */
+export async function corsRules(tx: CallContext['tx'], bucketId: string): Promise<CorsRule[]> {
+  const rows = await tx.selectFrom('object_storage_cors').selectAll().where('bucket_id', '=', bucketId).orderBy('position').execute();
+  return rows.map((r) => ({ id: r.id, methods: JSON.parse(r.methods), origins: JSON.parse(r.origins), headers: r.headers === null ? null : JSON.parse(r.headers) }));
+}
+
+export async function listCors(ctx: CallContext, id: string) {
+  await findBucket(ctx, id);
+  return { data: await corsRules(ctx.tx, id) };
+}
+
+interface CorsInput {
+  methods: CorsMethod[];
+  origins: string[];
+  headers?: string[];
+}
+
+function corsColumns(input: CorsInput) {
+  for (const o of input.origins) if (o !== '*' && (o.split('*').length > 2 || /\s/.test(o))) throw badRequest(`Invalid origin "${o}": use "*", an origin such as https://example.com, or one "*" wildcard`);
+  for (const h of input.headers ?? []) if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(h)) throw badRequest(`Invalid header name "${h}"`);
+  return { methods: JSON.stringify([...new Set(input.methods)]), origins: JSON.stringify(input.origins), headers: input.headers === undefined ? null : JSON.stringify(input.headers) };
+}
+
+export async function createCors(ctx: CallContext, id: string, input: CorsInput) {
+  const { tx } = ctx;
+  await findBucket(ctx, id);
+  const columns = corsColumns(input);
+  const last = await tx.selectFrom('object_storage_cors').select(['position']).where('bucket_id', '=', id).orderBy('position', 'desc').executeTakeFirst();
+  const count = await tx.selectFrom('object_storage_cors').select((eb) => eb.fn.countAll().as('n')).where('bucket_id', '=', id).executeTakeFirst();
+  if (Number(count?.n ?? 0) >= MAX_CORS_RULES) throw badRequest(`The bucket already has ${MAX_CORS_RULES} CORS rules (the maximum)`);
+  await tx.insertInto('object_storage_cors').values({ id: newId(), bucket_id: id, position: (last?.position ?? 0) + 1, ...columns, created_at: new Date().toISOString() }).execute();
+  return { message: 'CORS policy created' };
+}
+
+export async function updateCors(ctx: CallContext, id: string, ruleId: string, input: CorsInput) {
+  const { tx } = ctx;
+  await findBucket(ctx, id);
+  const r = await tx.updateTable('object_storage_cors').set(corsColumns(input)).where('id', '=', ruleId).where('bucket_id', '=', id).executeTakeFirst();
+  if (!Number(r.numUpdatedRows)) throw notFound('CORS policy');
+  return { message: 'CORS policy updated' };
+}
+
+export async function deleteCors(ctx: CallContext, id: string, ruleId: string) {
+  const { tx } = ctx;
+  await findBucket(ctx, id);
+  const r = await tx.deleteFrom('object_storage_cors').where('id', '=', ruleId).where('bucket_id', '=', id).executeTakeFirst();
+  if (!Number(r.numDeletedRows)) throw notFound('CORS policy');
+}
+
+// --- Objects ----------------------------------------------------------------------------------
+
+type ObjectType = (typeof OBJECT_TYPES)[number];
+const EXTENSIONS: Record<Exclude<ObjectType, 'folder' | 'file'>, string[]> = {
+  image: ['jpg', 'jpeg', 'png', 'gif', 'webp', 'svg', 'bmp', 'ico', 'avif', 'tif', 'tiff', 'heic'],
+  video: ['mp4', 'mov', 'avi', 'mkv', 'webm', 'm4v', 'wmv', 'flv', 'mpeg', 'mpg'],
+  audio: ['mp3', 'wav', 'ogg', 'flac', 'aac', 'm4a', 'opus', 'wma'],
+  document: ['pdf', 'doc', 'docx', 'xls', 'xlsx', 'ppt', 'pptx', 'odt', 'ods', 'odp', 'txt', 'rtf', 'csv', 'md'],
+};
+const TYPE_BY_EXTENSION = new Map(Object.entries(EXTENSIONS).flatMap(([t, exts]) => exts.map((e) => [e, t as ObjectType])));
+
+function typeOf(key: string): ObjectType {
+  const name = key.slice(key.lastIndexOf('/') + 1);
+  const dot = name.lastIndexOf('.');
+  return (dot > 0 && TYPE_BY_EXTENSION.get(name.slice(dot + 1).toLowerCase())) || 'file';
+}
+
+export async function listObjects(ctx: CallContext, id: string, q: { prefix?: string; delimiter?: string; cursor?: string; limit?: number }) {
+  await findBucket(ctx, id);
+  const after = q.cursor ? decodeBound(q.cursor) : null;
+  if (q.cursor && !after) {
+    const message = 'cursor is not a cursor this bucket listing returned';
+    throw new ApiError(400, message, { issues: [{ path: 'query.cursor', message }] });
+  }
+  const { entries, next } = await listEntries(ctx.tx, id, { prefix: q.prefix ?? '', delimiter: q.delimiter ?? '', after, max: q.limit ?? 25 });
+  return {
+    data: entries.map((e) =>
+      'prefix' in e
+        ? { key: e.prefix, type: 'folder' as const, content_type: null, size: null, updated_at: null, e_tag: null }
+        : { key: e.object.key, type: typeOf(e.object.key), content_type: e.object.content_type, size: Number(e.object.size), updated_at: e.object.updated_at, e_tag: e.object.etag },
+    ),
+    cursor: next ? encodeBound(next) : null,
+  };
+}
+
+/** Deletes the objects (keys that do not exist are skipped); their bytes go in a job after the commit. */
+export async function deleteObjects(ctx: CallContext, id: string, keys: string[]) {
+  await findBucket(ctx, id);
+  const { blobs } = await deleteObjectRows(ctx.tx, id, keys);
+  await sweepLater(ctx.tx, id, blobs);
+}
+
+/** The service registry's view of a bucket (projects and database backup targets find buckets through it). */
+export async function bucketSummary({ tx, companyId }: CallContext, id: string): Promise<ServiceSummary | undefined> {
+  return (await tx.selectFrom('object_storages').select(['id', 'name', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst()) ?? undefined;
+}
