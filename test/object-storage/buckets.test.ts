@@ -100,7 +100,7 @@ for (const kind of DB_KINDS) {
       const db = s.app.database.db;
       assert.equal((await db.selectFrom('object_storage_keys').select('access_key').where('bucket_id', '=', b.id).execute()).length, 0);
       assert.equal((await db.selectFrom('object_storage_cors').select('id').where('bucket_id', '=', b.id).execute()).length, 0);
-      assert.equal((await db.selectFrom('object_storage_domains').select('hostname').where('bucket_id', '=', b.id).execute()).length, 0);
+      assert.equal((await db.selectFrom('domains').select('hostname').where('service_id', '=', b.id).execute()).length, 0, 'the CDN hostname is free again');
     });
 
     it('the CDN domain is enabled once, disabled once, and shown on the bucket', async () => {

@@ -109,4 +109,5 @@ export function setup(app: AppContext): void {
   );
   app.events.on('application.removed', async (tx, { application: a }) => svc.removeServiceDomains(tx, a.id));
   app.events.on('static-site.removed', async (tx, { site }) => svc.removeServiceDomains(tx, site.id));
+  app.events.on('object-storage.removed', async (tx, { bucketId }) => svc.removeServiceDomains(tx, bucketId));
 }

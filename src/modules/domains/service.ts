@@ -202,6 +202,16 @@ export async function claimHostname(ctx: CallContext, hostname: string, owner: {
   throw await taken(tx, companyId, h);
 }
 
+/** The hostname a service claimed with claimHostname, if any. */
+export async function claimedHostnameOf(tx: Tx, serviceId: string): Promise<string | null> {
+  return (await tx.selectFrom('domains').select('hostname').where('service_id', '=', serviceId).where('type', '=', 'CDN').executeTakeFirst())?.hostname ?? null;
+}
+
+/** The service that claimed `hostname` with claimHostname, if any. */
+export async function claimantOf(tx: Tx, hostname: string): Promise<string | null> {
+  return (await tx.selectFrom('domains').select('service_id').where('hostname', '=', hostname.toLowerCase()).where('type', '=', 'CDN').executeTakeFirst())?.service_id ?? null;
+}
+
 /** Gives up a hostname claimed with claimHostname by this service (no-op when it holds none). */
 export async function releaseHostname(ctx: CallContext, hostname: string, ownerId: string): Promise<void> {
   await ctx.tx.deleteFrom('domains').where('hostname', '=', hostname.toLowerCase()).where('service_id', '=', ownerId).where('company_id', '=', ctx.companyId).where('type', '=', 'CDN').execute();

@@ -80,4 +80,5 @@ export function setup(app: AppContext): void {
   // A removed application stops being a destination (the choice for deleted services: see README).
   app.events.on('application.removed', async (tx, { application: a }) => svc.removeDestinationsTo(tx, a.id));
   app.events.on('static-site.removed', async (tx, { site }) => svc.removeDestinationsTo(tx, site.id));
+  app.events.on('object-storage.removed', async (tx, { bucketId }) => svc.removeDestinationsTo(tx, bucketId));
 }

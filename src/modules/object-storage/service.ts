@@ -105,7 +105,7 @@ export async function createBucket(ctx: CallContext, input: { display_name: stri
   await tx.insertInto('object_storages').values(row).execute();
   const keys = await issueKey(ctx, id);
   let domain: string | null = null;
-  if (input.public_access) await claimHostname(tx, id, (domain = cdnHostname(app, row)));
+  if (input.public_access) await claimHostname(ctx, id, (domain = cdnHostname(app, row)));
   if (row.project_id) await placeService(ctx, id, 'object-storage', row.project_id);
   return detail(app, row, domain, keys);
 }
@@ -134,6 +134,7 @@ export async function updateBucket(ctx: CallContext, id: string, input: { displa
 export async function deleteBucket(ctx: CallContext, id: string) {
   const { tx } = ctx;
   await findBucket(ctx, id);
+  await ctx.app.events.signal(tx, 'object-storage.removed', { bucketId: id });
   await tx.deleteFrom('object_storages').where('id', '=', id).execute();
   await forgetService(tx, id);
   await sweepLater(tx, id, null);
@@ -175,7 +176,7 @@ export async function enableDomain(ctx: CallContext, id: string) {
   const b = await findBucket(ctx, id);
   if (await hostnameOf(tx, id)) throw badRequest('The bucket already has a CDN domain; disable it first');
   const domain = cdnHostname(app, b);
-  await claimHostname(tx, id, domain);
+  await claimHostname(ctx, id, domain);
   await tx.updateTable('object_storages').set({ updated_at: new Date().toISOString() }).where('id', '=', id).execute();
   return { id, domain };
 }
@@ -183,7 +184,7 @@ export async function enableDomain(ctx: CallContext, id: string) {
 export async function disableDomain(ctx: CallContext, id: string) {
   const { tx } = ctx;
   await findBucket(ctx, id);
-  if (!(await releaseHostname(tx, id))) throw notFound('CDN domain');
+  if (!(await releaseHostname(ctx, id))) throw notFound('CDN domain');
   await tx.updateTable('object_storages').set({ updated_at: new Date().toISOString() }).where('id', '=', id).execute();
 }
 

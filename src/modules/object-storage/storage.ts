@@ -46,13 +46,6 @@ export interface ObjectStorageCorsTable {
   created_at: string;
 }
 
-export interface ObjectStorageDomainsTable {
-  /** Unique across the installation (see domains.ts). */
-  hostname: string;
-  bucket_id: string;
-  created_at: string;
-}
-
 export interface ObjectStorageObjectsTable {
   bucket_id: string;
   /** Compared byte-wise (S3 lists keys in UTF-8 binary order). */
@@ -91,7 +84,6 @@ declare module '../../shared/db/schema.js' {
     object_storages: ObjectStoragesTable;
     object_storage_keys: ObjectStorageKeysTable;
     object_storage_cors: ObjectStorageCorsTable;
-    object_storage_domains: ObjectStorageDomainsTable;
     object_storage_objects: ObjectStorageObjectsTable;
     object_storage_uploads: ObjectStorageUploadsTable;
     object_storage_parts: ObjectStoragePartsTable;
@@ -139,12 +131,6 @@ export const migrations: Record<string, Migration> = {
         .execute();
       await db.schema.createIndex('object_storage_cors_bucket').on('object_storage_cors').columns(['bucket_id', 'position']).execute();
       await db.schema
-        .createTable('object_storage_domains')
-        .addColumn('hostname', 'varchar(255)', (c) => c.primaryKey())
-        .addColumn('bucket_id', 'varchar(36)', (c) => c.notNull().unique().references('object_storages.id').onDelete('cascade'))
-        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
-        .execute();
-      await db.schema
         .createTable('object_storage_objects')
         .addColumn('bucket_id', 'varchar(36)', (c) => c.notNull().references('object_storages.id').onDelete('cascade'))
         .addColumn('key', keyType(db), (c) => c.notNull())
@@ -185,7 +171,6 @@ export const tables = [
   'object_storage_parts',
   'object_storage_uploads',
   'object_storage_objects',
-  'object_storage_domains',
   'object_storage_cors',
   'object_storage_keys',
   'object_storages',
