@@ -89,17 +89,5 @@ export async function runtimeLogs(s: TestServer, appId: string, query = 'limit=5
   return expectStatus(await s.get(`/applications/${appId}/runtime-logs?${query}`), 200);
 }
 
-/** Sets the progression of an operation kind through the operator surface. */
-export async function setProgression(s: TestServer, operation: string, p: { mode: 'immediate' } | { mode: 'reads'; reads: number } | { mode: 'duration'; ms: number }) {
-  expectStatus(await s.admin('PUT', `/simulation/progression/${operation}`, p), 200);
-}
-
-export async function addFault(s: TestServer, rule: Record<string, unknown>) {
-  return expectStatus(await s.admin('POST', '/simulation/faults', rule), 201);
-}
-
-/** A metrics window around now (ten minutes back, two ahead). */
-export function window(): string {
-  const now = Date.now();
-  return `from=${new Date(now - 10 * 60_000).toISOString()}&to=${new Date(now + 2 * 60_000).toISOString()}`;
-}
+/** The operator's simulation controls (progression, faults) and the metrics window. */
+export { addFault, setProgression, window } from '../helpers/simulation.js';

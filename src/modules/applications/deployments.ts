@@ -4,14 +4,15 @@
 // every transition is a conditional update, so a step that runs twice (after a crash, or from a
 // read in `reads` progression) changes nothing the second time.
 import { randomBytes } from 'node:crypto';
-import { systemCall, type AppContext, type CallContext } from '../../shared/context.js';
+import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
-import { badRequest, notFound } from '../../shared/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import { cancelJobs, enqueue, runNow, type JobKind } from '../../shared/jobs.js';
+import { cancelJobs, enqueue, runNow } from '../../shared/jobs.js';
 import { paginate, type Page } from '../../shared/pagination.js';
-import { queryLogs, writeLogs, type LogLine, type LogQuery } from '../../shared/runtime/logs.js';
+import type { LogLine, LogQuery } from '../../shared/runtime/logs.js';
+import { beginPhases, cancelOnRequest, countRead, endPhases, environmentLines, findPhased, logPhased, phaseJob, phasedLogs, WAIT_RECHECK_MS, type FinalStatus, type PhaseMachine } from '../../shared/runtime/phases.js';
 import { countProcesses } from '../processes/service.js';
 import * as envVars from '../env-vars/service.js';
 import { findApp, appById, type ApplicationsTable, type DeploymentsTable } from './storage.js';
@@ -78,7 +79,7 @@ export async function refreshAppStatus(tx: Tx, appId: string): Promise<void> {
     .execute();
 }
 
-const log = (tx: Tx, d: DeploymentsTable, lines: LogLine[]) => writeLogs(tx, { companyId: d.company_id, appId: d.app_id, kind: 'build', deploymentId: d.id }, lines);
+const log = (tx: Tx, d: DeploymentsTable, lines: LogLine[]) => logPhased(tx, machine, d, lines);
 
 /** The lines of a deployment's start; a rollback or restart says whose build it reuses (it has no build step to say so). */
 const startLines = (d: DeploymentsTable): LogLine[] => [
@@ -179,19 +180,10 @@ export async function cancelActiveDeployments(ctx: CallContext, appId: string, r
 }
 
 /** Moves an active deployment to a final status (conditional on its current status). */
-async function finish(ctx: CallContext, d: DeploymentsTable, status: 'success' | 'failed' | 'cancelled', lines: LogLine[]): Promise<boolean> {
+async function finish(ctx: CallContext, d: DeploymentsTable, status: FinalStatus, lines: LogLine[]): Promise<boolean> {
   const { tx, app } = ctx;
   await lockApp(tx, d.app_id);
-  const now = new Date().toISOString();
-  const r = await tx
-    .updateTable('deployments')
-    .set({ status, finished_at: now, updated_at: now, phase: null })
-    .where('id', '=', d.id)
-    .where('status', '=', d.status)
-    .executeTakeFirst();
-  if (!Number(r.numUpdatedRows)) return false;
-  await cancelJobs(tx, d.id, ADVANCE);
-  await log(tx, d, [...lines, { message: `Deployment ${status}`, severity: status === 'success' ? 'info' : status === 'failed' ? 'error' : 'warning' }]);
+  if (!(await endPhases(tx, machine, d, status, lines))) return false;
   await refreshAppStatus(tx, d.app_id);
   await app.events.emit(tx, 'APP_DEPLOY', d.company_id, { appId: d.app_id, deploymentId: d.id });
   // The deployment waiting behind this one may start now rather than at its next check.
@@ -204,109 +196,65 @@ async function finish(ctx: CallContext, d: DeploymentsTable, status: 'success' |
   return true;
 }
 
-/**
- * One step of a deployment. Returns when to look again (undefined: nothing more to do).
- * Called by the job and, in `reads` progression, by the read that completes a phase.
- */
-async function step(app: AppContext, tx: Tx, deploymentId: string): Promise<Date | undefined> {
-  const d = await tx.selectFrom('deployments').selectAll().where('id', '=', deploymentId).executeTakeFirst();
-  if (!d || FINAL.has(d.status)) return undefined;
-  const a = await appById(tx, d.app_id);
-  if (!a) return undefined;
-  const ctx = systemCall(app, tx, d.company_id);
-  const now = new Date();
-  if (d.status === 'waiting') {
-    await lockApp(tx, d.app_id);
-    // Read the clock once the lock is held: the deployment this one waited for may have finished
-    // while this step waited for the lock, and this one must not start before that end.
-    const startAt = new Date();
-    const busy = await tx.selectFrom('deployments').select('id').where('app_id', '=', d.app_id).where('status', '=', 'inProgress').executeTakeFirst();
-    // The running deployment's end wakes this one; the delay is only a safety net.
-    if (busy) return new Date(startAt.getTime() + 2000);
-    const steps = JSON.parse(d.steps) as string[];
-    const r = await tx
-      .updateTable('deployments')
-      .set({ status: 'inProgress', phase: steps[0]!, phase_started_at: startAt.toISOString(), reads: 0, started_at: startAt.toISOString(), updated_at: startAt.toISOString() })
-      .where('id', '=', d.id)
-      .where('status', '=', 'waiting')
-      .executeTakeFirst();
-    if (!Number(r.numUpdatedRows)) return undefined;
-    await log(tx, d, startLines(d));
-    await app.events.signal(tx, 'deployment.started', { application: a, deploymentId: d.id });
-    await refreshAppStatus(tx, d.app_id);
-    return startAt;
-  }
-  const steps = JSON.parse(d.steps) as string[];
-  const phase = d.phase ?? steps[0]!;
-  const index = Math.max(0, steps.indexOf(phase));
-  const result = await app.runtime.advance(tx, {
-    operation: 'deployment',
-    phase,
-    phaseIndex: index,
-    phaseCount: steps.length,
-    targetId: d.app_id,
-    startedAt: d.phase_started_at ?? d.created_at,
-    reads: d.reads,
-    details: {
-      repo_url: d.repo_url,
-      branch: d.branch,
-      commit_sha: d.commit_sha,
-      docker_image: d.docker_image_url,
-      build_type: a.build_type,
-      skip_build: !!d.build_of,
-      reused_deployment_id: d.build_of,
-      image: `registry.slipway.local/${a.namespace}:${(d.commit_sha ?? d.id).slice(0, 12)}`,
-      process_count: await countProcesses(tx, a.id),
-    },
-  });
-  if (result.state === 'running') return new Date(now.getTime() + result.checkAfterMs);
-  if (result.state === 'failed') {
-    if (await finish(ctx, d, 'failed', result.lines.map((l) => ({ ...l, attributes: { phase } }))))
-      await app.events.signal(tx, 'deployment.failed', { application: a, deploymentId: d.id });
-    return undefined;
-  }
-  const lines: LogLine[] = result.lines.map((l) => ({ ...l, attributes: { phase } }));
-  if (phase === 'build' || phase === 'rollout') {
-    const system = envVars.systemVariables(app.config.brandPrefix, a, d);
+/** Starts a waiting deployment once the application has no running one. */
+async function start(ctx: CallContext, d: DeploymentsTable, a: ApplicationsTable): Promise<Date | undefined> {
+  const { tx, app } = ctx;
+  await lockApp(tx, d.app_id);
+  // Read the clock once the lock is held: the deployment this one waited for may have finished
+  // while this step waited for the lock, and this one must not start before that end.
+  const startAt = new Date();
+  const busy = await tx.selectFrom('deployments').select('id').where('app_id', '=', d.app_id).where('status', '=', 'inProgress').executeTakeFirst();
+  if (busy) return new Date(startAt.getTime() + WAIT_RECHECK_MS);
+  if (!(await beginPhases(tx, machine, d, startAt, startLines(d)))) return undefined;
+  await app.events.signal(tx, 'deployment.started', { application: a, deploymentId: d.id });
+  await refreshAppStatus(tx, d.app_id);
+  return startAt;
+}
+
+/** Deployments of applications on the shared phase machine (checkout, build, rollout). */
+const machine: PhaseMachine<DeploymentsTable, ApplicationsTable, typeof ADVANCE> = {
+  table: 'deployments',
+  ownerColumn: 'app_id',
+  kind: ADVANCE,
+  operation: 'deployment',
+  final: FINAL,
+  owner: (tx, d) => appById(tx, d.app_id),
+  start,
+  async request(tx, d, a) {
+    return {
+      targetId: d.app_id,
+      details: {
+        repo_url: d.repo_url,
+        branch: d.branch,
+        commit_sha: d.commit_sha,
+        docker_image: d.docker_image_url,
+        build_type: a.build_type,
+        skip_build: !!d.build_of,
+        reused_deployment_id: d.build_of,
+        image: `registry.slipway.local/${a.namespace}:${(d.commit_sha ?? d.id).slice(0, 12)}`,
+        process_count: await countProcesses(tx, a.id),
+      },
+    };
+  },
+  async phaseLines(ctx, d, a, phase) {
+    if (phase !== 'build' && phase !== 'rollout') return [];
+    const system = envVars.systemVariables(ctx.app.config.brandPrefix, a, d);
     const env = await envVars.resolveEnvironment(ctx, a, system, phase === 'build' ? 'build' : 'runtime');
-    for (const p of env.problems) lines.push({ message: `Environment: ${p}`, severity: 'warning', attributes: { phase } });
-    lines.push({ message: `${phase === 'build' ? 'Build' : 'Runtime'} environment: ${Object.keys(env.vars).length} variables`, attributes: { phase } });
-  }
-  const next = steps[index + 1];
-  if (!next) {
-    if (!(await finish(ctx, d, 'success', lines))) return undefined;
+    return environmentLines(env, phase === 'build' ? 'Build' : 'Runtime', phase);
+  },
+  finish,
+  async failed({ app, tx }, d, a) {
+    await app.events.signal(tx, 'deployment.failed', { application: a, deploymentId: d.id });
+  },
+  async succeeded({ app, tx }, d, a) {
     // A suspended application keeps its processes stopped; activation starts the new release.
     if (!a.is_suspended) await app.events.signal(tx, 'application.released', { application: a, deploymentId: d.id });
-    return undefined;
-  }
-  const r = await tx
-    .updateTable('deployments')
-    .set({ phase: next, phase_started_at: now.toISOString(), reads: 0, updated_at: now.toISOString() })
-    .where('id', '=', d.id)
-    .where('status', '=', 'inProgress')
-    .where('phase', '=', phase)
-    .executeTakeFirst();
-  if (!Number(r.numUpdatedRows)) return undefined;
-  await log(tx, d, lines);
-  return now;
-}
-
-export const advanceJob = (app: AppContext): JobKind<typeof ADVANCE> => ({
-  async run(tx, job) {
-    const at = await step(app, tx, job.payload.deploymentId);
-    return at ? { rescheduleAt: at } : undefined;
   },
-  async onFailure(tx, job, error) {
-    const d = await tx.selectFrom('deployments').selectAll().where('id', '=', job.payload.deploymentId).executeTakeFirst();
-    if (d && !FINAL.has(d.status)) await finish(systemCall(app, tx, d.company_id), d, 'failed', [{ message: `Internal error: ${error.message}`, severity: 'error' }]);
-  },
-});
+};
 
-async function findDeployment({ tx }: CallContext, appId: string, id: string): Promise<DeploymentsTable> {
-  const d = await tx.selectFrom('deployments').selectAll().where('id', '=', id).where('app_id', '=', appId).executeTakeFirst();
-  if (!d) throw notFound('Deployment');
-  return d;
-}
+export const advanceJob = (app: AppContext) => phaseJob(app, machine);
+
+const findDeployment = ({ tx }: CallContext, appId: string, id: string) => findPhased(tx, machine, appId, id);
 
 /**
  * Counts a client's read of a deployment (or of its application). In `reads` progression the
@@ -318,16 +266,7 @@ export async function noteRead(app: AppContext, appId: string, deploymentId?: st
   const d = deploymentId
     ? await db.selectFrom('deployments').select(['id', 'status']).where('id', '=', deploymentId).executeTakeFirst()
     : await db.selectFrom('deployments').select(['id', 'status']).where('app_id', '=', appId).where('status', '=', 'inProgress').executeTakeFirst();
-  if (!d || d.status !== 'inProgress') return;
-  const p = await app.simulation.progression('deployment');
-  if (p.mode !== 'reads') return;
-  await db.transaction().execute(async (tx) => {
-    await lockApp(tx, appId);
-    await tx.updateTable('deployments').set((eb) => ({ reads: eb('reads', '+', 1) })).where('id', '=', d.id).execute();
-    let at = await step(app, tx, d.id);
-    // Follow-up steps that need no reads (e.g. the start of the next phase) happen at once.
-    for (let i = 0; at && at.getTime() <= Date.now() && i < 3; i++) at = await step(app, tx, d.id);
-  });
+  await countRead(app, machine, d, (tx) => lockApp(tx, appId));
 }
 
 export async function listDeployments(ctx: CallContext, appId: string, page: Page) {
@@ -346,16 +285,12 @@ export async function getDeployment(ctx: CallContext, appId: string, id: string)
 
 export async function deploymentLogs(ctx: CallContext, appId: string, id: string, query: Omit<LogQuery, 'appId' | 'kind' | 'deploymentId'>) {
   const a = await findApp(ctx, appId);
-  await findDeployment(ctx, appId, id);
-  return queryLogs(ctx.tx, { appId, kind: 'build', deploymentId: id, ...query }, a.name);
+  return phasedLogs(ctx, machine, appId, id, a.name, query);
 }
 
 export async function cancelDeployment(ctx: CallContext, appId: string, id: string) {
   await findApp(ctx, appId);
-  const d = await findDeployment(ctx, appId, id);
-  if (FINAL.has(d.status)) throw badRequest(`The deployment is already ${d.status} and cannot be cancelled`);
-  if (!(await finish(ctx, d, 'cancelled', [{ message: 'Cancelled on request', severity: 'warning' }]))) throw badRequest('The deployment finished before it could be cancelled');
-  return { message: 'Deployment cancelled' };
+  return cancelOnRequest(ctx, machine, await findDeployment(ctx, appId, id), 'Cancelled on request');
 }
 
 /** POST /applications/{id}/deployments: a new deployment, or a restart of the current release. */

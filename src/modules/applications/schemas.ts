@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { DateTime, IdParams, LogEntry, LogQuery, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, DeploymentParams, IdParams, LogsOperation, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 /** The contract's build types plus `railpack` (beta), which the specification allows. */
 export const BUILD_TYPES = ['dockerfile', 'pack', 'nixpacks', 'railpack'] as const;
@@ -259,10 +259,7 @@ export const getDeploymentContract = {
   path: "/applications/{id}/deployments/{deployment_id}",
   summary: "Get deployment",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-    deployment_id: Uuid(),
-  }),
+  params: DeploymentParams,
   success: 200,
   response: Deployment,
   errors: [401,403,404,500],
@@ -286,10 +283,7 @@ export const cancelDeploymentContract = {
   path: "/applications/{id}/deployments/{deployment_id}/cancel",
   summary: "Cancel deployment",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-    deployment_id: Uuid(),
-  }),
+  params: DeploymentParams,
   success: 200,
   response: MessageResponse,
   errors: [401,403,404,429,500],
@@ -301,14 +295,8 @@ export const getApplicationDeploymentLogsContract = {
   path: "/applications/{id}/deployments/{deployment_id}/logs",
   summary: "Get application deployment logs",
   tags: ["Applications"],
-  params: Type.Object({
-    id: Uuid(),
-    deployment_id: Uuid(),
-  }),
-  querystring: LogQuery,
-  success: 200,
-  response: Type.Array(LogEntry),
-  errors: [400,401,403,404,429,500],
+  params: DeploymentParams,
+  ...LogsOperation,
 } as const;
 
 export const getDeploymentHookContract = {

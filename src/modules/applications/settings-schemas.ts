@@ -1,7 +1,7 @@
 // Contracts of an application's settings: maintenance mode, egress IPs, IP restriction, CDN and
 // cache, access logs, TCP proxies and private ports (shapes of the v3 contract, additions winning).
 import { Type } from '@sinclair/typebox';
-import { DateTime, IdParams, IpRestriction, IpRestrictionBody, LogEntry, LogQuery, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, IdParams, IpRestriction, IpRestrictionBody, LogsOperation, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 export const ListApplicationTcpProxiesItem = Type.Object({
   id: Uuid(),
@@ -32,10 +32,7 @@ export const getApplicationAccessLogsContract = {
   summary: "Get application access logs",
   tags: ["Applications"],
   params: IdParams,
-  querystring: LogQuery,
-  success: 200,
-  response: Type.Array(LogEntry),
-  errors: [400,401,403,404,429,500],
+  ...LogsOperation,
 } as const;
 
 export const toggleApplicationCdnContract = {

@@ -1,7 +1,7 @@
 // TypeBox contracts of the pipelines area (shapes of the v3 contract), generated with
 // scripts/contract-to-typebox.mjs and tidied: the stage shapes are shared, a preview app is
 // answered with the application representation.
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import { DateTime, IdParams, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 import { Application } from '../applications/schemas.js';
 
@@ -9,6 +9,10 @@ export const PIPELINE_TYPES = ["trunk","branch"] as const;
 export const STAGE_TYPES = ["preview","standard","prod"] as const;
 const PipelineType = StringEnum(PIPELINE_TYPES);
 const StageType = StringEnum(STAGE_TYPES);
+const StageParams = Type.Object({
+  id: Uuid(),
+  stage_id: Uuid(),
+});
 const StageOrder = Type.Integer({"minimum":0,"maximum":50});
 
 export const StageSummary = Type.Object({
@@ -26,13 +30,16 @@ const PipelineFields = {
   type: PipelineType,
 };
 
-/** Create and update answer with the stages' summaries. */
-export const PipelineView = Type.Object({
+/** A pipeline whose stages are shown as `stage`. */
+const pipelineWith = <T extends TSchema>(stage: T) => Type.Object({
   ...PipelineFields,
-  stages: Type.Array(StageSummary),
+  stages: Type.Array(stage),
   created_at: DateTime(),
   updated_at: DateTime(),
 }, { additionalProperties: false });
+
+/** Create and update answer with the stages' summaries. */
+export const PipelineView = pipelineWith(StageSummary);
 
 export const StageDetail = Type.Object({
   id: Uuid(),
@@ -49,12 +56,7 @@ export const StageDetail = Type.Object({
 }, { additionalProperties: false });
 
 /** GET: the stages with their branch and preview settings. */
-export const PipelineDetail = Type.Object({
-  ...PipelineFields,
-  stages: Type.Array(StageDetail),
-  created_at: DateTime(),
-  updated_at: DateTime(),
-}, { additionalProperties: false });
+export const PipelineDetail = pipelineWith(StageDetail);
 
 /** An item of the list: no company or project. */
 export const PipelineSummary = Type.Object({
@@ -185,10 +187,7 @@ export const deletePipelineStageContract = {
   path: "/pipelines/{id}/stages/{stage_id}",
   summary: "Delete pipeline stage",
   tags: ["Pipelines"],
-  params: Type.Object({
-    id: Uuid(),
-    stage_id: Uuid(),
-  }),
+  params: StageParams,
   success: 200,
   response: MessageResponse,
   errors: [401,403,404,429,500],
@@ -200,10 +199,7 @@ export const addAppToPipelineStageContract = {
   path: "/pipelines/{id}/stages/{stage_id}/apps",
   summary: "Add app to pipeline stage",
   tags: ["Pipelines"],
-  params: Type.Object({
-    id: Uuid(),
-    stage_id: Uuid(),
-  }),
+  params: StageParams,
   body: Type.Object({
     app_id: Uuid(),
   }, { additionalProperties: false }),

@@ -10,14 +10,15 @@
 // every transition is conditional on the state it expects, so a step that runs twice changes
 // nothing the second time. Only production deployments move the site's status.
 import { randomBytes } from 'node:crypto';
-import { systemCall, type AppContext, type CallContext } from '../../shared/context.js';
+import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
-import { badRequest, notFound } from '../../shared/errors.js';
+import { badRequest } from '../../shared/errors.js';
 import { newId, slugify } from '../../shared/ids.js';
-import { cancelJobs, enqueue, runNow, type JobKind } from '../../shared/jobs.js';
+import { enqueue, runNow } from '../../shared/jobs.js';
 import { paginate, type Page } from '../../shared/pagination.js';
-import { queryLogs, writeLogs, type LogLine, type LogQuery } from '../../shared/runtime/logs.js';
+import type { LogLine, LogQuery } from '../../shared/runtime/logs.js';
+import { beginPhases, cancelOnRequest, countRead, endPhases, environmentLines, findPhased, logPhased, phaseJob, phasedLogs, WAIT_RECHECK_MS, type FinalStatus, type PhaseMachine } from '../../shared/runtime/phases.js';
 import * as envVars from '../env-vars/service.js';
 import { checkBranch } from './git.js';
 import { findSite, siteById, type SiteStatus, type StaticSiteDeploymentsTable, type StaticSitesTable } from './storage.js';
@@ -72,7 +73,7 @@ async function refreshSiteStatus(tx: Tx, siteId: string): Promise<void> {
     .execute();
 }
 
-const log = (tx: Tx, d: StaticSiteDeploymentsTable, lines: LogLine[]) => writeLogs(tx, { companyId: d.company_id, appId: d.static_site_id, kind: 'build', deploymentId: d.id }, lines);
+const log = (tx: Tx, d: StaticSiteDeploymentsTable, lines: LogLine[]) => logPhased(tx, machine, d, lines);
 
 const startLines = (d: StaticSiteDeploymentsTable): LogLine[] => [
   { message: `${d.is_preview ? 'Preview' : 'Production'} deployment started (trigger: ${d.trigger}, branch ${d.branch})` },
@@ -149,19 +150,10 @@ export async function cancelActiveDeployments(ctx: CallContext, siteId: string, 
 }
 
 /** Moves an active deployment to a final status (conditional on its current status). */
-async function finish(ctx: CallContext, d: StaticSiteDeploymentsTable, status: 'success' | 'failed' | 'cancelled', lines: LogLine[], buildError: string | null = null): Promise<boolean> {
+async function finish(ctx: CallContext, d: StaticSiteDeploymentsTable, status: FinalStatus, lines: LogLine[], buildError: string | null = null): Promise<boolean> {
   const { tx, app } = ctx;
   await lockLane(tx, d.static_site_id, d.lane);
-  const now = new Date().toISOString();
-  const r = await tx
-    .updateTable('static_site_deployments')
-    .set({ status, finished_at: now, updated_at: now, phase: null, build_error: buildError })
-    .where('id', '=', d.id)
-    .where('status', '=', d.status)
-    .executeTakeFirst();
-  if (!Number(r.numUpdatedRows)) return false;
-  await cancelJobs(tx, d.id, ADVANCE);
-  await log(tx, d, [...lines, { message: `Deployment ${status}`, severity: status === 'success' ? 'info' : status === 'failed' ? 'error' : 'warning' }]);
+  if (!(await endPhases(tx, machine, d, status, lines, { build_error: buildError }))) return false;
   if (!d.is_preview) await refreshSiteStatus(tx, d.static_site_id);
   await app.events.emit(tx, 'STATIC_SITE_DEPLOY', d.company_id, { siteId: d.static_site_id, deploymentId: d.id });
   // The deployments waiting in this lane may start now rather than at their next check.
@@ -175,7 +167,7 @@ async function finish(ctx: CallContext, d: StaticSiteDeploymentsTable, status: '
 }
 
 /** Starts a waiting deployment when nothing runs in its lane and no older one waits there. */
-async function tryStart(tx: Tx, d: StaticSiteDeploymentsTable): Promise<Date | undefined> {
+async function tryStart({ tx }: CallContext, d: StaticSiteDeploymentsTable): Promise<Date | undefined> {
   await lockLane(tx, d.static_site_id, d.lane);
   // The clock is read once the lock is held: the deployment this one waited for may have
   // finished while this step waited for the lock, and this one must not start before that end.
@@ -194,103 +186,51 @@ async function tryStart(tx: Tx, d: StaticSiteDeploymentsTable): Promise<Date | u
     )
     .executeTakeFirst();
   // The end of the deployment ahead wakes this one; the delay is only a safety net.
-  if (ahead) return new Date(startAt.getTime() + 2000);
-  const steps = JSON.parse(d.steps) as string[];
-  const at = startAt.toISOString();
-  const r = await tx
-    .updateTable('static_site_deployments')
-    .set({ status: 'inProgress', phase: steps[0]!, phase_started_at: at, reads: 0, started_at: at, updated_at: at })
-    .where('id', '=', d.id)
-    .where('status', '=', 'waiting')
-    .executeTakeFirst();
-  if (!Number(r.numUpdatedRows)) return undefined;
-  await log(tx, d, startLines(d));
+  if (ahead) return new Date(startAt.getTime() + WAIT_RECHECK_MS);
+  if (!(await beginPhases(tx, machine, d, startAt, startLines(d)))) return undefined;
   if (!d.is_preview) await refreshSiteStatus(tx, d.static_site_id);
   return startAt;
 }
 
-/**
- * One step of a deployment. Returns when to look again (undefined: nothing more to do).
- * Called by the job and, in `reads` progression, by the read that completes a phase.
- */
-async function step(app: AppContext, tx: Tx, deploymentId: string): Promise<Date | undefined> {
-  const d = await tx.selectFrom('static_site_deployments').selectAll().where('id', '=', deploymentId).executeTakeFirst();
-  if (!d || FINAL.has(d.status)) return undefined;
-  const s = await siteById(tx, d.static_site_id);
-  if (!s) return undefined;
-  if (d.status === 'waiting') return tryStart(tx, d);
-  const ctx = systemCall(app, tx, d.company_id);
-  const now = new Date();
-  const steps = JSON.parse(d.steps) as string[];
-  const phase = d.phase ?? steps[0]!;
-  const index = Math.max(0, steps.indexOf(phase));
-  const result = await app.runtime.advance(tx, {
-    operation: OPERATION,
-    phase,
-    phaseIndex: index,
-    phaseCount: steps.length,
-    targetId: s.id,
-    startedAt: d.phase_started_at ?? d.created_at,
-    reads: d.reads,
-    details: {
-      repo_url: d.repo_url,
-      branch: d.branch,
-      commit_sha: d.commit_sha,
-      git_lfs_enabled: s.git_lfs_enabled === 1,
-      root_directory: s.root_directory,
-      install_command: s.install_command,
-      build_command: s.build_command,
-      node_version: s.node_version,
-      published_directory: s.published_directory,
-      reused_deployment_id: d.build_of,
-      url: servedAt(s, d),
-    },
-  });
-  if (result.state === 'running') return new Date(now.getTime() + result.checkAfterMs);
-  const lines: LogLine[] = result.lines.map((l) => ({ ...l, attributes: { phase } }));
-  if (result.state === 'failed') {
-    await finish(ctx, d, 'failed', lines, result.reason);
-    return undefined;
-  }
-  if (phase === 'build') {
-    const system = envVars.systemVariables(app.config.brandPrefix, s, { ...d, trigger: d.trigger, docker_image_url: null });
+/** Deployments of static sites on the shared phase machine (checkout, build, publish). */
+const machine: PhaseMachine<StaticSiteDeploymentsTable, StaticSitesTable, typeof ADVANCE> = {
+  table: 'static_site_deployments',
+  ownerColumn: 'static_site_id',
+  kind: ADVANCE,
+  operation: OPERATION,
+  final: FINAL,
+  owner: (tx, d) => siteById(tx, d.static_site_id),
+  start: tryStart,
+  async request(_tx, d, s) {
+    return {
+      targetId: s.id,
+      details: {
+        repo_url: d.repo_url,
+        branch: d.branch,
+        commit_sha: d.commit_sha,
+        git_lfs_enabled: s.git_lfs_enabled === 1,
+        root_directory: s.root_directory,
+        install_command: s.install_command,
+        build_command: s.build_command,
+        node_version: s.node_version,
+        published_directory: s.published_directory,
+        reused_deployment_id: d.build_of,
+        url: servedAt(s, d),
+      },
+    };
+  },
+  async phaseLines(ctx, d, s, phase) {
+    if (phase !== 'build') return [];
+    const system = envVars.systemVariables(ctx.app.config.brandPrefix, s, { ...d, trigger: d.trigger, docker_image_url: null });
     const env = await envVars.resolveSiteEnvironment(ctx, s, { is_preview: d.is_preview === 1, branch: d.branch }, system);
-    for (const p of env.problems) lines.push({ message: `Environment: ${p}`, severity: 'warning', attributes: { phase } });
-    lines.push({ message: `Build environment: ${Object.keys(env.vars).length} variables`, attributes: { phase } });
-  }
-  const next = steps[index + 1];
-  if (!next) {
-    await finish(ctx, d, 'success', lines);
-    return undefined;
-  }
-  const r = await tx
-    .updateTable('static_site_deployments')
-    .set({ phase: next, phase_started_at: now.toISOString(), reads: 0, updated_at: now.toISOString() })
-    .where('id', '=', d.id)
-    .where('status', '=', 'inProgress')
-    .where('phase', '=', phase)
-    .executeTakeFirst();
-  if (!Number(r.numUpdatedRows)) return undefined;
-  await log(tx, d, lines);
-  return now;
-}
-
-export const advanceJob = (app: AppContext): JobKind<typeof ADVANCE> => ({
-  async run(tx, job) {
-    const at = await step(app, tx, job.payload.deploymentId);
-    return at ? { rescheduleAt: at } : undefined;
+    return environmentLines(env, 'Build', phase);
   },
-  async onFailure(tx, job, error) {
-    const d = await tx.selectFrom('static_site_deployments').selectAll().where('id', '=', job.payload.deploymentId).executeTakeFirst();
-    if (d && !FINAL.has(d.status)) await finish(systemCall(app, tx, d.company_id), d, 'failed', [{ message: `Internal error: ${error.message}`, severity: 'error' }], 'Internal error');
-  },
-});
+  finish,
+};
 
-async function findDeployment({ tx }: CallContext, siteId: string, id: string): Promise<StaticSiteDeploymentsTable> {
-  const d = await tx.selectFrom('static_site_deployments').selectAll().where('id', '=', id).where('static_site_id', '=', siteId).executeTakeFirst();
-  if (!d) throw notFound('Deployment');
-  return d;
-}
+export const advanceJob = (app: AppContext) => phaseJob(app, machine);
+
+const findDeployment = ({ tx }: CallContext, siteId: string, id: string) => findPhased(tx, machine, siteId, id);
 
 /**
  * Counts a client's read of a deployment (or of its site, for the running production
@@ -302,16 +242,7 @@ export async function noteRead(app: AppContext, siteId: string, deploymentId?: s
   let q = db.selectFrom('static_site_deployments').select(['id', 'status', 'lane']).where('static_site_id', '=', siteId);
   q = deploymentId ? q.where('id', '=', deploymentId) : q.where('lane', '=', PRODUCTION).where('status', '=', 'inProgress');
   const d = await q.executeTakeFirst();
-  if (!d || d.status !== 'inProgress') return;
-  const p = await app.simulation.progression(OPERATION);
-  if (p.mode !== 'reads') return;
-  await db.transaction().execute(async (tx) => {
-    await lockLane(tx, siteId, d.lane);
-    await tx.updateTable('static_site_deployments').set((eb) => ({ reads: eb('reads', '+', 1) })).where('id', '=', d.id).execute();
-    let at = await step(app, tx, d.id);
-    // Follow-up steps that need no reads (e.g. the start of the next phase) happen at once.
-    for (let i = 0; at && at.getTime() <= Date.now() && i < 3; i++) at = await step(app, tx, d.id);
-  });
+  await countRead(app, machine, d, (tx, { lane }) => lockLane(tx, siteId, lane));
 }
 
 export async function listDeployments(ctx: CallContext, siteId: string, page: Page) {
@@ -330,17 +261,13 @@ export async function getDeployment(ctx: CallContext, siteId: string, id: string
 
 export async function deploymentLogs(ctx: CallContext, siteId: string, id: string, query: Omit<LogQuery, 'appId' | 'kind' | 'deploymentId'>) {
   const s = await findSite(ctx, siteId);
-  await findDeployment(ctx, siteId, id);
-  return queryLogs(ctx.tx, { appId: siteId, kind: 'build', deploymentId: id, ...query }, s.name);
+  return phasedLogs(ctx, machine, siteId, id, s.name, query);
 }
 
 export async function cancelDeployment(ctx: CallContext, siteId: string, id: string) {
   await findSite(ctx, siteId);
   const d = await findDeployment(ctx, siteId, id);
-  if (FINAL.has(d.status)) throw badRequest(`The deployment is already ${d.status} and cannot be cancelled`);
-  const reason = d.status === 'waiting' ? 'Cancelled on request before it started' : 'Cancelled on request; the build was stopped';
-  if (!(await finish(ctx, d, 'cancelled', [{ message: reason, severity: 'warning' }]))) throw badRequest('The deployment finished before it could be cancelled');
-  return { message: 'Deployment cancelled' };
+  return cancelOnRequest(ctx, machine, d, d.status === 'waiting' ? 'Cancelled on request before it started' : 'Cancelled on request; the build was stopped');
 }
 
 /**

@@ -2,13 +2,9 @@ import { Type } from '@sinclair/typebox';
 // Contracts of the static sites area (shapes of the v3 reference, the additions winning: git_lfs_enabled,
 // deploy paths, is_preview). Environment variables are in env-vars/schemas.ts, the traffic metrics come
 // from src/shared/http/traffic.ts.
-import { DateTime, IdParams, LogEntry, LogQuery, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, DeploymentParams, IdParams, LogsOperation, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 const STATUS = ["deploymentInProgress","deploymentFailed","deploymentSuccess","deploymentCancelled","deleting","deletionFailed"] as const;
-const DeploymentParams = Type.Object({
-  id: Uuid(),
-  deployment_id: Uuid(),
-});
 
 /** The full representation (create, get). */
 export const StaticSite = Type.Object({
@@ -39,8 +35,8 @@ export const StaticSite = Type.Object({
   ignore_deploy_paths: Type.Optional(Type.Array(Type.String())),
 }, { additionalProperties: false });
 
-/** A deployment as listed and as returned by a trigger. */
-export const StaticSiteDeployment = Type.Object({
+/** The fields of a deployment in every representation (the build's fields go between these and the times). */
+const deploymentFields = {
   id: Uuid(),
   static_site_id: Uuid(),
   status: Nullable(StringEnum(["waiting","inProgress","success","failed","cancelled"])),
@@ -52,12 +48,20 @@ export const StaticSiteDeployment = Type.Object({
   author_img: Nullable(Type.String()),
   commit_sha: Nullable(Type.String()),
   commit_message: Nullable(Type.String()),
-  cloud_build_id: Nullable(Type.String()),
-  build_error: Nullable(Type.String()),
+};
+const deploymentTimes = {
   created_at: DateTime(),
   updated_at: DateTime(),
   finished_at: Nullable(DateTime()),
   started_at: Nullable(DateTime()),
+};
+
+/** A deployment as listed and as returned by a trigger. */
+export const StaticSiteDeployment = Type.Object({
+  ...deploymentFields,
+  cloud_build_id: Nullable(Type.String()),
+  build_error: Nullable(Type.String()),
+  ...deploymentTimes,
 }, { additionalProperties: false });
 
 export const listStaticSitesContract = {
@@ -226,21 +230,8 @@ export const getStaticSiteDeploymentContract = {
   params: DeploymentParams,
   success: 200,
   response: Type.Object({
-    id: Uuid(),
-    static_site_id: Uuid(),
-    status: Nullable(StringEnum(["waiting","inProgress","success","failed","cancelled"])),
-    type: Nullable(StringEnum(["manual","automatic"])),
-    repo_url: Nullable(Type.String()),
-    branch: Nullable(Type.String()),
-    is_preview: Nullable(Type.Boolean()),
-    author_login: Nullable(Type.String()),
-    author_img: Nullable(Type.String()),
-    commit_sha: Nullable(Type.String()),
-    commit_message: Nullable(Type.String()),
-    created_at: DateTime(),
-    updated_at: DateTime(),
-    finished_at: Nullable(DateTime()),
-    started_at: Nullable(DateTime()),
+    ...deploymentFields,
+    ...deploymentTimes,
   }, { additionalProperties: false }),
   errors: [401,403,404,500],
 } as const;
@@ -264,10 +255,7 @@ export const getStaticSiteDeploymentLogsContract = {
   summary: "Get static site deployment logs",
   tags: ["Static sites"],
   params: DeploymentParams,
-  querystring: LogQuery,
-  success: 200,
-  response: Type.Array(LogEntry),
-  errors: [400,401,403,404,429,500],
+  ...LogsOperation,
 } as const;
 
 export const getStaticSiteAccessLogsContract = {
@@ -277,10 +265,7 @@ export const getStaticSiteAccessLogsContract = {
   summary: "Get static site access logs",
   tags: ["Static sites"],
   params: IdParams,
-  querystring: LogQuery,
-  success: 200,
-  response: Type.Array(LogEntry),
-  errors: [400,401,403,404,429,500],
+  ...LogsOperation,
 } as const;
 
 export const purgeStaticSiteCacheContract = {

@@ -86,6 +86,20 @@ export const LogQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 5000, default: 1000 })),
 });
 
+/** What every logs operation takes and answers; a logs contract spreads it after its path and params. */
+export const LogsOperation = {
+  querystring: LogQuery,
+  success: 200,
+  response: Type.Array(LogEntry),
+  errors: [400,401,403,404,429,500],
+} as const;
+
+/** The path parameters of one deployment of a service (application, static site). */
+export const DeploymentParams = Type.Object({
+  id: Uuid(),
+  deployment_id: Uuid(),
+});
+
 /** One point of a metric series. */
 export const MetricPoint = named('MetricPoint', Type.Object({ time: Type.String(), value: Type.Number() }, { additionalProperties: false }));
 
