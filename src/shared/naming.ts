@@ -5,7 +5,7 @@ import type { Tx } from './db/index.js';
 import { slugify } from './ids.js';
 
 /** Tables whose rows have a `name` unique per company (a unique index on (company_id, name)). */
-export type NamedTable = 'applications' | 'databases' | 'projects' | 'load_balancers';
+export type NamedTable = 'applications' | 'databases' | 'projects' | 'load_balancers' | 'static_sites';
 
 /**
  * Inserts the row that `build` makes for a name derived from `displayName`, unique in the company.

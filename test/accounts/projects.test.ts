@@ -259,7 +259,7 @@ for (const kind of DB_KINDS) {
       expectError(await s.delete(`/projects/${p.id}/services/${one.id}?service_type=${stubType}`), 404);
       expectError(await s.delete(`/projects/${p.id}/services/${randomUUID()}?service_type=${stubType}`), 404);
       expectError(await s.delete(`/projects/${p.id}/services/${two.id}`), 400, SCHEMA_MISMATCH);
-      expectError(await s.delete(`/projects/${p.id}/services/${two.id}?service_type=static-site`), 400, SCHEMA_MISMATCH);
+      expectError(await s.delete(`/projects/${p.id}/services/${two.id}?service_type=nonsense`), 400, SCHEMA_MISMATCH);
       expectError(await s.delete(`/projects/${MISSING}/services/${two.id}?service_type=${stubType}`), 404);
 
       // A service must exist in the caller's company.

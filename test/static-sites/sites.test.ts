@@ -80,13 +80,14 @@ for (const kind of DB_KINDS) {
         [{ repo_url: 'https://github.com/' }, /repo_url/],
         [{ repo_url: 'https://git.example.com/acme/site' }, /git_type is required/],
         [{ default_branch: 'bad branch' }, /branch/],
-        [{ project_id: MISSING }, /project_id/],
         [{ display_name: 'x' }, undefined],
         [{ git_lfs_enabled: 'yes' }, undefined],
         [{ source: 'dockerImage' }, undefined],
         [{ unknown_field: 1 }, undefined],
       ];
       for (const [extra, msg] of bad) expectError(await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main', ...extra }), 400, msg);
+      // A project that names nothing is answered like a path id.
+      expectError(await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main', project_id: MISSING }), 404);
       expectError(await s.post('/static-sites', { display_name: 'no repo' }), 400);
       assert.equal((await listAll(s, '/static-sites')).length, before, 'nothing was created');
     });
@@ -193,22 +194,27 @@ for (const kind of DB_KINDS) {
       await waitFor('deletion', async () => (await s.get(sitePath(site.id))).status === 404);
     });
 
-    it('project membership: project_id on create must be a project of the company; the contract cannot add a static site through /projects', async () => {
+    it('project membership: a site created with project_id is in the project; sites are added and removed through /projects; deletion leaves the project', async () => {
       const p = expectStatus(await s.post('/projects', { display_name: uniqueName('project') }), 201);
       const site = await createSite(s, { project_id: p.id });
       assert.equal(site.project_id, p.id);
       assert.equal((await readSite(s, site.id)).project_id, p.id);
-      // The contract's project service types do not name static sites.
-      expectError(await s.post(`/projects/${p.id}/services`, { service_id: site.id, service_type: 'static-site' }), 400);
-      const proj = expectStatus(await s.get(`/projects/${p.id}`), 200);
-      assert.deepEqual(proj.services, [], 'the project representation cannot show a static site');
-      // Another company's project is unknown.
+      let proj = expectStatus(await s.get(`/projects/${p.id}`), 200);
+      assert.deepEqual(proj.services, [{ id: site.id, name: site.name, display_name: site.display_name, type: 'static-site' }]);
+      // Another site joins through /projects, and leaves again.
+      const second = await createSite(s);
+      expectStatus(await s.post(`/projects/${p.id}/services`, { service_id: second.id, service_type: 'static-site' }), 200);
+      proj = expectStatus(await s.get(`/projects/${p.id}`), 200);
+      assert.deepEqual(proj.services.map((x: { id: string }) => x.id).sort(), [site.id, second.id].sort());
+      expectStatus(await s.delete(`/projects/${p.id}/services/${second.id}?service_type=static-site`), 200);
+      // Another company's project is unknown (404, like a path id).
       const other = await s.newCompany();
       const foreign = expectStatus(await s.post('/projects', { display_name: 'foreign' }, { token: other.token }), 201);
-      expectError(await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main', project_id: foreign.id }), 400, /project_id/);
-      // The registry knows the kind (for projects, domains and load balancers).
-      const found = await s.app.services.get('static-site')?.find({ app: s.app, tx: s.app.database.db, companyId: s.companyId, actor: null, scope: null, grants: new Map() } as never, site.id);
-      assert.deepEqual(found, { id: site.id, name: site.name, display_name: site.display_name });
+      expectError(await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main', project_id: foreign.id }), 404);
+      // Deleting the site takes it out of the project.
+      expectStatus(await s.delete(sitePath(site.id)), 200);
+      await waitFor('the site to be gone', async () => (await s.get(sitePath(site.id))).status === 404);
+      assert.deepEqual(expectStatus(await s.get(`/projects/${p.id}`), 200).services, []);
     });
 
     it('tenancy: another company sees none of the sites (404 everywhere, not in its list)', async () => {

@@ -2,6 +2,7 @@
 // handler), its start-up wiring, and the S3 data plane's routes outside /v3.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../shared/context.js';
+import { ref } from '../../shared/http/references.js';
 import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import { liveBlobs } from './storage.js';
@@ -24,6 +25,7 @@ export const operations = [
     contract: c.createObjectStorageContract,
     permission: 'OBJECT_STORAGE:CREATE',
     tier: 'service_creation',
+    references: [ref.project],
     handler: async (r) => svc.createBucket(r, r.body),
   }),
   defineOperation({
@@ -36,6 +38,7 @@ export const operations = [
     contract: c.updateObjectStorageContract,
     permission: 'OBJECT_STORAGE:UPDATE',
     tier: 'service_mutation',
+    references: [ref.project],
     handler: async (r) => svc.updateBucket(r, r.params.id, r.body),
   }),
   defineOperation({

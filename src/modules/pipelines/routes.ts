@@ -4,6 +4,7 @@
 // preview stage, the lifetime) are the pipeline's, and it builds the application through the
 // applications module's public clone function; the applications module knows nothing of pipelines.
 import type { AppContext } from '../../shared/context.js';
+import { ref } from '../../shared/http/references.js';
 import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import * as c from './schemas.js';
@@ -22,6 +23,7 @@ export const operations = [
     contract: c.createPipelineContract,
     permission: 'PIPELINE:CREATE',
     tier: 'general_write',
+    references: [ref.project],
     handler: async (r) => svc.createPipeline(r, r.body),
   }),
   defineOperation({
@@ -34,6 +36,7 @@ export const operations = [
     contract: c.updatePipelineContract,
     permission: 'PIPELINE:UPDATE',
     tier: 'general_write',
+    references: [ref.project],
     handler: async (r) => svc.updatePipeline(r, r.params.id, r.body),
   }),
   defineOperation({

@@ -62,7 +62,7 @@ export const getProjectContract = {
       id: Uuid(),
       name: Type.String(),
       display_name: Type.String(),
-      type: StringEnum(["app","database","pipeline","object-storage","load-balancer"]),
+      type: StringEnum(["app","database","pipeline","object-storage","load-balancer","static-site"]),
     }, { additionalProperties: false })),
   }, { additionalProperties: false }),
   errors: [401,403,404,500],
@@ -105,7 +105,7 @@ export const addServiceToProjectContract = {
   params: IdParams,
   body: Type.Object({
     service_id: Uuid(),
-    service_type: StringEnum(["app","database","pipeline","object-storage"]),
+    service_type: StringEnum(["app","database","pipeline","object-storage","static-site"]),
   }, { additionalProperties: false }),
   bodyRequired: true,
   success: 200,
@@ -124,7 +124,7 @@ export const removeServiceFromProjectContract = {
     service_id: Uuid(),
   }),
   querystring: Type.Object({
-    service_type: StringEnum(["app","database","pipeline","object-storage"]),
+    service_type: StringEnum(["app","database","pipeline","object-storage","static-site"]),
   }),
   success: 200,
   response: MessageResponse,

@@ -1,6 +1,7 @@
 // Static site operations (the custom domain operations under /static-sites/{id}/domains belong to
 // the domains module; the environment variables to env-vars).
 import type { AppContext } from '../../shared/context.js';
+import { ref } from '../../shared/http/references.js';
 import { defineOperation } from '../../shared/http/operation.js';
 import { trafficOperations } from '../../shared/http/traffic.js';
 import { pageOf } from '../../shared/pagination.js';
@@ -23,6 +24,7 @@ export const operations = [
     contract: c.createStaticSiteContract,
     permission: 'STATIC_SITE:CREATE',
     tier: 'service_creation',
+    references: [ref.project],
     handler: async (r) => svc.createSite(r, r.body),
   }),
   defineOperation({

@@ -7,11 +7,11 @@ import type { Tx } from '../../shared/db/index.js';
 import { badRequest, conflict } from '../../shared/errors.js';
 import { newId, slugify } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
-import { uniqueName } from '../../shared/naming.js';
+import { insertNamed } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import { deleteLogs, writeLogs } from '../../shared/runtime/logs.js';
 import { accessLogLines, TrafficMetrics, type TrafficMetric, type TrafficSource, type Window } from '../../shared/runtime/traffic.js';
-import { forgetService, projectExists } from '../projects/service.js';
+import { forgetService, placeService, projectExists } from '../projects/service.js';
 import { cancelActiveDeployments, createDeployment, noteRead, PRODUCTION } from './deployments.js';
 import { checkBranch, checkDeployPaths, checkRepoUrl, gitTypeFor, type GitType } from './git.js';
 import { findSite, siteById, type StaticSitesTable } from './storage.js';
@@ -104,30 +104,16 @@ export async function createSite(ctx: CallContext, input: CreateInput) {
     updated_at: now,
   };
   const row = await insertUnique(tx, base);
+  await placeService(ctx, row.id, 'static-site', row.project_id);
   await createDeployment(ctx, row, { trigger: 'initial', type: 'automatic', branch: row.default_branch, isPreview: false });
   await app.events.emit(tx, 'STATIC_SITE_CREATE', companyId, row);
   return siteView((await siteById(tx, row.id))!);
 }
 
-/**
- * Inserts the site under a free name (`my-site`, `my-site-2`, ...) and hostname; a concurrent
- * create that takes the same name makes the unique index refuse the row and the next round picks
- * another name.
- */
+/** Inserts the site under a free name (`my-site`, `my-site-2`, ...) and its system hostname. */
 async function insertUnique(tx: Tx, base: Omit<StaticSitesTable, 'id' | 'name' | 'hostname'>): Promise<StaticSitesTable> {
   const display = slugify(base.display_name) ? base.display_name : 'site';
-  for (let attempt = 0; attempt < 10; attempt++) {
-    const name = await uniqueName(display, async (n) => !!(await tx.selectFrom('static_sites').select('id').where('company_id', '=', base.company_id).where('name', '=', n).executeTakeFirst()));
-    const row: StaticSitesTable = { ...base, id: newId(), name, hostname: `${name}-${randomBytes(3).toString('hex')}.slipway.site` };
-    const inserted = await tx
-      .insertInto('static_sites')
-      .values(row)
-      .onConflict((oc) => oc.columns(['company_id', 'name']).doNothing())
-      .returning('id')
-      .executeTakeFirst();
-    if (inserted) return row;
-  }
-  throw new Error(`no free static site name for "${base.display_name}" after 10 attempts`); // a 500: retrying helps
+  return insertNamed(tx, 'static_sites', base.company_id, display, (name) => ({ ...base, id: newId(), name, hostname: `${name}-${randomBytes(3).toString('hex')}.slipway.site` }));
 }
 
 export interface UpdateInput {
