@@ -94,6 +94,7 @@ async function serve(flags: Flags) {
     `  Storage: ${server.app.database.kind === 'postgres' ? 'PostgreSQL (DATABASE_URL)' : `SQLite in ${config.dataDir}`}`,
     server.tlsCaPath ? `  HTTPS with a local CA: trust ${server.tlsCaPath}` : config.tls ? '  HTTPS with the given certificate' : `  Plain HTTP on ${config.host} (local default; use --tls self-signed or --tls-cert/--tls-key for HTTPS)`,
   ];
+  for (const m of modules) lines.push(...(m.banner?.(server.app) ?? []));
   if (config.production) lines.push('  Production mode: plain-HTTP requests are refused unless a trusted proxy sets X-Forwarded-Proto: https');
   if (config.operatorToken) lines.push(`  Operator surface: ${base}/_admin (bearer operator token)`);
   if (server.bootstrap.created) {

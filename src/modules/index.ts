@@ -34,6 +34,11 @@ export interface Module {
   setup?(app: AppContext): void;
   /** Routes outside /v3 (e.g. public hook URLs). */
   http?(fastify: FastifyInstance, app: AppContext): void;
+  /** Background resources to bring up once the job engine runs, and to release when the server closes. */
+  start?(app: AppContext): Promise<void>;
+  stop?(app: AppContext): Promise<void>;
+  /** Lines of `slipway serve`'s start banner. */
+  banner?(app: AppContext): string[];
 }
 
 export const modules: Module[] = [
@@ -45,7 +50,7 @@ export const modules: Module[] = [
   { name: 'applications', operations: applications.operations, tables: [...appSettings.settingsTables, ...appStorage.tables], migrations: { ...appStorage.migrations, ...appSettings.settingsMigrations }, setup: applications.setup, http: applications.http },
   { name: 'processes', operations: processes.operations, tables: processes.tables, migrations: processes.migrations, setup: processes.setup },
   { name: 'env-vars', operations: envVars.operations, tables: envVars.tables, migrations: envVars.migrations, setup: envVars.setup },
-  { name: 'databases', operations: databases.operations, tables: databases.tables, migrations: databases.migrations, setup: databases.setup },
+  { name: 'databases', operations: databases.operations, tables: databases.tables, migrations: databases.migrations, setup: databases.setup, start: databases.start, stop: databases.stop, banner: databases.banner },
   { name: 'webhooks', operations: webhooks.operations, tables: webhooks.tables, migrations: webhooks.migrations, setup: webhooks.setup },
   {
     name: 'registry-credentials',

@@ -38,6 +38,8 @@ export interface Config {
   webhooks: { env: Record<string, string | undefined> };
   /** Domain settings (`SLIPWAY_DOMAINS_*`), parsed by `domainSettings` in src/modules/domains/settings.ts. */
   domains: { env: Record<string, string | undefined> };
+  /** Real database engines (`SLIPWAY_DB_*`), parsed by `runtimeSettings` in src/modules/databases/runtime/settings.ts. */
+  databases: { env: Record<string, string | undefined> };
   simulation: { progression: Record<string, Progression>; faults: Omit<FaultRule, 'id' | 'created_at'>[] };
 }
 
@@ -169,6 +171,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     },
     webhooks: { env: pickEnv(env, 'SLIPWAY_WEBHOOK_') },
     domains: { env: pickEnv(env, 'SLIPWAY_DOMAINS_') },
+    databases: { env: pickEnv(env, 'SLIPWAY_DB_') },
     simulation: {
       progression: parseProgression(str('sim-progression', 'SLIPWAY_SIM_PROGRESSION')),
       faults: parseFaults(env.SLIPWAY_SIM_FAULTS),
