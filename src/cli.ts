@@ -37,6 +37,10 @@ SLIPWAY_SECRET_KEY (encryption key for secrets at rest), SLIPWAY_BRAND_PREFIX (d
 SLIPWAY_RATE_<TIER> (override a rate limit: SERVICE_CREATION, SERVICE_MUTATION, DEPLOYMENT,
 GENERAL_WRITE, LOGS, READ, UNAUTHENTICATED).
 
+Real databases (README "Real databases"; unset: simulated): SLIPWAY_DB_POSTGRESQL_URL,
+SLIPWAY_DB_MYSQL_URL (or *_URL_FILE), SLIPWAY_DB_REDIS_BIN, SLIPWAY_DB_REDIS_PORTS, and host/port
+overrides SLIPWAY_DB_<ENGINE>_HOST/_PORT/_EXTERNAL_HOST/_EXTERNAL_PORT.
+
 Admin commands (take --data-dir / --database-url like serve):
   admin list-companies
   admin create-company --name <name> [--role <role>]        also creates an admin key, printed once

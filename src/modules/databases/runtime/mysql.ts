@@ -38,6 +38,10 @@ export class MysqlEngine implements DatabaseEngine {
         this.mariadb = /mariadb/i.test(String(rows[0]?.v));
       }
       return await fn(c);
+    } catch (e) {
+      // mysql2 attaches the statement to its errors: it may hold a password, and errors get logged.
+      if (e && typeof e === 'object') delete (e as { sql?: string }).sql;
+      throw e;
     } finally {
       await c.end().catch(() => {});
     }
