@@ -58,6 +58,10 @@ for (const kind of DB_KINDS) {
       admin = await mysql.createConnection({ uri: MYSQL_ADMIN_URL });
     });
     after(async () => {
+      // The server is shared: what the suite created goes through the API's deletion.
+      const left = s ? ((await s.get('/databases?limit=100')).body as { data: { id: string }[] }).data : [];
+      for (const d of left) await s.delete(`/databases/${d.id}`);
+      for (const d of left) await waitFor('cleanup', async () => (await s.get(`/databases/${d.id}`)).status === 404, 60_000).catch(() => {});
       await admin?.end();
       await s?.close();
     });
