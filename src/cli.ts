@@ -37,6 +37,10 @@ SLIPWAY_SECRET_KEY (encryption key for secrets at rest), SLIPWAY_BRAND_PREFIX (d
 SLIPWAY_RATE_<TIER> (override a rate limit: SERVICE_CREATION, SERVICE_MUTATION, DEPLOYMENT,
 GENERAL_WRITE, LOGS, READ, UNAUTHENTICATED).
 
+Real databases (README "Real databases"; unset: simulated): SLIPWAY_DB_POSTGRESQL_URL,
+SLIPWAY_DB_MYSQL_URL (or *_URL_FILE), SLIPWAY_DB_REDIS_BIN, SLIPWAY_DB_REDIS_PORTS, and host/port
+overrides SLIPWAY_DB_<ENGINE>_HOST/_PORT/_EXTERNAL_HOST/_EXTERNAL_PORT.
+
 Admin commands (take --data-dir / --database-url like serve):
   admin list-companies
   admin create-company --name <name> [--role <role>]        also creates an admin key, printed once
@@ -94,6 +98,7 @@ async function serve(flags: Flags) {
     `  Storage: ${server.app.database.kind === 'postgres' ? 'PostgreSQL (DATABASE_URL)' : `SQLite in ${config.dataDir}`}`,
     server.tlsCaPath ? `  HTTPS with a local CA: trust ${server.tlsCaPath}` : config.tls ? '  HTTPS with the given certificate' : `  Plain HTTP on ${config.host} (local default; use --tls self-signed or --tls-cert/--tls-key for HTTPS)`,
   ];
+  for (const m of modules) lines.push(...(m.banner?.(server.app) ?? []));
   if (config.production) lines.push('  Production mode: plain-HTTP requests are refused unless a trusted proxy sets X-Forwarded-Proto: https');
   if (config.operatorToken) lines.push(`  Operator surface: ${base}/_admin (bearer operator token)`);
   if (server.bootstrap.created) {

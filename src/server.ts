@@ -227,6 +227,7 @@ export async function createServer(config: Config, opts: { database?: Database; 
   const boot = await bootstrap(app);
   await app.simulation.start();
   await app.jobs.start();
+  for (const m of modules) await m.start?.(app);
   const sweeper = setInterval(() => {
     void limiter.sweep().catch(() => {});
     void idem.sweep(database.db).catch(() => {});
@@ -252,6 +253,7 @@ export async function createServer(config: Config, opts: { database?: Database; 
       clearInterval(sweeper);
       await fastify.close();
       await app.jobs.stop();
+      for (const m of modules) await m.stop?.(app);
       app.simulation.stop();
       if (!opts.database) await database.close();
     },

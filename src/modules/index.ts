@@ -40,6 +40,11 @@ export interface Module {
   http?(fastify: FastifyInstance, app: AppContext): void;
   /** Routes a request by its Host before routing (e.g. virtual-hosted buckets): the new URL, or undefined. */
   rewriteUrl?(app: AppContext, host: string | undefined, url: string): string | undefined;
+  /** Background resources to bring up once the job engine runs, and to release when the server closes. */
+  start?(app: AppContext): Promise<void>;
+  stop?(app: AppContext): Promise<void>;
+  /** Lines of `slipway serve`'s start banner. */
+  banner?(app: AppContext): string[];
 }
 
 export const modules: Module[] = [
@@ -52,7 +57,7 @@ export const modules: Module[] = [
   { name: 'static-sites', operations: staticSites.operations, tables: staticSites.tables, migrations: staticSites.migrations, setup: staticSites.setup },
   { name: 'processes', operations: processes.operations, tables: processes.tables, migrations: processes.migrations, setup: processes.setup },
   { name: 'env-vars', operations: envVars.operations, tables: envVars.tables, migrations: envVars.migrations, setup: envVars.setup },
-  { name: 'databases', operations: databases.operations, tables: databases.tables, migrations: databases.migrations, setup: databases.setup },
+  { name: 'databases', operations: databases.operations, tables: databases.tables, migrations: databases.migrations, setup: databases.setup, start: databases.start, stop: databases.stop, banner: databases.banner },
   { name: 'webhooks', operations: webhooks.operations, tables: webhooks.tables, migrations: webhooks.migrations, setup: webhooks.setup },
   {
     name: 'registry-credentials',

@@ -40,6 +40,8 @@ export interface Config {
   domains: { env: Record<string, string | undefined> };
   /** Object storage settings (`SLIPWAY_OBJECT_STORAGE_*`), parsed by src/modules/object-storage/settings.ts. */
   objectStorage: { env: Record<string, string | undefined> };
+  /** Real database engines (`SLIPWAY_DB_*`), parsed by `runtimeSettings` in src/modules/databases/runtime/settings.ts. */
+  databases: { env: Record<string, string | undefined> };
   simulation: { progression: Record<string, Progression>; faults: Omit<FaultRule, 'id' | 'created_at'>[] };
   /** Length of a "day" in preview apps' stale_app_days (shortened in tests). */
   previewDayMs: number;
@@ -176,6 +178,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     webhooks: { env: pickEnv(env, 'SLIPWAY_WEBHOOK_') },
     domains: { env: pickEnv(env, 'SLIPWAY_DOMAINS_') },
     objectStorage: { env: pickEnv(env, 'SLIPWAY_OBJECT_STORAGE_') },
+    databases: { env: pickEnv(env, 'SLIPWAY_DB_') },
     simulation: {
       progression: parseProgression(str('sim-progression', 'SLIPWAY_SIM_PROGRESSION')),
       faults: parseFaults(env.SLIPWAY_SIM_FAULTS),

@@ -143,6 +143,23 @@ export class JobEngine {
     return row?.status === 'running';
   }
 
+  /**
+   * Whether a job of these kinds for the subject, other than `exceptJobId`, is running under a live
+   * lease (e.g. a deletion waits for the work still touching what it removes).
+   */
+  async othersRunning(subjectId: string, kinds: readonly JobName[], exceptJobId: string): Promise<boolean> {
+    const row = await this.database.db
+      .selectFrom('jobs')
+      .select('id')
+      .where('subject_id', '=', subjectId)
+      .where('kind', 'in', [...kinds])
+      .where('status', '=', 'running')
+      .where('id', '!=', exceptJobId)
+      .where('lease_expires_at', '>', new Date().toISOString())
+      .executeTakeFirst();
+    return !!row;
+  }
+
   async start(): Promise<void> {
     if (this.database.kind === 'sqlite') {
       // One process owns a SQLite file: whatever was running when it last stopped is due again.

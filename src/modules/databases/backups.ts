@@ -10,14 +10,18 @@ import { ApiError, badRequest, notFound } from '../../shared/errors.js';
 import { newId, slugify } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import { assertNotDeleting, engineMajor, startOperation } from './operations.js';
+import { runtimes } from './runtime/index.js';
 import { findDatabase, lockDatabase, lockDatabaseId, type DatabaseBackupsTable, type DatabasesTable, type DatabaseType } from './storage.js';
 
 export const BACKUP_JOB = 'database.backup';
+export const RUNTIME_BACKUP_JOB = 'database.runtime.backup';
 
 declare module '../../shared/jobs.js' {
   interface JobMap {
     /** Advances the pending backup `backupId` of the database. */
     'database.backup': { databaseId: string; backupId: string };
+    /** Takes the pending backup `backupId` of a database served by a real engine (real.ts). */
+    'database.runtime.backup': { databaseId: string; backupId: string };
   }
 }
 
@@ -55,10 +59,10 @@ async function startBackup(tx: Tx, d: DatabasesTable, row: Omit<DatabaseBackupsT
     .values({ ...row, database_id: d.id, company_id: d.company_id, status: 'pending', data_version: d.data_version, engine_major: engineMajor(d.version), size: null, started_at: now, reads: 0 })
     .execute();
   await tx.updateTable('databases').set({ backup_status: 'inProgress', updated_at: now }).where('id', '=', d.id).execute();
-  await enqueue(tx, { kind: BACKUP_JOB, payload: { databaseId: d.id, backupId: row.id }, subjectId: d.id, maxAttempts: 20 });
+  await enqueue(tx, { kind: d.runtime ? RUNTIME_BACKUP_JOB : BACKUP_JOB, payload: { databaseId: d.id, backupId: row.id }, subjectId: d.id, maxAttempts: 20 });
 }
 
-async function endBackup(tx: Tx, databaseId: string) {
+export async function endBackup(tx: Tx, databaseId: string) {
   const left = await tx.selectFrom('database_backups').select('id').where('database_id', '=', databaseId).where('status', '=', 'pending').executeTakeFirst();
   if (!left) await tx.updateTable('databases').set({ backup_status: 'ready' }).where('id', '=', databaseId).execute();
 }
@@ -87,11 +91,14 @@ export const backupJob = (app: AppContext): JobKind<'database.backup'> => ({
     const at = await stepBackup(tx, app, job.payload.databaseId, job.payload.backupId);
     return at ? { rescheduleAt: at } : undefined;
   },
-  async onFailure(tx, job) {
-    await tx.updateTable('database_backups').set({ status: 'failed' }).where('database_id', '=', job.payload.databaseId).where('id', '=', job.payload.backupId).where('status', '=', 'pending').execute();
-    await endBackup(tx, job.payload.databaseId);
-  },
+  onFailure: (tx, job) => abandonBackup(tx, job.payload.databaseId, job.payload.backupId),
 });
+
+/** The backup's job gave up: the backup failed. */
+export async function abandonBackup(tx: Tx, databaseId: string, backupId: string): Promise<void> {
+  await tx.updateTable('database_backups').set({ status: 'failed' }).where('database_id', '=', databaseId).where('id', '=', backupId).where('status', '=', 'pending').execute();
+  await endBackup(tx, databaseId);
+}
 
 async function findBackup(tx: Tx, databaseId: string, id: string, external: boolean) {
   const b = await tx.selectFrom('database_backups').selectAll().where('database_id', '=', databaseId).where('id', '=', id).where('external', '=', external ? 1 : 0).where('status', '!=', 'failed').executeTakeFirst();
@@ -163,6 +170,7 @@ export async function deleteBackup(ctx: CallContext, id: string, backupId: strin
   const b = await findBackup(tx, d.id, backupId, external);
   if (b.status === 'pending') throw badRequest('The backup is still being taken; delete it once it is complete');
   await tx.deleteFrom('database_backups').where('database_id', '=', d.id).where('id', '=', b.id).execute();
+  if (d.runtime) await runtimes(ctx.app).store.remove(d.id, b.id);
   return { message: external ? 'External database backup deleted' : 'Database backup deleted' };
 }
 

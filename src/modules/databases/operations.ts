@@ -10,6 +10,10 @@
 //   passwordChange  --password_change-->  ready | passwordChangeFailed   (password unchanged on failure)
 //   restoring       --restore-->          ready (data replaced) | restoringFailed (incl. incompatible dump)
 //   deleting        --database_delete-->  (row removed) | dbDeletionFailed
+//
+// A database served by a real engine (column `runtime`, see runtime/) runs the same state machine
+// through the 'database.runtime.operation' job instead (real.ts): the server does the work, no
+// simulation progression or fault rule applies.
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest } from '../../shared/errors.js';
@@ -18,11 +22,14 @@ import { forgetService } from '../projects/service.js';
 import type { DatabaseOperation, DatabasesTable, DatabaseStatus } from './storage.js';
 
 export const OPERATION_JOB = 'database.operation';
+export const RUNTIME_OPERATION_JOB = 'database.runtime.operation';
 
 declare module '../../shared/jobs.js' {
   interface JobMap {
     /** Advances the operation `operation` of the database, started at `startedAt` (see the state machine above). */
     'database.operation': { databaseId: string; operation: DatabaseOperation; startedAt: string };
+    /** The same for a database served by a real engine (real.ts). */
+    'database.runtime.operation': { databaseId: string; operation: DatabaseOperation; startedAt: string };
   }
 }
 
@@ -34,7 +41,7 @@ const RUNNING_STATUS: Record<DatabaseOperation, DatabaseStatus> = {
   restore: 'restoring',
   database_delete: 'deleting',
 };
-const FAILED_STATUS: Record<DatabaseOperation, DatabaseStatus> = {
+export const FAILED_STATUS: Record<DatabaseOperation, DatabaseStatus> = {
   database_create: 'error',
   restart: 'error',
   password_change: 'passwordChangeFailed',
@@ -43,7 +50,7 @@ const FAILED_STATUS: Record<DatabaseOperation, DatabaseStatus> = {
 };
 
 /** Facts an operation needs when it completes. */
-interface OperationPayload {
+export interface OperationPayload {
   /** password_change: the new password, sealed. */
   password_enc?: string;
   /** restore: what the backup holds, and where it came from. */
@@ -64,10 +71,10 @@ export async function startOperation(tx: Tx, d: DatabasesTable, operation: Datab
     .set({ status: RUNNING_STATUS[operation], operation, op_started_at: now, op_reads: 0, op_payload: JSON.stringify(payload), updated_at: now })
     .where('id', '=', d.id)
     .execute();
-  await enqueue(tx, { kind: OPERATION_JOB, payload: { databaseId: d.id, operation, startedAt: now }, subjectId: d.id, maxAttempts: 20 });
+  await enqueue(tx, { kind: d.runtime ? RUNTIME_OPERATION_JOB : OPERATION_JOB, payload: { databaseId: d.id, operation, startedAt: now }, subjectId: d.id, maxAttempts: 20 });
 }
 
-async function finish(tx: Tx, d: DatabasesTable, status: DatabaseStatus, extra: Partial<DatabasesTable> = {}): Promise<boolean> {
+export async function finish(tx: Tx, d: DatabasesTable, status: DatabaseStatus, extra: Partial<DatabasesTable> = {}): Promise<boolean> {
   const now = new Date().toISOString();
   const r = await tx
     .updateTable('databases')
@@ -80,7 +87,7 @@ async function finish(tx: Tx, d: DatabasesTable, status: DatabaseStatus, extra: 
 }
 
 /** Removes a database and everything attached to it. */
-async function remove(tx: Tx, app: AppContext, id: string) {
+export async function remove(tx: Tx, app: AppContext, id: string) {
   const d = await tx.selectFrom('databases').selectAll().where('id', '=', id).executeTakeFirst();
   if (d) await app.events.emit(tx, 'DATABASE_DELETE', d.company_id, d);
   await tx.deleteFrom('database_internal_connections').where('database_id', '=', id).execute();
@@ -89,6 +96,12 @@ async function remove(tx: Tx, app: AppContext, id: string) {
   await tx.deleteFrom('database_backup_targets').where('database_id', '=', id).execute();
   await tx.deleteFrom('databases').where('id', '=', id).execute();
   await forgetService(tx, id);
+}
+
+/** A deletion finished: the row goes, unless the deletion was superseded meanwhile. */
+export async function removeDeleted(tx: Tx, app: AppContext, d: DatabasesTable): Promise<void> {
+  const r = await tx.updateTable('databases').set({ operation: null }).where('id', '=', d.id).where('operation', '=', 'database_delete').where('op_started_at', '=', d.op_started_at).executeTakeFirst();
+  if (Number(r.numUpdatedRows)) await remove(tx, app, d.id);
 }
 
 /** One step of the operation started at `startedAt`; returns when to look again (undefined: finished or superseded). */
@@ -113,11 +126,9 @@ export async function step(tx: Tx, app: AppContext, databaseId: string, operatio
   }
   const payload = JSON.parse(d.op_payload ?? '{}') as OperationPayload;
   switch (operation) {
-    case 'database_delete': {
-      const r = await tx.updateTable('databases').set({ operation: null }).where('id', '=', d.id).where('operation', '=', operation).where('op_started_at', '=', startedAt).executeTakeFirst();
-      if (Number(r.numUpdatedRows)) await remove(tx, app, d.id);
+    case 'database_delete':
+      await removeDeleted(tx, app, d);
       return undefined;
-    }
     case 'password_change':
       // A password change is a write: the data version moves on.
       await finish(tx, d, 'ready', payload.password_enc ? { password_enc: payload.password_enc, data_version: d.data_version + 1 } : {});
@@ -154,6 +165,7 @@ export const operationJob = (app: AppContext): JobKind<'database.operation'> => 
  */
 export async function noteRead(app: AppContext, d: DatabasesTable, stepBackup: (tx: Tx, databaseId: string, backupId: string) => Promise<Date | undefined>): Promise<void> {
   const db = app.database.db;
+  if (d.runtime) return; // real engines: the server decides when an operation ends
   if (d.operation && d.op_started_at && (await app.simulation.progression(d.operation)).mode === 'reads') {
     const { operation, op_started_at } = d;
     await db.transaction().execute(async (tx) => {

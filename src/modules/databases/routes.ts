@@ -6,6 +6,8 @@ import { pageOf } from '../../shared/pagination.js';
 import * as bk from './backups.js';
 import { registerDatabaseEvents } from './events.js';
 import * as ops from './operations.js';
+import { registerRuntimeJobs } from './real.js';
+import { runtimes } from './runtime/index.js';
 import * as c from './schemas.js';
 import * as svc from './service.js';
 
@@ -209,6 +211,14 @@ export const operations = [
 export function setup(app: AppContext): void {
   app.jobs.register(ops.OPERATION_JOB, ops.operationJob(app));
   app.jobs.register(bk.BACKUP_JOB, bk.backupJob(app));
+  registerRuntimeJobs(app);
+  runtimes(app); // reads the SLIPWAY_DB_* settings now: a bad one stops the start
   app.services.register({ type: 'database', find: (ctx, id) => svc.databaseSummary(ctx, id) });
   registerDatabaseEvents(app);
 }
+
+/** After the job engine started: bring up the database servers Slipway runs itself (Redis). */
+export const start = (app: AppContext) => runtimes(app).start();
+export const stop = (app: AppContext) => runtimes(app).stop();
+/** Start-banner lines: which database engines are real. */
+export const banner = (app: AppContext) => runtimes(app).banner();

@@ -11,7 +11,11 @@ import { paginate, type Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
 import { placeService, projectExists } from '../projects/service.js';
 import { CLUSTER_BY_ID, DATABASE_RESOURCE_TYPE_BY_ID, DATABASE_RESOURCE_TYPES } from '../resources/catalog.js';
+import { lockFor } from '../../shared/db/locks.js';
 import { stepBackup } from './backups.js';
+import { serverUsage, syncSuspension } from './real.js';
+import { runtimes } from './runtime/index.js';
+import { runtimeState, type RuntimeState } from './runtime/state.js';
 import { assertNotDeleting, noteRead, startOperation } from './operations.js';
 import { findDatabase, lockDatabase, type DatabaseMetric, type DatabasesTable, type DatabaseType } from './storage.js';
 import { bool, databaseDetailView, databaseView, ipRestrictionView } from './views.js';
@@ -60,6 +64,25 @@ interface CreateInput {
   extensions?: { enable_vector?: boolean; enable_postgis?: boolean; enable_cron?: boolean };
 }
 
+/** User names a real server keeps for itself or for Slipway. */
+const RESERVED_USERS = new Set(['root', 'postgres', 'mysql', 'mariadb.sys', 'public', 'slipway-admin']);
+/** The longest user name each engine takes (PostgreSQL truncates longer ones, MySQL refuses them). */
+const MAX_USER: Partial<Record<DatabaseType, number>> = { postgresql: 63, mysql: 32, mariadb: 80 };
+
+/**
+ * A database on a real SQL server: the user name must be one the server takes, and not another
+ * database's (users are per server, across companies). Redis servers are each database's own.
+ */
+async function checkServerUser(ctx: CallContext, type: DatabaseType, runtime: RuntimeState, user: string) {
+  if (runtime.family === 'redis') return;
+  if (RESERVED_USERS.has(user.toLowerCase()) || /^pg_/i.test(user)) throw badRequest(`db_user "${user}" is reserved on the database server; choose another`);
+  const max = MAX_USER[type]!;
+  if (user.length > max) throw badRequest(`db_user must be at most ${max} characters on a ${type} server`);
+  await lockFor(ctx.tx, `databases:user:${runtime.family}:${user}`);
+  const same = await ctx.tx.selectFrom('databases').select(['type', 'runtime']).where('db_user', '=', user).where('runtime', 'is not', null).execute();
+  if (same.some((r) => runtimeState(r)!.family === runtime.family)) throw badRequest(`db_user "${user}" is already used by another database on this ${type} server; choose another`);
+}
+
 /** Starts creating a database; answers its representation (status creating). */
 export async function createDatabase(ctx: CallContext, input: CreateInput) {
   const { tx, app, companyId } = ctx;
@@ -69,9 +92,14 @@ export async function createDatabase(ctx: CallContext, input: CreateInput) {
   if (!versions.includes(input.version)) throw badRequest(`Unsupported ${input.type} version "${input.version}" (supported: ${versions.join(', ')})`);
   if (input.extensions && input.type !== 'postgresql' && Object.values(input.extensions).some(Boolean)) throw badRequest('extensions apply only to postgresql databases');
   await checkProject(ctx, input.project_id);
+  const id = newId();
+  const dbUser = input.db_user ?? (input.type === 'redis' || input.type === 'valkey' ? 'default' : input.db_name);
+  // A real server: the database gets a name of its own there (db_name of the representation).
+  const runtime = runtimes(app).initialState(input.type, id, input.db_name);
+  if (runtime) await checkServerUser(ctx, input.type, runtime, input.db_user ?? runtime.database);
   const now = new Date().toISOString();
   const fields: Omit<DatabasesTable, 'name'> = {
-    id: newId(),
+    id,
     company_id: companyId,
     project_id: input.project_id ?? null,
     cluster_id: input.cluster_id,
@@ -81,11 +109,11 @@ export async function createDatabase(ctx: CallContext, input: CreateInput) {
     status: 'creating',
     is_suspended: 0,
     resource_type_id: input.resource_type_id,
-    db_name: input.db_name,
-    db_user: input.db_user ?? (input.type === 'redis' || input.type === 'valkey' ? 'default' : input.db_name),
+    db_name: runtime?.database ?? input.db_name,
+    db_user: runtime && !input.db_user && runtime.family !== 'redis' ? runtime.database : dbUser,
     password_enc: app.secrets.encrypt(input.db_password),
     extensions: JSON.stringify(input.extensions ?? {}),
-    internal_port: PORTS[input.type],
+    internal_port: runtime?.port ? String(runtime.port) : PORTS[input.type],
     external_enabled: 0,
     external_port: String(30000 + randomBytes(2).readUInt16BE() % 2000),
     backup_status: 'ready',
@@ -97,6 +125,7 @@ export async function createDatabase(ctx: CallContext, input: CreateInput) {
     op_started_at: null,
     op_reads: 0,
     op_payload: null,
+    runtime: runtime ? JSON.stringify(runtime) : null,
     created_at: now,
     updated_at: now,
   };
@@ -170,6 +199,7 @@ export async function setSuspended(ctx: CallContext, id: string, suspended: bool
   } else assertNotDeleting(d);
   if (bool(d.is_suspended) === suspended) return { message: suspended ? 'Database is already suspended' : 'Database is already active' };
   await tx.updateTable('databases').set({ is_suspended: suspended ? 1 : 0, updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
+  if (d.runtime) await syncSuspension(tx, d.id);
   await app.events.emit(tx, 'DATABASE_UPDATE', companyId, d);
   return { message: suspended ? 'Database suspended' : 'Database activated' };
 }
@@ -307,13 +337,16 @@ export async function metric(ctx: CallContext, id: string, name: DatabaseMetric,
   const cores = rt.cpu_limit / 1000;
   const memory = rt.memory_limit * 1024 * 1024;
   const storage = rt.storage_limit * 1024 * 1024;
-  const used = usedStorage(d, storage);
+  // A real server: usage as it reads now (no history is kept); CPU and, on shared SQL servers,
+  // memory cannot be told per database and read 0.
+  const real = d.runtime ? await serverUsage(app, d) : null;
+  const used = real ? real.storage : usedStorage(d, storage);
   const shape = {
-    'cpu-usage': { base: 0.02 * cores, spread: 0.3 * cores },
+    'cpu-usage': d.runtime ? { base: 0, spread: 0 } : { base: 0.02 * cores, spread: 0.3 * cores },
     'cpu-limit': { base: cores, spread: 0 },
-    'memory-usage': { base: 0.25 * memory, spread: 0.3 * memory },
+    'memory-usage': d.runtime ? { base: real?.memory ?? 0, spread: 0 } : { base: 0.25 * memory, spread: 0.3 * memory },
     'memory-limit': { base: memory, spread: 0 },
-    'storage-usage': { base: used * 0.98, spread: used * 0.02 },
+    'storage-usage': d.runtime ? { base: used, spread: 0 } : { base: used * 0.98, spread: used * 0.02 },
     'storage-limit': { base: storage, spread: 0 },
   }[name];
   // A point stands for the interval it starts: the one the database was created in counts.
@@ -332,7 +365,9 @@ export async function storageValue(ctx: CallContext, id: string, which: 'all' | 
   const d = await findDatabase(ctx, id);
   const rt = DATABASE_RESOURCE_TYPE_BY_ID.get(d.resource_type_id) ?? DATABASE_RESOURCE_TYPES[0]!;
   const storage = rt.storage_limit * 1024 * 1024;
-  return { value: which === 'all' ? storage : usedStorage(d, storage) };
+  if (which === 'all') return { value: storage };
+  if (d.runtime) return { value: (await serverUsage(ctx.app, d))?.storage ?? 0 };
+  return { value: usedStorage(d, storage) };
 }
 
 /** The service registry's view of a database (projects list and check services through it). */

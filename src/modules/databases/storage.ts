@@ -46,6 +46,8 @@ export interface DatabasesTable {
   op_started_at: string | null;
   op_reads: number;
   op_payload: string | null;
+  /** Real engines: what the server holds for the database (runtime/state.ts), JSON; null: simulated. */
+  runtime: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -185,6 +187,11 @@ export const migrations: Record<string, Migration> = {
         .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
         .execute();
       await db.schema.createIndex('database_internal_connections_db').on('database_internal_connections').columns(['database_id', 'target_id']).unique().execute();
+    },
+  },
+  '150_databases_runtime': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('databases').addColumn('runtime', 'text').execute();
     },
   },
 };

@@ -1,6 +1,7 @@
 // Representations of a database row, shared by the service (responses) and the event sources
 // (webhook payloads). Imports neither of them.
 import { CLUSTER_BY_ID, DATABASE_RESOURCE_TYPE_BY_ID } from '../resources/catalog.js';
+import { runtimeState, type RuntimeState } from './runtime/state.js';
 import type { DatabasesTable } from './storage.js';
 
 export const bool = (n: number) => n === 1;
@@ -30,6 +31,7 @@ export function databaseDetailView(d: DatabasesTable) {
   const cluster = CLUSTER_BY_ID.get(d.cluster_id);
   const rt = DATABASE_RESOURCE_TYPE_BY_ID.get(d.resource_type_id);
   const external = bool(d.external_enabled);
+  const runtime = runtimeState(d);
   return {
     ...databaseView(d),
     cluster_id: d.cluster_id,
@@ -41,10 +43,22 @@ export function databaseDetailView(d: DatabasesTable) {
     memory_limit: rt?.memory_limit ?? null,
     storage_size: rt?.storage_limit ?? null,
     db_name: d.db_name,
-    internal_hostname: internalHostname(d),
+    ...(runtime ? realEndpoints(d, runtime, external) : {
+      internal_hostname: internalHostname(d),
+      internal_port: d.internal_port,
+      external_hostname: external ? `${d.name}-${d.id.slice(0, 8)}.${cluster?.name ?? 'cluster'}.db.slipway.app` : null,
+      external_port: external ? d.external_port : null,
+    }),
+  };
+}
+
+/** A database on a real server: where clients really connect (as configured when it was created). */
+function realEndpoints(d: DatabasesTable, s: RuntimeState, external: boolean) {
+  return {
+    internal_hostname: s.host,
     internal_port: d.internal_port,
-    external_hostname: external ? `${d.name}-${d.id.slice(0, 8)}.${cluster?.name ?? 'cluster'}.db.slipway.app` : null,
-    external_port: external ? d.external_port : null,
+    external_hostname: external ? s.externalHost : null,
+    external_port: external ? String(s.externalPort || d.internal_port) : null,
   };
 }
 

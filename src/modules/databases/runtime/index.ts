@@ -1,0 +1,95 @@
+// The databases module's runtime: which engines are real (settings.ts), their drivers, the backup
+// store, and the translation of a database row into what a driver needs. One per AppContext.
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import type { AppContext } from '../../../shared/context.js';
+import type { DatabasesTable, DatabaseType } from '../storage.js';
+import type { DatabaseEngine, Target } from './engine.js';
+import { MysqlEngine } from './mysql.js';
+import { pgExtensions, PostgresEngine } from './postgres.js';
+import { RedisEngine } from './redis.js';
+import { FAMILY, runtimeSettings, type EngineFamily, type RuntimeSettings } from './settings.js';
+import { runtimeState, serverDatabaseName, type RuntimeState } from './state.js';
+import { FileBackupStore, type BackupStore } from './store.js';
+
+export class DatabaseRuntimes {
+  readonly settings: RuntimeSettings;
+  readonly store: BackupStore;
+  private engines: Partial<Record<EngineFamily, DatabaseEngine>> = {};
+
+  constructor(private app: AppContext) {
+    this.settings = runtimeSettings(app.config.databases.env);
+    this.store = new FileBackupStore(join(app.config.dataDir, 'database-backups'));
+    if (this.settings.postgresql) this.engines.postgresql = new PostgresEngine(this.settings.postgresql);
+    if (this.settings.mysql) this.engines.mysql = new MysqlEngine(this.settings.mysql);
+    if (this.settings.redis) this.engines.redis = new RedisEngine(this.settings.redis, app.config.dataDir);
+  }
+
+  engine(family: EngineFamily): DatabaseEngine {
+    const e = this.engines[family];
+    // The database was created real; the configuration no longer serves its engine.
+    if (!e) throw new Error(`no ${family} server is configured for this database (SLIPWAY_DB_* settings)`);
+    return e;
+  }
+
+  /** Whether new databases of this type are created on a real server. */
+  isReal = (type: DatabaseType) => !!FAMILY[type] && !!this.engines[FAMILY[type]!];
+
+  /** Start-banner lines: which engines are real. */
+  banner(): string[] {
+    const real = Object.values(this.engines).map((e) => e.describe());
+    const simulated = (['postgresql', 'mysql', 'mariadb', 'redis', 'valkey', 'mongodb'] as const).filter((t) => !this.isReal(t));
+    return [...real, ...(simulated.length ? [`${simulated.join(', ')}: simulated`] : [])].map((l) => `  Databases: ${l}`);
+  }
+
+  /** The runtime record of a new database of this type (undefined: simulated). */
+  initialState(type: DatabaseType, id: string, requestedName: string): RuntimeState | undefined {
+    const family = FAMILY[type];
+    if (!family || !this.engines[family]) return undefined;
+    if (family === 'redis') {
+      const r = this.settings.redis!;
+      // The port is chosen when the create step claims one.
+      return { family, host: r.host, port: 0, externalHost: r.externalHost, externalPort: 0, database: requestedName, claimed: false, admin_enc: this.app.secrets.encrypt(randomBytes(24).toString('hex')) };
+    }
+    const s = this.settings[family]!;
+    return { family, host: s.host, port: s.port, externalHost: s.externalHost, externalPort: s.externalPort, database: serverDatabaseName(requestedName, id), claimed: false };
+  }
+
+  /** What a driver needs to act on the database (with `password` instead of the stored one when given). */
+  target(d: DatabasesTable, state: RuntimeState, password?: string): Target {
+    return {
+      id: d.id,
+      database: state.database,
+      user: d.db_user,
+      password: password ?? this.app.secrets.decrypt(d.password_enc),
+      suspended: d.is_suspended === 1,
+      extensions: d.type === 'postgresql' ? pgExtensions(JSON.parse(d.extensions) as Record<string, boolean>) : [],
+      port: state.port || undefined,
+      adminPassword: state.admin_enc ? this.app.secrets.decrypt(state.admin_enc) : undefined,
+    };
+  }
+
+  /** Brings up the servers Slipway runs itself (Redis): every claimed database not being deleted. */
+  async start(): Promise<void> {
+    const redis = this.engines.redis;
+    if (!redis?.start) return;
+    const rows = await this.app.database.db.selectFrom('databases').selectAll().where('runtime', 'is not', null).where('status', '!=', 'deleting').execute();
+    const targets = rows.flatMap((d) => {
+      const s = runtimeState(d)!;
+      return s.family === 'redis' && s.claimed && s.port ? [this.target(d, s)] : [];
+    });
+    await redis.start(targets);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(Object.values(this.engines).map((e) => e.stop?.()));
+  }
+}
+
+const all = new WeakMap<AppContext, DatabaseRuntimes>();
+
+export function runtimes(app: AppContext): DatabaseRuntimes {
+  let r = all.get(app);
+  if (!r) all.set(app, (r = new DatabaseRuntimes(app)));
+  return r;
+}

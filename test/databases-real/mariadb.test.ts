@@ -1,0 +1,170 @@
+// MariaDB databases on a real server (SLIPWAY_DB_MYSQL_URL): the machine's MariaDB (root, empty
+// password), which checks the passwords of the users Slipway creates. Through the API: create and
+// connect as the returned user; password reset; suspension; restart with an open transaction;
+// backup, change, restore; a broken dump; isolation between databases; deletion.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import mysql from 'mysql2/promise';
+import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { expectError, expectStatus, waitFor } from '../helpers/util.js';
+import { backup, backupFile, body, create, GENEROUS, getDb, MYSQL_ADMIN_URL, mysqlAvailable, unique, waitStatus } from './support.js';
+
+const available = await mysqlAvailable();
+
+interface Conn {
+  host: string;
+  port: number;
+  database: string;
+  user: string;
+  password: string;
+}
+
+const connect = async (c: Conn) => {
+  const conn = await mysql.createConnection({ ...c, connectTimeout: 5000 });
+  conn.on('error', () => {});
+  return conn;
+};
+
+async function query<T = mysql.RowDataPacket>(c: Conn, text: string, values?: unknown[]): Promise<T[]> {
+  const conn = await connect(c);
+  try {
+    return (await conn.query(text, values))[0] as T[];
+  } finally {
+    await conn.end();
+  }
+}
+
+/** `<error code>: <message>` of a login attempt, or 'ok'. */
+async function login(c: Conn): Promise<string> {
+  try {
+    await query(c, 'SELECT 1');
+    return 'ok';
+  } catch (e) {
+    return `${(e as { code?: string }).code}: ${(e as Error).message}`;
+  }
+}
+
+for (const kind of DB_KINDS) {
+  describe(`real MariaDB databases (${kind})`, { skip: (available === true ? false : available) || (await skipUnless(kind)), timeout: 300_000 }, () => {
+    let s: TestServer;
+    let admin: mysql.Connection;
+    let a: Conn & { id: string };
+    const rows = async (c: Conn) => (await query<{ v: string }>(c, 'SELECT v FROM items ORDER BY v')).map((r) => r.v);
+
+    before(async () => {
+      s = await startServer({ db: kind, rateLimits: GENEROUS, env: { SLIPWAY_DB_MYSQL_URL: MYSQL_ADMIN_URL, SLIPWAY_SIM_PROGRESSION: '*=immediate' } });
+      admin = await mysql.createConnection({ uri: MYSQL_ADMIN_URL });
+    });
+    after(async () => {
+      // The server is shared: what the suite created goes through the API's deletion.
+      const left = s ? ((await s.get('/databases?limit=100')).body as { data: { id: string }[] }).data : [];
+      for (const d of left) await s.delete(`/databases/${d.id}`);
+      for (const d of left) await waitFor('cleanup', async () => (await s.get(`/databases/${d.id}`)).status === 404, 60_000).catch(() => {});
+      await admin?.end();
+      await s?.close();
+    });
+
+    it('creates a database and a user granted only on it; a client connects with the returned facts', async () => {
+      const user = unique('app_');
+      const d = await create(s, body('mariadb', '10.11', { db_user: user, password: 'First_pass1' }));
+      assert.equal(d.status, 'ready');
+      assert.match(d.db_name, /^appdata_[0-9a-f]{12}$/);
+      assert.equal(d.internal_hostname, '127.0.0.1');
+      assert.equal(d.internal_port, '3306');
+      a = { id: d.id, host: d.internal_hostname, port: Number(d.internal_port), database: d.db_name, user, password: 'First_pass1' };
+      await query(a, 'CREATE TABLE items (v varchar(64) PRIMARY KEY) ENGINE=InnoDB');
+      await query(a, "INSERT INTO items VALUES ('one'), ('two')");
+      assert.deepEqual(await rows(a), ['one', 'two']);
+      assert.match(await login({ ...a, password: 'Wrong_pass1' }), /^ER_ACCESS_DENIED_ERROR/);
+      const [grants] = await admin.query<mysql.RowDataPacket[]>(`SHOW GRANTS FOR '${user}'@'%'`);
+      const text = grants.map((g) => String(Object.values(g)[0])).join('\n');
+      assert.match(text, new RegExp(`ON \`${d.db_name}\`\\.\\*`));
+      assert.doesNotMatch(text, /ON \*\.\* TO .* WITH|GRANT ALL PRIVILEGES ON \*\.\*/);
+    });
+
+    it("keeps databases apart: another database's user cannot read this one", async () => {
+      const user = unique('other_');
+      const d = await create(s, body('mariadb', '10.11', { db_user: user, password: 'Other_pass1' }));
+      const b: Conn = { host: d.internal_hostname, port: Number(d.internal_port), database: d.db_name, user, password: 'Other_pass1' };
+      await query(b, 'CREATE TABLE secrets (v text)');
+      assert.match(await login({ ...b, database: a.database }), /^ER_DBACCESS_DENIED_ERROR/);
+      await assert.rejects(query(b, `SELECT * FROM \`${a.database}\`.items`), /denied/);
+      expectError(await s.post('/databases', body('mariadb', '10.11', { db_user: user })), 400, /already used/);
+      expectError(await s.post('/databases', body('mariadb', '10.11', { db_user: 'root' })), 400, /reserved/);
+    });
+
+    it('resets the password: the old one is refused, the new one accepted', async () => {
+      expectStatus(await s.post(`/databases/${a.id}/reset-password`, { new_password: 'Second_pass2' }), 200);
+      assert.equal((await waitStatus(s, a.id, 'ready', 'passwordChangeFailed')).status, 'ready');
+      assert.match(await login(a), /^ER_ACCESS_DENIED_ERROR/);
+      a.password = 'Second_pass2';
+      assert.deepEqual(await rows(a), ['one', 'two']);
+    });
+
+    it('suspension refuses logins and closes sessions; activation allows them again', async () => {
+      const open = await connect(a);
+      expectStatus(await s.post(`/databases/${a.id}/suspend`), 200);
+      await waitFor('logins to be refused', async () => (await login(a)) !== 'ok', 20_000);
+      assert.match(await login(a), /account is locked/);
+      // The sessions are closed right after the login is turned off.
+      await waitFor('the open session to be closed', () => open.query('SELECT 1').then(() => false, () => true), 20_000);
+      await open.end().catch(() => {});
+      expectStatus(await s.post(`/databases/${a.id}/activate`), 200);
+      await waitFor('logins to be accepted', async () => (await login(a)) === 'ok', 20_000);
+    });
+
+    it('restart aborts an open transaction and keeps committed data', async () => {
+      const open = await connect(a);
+      await open.query('START TRANSACTION');
+      await open.query("INSERT INTO items VALUES ('uncommitted')");
+      expectStatus(await s.post(`/databases/${a.id}/restart`), 200);
+      assert.equal((await waitStatus(s, a.id, 'ready', 'error')).status, 'ready');
+      await assert.rejects(open.query('COMMIT'));
+      await open.end().catch(() => {});
+      assert.deepEqual(await rows(a), ['one', 'two']);
+    });
+
+    it('backs up, changes, restores: the old data is back', async () => {
+      const snapshot = await backup(s, a.id);
+      assert.ok(existsSync(backupFile(s, a.id, snapshot)));
+      await query(a, "DELETE FROM items WHERE v = 'one'");
+      await query(a, "INSERT INTO items VALUES ('three')");
+      await query(a, 'CREATE TABLE later (x int)');
+      expectStatus(await s.post(`/databases/${a.id}/backups/${snapshot}/restore`), 202);
+      assert.equal((await waitStatus(s, a.id, 'ready', 'restoringFailed')).status, 'ready');
+      assert.deepEqual(await rows(a), ['one', 'two']);
+      assert.equal((await query(a, "SHOW TABLES LIKE 'later'")).length, 0, 'a table made after the backup is gone');
+      await query(a, "INSERT INTO items VALUES ('after restore')");
+    });
+
+    it('a broken dump ends in restoringFailed with the data unchanged', async () => {
+      const broken = await backup(s, a.id);
+      writeFileSync(backupFile(s, a.id, broken), 'CREATE TABLE items (v int);\nTHIS IS NOT SQL;\n');
+      expectStatus(await s.post(`/databases/${a.id}/backups/${broken}/restore`), 202);
+      assert.equal((await waitStatus(s, a.id, 'restoringFailed', 'ready')).status, 'restoringFailed');
+      assert.deepEqual(await rows(a), ['after restore', 'one', 'two']);
+      const [scratch] = await admin.query<mysql.RowDataPacket[]>('SHOW DATABASES LIKE ?', [`${a.database}_%`]);
+      assert.equal(scratch.length, 0, 'no scratch database is left');
+    });
+
+    it('reads storage from the server', async () => {
+      const used = expectStatus(await s.get(`/databases/${a.id}/metrics/used-storage`), 200) as { value: number };
+      assert.ok(used.value > 0);
+    });
+
+    it('deletion removes the database, the user and the backups', async () => {
+      const dir = join(s.app.config.dataDir, 'database-backups', a.id);
+      assert.ok(existsSync(dir));
+      expectStatus(await s.delete(`/databases/${a.id}`), 200);
+      await waitFor('the deletion', async () => (await s.get(`/databases/${a.id}`)).status === 404, 60_000);
+      const [dbs] = await admin.query<mysql.RowDataPacket[]>('SHOW DATABASES LIKE ?', [a.database]);
+      assert.equal(dbs.length, 0);
+      const [users] = await admin.query<mysql.RowDataPacket[]>('SELECT 1 FROM mysql.user WHERE User = ?', [a.user]);
+      assert.equal(users.length, 0);
+      assert.ok(!existsSync(dir));
+      assert.equal((await getDb(s, a.id).catch(() => null)), null);
+    });
+  });
+}

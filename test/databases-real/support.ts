@@ -1,0 +1,150 @@
+// Helpers of the real-engine suites: the servers they run against (a PostgreSQL instance of their
+// own with password authentication, the machine's MariaDB, the redis-server binary), whether each
+// is there (mandatory when SLIPWAY_REQUIRE_REAL_DATABASES=1, as CI sets), and API shortcuts.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import mysql from 'mysql2/promise';
+import type { TestServer } from '../helpers/server.js';
+import { expectStatus, waitFor } from '../helpers/util.js';
+import { DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
+import { which } from '../../src/modules/databases/runtime/engine.js';
+
+export const REQUIRE_REAL = process.env.SLIPWAY_REQUIRE_REAL_DATABASES === '1';
+export const GENEROUS = { general_write: 100_000, service_creation: 100_000, service_mutation: 100_000, deployment: 100_000, logs: 100_000, read: 100_000 };
+export const MYSQL_ADMIN_URL = process.env.SLIPWAY_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
+const PG_BIN = process.env.SLIPWAY_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin';
+
+/** `{ skip }` for a suite whose server is missing: a reason, or a failure when the suites are mandatory. */
+export function unavailable(what: string, why: string): string {
+  if (REQUIRE_REAL) throw new Error(`${what} is required (SLIPWAY_REQUIRE_REAL_DATABASES=1) but unavailable: ${why}`);
+  const reason = `${what} unavailable (${why}); set SLIPWAY_REQUIRE_REAL_DATABASES=1 to fail instead`;
+  console.warn(`# ${reason}`);
+  return reason;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface PgInstance {
+  url: string;
+  port: number;
+  stop(): void;
+}
+
+/**
+ * A PostgreSQL server of the suite's own with SCRAM password authentication (the machine's server
+ * trusts every local connection, so it would accept any password). initdb refuses root: as root,
+ * it runs as the `postgres` system user.
+ */
+export async function startPasswordPostgres(): Promise<PgInstance | string> {
+  if (!existsSync(join(PG_BIN, 'initdb'))) return unavailable('PostgreSQL server binaries', `no initdb in ${PG_BIN} (SLIPWAY_TEST_PG_BIN)`);
+  const asRoot = process.getuid?.() === 0;
+  const dir = mkdtempSync(join(tmpdir(), 'slipway-pg-'));
+  const adminPassword = randomBytes(12).toString('hex');
+  writeFileSync(join(dir, 'pw'), adminPassword);
+  if (asRoot) {
+    chownSync(dir, uid('postgres'), 0);
+    chownSync(join(dir, 'pw'), uid('postgres'), 0);
+  }
+  const as = (cmd: string, args: string[]) => (asRoot ? spawnSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { encoding: 'utf8' }) : spawnSync(cmd, args, { encoding: 'utf8' }));
+  const init = as(join(PG_BIN, 'initdb'), ['-D', join(dir, 'data'), '--auth=scram-sha-256', `--pwfile=${join(dir, 'pw')}`, '-U', 'postgres', '--no-sync']);
+  if (init.status !== 0) return unavailable('a PostgreSQL instance with password authentication', `initdb: ${init.stderr.trim().split('\n').pop()}`);
+  const port = await freePort();
+  const start = as(join(PG_BIN, 'pg_ctl'), ['-D', join(dir, 'data'), '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, '-l', join(dir, 'log'), '-w', 'start']);
+  if (start.status !== 0) return unavailable('a PostgreSQL instance with password authentication', `pg_ctl: ${start.stderr.trim()}`);
+  return {
+    url: `postgres://postgres:${adminPassword}@127.0.0.1:${port}/postgres`,
+    port,
+    stop() {
+      as(join(PG_BIN, 'pg_ctl'), ['-D', join(dir, 'data'), '-m', 'immediate', 'stop']);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function uid(user: string): number {
+  return Number(spawnSync('id', ['-u', user], { encoding: 'utf8' }).stdout.trim());
+}
+
+/** The machine's MariaDB/MySQL (root, empty password) when it answers. */
+export async function mysqlAvailable(): Promise<true | string> {
+  try {
+    const c = await mysql.createConnection({ uri: MYSQL_ADMIN_URL, connectTimeout: 3000 });
+    await c.end();
+    return true;
+  } catch (e) {
+    return unavailable(`MariaDB/MySQL at ${MYSQL_ADMIN_URL}`, (e as Error).message);
+  }
+}
+
+export function redisBin(): string {
+  return which(process.env.SLIPWAY_TEST_REDIS_BIN ?? 'redis-server') ?? unavailable('redis-server', 'not on PATH');
+}
+
+let counter = 0;
+export const unique = (prefix: string) => `${prefix}${process.pid}_${++counter}_${randomBytes(2).toString('hex')}`;
+
+export function body(type: string, version: string, o: { db_name?: string; db_user?: string; password?: string; extra?: Record<string, unknown> } = {}) {
+  return {
+    display_name: unique('real ').replace(/_/g, ' '),
+    type,
+    version,
+    cluster_id: DEFAULT_CLUSTER.id,
+    resource_type_id: DATABASE_RESOURCE_TYPES[0]!.id,
+    db_name: o.db_name ?? 'appdata',
+    db_password: o.password ?? 'Secret_pass1',
+    ...(o.db_user ? { db_user: o.db_user } : {}),
+    ...(o.extra ?? {}),
+  };
+}
+
+export interface Created {
+  id: string;
+  db_name: string;
+  internal_hostname: string;
+  internal_port: string;
+  status: string;
+}
+
+export async function getDb(s: TestServer, id: string): Promise<Created & Record<string, unknown>> {
+  return expectStatus(await s.get(`/databases/${id}`), 200);
+}
+
+export async function waitStatus(s: TestServer, id: string, ...want: string[]) {
+  return waitFor(`database ${id} to reach ${want.join('/')}`, async () => {
+    const d = await getDb(s, id);
+    return want.includes(d.status) ? d : undefined;
+  }, 60_000, 50);
+}
+
+/** Creates a database through the API and waits for its final status. */
+export async function create(s: TestServer, b: ReturnType<typeof body>, final = 'ready') {
+  const d = expectStatus(await s.post('/databases', b), 201);
+  return waitStatus(s, d.id, final, ...['ready', 'error'].filter((x) => x !== final));
+}
+
+/** Takes an internal backup and returns its id once it is listed. */
+export async function backup(s: TestServer, id: string): Promise<string> {
+  const before = new Set((expectStatus(await s.get(`/databases/${id}/backups`), 200) as { id: string }[]).map((b) => b.id));
+  expectStatus(await s.post(`/databases/${id}/backups`, { display_name: unique('snap ').replace(/_/g, ' ') }), 202);
+  await waitFor('the backup to finish', async () => (await s.app.database.db.selectFrom('databases').select('backup_status').where('id', '=', id).executeTakeFirstOrThrow()).backup_status === 'ready', 60_000);
+  const list = expectStatus(await s.get(`/databases/${id}/backups`), 200) as { id: string }[];
+  const made = list.find((b) => !before.has(b.id));
+  if (!made) throw new Error('the backup failed');
+  return made.id;
+}
+
+/** Where the file store keeps a backup of the server under test. */
+export const backupFile = (s: TestServer, databaseId: string, backupId: string) => join(s.app.config.dataDir, 'database-backups', databaseId, encodeURIComponent(backupId));
