@@ -17,6 +17,11 @@ export async function createCompany(tx: Tx, name: string): Promise<CompaniesTabl
   return row;
 }
 
+/** Every company, oldest first (the operator surface). */
+export async function listCompanies(tx: Tx): Promise<CompaniesTable[]> {
+  return tx.selectFrom('companies').selectAll().orderBy('created_at').execute();
+}
+
 export async function findCompany(tx: Tx, id: string): Promise<CompaniesTable> {
   const c = await tx.selectFrom('companies').selectAll().where('id', '=', id).executeTakeFirst();
   if (!c) throw notFound('Company');

@@ -33,7 +33,7 @@ export function registerAdmin(fastify: FastifyInstance, app: AppContext): void {
       const db = app.database.db;
       const tx = <T>(fn: (t: typeof db) => Promise<T>) => db.transaction().execute((t) => fn(t as unknown as typeof db));
 
-      r.get('/companies', async () => ({ data: await db.selectFrom('companies').selectAll().orderBy('created_at').execute() }));
+      r.get('/companies', async () => ({ data: await accounts.listCompanies(db) }));
       r.post('/companies', async (req, reply) => {
         const b = req.body as Body;
         const result = await tx((t) => accounts.createCompanyWithKey(app, t, str(b, 'name', true)!, str(b, 'admin_key_role'), str(b, 'key_name')));
