@@ -47,7 +47,8 @@ for (const kind of DB_KINDS) {
       expectError(await s.post('/pipelines', { type: 'trunk' }), 400);
       expectError(await s.post('/pipelines', { display_name: '', type: 'trunk' }), 400);
       expectError(await s.post('/pipelines', { display_name: 'x', type: 'trunk', extra: 1 }), 400);
-      expectError(await s.post('/pipelines', { display_name: 'x', type: 'trunk', project_id: MISSING }), 400, /Unknown project_id/);
+      // A project that names nothing is answered like a path id.
+      expectError(await s.post('/pipelines', { display_name: 'x', type: 'trunk', project_id: MISSING }), 404);
 
       const a = await createPipeline(s, { display_name: 'list one' });
       const b = await createPipeline(s, { display_name: 'list two' });
@@ -84,7 +85,7 @@ for (const kind of DB_KINDS) {
       expectError(await s.patch(pipelinePath(p.id), { stage_order: [{ stage_id: other.stages[0].id, order: 0 }] }), 400, new RegExp(other.stages[0].id));
       expectError(await s.patch(pipelinePath(p.id), { stage_order: [{ stage_id: prod.id, order: 1 }] }), 400, /both have order 1/);
       expectError(await s.patch(pipelinePath(p.id), { stage_order: [{ stage_id: dev.id, order: 2 }, { stage_id: dev.id, order: 3 }] }), 400, /more than once/);
-      expectError(await s.patch(pipelinePath(p.id), { project_id: MISSING }), 400, /Unknown project_id/);
+      expectError(await s.patch(pipelinePath(p.id), { project_id: MISSING }), 404);
       assert.deepEqual((await getPipeline(s, p.id)).stages.map((x: any) => x.id), [prod.id, dev.id], 'a refused update changes nothing');
 
       const cleared = expectStatus(await s.patch(pipelinePath(p.id), { project_id: null }), 200);
