@@ -80,6 +80,16 @@ export async function cancelJobs(tx: Tx, subjectId: string, kind?: JobName): Pro
   return Number(r.numUpdatedRows);
 }
 
+/**
+ * Subjects with a job of `kind` queued or running (a durable chain that reschedules itself is one
+ * such row at all times, a crashed run included): `subjectId` narrows it to one subject.
+ */
+export async function pendingSubjects(db: Tx, kind: JobName, subjectId?: string): Promise<Set<string>> {
+  let q = db.selectFrom('jobs').select('subject_id').where('kind', '=', kind).where('status', 'in', ['queued', 'running']);
+  if (subjectId !== undefined) q = q.where('subject_id', '=', subjectId);
+  return new Set((await q.execute()).flatMap((r) => (r.subject_id ? [r.subject_id] : [])));
+}
+
 /** Makes the queued jobs of `kind` for these subjects due now (e.g. the deployment waiting behind one that ended). */
 export async function runNow(tx: Tx, subjectIds: readonly string[], kind: JobName): Promise<void> {
   if (!subjectIds.length) return;

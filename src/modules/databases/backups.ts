@@ -8,8 +8,9 @@ import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
 import { newId, slugify } from '../../shared/ids.js';
+import { lockFor } from '../../shared/db/locks.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
-import { assertNotDeleting, engineMajor, startOperation } from './operations.js';
+import { assertNotDeleting, engineMajor, startOperation, type OperationPayload } from './operations.js';
 import { runtimes } from './runtime/index.js';
 import { findDatabase, lockDatabase, lockDatabaseId, type DatabaseBackupsTable, type DatabasesTable, type DatabaseType } from './storage.js';
 
@@ -29,7 +30,7 @@ const MAX_TARGETS_PER_DATABASE = 5;
 const MAX_MANUAL_BACKUPS_PER_TARGET = 5;
 const DAY = 24 * 3600 * 1000;
 /** Manual internal backups are kept 30 days, daily ones 7 days. */
-const RETENTION = { manual: 30 * DAY, daily: 7 * DAY };
+export const RETENTION = { manual: 30 * DAY, daily: 7 * DAY };
 
 /** Engines whose data can be dumped to (and replayed from) an external backup target. Key-value stores cannot. */
 const EXTERNAL_BACKUP_ENGINES: Partial<Record<DatabaseType, string>> = { postgresql: 'pg', mysql: 'mysql', mariadb: 'mariadb' };
@@ -106,6 +107,21 @@ async function findBackup(tx: Tx, databaseId: string, id: string, external: bool
   return b;
 }
 
+/**
+ * Serializes a restore's start with the retention sweep's removal of the same backup (schedule.ts).
+ * Taken after the destination database's lock, before the backup is read.
+ */
+export const lockBackupId = (tx: Tx, databaseId: string, backupId: string) => lockFor(tx, `database-backup:${databaseId}:${backupId}`);
+
+/** Whether a restore that reads this backup is running (on its database or on another destination). */
+export async function restoreReading(tx: Tx, b: Pick<DatabaseBackupsTable, 'company_id' | 'database_id' | 'id'>): Promise<boolean> {
+  const rows = await tx.selectFrom('databases').select('op_payload').where('company_id', '=', b.company_id).where('operation', '=', 'restore').execute();
+  return rows.some((r) => {
+    const backup = (JSON.parse(r.op_payload ?? '{}') as OperationPayload).backup;
+    return backup?.database_id === b.database_id && backup.id === b.id;
+  });
+}
+
 // --- Restore ----------------------------------------------------------------------------------
 
 /** Checks that the destination can take a restore now (400 otherwise). */
@@ -131,7 +147,12 @@ async function destination(tx: Tx, source: DatabasesTable, targetId: string | un
   return t;
 }
 
-async function restore(tx: Tx, source: DatabasesTable, b: DatabaseBackupsTable, targetId: string | undefined, external: boolean) {
+async function restore(tx: Tx, source: DatabasesTable, backupId: string, targetId: string | undefined, external: boolean) {
+  // Locks in the order every writer takes them: the destination database, then the backup (which
+  // the retention sweep may be removing: read once the lock is held).
+  await lockDatabaseId(tx, targetId ?? source.id);
+  await lockBackupId(tx, source.id, backupId);
+  const b = await findBackup(tx, source.id, backupId, external);
   if (b.status !== 'ready') throw badRequest('The backup is still being taken; restore it once it is complete');
   // Internal snapshots need the same major version up front; external dumps are replayed
   // regardless, and a dump from a newer major makes the restore end in restoringFailed.
@@ -163,6 +184,24 @@ export async function createBackup(ctx: CallContext, id: string, displayName: st
   return { message: 'Database backup started' };
 }
 
+/**
+ * The scheduled daily backup of a database (schedule.ts), taken the way a manual one is (a real
+ * engine dumps for real). Answers why it was skipped when the database cannot be backed up now.
+ */
+export async function takeDailyBackup(tx: Tx, d: DatabasesTable): Promise<{ id: string } | { skipped: string }> {
+  try {
+    assertCanBackUp(d);
+  } catch (e) {
+    if (e instanceof ApiError) return { skipped: e.message };
+    throw e;
+  }
+  const now = new Date();
+  const id = `daily-${stamp(now).toLowerCase()}-${randomBytes(3).toString('hex')}`;
+  const displayName = `Daily backup ${now.toISOString().slice(0, 10)}`;
+  await startBackup(tx, d, { id, external: 0, target_id: null, name: id, display_name: displayName, type: 'daily', created_at: now.toISOString(), expires_at: new Date(now.getTime() + RETENTION.daily).toISOString() });
+  return { id };
+}
+
 export async function deleteBackup(ctx: CallContext, id: string, backupId: string, external: boolean) {
   const { tx } = ctx;
   const d = await lockDatabase(ctx, id);
@@ -177,8 +216,7 @@ export async function deleteBackup(ctx: CallContext, id: string, backupId: strin
 export async function restoreBackup(ctx: CallContext, id: string, backupId: string, targetId: string | undefined) {
   const { tx } = ctx;
   const d = await findDatabase(ctx, id);
-  const b = await findBackup(tx, d.id, backupId, false);
-  await restore(tx, d, b, targetId, false);
+  await restore(tx, d, backupId, targetId, false);
   return { message: 'Database backup restore started' };
 }
 
@@ -216,8 +254,7 @@ export async function restoreExternalBackup(ctx: CallContext, id: string, backup
   const { tx } = ctx;
   const d = await findDatabase(ctx, id);
   assertExternalBackups(d);
-  const b = await findBackup(tx, d.id, backupId, true);
-  await restore(tx, d, b, targetId, true);
+  await restore(tx, d, backupId, targetId, true);
   return { message: 'External database backup restore started' };
 }
 

@@ -7,6 +7,7 @@ import * as bk from './backups.js';
 import { registerDatabaseEvents } from './events.js';
 import * as ops from './operations.js';
 import { registerRuntimeJobs } from './real.js';
+import { armSchedules, registerScheduleJobs } from './schedule.js';
 import { runtimes } from './runtime/index.js';
 import * as c from './schemas.js';
 import * as svc from './service.js';
@@ -212,13 +213,17 @@ export function setup(app: AppContext): void {
   app.jobs.register(ops.OPERATION_JOB, ops.operationJob(app));
   app.jobs.register(bk.BACKUP_JOB, bk.backupJob(app));
   registerRuntimeJobs(app);
+  registerScheduleJobs(app);
   runtimes(app); // reads the SLIPWAY_DB_* settings now: a bad one stops the start
   app.services.register({ type: 'database', find: (ctx, id) => svc.databaseSummary(ctx, id) });
   registerDatabaseEvents(app);
 }
 
-/** After the job engine started: bring up the database servers Slipway runs itself (Redis). */
-export const start = (app: AppContext) => runtimes(app).start();
+/** After the job engine started: arm the backup schedules, bring up the database servers Slipway runs itself (Redis). */
+export async function start(app: AppContext): Promise<void> {
+  await armSchedules(app);
+  await runtimes(app).start();
+}
 export const stop = (app: AppContext) => runtimes(app).stop();
 /** Start-banner lines: which database engines are real. */
 export const banner = (app: AppContext) => runtimes(app).banner();

@@ -14,6 +14,7 @@ import { CLUSTER_BY_ID, DATABASE_RESOURCE_TYPE_BY_ID, DATABASE_RESOURCE_TYPES } 
 import { lockFor } from '../../shared/db/locks.js';
 import { stepBackup } from './backups.js';
 import { serverUsage, syncSuspension } from './real.js';
+import { armDailyBackup } from './schedule.js';
 import { runtimes } from './runtime/index.js';
 import { runtimeState, type RuntimeState } from './runtime/state.js';
 import { assertNotDeleting, noteRead, startOperation } from './operations.js';
@@ -133,6 +134,7 @@ export async function createDatabase(ctx: CallContext, input: CreateInput) {
   const row = await insertNamed(tx, 'databases', companyId, input.display_name, (name): DatabasesTable => ({ ...fields, name }));
   if (row.project_id) await placeService(ctx, row.id, 'database', row.project_id);
   await startOperation(tx, row, 'database_create');
+  await armDailyBackup(tx, app, row);
   await app.events.emit(tx, 'DATABASE_CREATE', companyId, row);
   return databaseView(await findDatabase(ctx, row.id));
 }
