@@ -1,14 +1,19 @@
 // Benchmarks: autocannon against a Slipway server running as a child process (SQLite by
 // default, PostgreSQL when DATABASE_URL is set). Prints req/s and p99 latency per scenario, then
-// deployment throughput: triggers accepted per second and the time to drain them all.
+// deployment throughput: triggers accepted per second and the time to drain them all. The
+// cold-start scenario times `slipway serve` from spawn to the first answered GET /healthz.
 //   npm run bench                 # all scenarios, 10 s each
 //   BENCH_SECONDS=5 npm run bench
+//   npm run bench -- coldstart    # only the cold start (or: throughput)
 import autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { call, startChild } from '../test/helpers/process.js';
+import { fileURLToPath } from 'node:url';
+import { BIN, call, startChild } from '../test/helpers/process.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 20);
@@ -98,7 +103,89 @@ async function deployments(base: string, token: string) {
   );
 }
 
-async function main() {
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** A port that was free a moment ago (the cold-start children must be polled before they say where they listen). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer().once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Milliseconds from spawning `node <args> --port <n>` to the first 200 from GET /healthz (polled every 5 ms); then stops it. */
+async function timeToHealthz(args: string[], env: Record<string, string>): Promise<number> {
+  const port = await freePort();
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [...args, '--port', String(port)], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}:\n${stderr}`);
+      if (performance.now() - t0 > 30_000) throw new Error(`${args.join(' ')} did not answer /healthz in 30 s:\n${stderr}`);
+      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
+      if (ok) return performance.now() - t0;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+/**
+ * Cold start: `node bin/slipway.mjs serve` on an existing data directory (started and stopped
+ * once first), from spawn to the first answered GET /healthz, 5 starts each from dist/ (what
+ * `npm start` runs after `npm run build`) and from src/ through tsx; against a bare Fastify app
+ * started the same way. Targets: under 1 s, and within 3x of the bare app.
+ */
+async function coldStart() {
+  const runs = Number(process.env.BENCH_COLDSTARTS ?? 5);
+  const dir = mkdtempSync(join(tmpdir(), 'slipway-bench-'));
+  const env = { DATA_DIR: dir, LOG_LEVEL: 'warn', SLIPWAY_BOOTSTRAP_TOKEN: `svl_${randomBytes(32).toString('hex')}` };
+  try {
+    await (await startChild([], env)).stop(); // creates and migrates the database
+    const bare = fileURLToPath(new URL('./bare-healthz.mjs', import.meta.url));
+    const compiled = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+    const variants: [string, string[], Record<string, string>][] = [
+      ['bare Fastify app (bench/bare-healthz.mjs)', [bare], {}],
+      ['slipway serve from dist/ (npm start)', [BIN, 'serve'], { ...env, SLIPWAY_RUN_FROM: 'dist' }],
+      ['slipway serve from src/ through tsx', [BIN, 'serve'], { ...env, SLIPWAY_RUN_FROM: 'src' }],
+    ];
+    await fetch('http://127.0.0.1:1/').catch(() => {}); // loads fetch before the first timing
+    const medians: Record<string, number> = {};
+    for (const [title, args, vars] of variants) {
+      if (vars.SLIPWAY_RUN_FROM === 'dist' && !existsSync(compiled)) {
+        console.log(`${title.padEnd(44)} skipped: no dist/cli.js (npm run build)`);
+        continue;
+      }
+      const times: number[] = [];
+      for (let i = 0; i < runs; i++) times.push(await timeToHealthz(args, vars));
+      const m = (medians[title] = median(times));
+      const base = medians[variants[0]![0]]!;
+      const ratio = title === variants[0]![0] ? '' : `   ${(m / base).toFixed(1)}x bare`;
+      console.log(`${`cold start: ${title}`.padEnd(60)} median ${m.toFixed(0).padStart(5)} ms   (${runs} starts: ${times.map((t) => t.toFixed(0)).join(', ')} ms)${ratio}`);
+    }
+    const dist = medians[variants[1]![0]];
+    if (dist !== undefined) {
+      const ratio = dist / medians[variants[0]![0]]!;
+      const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
+      console.log(`cold-start targets: under 1 s ${verdict(dist < 1000)} (${dist.toFixed(0)} ms); within 3x of bare Fastify ${verdict(ratio <= 3)} (${ratio.toFixed(1)}x)`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function throughput() {
   const dir = mkdtempSync(join(tmpdir(), 'slipway-bench-'));
   const token = `svl_${randomBytes(32).toString('hex')}`;
   const huge = '1000000000';
@@ -133,6 +220,15 @@ async function main() {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+const SCENARIOS: Record<string, () => Promise<void>> = { coldstart: coldStart, throughput };
+
+async function main() {
+  const chosen = process.argv.slice(2);
+  const unknown = chosen.filter((c) => !(c in SCENARIOS));
+  if (unknown.length) throw new Error(`unknown scenario ${unknown.join(', ')}; choose from ${Object.keys(SCENARIOS).join(', ')}`);
+  for (const name of chosen.length ? chosen : Object.keys(SCENARIOS)) await SCENARIOS[name]!();
 }
 
 main().catch((e) => {
