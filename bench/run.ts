@@ -56,24 +56,37 @@ async function deployments(base: string, token: string) {
   const inFlight = 20;
   const clusters = await call(base, 'GET', '/resources/clusters', token);
   const cluster = clusters.body[0].id as string;
-  const appIds = await pool(Array.from({ length: apps }, (_, i) => i), 10, async (i) => {
-    const r = await call(base, 'POST', '/applications', token, { display_name: `Bench app ${i}`, cluster_id: cluster, source: 'publicGit', repo_url: `https://github.com/slipway-bench/app-${i}.git` });
-    if (r.status !== 201) throw new Error(`create application: ${r.status} ${JSON.stringify(r.body)}`);
-    return r.body.id as string;
-  });
+  const appIds = await pool(
+    Array.from({ length: apps }, (_, i) => i),
+    10,
+    async (i) => {
+      const r = await call(base, 'POST', '/applications', token, {
+        display_name: `Bench app ${i}`,
+        cluster_id: cluster,
+        source: 'publicGit',
+        repo_url: `https://github.com/slipway-bench/app-${i}.git`,
+      });
+      if (r.status !== 201) throw new Error(`create application: ${r.status} ${JSON.stringify(r.body)}`);
+      return r.body.id as string;
+    },
+  );
 
   let firstAccept = 0;
   let rejected = 0;
   const latencies: number[] = [];
   const t0 = performance.now();
-  await pool(Array.from({ length: total }, (_, i) => i), inFlight, async (i) => {
-    const start = performance.now();
-    const r = await call(base, 'POST', `/applications/${appIds[i % apps]}/deployments`, token, {});
-    const end = performance.now();
-    latencies.push(end - start);
-    if (r.status === 200) firstAccept ||= end;
-    else rejected++;
-  });
+  await pool(
+    Array.from({ length: total }, (_, i) => i),
+    inFlight,
+    async (i) => {
+      const start = performance.now();
+      const r = await call(base, 'POST', `/applications/${appIds[i % apps]}/deployments`, token, {});
+      const end = performance.now();
+      latencies.push(end - start);
+      if (r.status === 200) firstAccept ||= end;
+      else rejected++;
+    },
+  );
   const lastAccept = performance.now();
   const accepting = (lastAccept - t0) / 1000;
   latencies.sort((a, b) => a - b);
@@ -97,7 +110,9 @@ async function deployments(base: string, token: string) {
     });
   }
   const end = performance.now();
-  const outcome = Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', ');
+  const outcome = Object.entries(counts)
+    .map(([k, v]) => `${v} ${k}`)
+    .join(', ');
   console.log(
     `${'drain 1,000 deployments (immediate phases)'.padEnd(44)} ${((end - firstAccept) / 1000).toFixed(2).padStart(7)} s       (${((end - lastAccept) / 1000).toFixed(2)} s after the last accept; ${outcome})`,
   );
@@ -172,13 +187,17 @@ async function coldStart() {
       const m = (medians[title] = median(times));
       const base = medians[variants[0]![0]]!;
       const ratio = title === variants[0]![0] ? '' : `   ${(m / base).toFixed(1)}x bare`;
-      console.log(`${`cold start: ${title}`.padEnd(60)} median ${m.toFixed(0).padStart(5)} ms   (${runs} starts: ${times.map((t) => t.toFixed(0)).join(', ')} ms)${ratio}`);
+      console.log(
+        `${`cold start: ${title}`.padEnd(60)} median ${m.toFixed(0).padStart(5)} ms   (${runs} starts: ${times.map((t) => t.toFixed(0)).join(', ')} ms)${ratio}`,
+      );
     }
     const dist = medians[variants[1]![0]];
     if (dist !== undefined) {
       const ratio = dist / medians[variants[0]![0]]!;
       const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
-      console.log(`cold-start targets: under 1 s ${verdict(dist < 1000)} (${dist.toFixed(0)} ms); within 3x of bare Fastify ${verdict(ratio <= 3)} (${ratio.toFixed(1)}x)`);
+      console.log(
+        `cold-start targets: under 1 s ${verdict(dist < 1000)} (${dist.toFixed(0)} ms); within 3x of bare Fastify ${verdict(ratio <= 3)} (${ratio.toFixed(1)}x)`,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -269,10 +288,19 @@ async function webhookDeliveries(base: string, token: string) {
     const clusters = await call(base, 'GET', '/resources/clusters', token);
     const cluster = clusters.body[0].id as string;
     const t0 = performance.now();
-    await pool(Array.from({ length: total }, (_, i) => i), 20, async (i) => {
-      const r = await call(base, 'POST', '/applications', token, { display_name: `Hook bench ${i}`, cluster_id: cluster, source: 'dockerImage', docker_image: 'nginx:1.27' });
-      if (r.status !== 201) throw new Error(`create application: ${r.status} ${JSON.stringify(r.body)}`);
-    });
+    await pool(
+      Array.from({ length: total }, (_, i) => i),
+      20,
+      async (i) => {
+        const r = await call(base, 'POST', '/applications', token, {
+          display_name: `Hook bench ${i}`,
+          cluster_id: cluster,
+          source: 'dockerImage',
+          docker_image: 'nginx:1.27',
+        });
+        if (r.status !== 201) throw new Error(`create application: ${r.status} ${JSON.stringify(r.body)}`);
+      },
+    );
     const created = performance.now();
     await Promise.race([all, new Promise((_, reject) => setTimeout(() => reject(new Error(`only ${seen.size}/${total} deliveries arrived`)), 120_000))]);
     console.log(
