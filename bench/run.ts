@@ -8,9 +8,9 @@
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BIN, call, startChild } from '../test/helpers/process.js';
@@ -131,8 +131,22 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Milliseconds from spawning `node <args> --port <n>` to the first 200 from GET /healthz (polled every 5 ms); then stops it. */
-async function timeToHealthz(args: string[], env: Record<string, string>): Promise<number> {
+/** CPU time (user + system) a process has used so far, in ms; NaN where /proc is missing. Clock ticks are 10 ms on Linux. */
+function cpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Milliseconds from spawning `node <args> --port <n>` to the first 200 from GET /healthz (polled
+ * every 5 ms), and the CPU time the process had used by then (less sensitive to other load on the
+ * machine); then stops it.
+ */
+async function timeToHealthz(args: string[], env: Record<string, string>): Promise<{ wall: number; cpu: number }> {
   const port = await freePort();
   const t0 = performance.now();
   const child = spawn(process.execPath, [...args, '--port', String(port)], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -147,7 +161,7 @@ async function timeToHealthz(args: string[], env: Record<string, string>): Promi
         (r) => r.status === 200,
         () => false,
       );
-      if (ok) return performance.now() - t0;
+      if (ok) return { wall: performance.now() - t0, cpu: cpuMs(child.pid!) };
       await new Promise((r) => setTimeout(r, 5));
     }
   } finally {
@@ -182,14 +196,18 @@ async function coldStart() {
       return false;
     });
     // Round-robin, so a change in background load touches every variant alike.
-    const times = new Map<string, number[]>(chosen.map(([title]) => [title, []]));
+    console.log(`cold start, ${runs} starts each, load average ${loadavg()[0]!.toFixed(1)} (spawn to first answered GET /healthz; CPU: the process's own)`);
+    const times = new Map<string, { wall: number; cpu: number }[]>(chosen.map(([title]) => [title, []]));
     for (let i = 0; i < runs; i++) for (const [title, args, vars] of chosen) times.get(title)!.push(await timeToHealthz(args, vars));
     const medians: Record<string, number> = {};
+    const cpus: Record<string, number> = {};
     for (const [title, ts] of times) {
-      const m = (medians[title] = median(ts));
-      const ratio = title === variants[0]![0] ? '' : `   ${(m / medians[variants[0]![0]]!).toFixed(1)}x bare`;
+      const m = (medians[title] = median(ts.map((t) => t.wall)));
+      const cpu = (cpus[title] = median(ts.map((t) => t.cpu)));
+      const ratio =
+        title === variants[0]![0] ? '' : `   ${(m / medians[variants[0]![0]]!).toFixed(1)}x bare (CPU ${(cpu / cpus[variants[0]![0]]!).toFixed(1)}x)`;
       console.log(
-        `${`cold start: ${title}`.padEnd(60)} median ${m.toFixed(0).padStart(5)} ms   (${runs} starts: ${ts.map((t) => t.toFixed(0)).join(', ')} ms)${ratio}`,
+        `${title.padEnd(44)} median ${m.toFixed(0).padStart(5)} ms, CPU ${cpu.toFixed(0).padStart(4)} ms   (${ts.map((t) => t.wall.toFixed(0)).join(', ')} ms)${ratio}`,
       );
     }
     const dist = medians[variants[1]![0]];
