@@ -1,15 +1,20 @@
 // Benchmarks: autocannon against a Slipway server running as a child process (SQLite by
 // default, PostgreSQL when DATABASE_URL is set). Prints req/s and p99 latency per scenario, then
 // deployment throughput: triggers accepted per second and the time to drain them all, webhook
-// deliveries, and object storage throughput (S3 PUT/GET MB/s against the file system).
+// deliveries, and object storage throughput (S3 PUT/GET MB/s against the file system). The
+// cold-start scenario times `slipway serve` from spawn to the first answered GET /healthz.
 //   npm run bench                 # all scenarios, 10 s each
 //   BENCH_SECONDS=5 npm run bench
+//   npm run bench -- coldstart    # only the cold start (or: throughput)
 import autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { call, startChild } from '../test/helpers/process.js';
+import { fileURLToPath } from 'node:url';
+import { BIN, call, startChild } from '../test/helpers/process.js';
 import { objectStorageThroughput } from './object-storage.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -53,24 +58,37 @@ async function deployments(base: string, token: string) {
   const inFlight = 20;
   const clusters = await call(base, 'GET', '/resources/clusters', token);
   const cluster = clusters.body[0].id as string;
-  const appIds = await pool(Array.from({ length: apps }, (_, i) => i), 10, async (i) => {
-    const r = await call(base, 'POST', '/applications', token, { display_name: `Bench app ${i}`, cluster_id: cluster, source: 'publicGit', repo_url: `https://github.com/slipway-bench/app-${i}.git` });
-    if (r.status !== 201) throw new Error(`create application: ${r.status} ${JSON.stringify(r.body)}`);
-    return r.body.id as string;
-  });
+  const appIds = await pool(
+    Array.from({ length: apps }, (_, i) => i),
+    10,
+    async (i) => {
+      const r = await call(base, 'POST', '/applications', token, {
+        display_name: `Bench app ${i}`,
+        cluster_id: cluster,
+        source: 'publicGit',
+        repo_url: `https://github.com/slipway-bench/app-${i}.git`,
+      });
+      if (r.status !== 201) throw new Error(`create application: ${r.status} ${JSON.stringify(r.body)}`);
+      return r.body.id as string;
+    },
+  );
 
   let firstAccept = 0;
   let rejected = 0;
   const latencies: number[] = [];
   const t0 = performance.now();
-  await pool(Array.from({ length: total }, (_, i) => i), inFlight, async (i) => {
-    const start = performance.now();
-    const r = await call(base, 'POST', `/applications/${appIds[i % apps]}/deployments`, token, {});
-    const end = performance.now();
-    latencies.push(end - start);
-    if (r.status === 200) firstAccept ||= end;
-    else rejected++;
-  });
+  await pool(
+    Array.from({ length: total }, (_, i) => i),
+    inFlight,
+    async (i) => {
+      const start = performance.now();
+      const r = await call(base, 'POST', `/applications/${appIds[i % apps]}/deployments`, token, {});
+      const end = performance.now();
+      latencies.push(end - start);
+      if (r.status === 200) firstAccept ||= end;
+      else rejected++;
+    },
+  );
   const lastAccept = performance.now();
   const accepting = (lastAccept - t0) / 1000;
   latencies.sort((a, b) => a - b);
@@ -94,13 +112,120 @@ async function deployments(base: string, token: string) {
     });
   }
   const end = performance.now();
-  const outcome = Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', ');
+  const outcome = Object.entries(counts)
+    .map(([k, v]) => `${v} ${k}`)
+    .join(', ');
   console.log(
     `${'drain 1,000 deployments (immediate phases)'.padEnd(44)} ${((end - firstAccept) / 1000).toFixed(2).padStart(7)} s       (${((end - lastAccept) / 1000).toFixed(2)} s after the last accept; ${outcome})`,
   );
 }
 
-async function main() {
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** A port that was free a moment ago (the cold-start children must be polled before they say where they listen). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer().once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** CPU time (user + system) a process has used so far, in ms; NaN where /proc is missing. Clock ticks are 10 ms on Linux. */
+function cpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Milliseconds from spawning `node <args> --port <n>` to the first 200 from GET /healthz (polled
+ * every 5 ms), and the CPU time the process had used by then (less sensitive to other load on the
+ * machine); then stops it.
+ */
+async function timeToHealthz(args: string[], env: Record<string, string>): Promise<{ wall: number; cpu: number }> {
+  const port = await freePort();
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [...args, '--port', String(port)], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}:\n${stderr}`);
+      if (performance.now() - t0 > 30_000) throw new Error(`${args.join(' ')} did not answer /healthz in 30 s:\n${stderr}`);
+      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
+      if (ok) return { wall: performance.now() - t0, cpu: cpuMs(child.pid!) };
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+/**
+ * Cold start: `node bin/slipway.mjs serve` on an existing data directory (started and stopped
+ * once first), from spawn to the first answered GET /healthz, 5 starts each from dist/ (what
+ * `npm start` runs after `npm run build`) and from src/ through tsx; against a bare Fastify app
+ * started the same way. Targets: under 1 s, and within 3x of the bare app.
+ */
+async function coldStart() {
+  const runs = Number(process.env.BENCH_COLDSTARTS ?? 5);
+  const dir = mkdtempSync(join(tmpdir(), 'slipway-bench-'));
+  const env = { DATA_DIR: dir, LOG_LEVEL: 'warn', SLIPWAY_BOOTSTRAP_TOKEN: `svl_${randomBytes(32).toString('hex')}` };
+  try {
+    await (await startChild([], env)).stop(); // creates and migrates the database
+    const bare = fileURLToPath(new URL('./bare-healthz.mjs', import.meta.url));
+    const compiled = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+    const variants: [string, string[], Record<string, string>][] = [
+      ['bare Fastify app (bench/bare-healthz.mjs)', [bare], {}],
+      ['slipway serve from dist/ (npm start)', [BIN, 'serve'], { ...env, SLIPWAY_RUN_FROM: 'dist' }],
+      ['slipway serve from src/ through tsx', [BIN, 'serve'], { ...env, SLIPWAY_RUN_FROM: 'src' }],
+    ];
+    await fetch('http://127.0.0.1:1/').catch(() => {}); // loads fetch before the first timing
+    const chosen = variants.filter(([title, , vars]) => {
+      if (vars.SLIPWAY_RUN_FROM !== 'dist' || existsSync(compiled)) return true;
+      console.log(`cold start: ${title}: skipped, no dist/cli.js (npm run build)`);
+      return false;
+    });
+    // Round-robin, so a change in background load touches every variant alike.
+    console.log(`cold start, ${runs} starts each, load average ${loadavg()[0]!.toFixed(1)} (spawn to first answered GET /healthz; CPU: the process's own)`);
+    const times = new Map<string, { wall: number; cpu: number }[]>(chosen.map(([title]) => [title, []]));
+    for (let i = 0; i < runs; i++) for (const [title, args, vars] of chosen) times.get(title)!.push(await timeToHealthz(args, vars));
+    const medians: Record<string, number> = {};
+    const cpus: Record<string, number> = {};
+    for (const [title, ts] of times) {
+      const m = (medians[title] = median(ts.map((t) => t.wall)));
+      const cpu = (cpus[title] = median(ts.map((t) => t.cpu)));
+      const ratio =
+        title === variants[0]![0] ? '' : `   ${(m / medians[variants[0]![0]]!).toFixed(1)}x bare (CPU ${(cpu / cpus[variants[0]![0]]!).toFixed(1)}x)`;
+      console.log(
+        `${title.padEnd(44)} median ${m.toFixed(0).padStart(5)} ms, CPU ${cpu.toFixed(0).padStart(4)} ms   (${ts.map((t) => t.wall.toFixed(0)).join(', ')} ms)${ratio}`,
+      );
+    }
+    const dist = medians[variants[1]![0]];
+    if (dist !== undefined) {
+      const ratio = dist / medians[variants[0]![0]]!;
+      const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
+      console.log(
+        `cold-start targets: under 1 s ${verdict(dist < 1000)} (${dist.toFixed(0)} ms); within 3x of bare Fastify ${verdict(ratio <= 3)} (${ratio.toFixed(1)}x)`,
+      );
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function throughput() {
   const dir = mkdtempSync(join(tmpdir(), 'slipway-bench-'));
   const token = `svl_${randomBytes(32).toString('hex')}`;
   const huge = '1000000000';
@@ -136,6 +261,15 @@ async function main() {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+const SCENARIOS: Record<string, () => Promise<void>> = { coldstart: coldStart, throughput };
+
+async function main() {
+  const chosen = process.argv.slice(2);
+  const unknown = chosen.filter((c) => !(c in SCENARIOS));
+  if (unknown.length) throw new Error(`unknown scenario ${unknown.join(', ')}; choose from ${Object.keys(SCENARIOS).join(', ')}`);
+  for (const name of chosen.length ? chosen : Object.keys(SCENARIOS)) await SCENARIOS[name]!();
 }
 
 main().catch((e) => {
@@ -176,10 +310,19 @@ async function webhookDeliveries(base: string, token: string) {
     const clusters = await call(base, 'GET', '/resources/clusters', token);
     const cluster = clusters.body[0].id as string;
     const t0 = performance.now();
-    await pool(Array.from({ length: total }, (_, i) => i), 20, async (i) => {
-      const r = await call(base, 'POST', '/applications', token, { display_name: `Hook bench ${i}`, cluster_id: cluster, source: 'dockerImage', docker_image: 'nginx:1.27' });
-      if (r.status !== 201) throw new Error(`create application: ${r.status} ${JSON.stringify(r.body)}`);
-    });
+    await pool(
+      Array.from({ length: total }, (_, i) => i),
+      20,
+      async (i) => {
+        const r = await call(base, 'POST', '/applications', token, {
+          display_name: `Hook bench ${i}`,
+          cluster_id: cluster,
+          source: 'dockerImage',
+          docker_image: 'nginx:1.27',
+        });
+        if (r.status !== 201) throw new Error(`create application: ${r.status} ${JSON.stringify(r.body)}`);
+      },
+    );
     const created = performance.now();
     await Promise.race([all, new Promise((_, reject) => setTimeout(() => reject(new Error(`only ${seen.size}/${total} deliveries arrived`)), 120_000))]);
     console.log(

@@ -72,7 +72,20 @@ function countShapes(doc, s) {
 const lit = (v) => JSON.stringify(v);
 function opts(s, skip = []) {
   const o = {};
-  for (const k of ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'minItems', 'maxItems', 'default', 'format', 'pattern', 'uniqueItems']) {
+  for (const k of [
+    'minimum',
+    'maximum',
+    'exclusiveMinimum',
+    'exclusiveMaximum',
+    'minLength',
+    'maxLength',
+    'minItems',
+    'maxItems',
+    'default',
+    'format',
+    'pattern',
+    'uniqueItems',
+  ]) {
     if (skip.includes(k)) continue;
     if (s[k] === undefined) continue;
     if (k === 'minimum' && s[k] === -9007199254740991) continue;
@@ -118,11 +131,15 @@ function gen(doc, s, hint, indent = '') {
     case 'array':
       return `Type.Array(${gen(doc, s.items, hint + 'Item', indent)}${opts(s)})`;
     case 'object': {
-      const keys = Object.keys(s.properties ?? {}).sort().join(',');
-      if (keys === 'data,limit,offset,total' && deref(doc, s.properties.data).type === 'array') return `Paginated(${gen(doc, deref(doc, s.properties.data).items, hint.replace(/Response$/, '') + 'Item', indent)})`;
+      const keys = Object.keys(s.properties ?? {})
+        .sort()
+        .join(',');
+      if (keys === 'data,limit,offset,total' && deref(doc, s.properties.data).type === 'array')
+        return `Paginated(${gen(doc, deref(doc, s.properties.data).items, hint.replace(/Response$/, '') + 'Item', indent)})`;
       if (keys === 'message' && s.additionalProperties === false && (s.required ?? []).includes('message')) return 'MessageResponse';
       if (!s.properties) {
-        if (s.additionalProperties && typeof s.additionalProperties === 'object') return `Type.Record(Type.String(), ${gen(doc, s.additionalProperties, hint, indent)})`;
+        if (s.additionalProperties && typeof s.additionalProperties === 'object')
+          return `Type.Record(Type.String(), ${gen(doc, s.additionalProperties, hint, indent)})`;
         return 'Type.Object({})';
       }
       const key = objectKey(s);
@@ -164,7 +181,14 @@ function genObject(doc, s, hint, indent) {
   return `Type.Object({\n${lines.join('\n')}\n${indent}}${ap})`;
 }
 // Summaries are derived from the operation id, never copied from the reference prose.
-const sentence = (id) => { const w = id.replace(/V3$/, '').replace(/([A-Z])/g, ' $1').toLowerCase().trim(); return w[0].toUpperCase() + w.slice(1); };
+const sentence = (id) => {
+  const w = id
+    .replace(/V3$/, '')
+    .replace(/([A-Z])/g, ' $1')
+    .toLowerCase()
+    .trim();
+  return w[0].toUpperCase() + w.slice(1);
+};
 const pascal = (s) => s.replace(/(^|[_\-/{}\s])+([a-z0-9])/gi, (_, __, c) => c.toUpperCase()).replace(/[^A-Za-z0-9]/g, '');
 
 for (const { doc, op } of ops.values()) {
@@ -184,7 +208,9 @@ for (const { doc, path, method, op, item } of ops.values()) {
     if (where === 'query' && ps.length === 2 && ps.every((p) => p.name === 'limit' || p.name === 'offset')) return 'PageQuery';
     const paged = where === 'query' && ps.some((p) => p.name === 'limit') && ps.some((p) => p.name === 'offset');
     if (paged) ps = ps.filter((p) => p.name !== 'limit' && p.name !== 'offset');
-    const props = ps.map((p) => `    ${p.name}: ${p.required ? '' : 'Type.Optional('}${gen(doc, p.schema, base + pascal(p.name), '    ')}${p.required ? '' : ')'},`);
+    const props = ps.map(
+      (p) => `    ${p.name}: ${p.required ? '' : 'Type.Optional('}${gen(doc, p.schema, base + pascal(p.name), '    ')}${p.required ? '' : ')'},`,
+    );
     if (paged) props.unshift('    ...PaginationQuery,');
     return `Type.Object({\n${props.join('\n')}\n  })`;
   };
@@ -193,9 +219,17 @@ for (const { doc, path, method, op, item } of ops.values()) {
   const successes = Object.entries(op.responses ?? {}).filter(([c]) => c.startsWith('2'));
   const [code, resp] = successes[0] ?? ['204', {}];
   const respSchema = deref(doc, resp)?.content?.['application/json']?.schema;
-  const errors = Object.keys(op.responses ?? {}).filter((c) => !c.startsWith('2')).map(Number);
+  const errors = Object.keys(op.responses ?? {})
+    .filter((c) => !c.startsWith('2'))
+    .map(Number);
   const lines = [`export const ${base[0].toLowerCase() + base.slice(1)}Contract = {`];
-  lines.push(`  operationId: ${lit(op.operationId)},`, `  method: ${lit(method)},`, `  path: ${lit(path)},`, `  summary: ${lit(sentence(op.operationId))},`, `  tags: ${lit(op.tags ?? [])},`);
+  lines.push(
+    `  operationId: ${lit(op.operationId)},`,
+    `  method: ${lit(method)},`,
+    `  path: ${lit(path)},`,
+    `  summary: ${lit(sentence(op.operationId))},`,
+    `  tags: ${lit(op.tags ?? [])},`,
+  );
   if (op.security && op.security.length === 0) lines.push('  public: true,');
   const pp = section('path');
   if (pp) lines.push(`  params: ${pp},`);
@@ -208,7 +242,9 @@ for (const { doc, path, method, op, item } of ops.values()) {
   out.push(lines.join('\n'));
 }
 console.log("import { Type } from '@sinclair/typebox';");
-console.log("import { DateTime, IdParams, MessageResponse, Nullable, PageQuery, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';\n");
+console.log(
+  "import { DateTime, IdParams, MessageResponse, Nullable, PageQuery, Paginated, PaginationQuery, StringEnum, Uuid } from '../../shared/schemas/common.js';\n",
+);
 console.log(named.join('\n\n'));
 console.log();
 console.log(out.join('\n\n'));
