@@ -53,7 +53,7 @@ export const modules: Module[] = [
   { name: 'api-keys', operations: apiKeys.operations },
   { name: 'projects', operations: projects.operations, setup: projects.setup },
   { name: 'device-codes', operations: deviceCodes.operations },
-  { name: 'applications', operations: applications.operations, tables: [...appSettings.settingsTables, ...appStorage.tables], migrations: { ...appStorage.migrations, ...appSettings.settingsMigrations }, setup: applications.setup, http: applications.http },
+  { name: 'applications', operations: applications.operations, tables: [...appSettings.settingsTables, ...appStorage.tables], migrations: { ...appStorage.migrations, ...appSettings.settingsMigrations }, setup: applications.setup, http: applications.http, start: applications.start, stop: applications.stop, banner: applications.banner },
   { name: 'static-sites', operations: staticSites.operations, tables: staticSites.tables, migrations: staticSites.migrations, setup: staticSites.setup },
   { name: 'processes', operations: processes.operations, tables: processes.tables, migrations: processes.migrations, setup: processes.setup },
   { name: 'env-vars', operations: envVars.operations, tables: envVars.tables, migrations: envVars.migrations, setup: envVars.setup },

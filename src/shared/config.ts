@@ -43,6 +43,10 @@ export interface Config {
   /** Real database engines (`SLIPWAY_DB_*`), parsed by `runtimeSettings` in src/modules/databases/runtime/settings.ts. */
   databases: { env: Record<string, string | undefined> };
   simulation: { progression: Record<string, Progression>; faults: Omit<FaultRule, 'id' | 'created_at'>[] };
+  /** How applications run: `simulated` (default) or `local` (built from git and run as supervised processes; README "Real applications"). */
+  runtime: 'simulated' | 'local';
+  /** Settings of the local application runtime (`SLIPWAY_EDGE_*`, `SLIPWAY_BASE_DOMAIN`, `SLIPWAY_APPS_*`), parsed by src/modules/applications/local/settings.ts. */
+  apps: { env: Record<string, string | undefined> };
   /** Length of a "day" in preview apps' stale_app_days (shortened in tests). */
   previewDayMs: number;
   /** Process terminal sessions: closed after this long without input, and after this long in all. */
@@ -151,6 +155,8 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
 
   const trustProxy = flags['trust-proxy'] === true || bool(env.SLIPWAY_TRUST_PROXY);
   const port = Number(str('port', 'PORT') ?? 8080);
+  const runtime = str('runtime', 'SLIPWAY_RUNTIME') ?? 'simulated';
+  if (runtime !== 'simulated' && runtime !== 'local') throw new Error(`unknown runtime "${runtime}" (expected "simulated" or "local")`);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid port "${str('port', 'PORT')}"`);
   return {
     port,
@@ -183,6 +189,8 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
       progression: parseProgression(str('sim-progression', 'SLIPWAY_SIM_PROGRESSION')),
       faults: parseFaults(env.SLIPWAY_SIM_FAULTS),
     },
+    runtime,
+    apps: { env: { ...pickEnv(env, 'SLIPWAY_EDGE_'), ...pickEnv(env, 'SLIPWAY_APPS_'), SLIPWAY_BASE_DOMAIN: env.SLIPWAY_BASE_DOMAIN } },
     previewDayMs: positive(env, 'SLIPWAY_PREVIEW_DAY_MS', 86_400_000),
     terminal: {
       idleMs: positive(env, 'SLIPWAY_TERMINAL_IDLE_MS', 10 * 60_000),

@@ -15,6 +15,7 @@ import type { LogLine, LogQuery } from '../../shared/runtime/logs.js';
 import { beginPhases, cancelOnRequest, countRead, endPhases, environmentLines, findPhased, logPhased, phaseJob, phasedLogs, WAIT_RECHECK_MS, type FinalStatus, type PhaseMachine } from '../../shared/runtime/phases.js';
 import { countProcesses } from '../processes/service.js';
 import * as envVars from '../env-vars/service.js';
+import { localRuntime } from './local/registry.js';
 import { findApp, appById, type ApplicationsTable, type DeploymentsTable } from './storage.js';
 
 export const ACTIVE = ['waiting', 'inProgress'] as const;
@@ -242,6 +243,7 @@ const machine: PhaseMachine<DeploymentsTable, ApplicationsTable, typeof ADVANCE>
     const env = await envVars.resolveEnvironment(ctx, a, system, phase === 'build' ? 'build' : 'runtime');
     return environmentLines(env, phase === 'build' ? 'Build' : 'Runtime', phase);
   },
+  advance: (ctx, d, a, req) => localRuntime(ctx.app)?.advance(ctx, d, a, req),
   finish,
   async failed({ app, tx }, d, a) {
     await app.events.signal(tx, 'deployment.failed', { application: a, deploymentId: d.id });

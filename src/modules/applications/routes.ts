@@ -231,11 +231,28 @@ function settingsOperations() {
   ];
 }
 
+import { localRuntime, setupLocalRuntime } from './local/index.js';
+
 export function setup(app: AppContext): void {
   app.jobs.register(dep.ADVANCE, dep.advanceJob(app));
   app.jobs.register(svc.DELETE_JOB, svc.deleteJob(app));
   app.services.register({ type: 'app', find: svc.appSummary });
   registerApplicationEvents(app);
+  setupLocalRuntime(app);
+}
+
+/** The local runtime (SLIPWAY_RUNTIME=local): orphans killed, edge listening, applications started again. */
+export async function start(app: AppContext): Promise<void> {
+  await localRuntime(app)?.start();
+}
+
+export async function stop(app: AppContext): Promise<void> {
+  await localRuntime(app)?.stop();
+}
+
+export function banner(app: AppContext): string[] {
+  const rt = localRuntime(app);
+  return rt ? [`applications run for real (local runtime); edge at http://${rt.settings.baseDomain}:${rt.edgePort} (<app name>.${rt.settings.baseDomain})`] : [];
 }
 
 export function http(fastify: FastifyInstance, app: AppContext): void {

@@ -39,6 +39,12 @@ async function settingsOf(tx: Tx, a: ApplicationsTable): Promise<ApplicationSett
   return (await tx.selectFrom('application_settings').selectAll().where('app_id', '=', a.id).executeTakeFirst()) ?? defaults(a);
 }
 
+/** What the edge enforces for an application: maintenance mode and IP restriction. */
+export async function edgeSettings(tx: Tx, a: ApplicationsTable) {
+  const s = await settingsOf(tx, a);
+  return { maintenance: maintenanceView(s), ipRestriction: ipView(s) };
+}
+
 /** Writes `changes` over the current settings (inserting the row on first change); returns the result. */
 async function saveSettings(tx: Tx, a: ApplicationsTable, changes: Partial<Omit<ApplicationSettingsTable, 'app_id' | 'company_id'>>) {
   const next = { ...(await settingsOf(tx, a)), ...changes, updated_at: new Date().toISOString() };

@@ -452,3 +452,9 @@ export async function toggleSystemDomain(ctx: CallContext, owner: Owner, service
   await tx.updateTable('domains').set({ is_enabled: enabled, updated_at: now() }).where('id', '=', d.id).execute();
   return { message: enabled ? 'System domain enabled' : 'System domain disabled' };
 }
+
+/** The service a verified, enabled custom domain routes to (the edge), or null. */
+export async function serviceOfHostname(tx: Tx, hostname: string): Promise<string | null> {
+  const d = await tx.selectFrom('domains').select('service_id').where('hostname', '=', hostname.toLowerCase()).where('type', '=', 'CUSTOM').where('status', '=', 'ACTIVE').where('is_enabled', '=', 1).executeTakeFirst();
+  return d?.service_id ?? null;
+}

@@ -296,3 +296,12 @@ export async function countProcesses(tx: Tx, appId: string): Promise<number> {
 export async function processOf(tx: Tx, appId: string, processId: string): Promise<Pick<ProcessesTable, 'id' | 'type'> | undefined> {
   return tx.selectFrom('processes').select(['id', 'type']).where('id', '=', processId).where('app_id', '=', appId).executeTakeFirst();
 }
+
+/** What a real runtime starts of an application: its web and worker processes with their command and instance count. */
+export async function runnableProcesses(tx: Tx, appId: string): Promise<{ id: string; key: string; type: 'web' | 'worker'; entrypoint: string; instances: number; readinessPath: string | null }[]> {
+  const rows = await tx.selectFrom('processes').selectAll().where('app_id', '=', appId).where('type', 'in', ['web', 'worker']).orderBy('created_at').orderBy('id').execute();
+  return rows.map((p) => {
+    const probe = p.readiness_probe ? (JSON.parse(p.readiness_probe) as { httpGet?: { path?: string } }) : null;
+    return { id: p.id, key: p.key, type: p.type as 'web' | 'worker', entrypoint: p.entrypoint, instances: instanceCount(p), readinessPath: probe?.httpGet?.path ?? null };
+  });
+}

@@ -10,6 +10,7 @@ import { systemCall, type AppContext, type CallContext } from '../context.js';
 import type { Tx } from '../db/index.js';
 import { badRequest, notFound } from '../errors.js';
 import { cancelJobs, type JobKind, type JobMap, type JobName } from '../jobs.js';
+import type { PhaseRequest, PhaseResult } from './driver.js';
 import { queryLogs, writeLogs, type LogLine, type LogQuery } from './logs.js';
 
 /** The tables of phased operations (one per module; they are never merged). */
@@ -48,6 +49,11 @@ export interface PhaseMachine<R extends PhasedRow, O, K extends PhaseJobName = P
   start(ctx: CallContext, d: R, owner: O): Promise<Date | undefined>;
   /** What the runtime is told of the current phase: the target (fault rules) and facts for its lines. */
   request(tx: Tx, d: R, owner: O): Promise<{ targetId: string; details: Record<string, unknown> }>;
+  /**
+   * Advances a phase on a runtime of the module's own (e.g. real builds) instead of the shared
+   * driver; undefined: the shared driver (`app.runtime`) does it.
+   */
+  advance?(ctx: CallContext, d: R, owner: O, req: PhaseRequest): Promise<PhaseResult> | undefined;
   /** Lines added at the end of a completed phase (e.g. the environment the phase used). */
   phaseLines?(ctx: CallContext, d: R, owner: O, phase: string): Promise<LogLine[]>;
   /** Moves an active row to a final status (see `endPhases`); true when this call moved it. */
@@ -149,7 +155,7 @@ export async function stepPhases<R extends PhasedRow, O>(app: AppContext, tx: Tx
   const phase = d.phase ?? steps[0]!;
   const index = Math.max(0, steps.indexOf(phase));
   const { targetId, details } = await m.request(tx, d, owner);
-  const result = await app.runtime.advance(tx, {
+  const req: PhaseRequest = {
     operation: m.operation,
     phase,
     phaseIndex: index,
@@ -158,7 +164,8 @@ export async function stepPhases<R extends PhasedRow, O>(app: AppContext, tx: Tx
     startedAt: d.phase_started_at ?? d.created_at,
     reads: d.reads,
     details,
-  });
+  };
+  const result = await (m.advance?.(ctx, d, owner, req) ?? app.runtime.advance(tx, req));
   if (result.state === 'running') return new Date(now.getTime() + result.checkAfterMs);
   const lines: LogLine[] = result.lines.map((l) => ({ ...l, attributes: { phase } }));
   if (result.state === 'failed') {

@@ -1,0 +1,203 @@
+// Supervised processes of the local runtime. Each instance is a child in its own process group
+// (`detached`), restarted with exponential backoff when it exits unasked; its stdout/stderr lines
+// go to the runtime log. Live instances are listed in `<root>/instances.json` (pid and kernel start
+// time), so a Slipway that was killed finds and kills what it left behind when it starts again.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+export interface InstanceSpec {
+  processId: string;
+  key: string;
+  type: 'web' | 'worker';
+  command: string;
+  index: number;
+}
+
+export interface Instance extends InstanceSpec {
+  port: number | null;
+  child: ChildProcess | null;
+  startedAt: number;
+  restarts: number;
+  stopping: boolean;
+  /** Requests the edge has in flight to this instance. */
+  inflight: number;
+  exited: Promise<void>;
+}
+
+export interface Group {
+  appId: string;
+  deploymentId: string;
+  releaseId: string;
+  instances: Instance[];
+  /** Round-robin position of the edge. */
+  next: number;
+}
+
+export type LineSink = (g: Group, i: Instance, line: string, stream: 'stdout' | 'stderr') => void;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A free TCP port on the loopback interface. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** The kernel start time of a process (field 22 of /proc/<pid>/stat), or null when it is gone. */
+function startTimeOf(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function killGroup(pid: number | undefined, signal: NodeJS.Signals) {
+  if (!pid) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    /* already gone */
+  }
+}
+
+export class Supervisor {
+  private live = new Set<Instance>();
+  private registry: string;
+  constructor(
+    root: string,
+    private sink: LineSink,
+    private note: (g: Group, i: Instance, message: string, severity: 'info' | 'warning' | 'error') => void,
+  ) {
+    this.registry = join(root, 'instances.json');
+  }
+
+  /** Kills the instances a previous Slipway left running (same pid and start time as recorded). */
+  async killOrphans(): Promise<number> {
+    let list: { pid: number; start: string }[] = [];
+    try {
+      list = JSON.parse(await readFile(this.registry, 'utf8')) as typeof list;
+    } catch {
+      return 0;
+    }
+    let n = 0;
+    for (const e of list) {
+      if (startTimeOf(e.pid) !== e.start) continue;
+      killGroup(e.pid, 'SIGKILL');
+      n++;
+      for (let i = 0; i < 50 && startTimeOf(e.pid) === e.start; i++) await sleep(20);
+    }
+    await this.save();
+    return n;
+  }
+
+  private saving = Promise.resolve();
+  private save(): Promise<void> {
+    const entries = [...this.live].flatMap((i) => (i.child?.pid ? [{ pid: i.child.pid, start: startTimeOf(i.child.pid) ?? '' }] : []));
+    this.saving = this.saving.then(async () => {
+      await mkdir(join(this.registry, '..'), { recursive: true });
+      await writeFile(this.registry, JSON.stringify(entries));
+    }).catch(() => {});
+    return this.saving;
+  }
+
+  /** Starts the instances of a release (web instances on free ports). */
+  async startGroup(g: Omit<Group, 'instances' | 'next'>, specs: InstanceSpec[], cwd: string, env: Record<string, string>): Promise<Group> {
+    const group: Group = { ...g, instances: [], next: 0 };
+    for (const s of specs) {
+      const inst: Instance = { ...s, port: s.type === 'web' ? await freePort() : null, child: null, startedAt: 0, restarts: 0, stopping: false, inflight: 0, exited: Promise.resolve() };
+      group.instances.push(inst);
+      this.spawn(group, inst, cwd, env);
+    }
+    return group;
+  }
+
+  private spawn(g: Group, i: Instance, cwd: string, env: Record<string, string>) {
+    const child = spawn('/bin/sh', ['-c', i.command], { cwd, env: { ...env, ...(i.port ? { PORT: String(i.port) } : {}) }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    i.child = child;
+    i.startedAt = Date.now();
+    this.live.add(i);
+    void this.save();
+    for (const stream of ['stdout', 'stderr'] as const) {
+      let partial = '';
+      child[stream]!.on('data', (chunk: Buffer) => {
+        const lines = (partial + chunk.toString()).split('\n');
+        partial = lines.pop() ?? '';
+        for (const l of lines) if (l.trim()) this.sink(g, i, l, stream);
+      });
+    }
+    i.exited = new Promise((resolve) => {
+      child.on('error', (e) => this.note(g, i, `Instance ${i.key}#${i.index} could not start: ${e.message}`, 'error'));
+      child.on('close', (code, signal) => {
+        this.live.delete(i);
+        void this.save();
+        resolve();
+        if (i.stopping) return;
+        // An instance that ran a while starts over with a short delay.
+        if (Date.now() - i.startedAt > 30_000) i.restarts = 0;
+        i.restarts++;
+        const delay = Math.min(10_000, 250 * 2 ** (i.restarts - 1));
+        this.note(g, i, `Instance ${i.key}#${i.index} exited (${signal ?? `code ${code}`}); restarting in ${delay} ms (restart ${i.restarts})`, 'warning');
+        setTimeout(() => {
+          if (!i.stopping) this.spawn(g, i, cwd, env);
+        }, delay).unref();
+      });
+    });
+  }
+
+  /** Waits until every web instance answers HTTP (any status; the readiness probe's path must answer below 400); false on timeout. */
+  async waitReady(g: Group, timeoutMs: number, path: (i: Instance) => string | null): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (const i of g.instances) {
+      if (i.type !== 'web') continue;
+      for (;;) {
+        if (Date.now() > deadline || i.stopping) return false;
+        const p = path(i);
+        const status = await probe(i.port!, p ?? '/');
+        if (status !== null && (p === null || status < 400)) break;
+        await sleep(100);
+      }
+    }
+    return true;
+  }
+
+  /** Stops a group: SIGTERM to each process group, SIGKILL after the grace period. */
+  async stopGroup(g: Group, graceMs: number): Promise<void> {
+    await Promise.all(
+      g.instances.map(async (i) => {
+        i.stopping = true;
+        const pid = i.child?.pid;
+        if (!pid || !this.live.has(i)) return;
+        killGroup(pid, 'SIGTERM');
+        const t = setTimeout(() => killGroup(pid, 'SIGKILL'), graceMs);
+        await i.exited;
+        clearTimeout(t);
+        killGroup(pid, 'SIGKILL');
+      }),
+    );
+  }
+}
+
+/** The status of GET `path` on a local port, or null when nothing answers. */
+function probe(port: number, path: string): Promise<number | null> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'GET', timeout: 2000, agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? null);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(null));
+    req.end();
+  });
+}

@@ -1,0 +1,65 @@
+// Helpers of the local-runtime suites: small Node apps as local git repositories, and requests through the edge.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'node:http';
+import { DEFAULT_CLUSTER } from '../applications/support.js';
+import { expectStatus, waitFor } from '../helpers/util.js';
+import type { TestServer } from '../helpers/server.js';
+
+export const LOCAL_ENV = { SLIPWAY_RUNTIME: 'local', SLIPWAY_EDGE_PORT: '0', SLIPWAY_APPS_READY_TIMEOUT_MS: '4000', SLIPWAY_APPS_STOP_GRACE_MS: '2000' };
+
+/** A server answering `<version> <pid>` (or exiting at once when `crash`). */
+export const serverJs = (version: string, crash = false) =>
+  crash
+    ? `console.error('boom'); process.exit(1);\n`
+    : `require('http').createServer((req, res) => { res.end('${version} ' + process.pid); }).listen(process.env.PORT, () => console.log('listening on ' + process.env.PORT));\n`;
+
+const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, stdio: 'pipe', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.com' } }).toString().trim();
+
+/** A git repository (branch main) with a package.json and server.js; returns its file:// URL and a committer. */
+export function makeRepo(version: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'slipway-app-'));
+  git(dir, 'init', '-q', '-b', 'main');
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'demo', version: '1.0.0', scripts: { start: 'node server.js' } }));
+  const commit = (v: string, crash = false) => {
+    writeFileSync(join(dir, 'server.js'), serverJs(v, crash));
+    git(dir, 'add', '.');
+    git(dir, 'commit', '-q', '-m', `version ${v}`);
+    return git(dir, 'rev-parse', 'HEAD');
+  };
+  const first = commit(version);
+  return { url: `file://${dir}`, dir, commit, first };
+}
+
+export async function createRealApp(s: TestServer, repoUrl: string, name: string) {
+  return expectStatus(await s.post('/applications', { display_name: name, cluster_id: DEFAULT_CLUSTER.id, source: 'publicGit', git_type: 'github', repo_url: repoUrl, default_branch: 'main' }), 201);
+}
+
+/** Deploys and waits for the final status. */
+export async function deploy(s: TestServer, appId: string, path = 'deployments', body: Record<string, unknown> = {}) {
+  const d = expectStatus(await s.post(`/applications/${appId}/${path}`, body), 200);
+  return waitFor(
+    `deployment ${d.id} to finish`,
+    async () => {
+      const r = expectStatus(await s.get(`/applications/${appId}/deployments/${d.id}`), 200);
+      return ['success', 'failed', 'cancelled'].includes(r.status) ? r : undefined;
+    },
+    60_000,
+    50,
+  );
+}
+
+/** A GET through the edge with a Host header. */
+export function edgeGet(port: number, host: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/', headers: { host, ...headers }, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode!, body, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
