@@ -12,7 +12,7 @@ const MB = 1024 * 1024;
 async function timed(bytes: number, fn: () => Promise<void>): Promise<string> {
   const t0 = performance.now();
   await fn();
-  return ((bytes / MB) / ((performance.now() - t0) / 1000)).toFixed(0).padStart(6);
+  return (bytes / MB / ((performance.now() - t0) / 1000)).toFixed(0).padStart(6);
 }
 
 async function fsync(path: string) {
@@ -25,8 +25,16 @@ export async function objectStorageThroughput(base: string, token: string, dir: 
   const created = await call(base, 'POST', '/object-storage', token, { display_name: 'Bench bucket' });
   if (created.status !== 201) throw new Error(`create bucket: ${created.status} ${JSON.stringify(created.body)}`);
   const b = created.body;
-  const s3 = new S3Client({ endpoint: b.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: b.access_key, secretAccessKey: b.secret_key } });
-  for (const [size, count] of [[MB, 32], [64 * MB, 3]] as const) {
+  const s3 = new S3Client({
+    endpoint: b.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: b.access_key, secretAccessKey: b.secret_key },
+  });
+  for (const [size, count] of [
+    [MB, 32],
+    [64 * MB, 3],
+  ] as const) {
     const data = randomBytes(size);
     const total = size * count;
     const label = `${size / MB} MB objects x ${count}`;

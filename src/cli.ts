@@ -98,13 +98,22 @@ async function serve(flags: Flags) {
     `  Slipway is serving the Hosting Platform API v3 at ${base}/v3`,
     `  OpenAPI document: ${base}/v3/openapi.json`,
     `  Storage: ${server.app.database.kind === 'postgres' ? 'PostgreSQL (DATABASE_URL)' : `SQLite in ${config.dataDir}`}`,
-    server.tlsCaPath ? `  HTTPS with a local CA: trust ${server.tlsCaPath}` : config.tls ? '  HTTPS with the given certificate' : `  Plain HTTP on ${config.host} (local default; use --tls self-signed or --tls-cert/--tls-key for HTTPS)`,
+    server.tlsCaPath
+      ? `  HTTPS with a local CA: trust ${server.tlsCaPath}`
+      : config.tls
+        ? '  HTTPS with the given certificate'
+        : `  Plain HTTP on ${config.host} (local default; use --tls self-signed or --tls-cert/--tls-key for HTTPS)`,
   ];
   for (const m of modules) lines.push(...(m.banner?.(server.app) ?? []));
   if (config.production) lines.push('  Production mode: plain-HTTP requests are refused unless a trusted proxy sets X-Forwarded-Proto: https');
   if (config.operatorToken) lines.push(`  Operator surface: ${base}/_admin (bearer operator token)`);
   if (server.bootstrap.created) {
-    lines.push('', '  First start: created a company and a Company Admin API key (shown only now):', `    company id: ${server.bootstrap.companyId}`, `    API key:    ${server.bootstrap.token}`);
+    lines.push(
+      '',
+      '  First start: created a company and a Company Admin API key (shown only now):',
+      `    company id: ${server.bootstrap.companyId}`,
+      `    API key:    ${server.bootstrap.token}`,
+    );
   }
   process.stdout.write(lines.join('\n') + '\n\n');
   let closing = false;
@@ -145,7 +154,9 @@ async function admin(positional: string[], flags: Flags) {
         out(await tx((t) => accounts.createUser(t, need('company'), { email: need('email'), full_name: flags['full-name'] as string | undefined })));
         break;
       case 'create-key': {
-        const key = await tx((t) => accounts.createKeyWithRole(app, t, need('company'), { name: (flags.name as string) ?? 'operator key', role: need('role') }));
+        const key = await tx((t) =>
+          accounts.createKeyWithRole(app, t, need('company'), { name: (flags.name as string) ?? 'operator key', role: need('role') }),
+        );
         out({ id: key.id, name: key.name, token: key.token });
         break;
       }
@@ -172,7 +183,11 @@ async function admin(positional: string[], flags: Flags) {
         break;
       case 'sim-progression': {
         const mode = need('mode');
-        const p = validateProgression({ mode, ms: flags.ms === undefined ? undefined : Number(flags.ms), reads: flags.reads === undefined ? undefined : Number(flags.reads) });
+        const p = validateProgression({
+          mode,
+          ms: flags.ms === undefined ? undefined : Number(flags.ms),
+          reads: flags.reads === undefined ? undefined : Number(flags.reads),
+        });
         await app.simulation.setProgression(need('operation'), p);
         out({ operation: flags.operation, progression: p });
         break;

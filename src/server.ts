@@ -58,7 +58,9 @@ function clientError(err: NodeJS.ErrnoException, socket: Duplex, limits: Config[
   // Not in the middle of a response already being sent on this connection.
   const inFlight = (socket as any)._httpMessage;
   if (socket.writable && !(inFlight && inFlight.headersSent)) {
-    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
   // A client that does not read the response does not hold the socket either.
   setTimeout(() => socket.destroy(), 1000).unref();
@@ -133,7 +135,12 @@ export async function createServer(config: Config, opts: { database?: Database; 
   capConnectionsPerIp(fastify.server, limits.maxConnectionsPerIp);
 
   const scheme = tls ? 'https' : 'http';
-  const app = createAppContext(config, database, fastify.log, config.publicUrl ?? `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`);
+  const app = createAppContext(
+    config,
+    database,
+    fastify.log,
+    config.publicUrl ?? `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`,
+  );
   const limiter = app.limiter;
 
   // Bodies: JSON only; an empty body is "no body", `null` is a valid JSON body.
@@ -159,12 +166,16 @@ export async function createServer(config: Config, opts: { database?: Database; 
   const paramAjv = makeAjv(true);
   fastify.setValidatorCompiler(({ schema, httpPart, method }) => {
     const validate = (httpPart !== 'body' ? paramAjv : method === 'PATCH' ? patchAjv : bodyAjv).compile(schema);
-    return (data: unknown) => (validate(data) ? { value: data } : { error: Object.assign(new Error(`invalid ${httpPart}`), { validation: validate.errors, validationContext: httpPart }) });
+    return (data: unknown) =>
+      validate(data)
+        ? { value: data }
+        : { error: Object.assign(new Error(`invalid ${httpPart}`), { validation: validate.errors, validationContext: httpPart }) };
   });
 
   fastify.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
     // A NUL anywhere in the path or query never reaches routing, rate-limit keys or queries.
+    // eslint-disable-next-line no-control-regex -- a NUL is what this refuses
     if (/%00|\u0000/i.test(req.url)) throw new ApiError(400, 'The request URL contains a NUL character (%00)');
     if (config.production && !tls) {
       const proto = config.trustProxy ? req.headers['x-forwarded-proto'] : undefined;
@@ -181,7 +192,14 @@ export async function createServer(config: Config, opts: { database?: Database; 
       const listed400 = op?.contract.errors.includes(400) ?? true;
       if (listed400) return reply.status(400).send({ message: SCHEMA_MISMATCH, status: 400 });
       const issues = (err.validation as any[]).map((v) => ({
-        path: [where, ...String(v.instancePath ?? '').split('/').filter(Boolean), ...(v.params?.missingProperty ? [v.params.missingProperty] : []), ...(v.params?.additionalProperty ? [v.params.additionalProperty] : [])].join('.'),
+        path: [
+          where,
+          ...String(v.instancePath ?? '')
+            .split('/')
+            .filter(Boolean),
+          ...(v.params?.missingProperty ? [v.params.missingProperty] : []),
+          ...(v.params?.additionalProperty ? [v.params.additionalProperty] : []),
+        ].join('.'),
         message: v.message ?? 'is invalid',
       }));
       return reply.status(400).send({ message: SCHEMA_MISMATCH, status: 400, data: { issues } });
@@ -192,7 +210,11 @@ export async function createServer(config: Config, opts: { database?: Database; 
     if (status >= 400 && status < 500 && err.code?.startsWith?.('FST_')) return reply.status(400).send({ message: 'The request is malformed', status: 400 });
     const code = `ERR-${randomUUID()}`;
     req.log.error({ err, code }, 'unhandled error');
-    return reply.status(500).send({ message: 'Internal server error; retry with exponential backoff', status: 500, data: { code, message: 'Quote this code when contacting support' } });
+    return reply.status(500).send({
+      message: 'Internal server error; retry with exponential backoff',
+      status: 500,
+      data: { code, message: 'Quote this code when contacting support' },
+    });
   });
 
   fastify.setNotFoundHandler(async (req, reply) => {

@@ -44,9 +44,14 @@ try {
   const r = spawnSync(
     process.execPath,
     [
-      '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`,
-      '--test-reporter=spec', '--test-reporter-destination=stdout',
-      '--test-reporter=tap', `--test-reporter-destination=${tapFile}`,
+      '--import',
+      'tsx',
+      '--test',
+      `--test-concurrency=${concurrency}`,
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      '--test-reporter=tap',
+      `--test-reporter-destination=${tapFile}`,
       ...selected,
     ],
     { stdio: 'inherit' },

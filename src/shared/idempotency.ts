@@ -20,8 +20,7 @@ export function fingerprint(method: string, url: string, body: unknown): string 
     .digest('hex');
 }
 
-const mismatch = () =>
-  badRequest('This Idempotency-Key was already used with a different request (method, path or body). Use a new key for a new request.');
+const mismatch = () => badRequest('This Idempotency-Key was already used with a different request (method, path or body). Use a new key for a new request.');
 
 /** A completed earlier response for this key, or undefined when the request should run. */
 export async function lookup(db: Tx, companyId: string, key: string, fp: string): Promise<StoredResponse | undefined> {
@@ -66,5 +65,8 @@ export async function recordFailure(db: Db, companyId: string, key: string, fp: 
 }
 
 export async function sweep(db: Db): Promise<void> {
-  await db.deleteFrom('idempotency_keys').where('created_at', '<', new Date(Date.now() - IDEMPOTENCY_TTL_MS).toISOString()).execute();
+  await db
+    .deleteFrom('idempotency_keys')
+    .where('created_at', '<', new Date(Date.now() - IDEMPOTENCY_TTL_MS).toISOString())
+    .execute();
 }

@@ -74,7 +74,11 @@ export async function enqueue<K extends JobName>(tx: Tx, o: EnqueueOptions<K>): 
 
 /** Cancels queued (not running) jobs of a subject, optionally of one kind. */
 export async function cancelJobs(tx: Tx, subjectId: string, kind?: JobName): Promise<number> {
-  let q = tx.updateTable('jobs').set({ status: 'cancelled', updated_at: new Date().toISOString() }).where('subject_id', '=', subjectId).where('status', '=', 'queued');
+  let q = tx
+    .updateTable('jobs')
+    .set({ status: 'cancelled', updated_at: new Date().toISOString() })
+    .where('subject_id', '=', subjectId)
+    .where('status', '=', 'queued');
   if (kind) q = q.where('kind', '=', kind);
   const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows);
@@ -247,15 +251,18 @@ export class JobEngine {
   private async execute(row: JobsTable): Promise<void> {
     const kind = this.kinds.get(row.kind)!;
     const job = { id: row.id, kind: row.kind, payload: JSON.parse(row.payload), attempts: row.attempts, subjectId: row.subject_id } as Job;
-    const heartbeat = setInterval(() => {
-      void this.database.db
-        .updateTable('jobs')
-        .set({ lease_expires_at: new Date(Date.now() + this.leaseMs).toISOString() })
-        .where('id', '=', row.id)
-        .where('lease_owner', '=', this.workerId)
-        .execute()
-        .catch(() => {});
-    }, Math.max(1000, this.leaseMs / 3));
+    const heartbeat = setInterval(
+      () => {
+        void this.database.db
+          .updateTable('jobs')
+          .set({ lease_expires_at: new Date(Date.now() + this.leaseMs).toISOString() })
+          .where('id', '=', row.id)
+          .where('lease_owner', '=', this.workerId)
+          .execute()
+          .catch(() => {});
+      },
+      Math.max(1000, this.leaseMs / 3),
+    );
     heartbeat.unref?.();
     const db = this.database.db;
     try {
@@ -317,7 +324,12 @@ export class JobEngine {
         .where('lease_owner', '=', this.workerId)
         .execute();
     } else {
-      await tx.updateTable('jobs').set({ status: 'done', lease_owner: null, lease_expires_at: null, updated_at: now }).where('id', '=', row.id).where('lease_owner', '=', this.workerId).execute();
+      await tx
+        .updateTable('jobs')
+        .set({ status: 'done', lease_owner: null, lease_expires_at: null, updated_at: now })
+        .where('id', '=', row.id)
+        .where('lease_owner', '=', this.workerId)
+        .execute();
     }
   }
 

@@ -13,7 +13,13 @@ export type NamedTable = 'applications' | 'databases' | 'projects' | 'load_balan
  * the insert is not inserted (ON CONFLICT DO NOTHING) and the next round picks another name, so
  * concurrent creates with one display name never meet a unique violation (never a 500).
  */
-export async function insertNamed<R extends { company_id: string; name: string }>(tx: Tx, table: NamedTable, companyId: string, displayName: string, build: (name: string) => R): Promise<R> {
+export async function insertNamed<R extends { company_id: string; name: string }>(
+  tx: Tx,
+  table: NamedTable,
+  companyId: string,
+  displayName: string,
+  build: (name: string) => R,
+): Promise<R> {
   const db = tx as unknown as Kysely<Record<NamedTable, { id: string; company_id: string; name: string }>>;
   const taken = async (n: string) => !!(await db.selectFrom(table).select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst());
   for (let attempt = 0; attempt < 10; attempt++) {

@@ -93,7 +93,8 @@ export function outboundUrlProblem(url: string, production: boolean, opts: { lab
     return `${label} must be an absolute URL`;
   }
   const httpsOnly = production && opts.httpsInProduction;
-  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && !httpsOnly)) return httpsOnly ? `${label} must use https://` : `${label} must use https:// or http://`;
+  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && !httpsOnly))
+    return httpsOnly ? `${label} must use https://` : `${label} must use https:// or http://`;
   if (u.username || u.password) return `${label} must not contain credentials`;
   if (!u.hostname) return `${label} must have a host`;
   const host = u.hostname.replace(/^\[|\]$/g, '');

@@ -29,6 +29,11 @@ export async function paginate<DB, TB extends keyof DB, O>(
     .select((eb: any) => eb.fn.countAll().as('n'))
     .executeTakeFirst();
   const total = Number(countRow?.n ?? 0);
-  const data = await (base as any).orderBy(order.column, order.direction ?? 'asc').orderBy(order.id, order.direction ?? 'asc').limit(page.limit).offset(page.offset).execute();
+  const data = await (base as any)
+    .orderBy(order.column, order.direction ?? 'asc')
+    .orderBy(order.id, order.direction ?? 'asc')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
   return { data, total: Math.min(total, 10000), offset: page.offset, limit: page.limit };
 }

@@ -22,7 +22,10 @@ function makeCa() {
   cert.serialNumber = serial();
   cert.validity.notBefore = new Date(Date.now() - 60_000);
   cert.validity.notAfter = new Date(Date.now() + 10 * 365 * 86400_000);
-  const attrs = [{ name: 'commonName', value: 'Slipway local CA' }, { name: 'organizationName', value: 'Slipway' }];
+  const attrs = [
+    { name: 'commonName', value: 'Slipway local CA' },
+    { name: 'organizationName', value: 'Slipway' },
+  ];
   cert.setSubject(attrs);
   cert.setIssuer(attrs);
   cert.setExtensions([
@@ -47,7 +50,14 @@ function makeLeaf(ca: { cert: forge.pki.Certificate; key: forge.pki.rsa.PrivateK
     { name: 'basicConstraints', cA: false },
     { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
     { name: 'extKeyUsage', serverAuth: true },
-    { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
+    {
+      name: 'subjectAltName',
+      altNames: [
+        { type: 2, value: 'localhost' },
+        { type: 7, ip: '127.0.0.1' },
+        { type: 7, ip: '::1' },
+      ],
+    },
   ]);
   cert.sign(ca.key, forge.md.sha256.create());
   return { cert, keys };
@@ -67,7 +77,10 @@ export async function loadTls(tls: NonNullable<Config['tls']>, dataDir: string):
     writeFileSync(caCert, forge.pki.certificateToPem(ca.cert));
   }
   if (!existsSync(cert) || !existsSync(key)) {
-    const ca = { cert: forge.pki.certificateFromPem(readFileSync(caCert, 'utf8')), key: forge.pki.privateKeyFromPem(readFileSync(caKey, 'utf8')) as forge.pki.rsa.PrivateKey };
+    const ca = {
+      cert: forge.pki.certificateFromPem(readFileSync(caCert, 'utf8')),
+      key: forge.pki.privateKeyFromPem(readFileSync(caKey, 'utf8')) as forge.pki.rsa.PrivateKey,
+    };
     const leaf = makeLeaf(ca);
     writeFileSync(key, forge.pki.privateKeyToPem(leaf.keys.privateKey), { mode: 0o600 });
     writeFileSync(cert, forge.pki.certificateToPem(leaf.cert));

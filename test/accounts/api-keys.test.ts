@@ -177,7 +177,10 @@ for (const kind of DB_KINDS) {
       assert.equal(rr.body.name, 'renamed', 'name kept');
       expectStatus(await s.post('/projects', { display_name: 'now allowed' }, { token: k.token }), 201);
 
-      const rc = await s.patch(`/api-keys/${k.id}`, { role_ids: [], capabilities: [{ permission: 'API_KEY:READ' }, { permission: 'PROJECT:READ', id_resource: SOME_ID }] });
+      const rc = await s.patch(`/api-keys/${k.id}`, {
+        role_ids: [],
+        capabilities: [{ permission: 'API_KEY:READ' }, { permission: 'PROJECT:READ', id_resource: SOME_ID }],
+      });
       expectStatus(rc, 200);
       assert.deepEqual(rc.body.roles, []);
       assert.deepEqual(
@@ -248,7 +251,10 @@ for (const kind of DB_KINDS) {
       // A scoped grant does not cover an unscoped one.
       const scoped = await s.newKey({ capabilities: [{ permission: 'API_KEY:CREATE' }, { permission: 'PROJECT:READ', id_resource: SOME_ID }] });
       expectError(await s.post('/api-keys', { name: 'wider', capabilities: [{ permission: 'PROJECT:READ' }] }, { token: scoped.token }), 403, /grant/);
-      expectStatus(await s.post('/api-keys', { name: 'as wide', capabilities: [{ permission: 'PROJECT:READ', id_resource: SOME_ID }] }, { token: scoped.token }), 201);
+      expectStatus(
+        await s.post('/api-keys', { name: 'as wide', capabilities: [{ permission: 'PROJECT:READ', id_resource: SOME_ID }] }, { token: scoped.token }),
+        201,
+      );
 
       // The same rule applies to updates.
       const updater = await s.newKey({ capabilities: [{ permission: 'API_KEY:UPDATE' }, { permission: 'API_KEY:READ' }] });
@@ -288,7 +294,11 @@ for (const kind of DB_KINDS) {
       assert.equal(l.body.total, 1);
       expectStatus(await s.get(`/api-keys/${visible.id}`, { token: reader.token }), 200);
       expectError(await s.get(`/api-keys/${adminKeyId}`, { token: reader.token }), 404);
-      expectError(await s.post('/api-keys', { name: 'x', capabilities: [{ permission: 'API_KEY:READ', id_resource: visible.id }] }, { token: reader.token }), 403, /API_KEY:CREATE/);
+      expectError(
+        await s.post('/api-keys', { name: 'x', capabilities: [{ permission: 'API_KEY:READ', id_resource: visible.id }] }, { token: reader.token }),
+        403,
+        /API_KEY:CREATE/,
+      );
     });
 
     it('toggles a key off (401) and on again; a key cannot disable itself', async () => {
@@ -431,7 +441,11 @@ for (const kind of DB_KINDS) {
       expectStatus(ms, 200);
       assert.deepEqual(ms.body.capabilities, [{ permission: 'PROJECT:READ', id_resource: SOME_ID }]);
 
-      const mixed = await create({ name: 'me mixed', role_ids: [roles['Company Billing']], capabilities: [{ permission: 'PROJECT:UPDATE', id_resource: SOME_ID }] });
+      const mixed = await create({
+        name: 'me mixed',
+        role_ids: [roles['Company Billing']],
+        capabilities: [{ permission: 'PROJECT:UPDATE', id_resource: SOME_ID }],
+      });
       const mm = await s.get('/api-keys/me', { token: mixed.token });
       const byPerm = new Map((mm.body.capabilities as { permission: string; id_resource: string | null }[]).map((c) => [c.permission, c.id_resource]));
       assert.deepEqual([...byPerm.keys()].sort(), ['BILLING:CREATE', 'BILLING:DELETE', 'BILLING:READ', 'BILLING:UPDATE', 'COMPANY:READ', 'PROJECT:UPDATE']);

@@ -6,7 +6,6 @@ import { DB_KINDS, OPERATOR_TOKEN, skipUnless, startServer, useServer } from '..
 import { expectError, expectStatus, MISSING, UUID_RE } from '../helpers/util.js';
 import { keyIdOf, TOKEN_RE } from './support.js';
 
-
 for (const kind of DB_KINDS) {
   describe(`operator surface [${kind}]`, { skip: await skipUnless(kind) }, () => {
     // No fixed bootstrap token: the server generates one, so a reset hands out a different one.
@@ -57,7 +56,11 @@ for (const kind of DB_KINDS) {
         [[api_key.id, 'DASHBOARD']],
       );
       expectStatus(await s.post('/projects', { display_name: 'Acme site' }, { token: api_key.token }), 201);
-      assert.equal((await s.get('/projects')).body.data.filter((p: { display_name: string }) => p.display_name === 'Acme site').length, 0, 'companies are separate');
+      assert.equal(
+        (await s.get('/projects')).body.data.filter((p: { display_name: string }) => p.display_name === 'Acme site').length,
+        0,
+        'companies are separate',
+      );
 
       const listed = await s.admin('GET', '/companies');
       assert.ok(listed.body.data.some((c: { id: string; name: string }) => c.id === company.id && c.name === 'Acme Corp'));

@@ -105,7 +105,10 @@ for (const kind of DB_KINDS) {
       expectError(await s.get(`/projects/${p.id}`, { token: other.token }), 404);
       const bad = await s.get('/projects/not-a-uuid');
       expectError(bad, 400, SCHEMA_MISMATCH);
-      assert.ok(bad.body.data.issues.some((i: { path: string }) => i.path.startsWith('params')), 'the issue names the path parameter');
+      assert.ok(
+        bad.body.data.issues.some((i: { path: string }) => i.path.startsWith('params')),
+        'the issue names the path parameter',
+      );
     });
 
     it('lists the company projects with pagination', async () => {
@@ -162,7 +165,14 @@ for (const kind of DB_KINDS) {
 
     it('rejects invalid display names with 400 and stores nothing', async () => {
       const before = (await s.get('/projects')).body.total;
-      for (const body of [{ display_name: '' }, { display_name: 'x'.repeat(65) }, {}, { display_name: 42 }, { display_name: null }, { display_name: 'ok', name: 'forced' }]) {
+      for (const body of [
+        { display_name: '' },
+        { display_name: 'x'.repeat(65) },
+        {},
+        { display_name: 42 },
+        { display_name: null },
+        { display_name: 'ok', name: 'forced' },
+      ]) {
         expectError(await s.post('/projects', body), 400, SCHEMA_MISMATCH);
       }
       expectError(await s.post('/projects'), 400, SCHEMA_MISMATCH);
@@ -204,7 +214,12 @@ for (const kind of DB_KINDS) {
       const billing = await s.newKey({ role: 'Company Billing' });
       expectError(await s.get('/projects', { token: billing.token }), 403, /PROJECT:READ/);
 
-      const scoped = await s.newKey({ capabilities: [{ permission: 'PROJECT:READ', id_resource: p.id }, { permission: 'PROJECT:UPDATE', id_resource: p.id }] });
+      const scoped = await s.newKey({
+        capabilities: [
+          { permission: 'PROJECT:READ', id_resource: p.id },
+          { permission: 'PROJECT:UPDATE', id_resource: p.id },
+        ],
+      });
       const l = await s.get('/projects', { token: scoped.token });
       expectStatus(l, 200);
       assert.deepEqual(
@@ -243,9 +258,7 @@ for (const kind of DB_KINDS) {
       expectStatus(g, 200);
       assert.deepEqual(
         [...g.body.services].sort((a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id)),
-        [one, two]
-          .map((x) => ({ id: x.id, name: x.name, display_name: x.display_name, type: stubType }))
-          .sort((a, b) => a.id.localeCompare(b.id)),
+        [one, two].map((x) => ({ id: x.id, name: x.name, display_name: x.display_name, type: stubType })).sort((a, b) => a.id.localeCompare(b.id)),
       );
 
       const rm = await s.delete(`/projects/${p.id}/services/${one.id}?service_type=${stubType}`);

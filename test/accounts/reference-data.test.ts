@@ -92,8 +92,14 @@ for (const kind of DB_KINDS) {
         assert.ok(Number.isInteger(t.cpu_limit) && t.cpu_limit > 0);
         assert.ok(Number.isInteger(t.memory_limit) && t.memory_limit > 0);
       }
-      assert.ok(types.some((t) => t.category === 'hobby'), 'a hobby size exists');
-      assert.ok(types.some((t) => t.category === 'standard'), 'a standard size exists');
+      assert.ok(
+        types.some((t) => t.category === 'hobby'),
+        'a hobby size exists',
+      );
+      assert.ok(
+        types.some((t) => t.category === 'standard'),
+        'a standard size exists',
+      );
     });
 
     it('lists the 48 API key permissions (12 resources x 4 actions), each described', async () => {
@@ -125,7 +131,10 @@ for (const kind of DB_KINDS) {
       }
       const byName = new Map(roles.map((x) => [x.name, x]));
       const viewer = byName.get('Company Viewer')!;
-      assert.ok(viewer.permissions.every((p) => p.endsWith(':READ')), 'Viewer permissions are all :READ');
+      assert.ok(
+        viewer.permissions.every((p) => p.endsWith(':READ')),
+        'Viewer permissions are all :READ',
+      );
       assert.deepEqual([...viewer.permissions].sort(), RESOURCES.map((x) => `${x}:READ`).sort());
       assert.deepEqual([...byName.get('Company Admin')!.permissions].sort(), [...perms].sort());
       const dev = byName.get('Company Developer')!.permissions;

@@ -8,7 +8,16 @@ import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js'
 import { expectError, expectStatus, listAll } from '../helpers/util.js';
 import { DEFAULT_CLUSTER, IMMEDIATE_ENV, appPath, createApp, deploy, deploymentPath, deploymentsPath, window } from './support.js';
 
-const METRICS = ['requests-per-minute', 'response-time', 'response-time-avg', 'status-codes', 'top-status-codes', 'top-countries', 'slowest-requests', 'top-pages'];
+const METRICS = [
+  'requests-per-minute',
+  'response-time',
+  'response-time-avg',
+  'status-codes',
+  'top-status-codes',
+  'top-countries',
+  'slowest-requests',
+  'top-pages',
+];
 
 /** Every route of one application (with bodies that pass validation), for tenancy checks. */
 function appRoutes(appId: string, deploymentId: string): [string, string, unknown?][] {
@@ -49,8 +58,14 @@ for (const kind of DB_KINDS) {
       const d = await deploy(s, a.id);
       expectStatus(await s.post(`${appPath(a.id)}/deployment-hook`), 201);
       for (const path of [
-        appPath(a.id), '/applications', deploymentsPath(a.id), deploymentPath(a.id, d.id), `${deploymentPath(a.id, d.id)}/logs`, `${appPath(a.id)}/runtime-logs`,
-        `${appPath(a.id)}/deployment-hook`, ...METRICS.map((m) => `${appPath(a.id)}/metrics/${m}?${window()}`),
+        appPath(a.id),
+        '/applications',
+        deploymentsPath(a.id),
+        deploymentPath(a.id, d.id),
+        `${deploymentPath(a.id, d.id)}/logs`,
+        `${appPath(a.id)}/runtime-logs`,
+        `${appPath(a.id)}/deployment-hook`,
+        ...METRICS.map((m) => `${appPath(a.id)}/metrics/${m}?${window()}`),
       ]) {
         const r = await s.get(path, { token: viewer });
         assert.equal(r.status, 200, `${path}: ${r.text}`);
@@ -117,23 +132,40 @@ for (const kind of DB_KINDS) {
       assert.equal(expectStatus(await s.get(appPath(a.id), { token }), 200).id, a.id);
       expectStatus(await s.get(deploymentPath(a.id, da.id), { token }), 200);
       expectStatus(await s.get(`${appPath(a.id)}/metrics/top-pages?${window()}`, { token }), 200);
-      for (const path of [appPath(b.id), deploymentsPath(b.id), deploymentPath(b.id, db.id), `${appPath(b.id)}/runtime-logs`, `${appPath(b.id)}/metrics/top-pages?${window()}`]) {
+      for (const path of [
+        appPath(b.id),
+        deploymentsPath(b.id),
+        deploymentPath(b.id, db.id),
+        `${appPath(b.id)}/runtime-logs`,
+        `${appPath(b.id)}/metrics/top-pages?${window()}`,
+      ]) {
         const r = await s.get(path, { token });
         assert.equal(r.status, 404, `${path}: ${r.text}`);
       }
       const list = expectStatus(await s.get('/applications', { token }), 200);
-      assert.deepEqual(list.data.map((x: { id: string }) => x.id), [a.id]);
+      assert.deepEqual(
+        list.data.map((x: { id: string }) => x.id),
+        [a.id],
+      );
       assert.equal(list.total, 1);
       // Reading is all it may do.
       const m = expectError(await s.post(deploymentsPath(a.id), {}, { token }), 403);
       assert.ok(m.includes('APP:UPDATE'), m);
-      expectError(await s.post('/applications', { display_name: 'scoped', cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'x' }, { token }), 403);
+      expectError(
+        await s.post('/applications', { display_name: 'scoped', cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'x' }, { token }),
+        403,
+      );
     });
 
     it('a key scoped to A with APP:UPDATE deploys A but gets 404 for B', async () => {
       const a = await createApp(s, { kind: 'image' });
       const b = await createApp(s, { kind: 'image' });
-      const { token } = await s.newKey({ capabilities: [{ permission: 'APP:READ', id_resource: a.id }, { permission: 'APP:UPDATE', id_resource: a.id }] });
+      const { token } = await s.newKey({
+        capabilities: [
+          { permission: 'APP:READ', id_resource: a.id },
+          { permission: 'APP:UPDATE', id_resource: a.id },
+        ],
+      });
       expectStatus(await s.post(deploymentsPath(a.id), {}, { token }), 200);
       expectError(await s.post(deploymentsPath(b.id), {}, { token }), 404);
       expectError(await s.patch(appPath(b.id), { display_name: 'not mine' }, { token }), 404);

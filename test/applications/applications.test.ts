@@ -6,14 +6,52 @@ import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, listAll, MISSING, UUID_RE } from '../helpers/util.js';
 import {
-  DEFAULT_CLUSTER, IMMEDIATE_ENV, OTHER_CLUSTER, appPath, createApp, deploy, deploymentsPath, runtimeLogs, setProgression, trigger, uniqueName, waitForFinal,
+  DEFAULT_CLUSTER,
+  IMMEDIATE_ENV,
+  OTHER_CLUSTER,
+  appPath,
+  createApp,
+  deploy,
+  deploymentsPath,
+  runtimeLogs,
+  setProgression,
+  trigger,
+  uniqueName,
+  waitForFinal,
 } from './support.js';
 
 /** Fields of the representation returned by create, update and clone. */
 const APP_FIELDS = [
-  'allow_deploy_paths', 'auto_deploy', 'build_cache_enabled', 'build_path', 'build_type', 'company_id', 'created_at', 'created_by', 'default_branch', 'display_name',
-  'docker_context', 'docker_image', 'dockerfile_path', 'git_lfs_enabled', 'git_type', 'hibernate_after_seconds', 'hibernation_enabled', 'id', 'ignore_deploy_paths', 'is_suspended',
-  'name', 'namespace', 'nixpacks_version', 'pack_builder', 'project_id', 'repo_url', 'source', 'status', 'type', 'updated_at',
+  'allow_deploy_paths',
+  'auto_deploy',
+  'build_cache_enabled',
+  'build_path',
+  'build_type',
+  'company_id',
+  'created_at',
+  'created_by',
+  'default_branch',
+  'display_name',
+  'docker_context',
+  'docker_image',
+  'dockerfile_path',
+  'git_lfs_enabled',
+  'git_type',
+  'hibernate_after_seconds',
+  'hibernation_enabled',
+  'id',
+  'ignore_deploy_paths',
+  'is_suspended',
+  'name',
+  'namespace',
+  'nixpacks_version',
+  'pack_builder',
+  'project_id',
+  'repo_url',
+  'source',
+  'status',
+  'type',
+  'updated_at',
 ].sort();
 /** GET adds the cluster, buildpacks and registry credential. */
 const DETAIL_FIELDS = [...APP_FIELDS, 'buildpacks', 'cluster_id', 'docker_registry_credential_id'].sort();
@@ -75,7 +113,7 @@ for (const kind of DB_KINDS) {
       expectError(await s.post('/applications', { ...base, display_name: 'x' }), 400, /does not match the schema/);
     });
 
-    it('list returns the company\'s applications in the pagination envelope', async () => {
+    it("list returns the company's applications in the pagination envelope", async () => {
       const { token } = await s.newCompany();
       const made: any[] = [];
       for (let i = 0; i < 3; i++) made.push(await createApp(s, { token }));

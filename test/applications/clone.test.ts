@@ -6,7 +6,18 @@ import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, listAll, MISSING, UUID_RE } from '../helpers/util.js';
 import { PROCESS_RESOURCE_TYPES } from '../../src/modules/resources/catalog.js';
-import { DEFAULT_CLUSTER, IMMEDIATE_ENV, OTHER_CLUSTER, appPath, createApp, deploy, deploymentsPath, uniqueName, waitForAppStatus, waitForFinal } from './support.js';
+import {
+  DEFAULT_CLUSTER,
+  IMMEDIATE_ENV,
+  OTHER_CLUSTER,
+  appPath,
+  createApp,
+  deploy,
+  deploymentsPath,
+  uniqueName,
+  waitForAppStatus,
+  waitForFinal,
+} from './support.js';
 
 const RT = Object.fromEntries(PROCESS_RESOURCE_TYPES.map((t) => [t.name, t]));
 
@@ -37,12 +48,21 @@ for (const kind of DB_KINDS) {
           git_lfs_enabled: false,
           allow_deploy_paths: ['apps/api/**'],
           ignore_deploy_paths: ['**/*.md'],
-          buildpacks: [{ order: 1, source: 'heroku/python' }, { order: 2, source: 'heroku/procfile' }],
+          buildpacks: [
+            { order: 1, source: 'heroku/python' },
+            { order: 2, source: 'heroku/procfile' },
+          ],
         }),
         200,
       );
       expectStatus(
-        await s.post(`${appPath(a.id)}/processes`, { display_name: 'queue worker', type: 'worker', entrypoint: 'node worker.js', resource_type_id: RT.s2!.id, scaling_strategy: { type: 'manual', config: { instanceCount: 3 } } }),
+        await s.post(`${appPath(a.id)}/processes`, {
+          display_name: 'queue worker',
+          type: 'worker',
+          entrypoint: 'node worker.js',
+          resource_type_id: RT.s2!.id,
+          scaling_strategy: { type: 'manual', config: { instanceCount: 3 } },
+        }),
         200,
       );
       expectStatus(
@@ -73,9 +93,27 @@ for (const kind of DB_KINDS) {
       const c = expectStatus(await s.post(`${appPath(src.id)}/clone`, { display_name: uniqueName('Clone Of Rich') }), 201);
       const g = expectStatus(await s.get(appPath(c.id)), 200);
       for (const f of [
-        'source', 'type', 'git_type', 'repo_url', 'default_branch', 'docker_image', 'build_type', 'build_path', 'dockerfile_path', 'docker_context', 'build_cache_enabled',
-        'auto_deploy', 'hibernation_enabled', 'hibernate_after_seconds', 'git_lfs_enabled', 'allow_deploy_paths', 'ignore_deploy_paths', 'pack_builder', 'nixpacks_version',
-        'docker_registry_credential_id', 'project_id',
+        'source',
+        'type',
+        'git_type',
+        'repo_url',
+        'default_branch',
+        'docker_image',
+        'build_type',
+        'build_path',
+        'dockerfile_path',
+        'docker_context',
+        'build_cache_enabled',
+        'auto_deploy',
+        'hibernation_enabled',
+        'hibernate_after_seconds',
+        'git_lfs_enabled',
+        'allow_deploy_paths',
+        'ignore_deploy_paths',
+        'pack_builder',
+        'nixpacks_version',
+        'docker_registry_credential_id',
+        'project_id',
       ])
         assert.deepEqual(g[f], src[f], `${f} is copied`);
       assert.equal(g.build_type, 'railpack');
@@ -97,7 +135,12 @@ for (const kind of DB_KINDS) {
 
       const srcVars = await listAll(s, `${appPath(src.id)}/env-vars`);
       const cloneVars = await listAll(s, `${appPath(c.id)}/env-vars`);
-      const plain = (v: { key: string; value: string; is_runtime: boolean; is_buildtime: boolean }) => ({ key: v.key, value: v.value, is_runtime: v.is_runtime, is_buildtime: v.is_buildtime });
+      const plain = (v: { key: string; value: string; is_runtime: boolean; is_buildtime: boolean }) => ({
+        key: v.key,
+        value: v.value,
+        is_runtime: v.is_runtime,
+        is_buildtime: v.is_buildtime,
+      });
       assert.deepEqual(cloneVars.map(plain), srcVars.map(plain));
       assert.deepEqual(
         cloneVars.map(plain).find((v) => v.key === 'API_TOKEN'),
@@ -170,7 +213,7 @@ for (const kind of DB_KINDS) {
       const domain = Object.fromEntries(rows.map((r) => [r.id, r.temp_domain]));
       assert.ok(domain[src.id] && domain[c.id]);
       assert.notEqual(domain[c.id], domain[src.id], 'the clone gets its own generated domain');
-      assert.ok(domain[c.id]!.startsWith(`${c.name}-`), 'generated from the clone\'s own name');
+      assert.ok(domain[c.id]!.startsWith(`${c.name}-`), "generated from the clone's own name");
       expectError(await s.get(`${appPath(c.id)}/deployment-hook`), 404);
       expectStatus(await s.get(`${appPath(src.id)}/deployment-hook`), 200);
     });

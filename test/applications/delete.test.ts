@@ -7,7 +7,19 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, listAll, waitFor } from '../helpers/util.js';
-import { IMMEDIATE_ENV, addFault, appPath, createApp, deploy, deploymentLogs, deploymentPath, deploymentsPath, readDeployment, setProgression, trigger } from './support.js';
+import {
+  IMMEDIATE_ENV,
+  addFault,
+  appPath,
+  createApp,
+  deploy,
+  deploymentLogs,
+  deploymentPath,
+  deploymentsPath,
+  readDeployment,
+  setProgression,
+  trigger,
+} from './support.js';
 import { PROCESS_RESOURCE_TYPES } from '../../src/modules/resources/catalog.js';
 
 for (const kind of DB_KINDS) {
@@ -21,7 +33,15 @@ for (const kind of DB_KINDS) {
     async function owned(appId: string) {
       const db = s.app.database.db;
       const count = async (table: 'processes' | 'env_vars' | 'deployments' | 'runtime_logs' | 'applications', column: 'app_id' | 'id' = 'app_id') =>
-        Number((await db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where(column, '=', appId).executeTakeFirst())?.n ?? 0);
+        Number(
+          (
+            await db
+              .selectFrom(table)
+              .select((eb) => eb.fn.countAll().as('n'))
+              .where(column, '=', appId)
+              .executeTakeFirst()
+          )?.n ?? 0,
+        );
       return {
         application: await count('applications', 'id'),
         processes: await count('processes'),
@@ -35,7 +55,12 @@ for (const kind of DB_KINDS) {
       const a = await createApp(s, { kind: appKind });
       expectStatus(await s.post(`${appPath(a.id)}/env-vars`, { key: 'SECRET', value: 'v' }), 201);
       const w = expectStatus(
-        await s.post(`${appPath(a.id)}/processes`, { display_name: 'worker', type: 'worker', resource_type_id: PROCESS_RESOURCE_TYPES[0]!.id, scaling_strategy: { type: 'manual', config: { instanceCount: 1 } } }),
+        await s.post(`${appPath(a.id)}/processes`, {
+          display_name: 'worker',
+          type: 'worker',
+          resource_type_id: PROCESS_RESOURCE_TYPES[0]!.id,
+          scaling_strategy: { type: 'manual', config: { instanceCount: 1 } },
+        }),
         200,
       );
       const web = (await listAll(s, `${appPath(a.id)}/processes`)).find((p) => p.type === 'web');
@@ -83,7 +108,10 @@ for (const kind of DB_KINDS) {
       assert.ok(cancelled.finished_at);
       assert.equal((await readDeployment(s, a.id, queued.id)).status, 'cancelled', 'waiting work is cancelled too');
       const messages = (await deploymentLogs(s, a.id, running.id)).map((l) => l.message);
-      assert.ok(messages.some((m) => /being deleted/i.test(m)), messages.join('\n'));
+      assert.ok(
+        messages.some((m) => /being deleted/i.test(m)),
+        messages.join('\n'),
+      );
       // Reads no longer advance the cancelled deployment, and nothing new can start.
       for (let i = 0; i < 6; i++) assert.equal((await readDeployment(s, a.id, running.id)).status, 'cancelled');
       expectError(await s.post(deploymentsPath(a.id), {}), 400, /deleted/i);

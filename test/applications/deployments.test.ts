@@ -7,13 +7,41 @@ import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, listAll, MISSING, UUID_RE, waitFor } from '../helpers/util.js';
 import {
-  IMMEDIATE_ENV, addFault, appPath, createApp, deploy, deploymentLogs, deploymentPath, deploymentsPath, readApp, readDeployment, setProgression, trigger,
-  waitForAppStatus, waitForFinal,
+  IMMEDIATE_ENV,
+  addFault,
+  appPath,
+  createApp,
+  deploy,
+  deploymentLogs,
+  deploymentPath,
+  deploymentsPath,
+  readApp,
+  readDeployment,
+  setProgression,
+  trigger,
+  waitForAppStatus,
+  waitForFinal,
 } from './support.js';
 
 const DEPLOYMENT_FIELDS = [
-  'app_id', 'author_img', 'author_login', 'branch', 'commit_message', 'commit_sha', 'created_at', 'docker_image_url', 'finished_at', 'git_type', 'id', 'repo_url',
-  'started_at', 'status', 'steps', 'trigger', 'type', 'updated_at',
+  'app_id',
+  'author_img',
+  'author_login',
+  'branch',
+  'commit_message',
+  'commit_sha',
+  'created_at',
+  'docker_image_url',
+  'finished_at',
+  'git_type',
+  'id',
+  'repo_url',
+  'started_at',
+  'status',
+  'steps',
+  'trigger',
+  'type',
+  'updated_at',
 ].sort();
 
 for (const kind of DB_KINDS) {
@@ -152,7 +180,10 @@ for (const kind of DB_KINDS) {
       assert.ok(c.finished_at);
       assert.equal((await readApp(s, a.id)).status, 'deploymentCancelled');
       const messages = (await deploymentLogs(s, a.id, d.id)).map((l) => l.message);
-      assert.ok(messages.some((m) => /cancel/i.test(m)), messages.join('\n'));
+      assert.ok(
+        messages.some((m) => /cancel/i.test(m)),
+        messages.join('\n'),
+      );
       // Reads of a cancelled deployment change nothing.
       for (let i = 0; i < 6; i++) assert.equal((await readDeployment(s, a.id, d.id)).status, 'cancelled');
     });
@@ -216,7 +247,10 @@ for (const kind of DB_KINDS) {
       await waitForAppStatus(s, a.id, 'deploymentSuccess');
       const logs = await deploymentLogs(s, a.id, rb.id);
       const messages = logs.map((l) => l.message);
-      assert.ok(messages.some((m) => /reus/i.test(m) && m.includes(first.id)), `a line says the build of ${first.id} was reused:\n${messages.join('\n')}`);
+      assert.ok(
+        messages.some((m) => /reus/i.test(m) && m.includes(first.id)),
+        `a line says the build of ${first.id} was reused:\n${messages.join('\n')}`,
+      );
       assert.ok(!messages.some((m) => /^Building with/.test(m) || /^Cloning/.test(m)), 'nothing was checked out or built');
       assert.ok(!logs.some((l) => l.attributes.phase === 'build' || l.attributes.phase === 'checkout'));
     });
@@ -302,7 +336,7 @@ for (const kind of DB_KINDS) {
       await waitForAppStatus(s, a.id, 'deploymentSuccess');
     });
 
-    it('list returns the application\'s deployments in the pagination envelope; get of another app\'s deployment is 404', async () => {
+    it("list returns the application's deployments in the pagination envelope; get of another app's deployment is 404", async () => {
       await immediate();
       const a = await createApp(s, { kind: 'image' });
       const b = await createApp(s, { kind: 'image' });

@@ -53,7 +53,11 @@ for (const kind of DB_KINDS) {
         { key: 'ESCAPED', value: 'literal $${NOT_A_REFERENCE}' },
       ]);
       const r = await deployAndSummarize(app.id, token);
-      assert.deepEqual(r.warnings.map((w) => w.message), [], 'no problems');
+      assert.deepEqual(
+        r.warnings.map((w) => w.message),
+        [],
+        'no problems',
+      );
       // build: DB_HOST, DATABASE_URL, BUILD_FLAG, BUILD_LABEL, ESCAPED; runtime: DB_HOST, DATABASE_URL, WORKER_URL, ESCAPED
       assert.deepEqual(r.build, { n: 5 + SYSTEM_COUNT, phase: 'build' });
       assert.deepEqual(r.runtime, { n: 4 + SYSTEM_COUNT, phase: 'rollout' });
@@ -91,8 +95,14 @@ for (const kind of DB_KINDS) {
       assert.equal(r.d.status, 'success');
       const build = r.warnings.filter((w) => w.attributes.phase === 'build').map((w) => w.message);
       assert.equal(build.length, 2, build.join('\n'));
-      assert.ok(build.some((m) => /^Environment: cycle: (A -> B -> A|B -> A -> B)$/.test(m)), build.join('\n'));
-      assert.ok(build.some((m) => /^Environment: cycle: C -> C$/.test(m)), build.join('\n'));
+      assert.ok(
+        build.some((m) => /^Environment: cycle: (A -> B -> A|B -> A -> B)$/.test(m)),
+        build.join('\n'),
+      );
+      assert.ok(
+        build.some((m) => /^Environment: cycle: C -> C$/.test(m)),
+        build.join('\n'),
+      );
       assert.equal(r.warnings.filter((w) => w.attributes.phase === 'rollout').length, 2, 'reported at run time as well');
       assert.equal(r.build?.n, 4 + SYSTEM_COUNT);
     });
@@ -111,7 +121,10 @@ for (const kind of DB_KINDS) {
     it('a user variable named like a system variable is replaced by the system value, with a warning', async () => {
       const { app, token } = await appWith([{ key: 'SVL_APP_ID', value: 'spoofed' }]);
       const r = await deployAndSummarize(app.id, token);
-      assert.ok(r.warnings.some((w) => /^Environment: SVL_APP_ID is set by the platform/.test(w.message)), r.warnings.map((w) => w.message).join('\n'));
+      assert.ok(
+        r.warnings.some((w) => /^Environment: SVL_APP_ID is set by the platform/.test(w.message)),
+        r.warnings.map((w) => w.message).join('\n'),
+      );
       assert.equal(r.build?.n, SYSTEM_COUNT, 'one SVL_APP_ID, not two');
     });
 
@@ -130,7 +143,10 @@ for (const kind of DB_KINDS) {
       const r = await deployAndSummarize(app.id, token);
       assert.equal(r.build, undefined);
       assert.equal(r.runtime?.n, 1 + SYSTEM_COUNT);
-      assert.deepEqual(r.warnings.map((w) => w.message), ['Environment: X references unknown variable ${Y}']);
+      assert.deepEqual(
+        r.warnings.map((w) => w.message),
+        ['Environment: X references unknown variable ${Y}'],
+      );
     });
   });
 }

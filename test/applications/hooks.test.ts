@@ -11,7 +11,11 @@ const hookPath = (appId: string) => `${appPath(appId)}/deployment-hook`;
 
 /** POSTs to a hook URL as a CI system would: no API key. */
 async function callHook(url: string, body?: unknown) {
-  const res = await fetch(url, { method: 'POST', headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers, text };
 }
@@ -45,7 +49,10 @@ for (const kind of DB_KINDS) {
       assert.equal(d.type, 'automatic');
       assert.deepEqual(d.steps, ['checkout', 'build', 'rollout']);
       const listed = await listAll(s, deploymentsPath(a.id));
-      assert.deepEqual(listed.map((x) => x.id), [d.id]);
+      assert.deepEqual(
+        listed.map((x) => x.id),
+        [d.id],
+      );
       assert.equal((await waitForFinal(s, a.id, d.id)).status, 'success');
       await waitForAppStatus(s, a.id, 'deploymentSuccess');
       // A branch in the body is deployed.
@@ -96,7 +103,7 @@ for (const kind of DB_KINDS) {
       assert.equal(expectStatus(await s.get(deploymentsPath(a.id)), 200).total, 0);
     });
 
-    it('hook management follows the application: unknown application 404; another company\'s application 404', async () => {
+    it("hook management follows the application: unknown application 404; another company's application 404", async () => {
       const a = await createApp(s);
       expectError(await s.get(hookPath(MISSING)), 404);
       expectError(await s.post(hookPath(MISSING)), 404);

@@ -17,10 +17,18 @@ for (const kind of DB_KINDS) {
     it('runtime logs show a start line per process after a successful deployment, and none before', async () => {
       const a = await createApp(s, { kind: 'image' });
       expectStatus(
-        await s.post(`${appPath(a.id)}/processes`, { display_name: 'worker', type: 'worker', resource_type_id: PROCESS_RESOURCE_TYPES[1]!.id, scaling_strategy: { type: 'manual', config: { instanceCount: 2 } } }),
+        await s.post(`${appPath(a.id)}/processes`, {
+          display_name: 'worker',
+          type: 'worker',
+          resource_type_id: PROCESS_RESOURCE_TYPES[1]!.id,
+          scaling_strategy: { type: 'manual', config: { instanceCount: 2 } },
+        }),
         200,
       );
-      assert.deepEqual((await runtimeLogs(s, a.id)).filter((l) => /^Started process/.test(l.message)), []);
+      assert.deepEqual(
+        (await runtimeLogs(s, a.id)).filter((l) => /^Started process/.test(l.message)),
+        [],
+      );
       const d = await deploy(s, a.id);
       const logs = await runtimeLogs(s, a.id);
       const started = logs.filter((l) => /^Started process/.test(l.message));
@@ -45,7 +53,10 @@ for (const kind of DB_KINDS) {
       await addFault(s, { operation: 'deployment', target_id: a.id, phase: 'rollout', remaining: 1 });
       const d = await trigger(s, a.id);
       assert.equal((await waitForFinal(s, a.id, d.id)).status, 'failed');
-      assert.deepEqual((await runtimeLogs(s, a.id)).filter((l) => /^Started process/.test(l.message)), []);
+      assert.deepEqual(
+        (await runtimeLogs(s, a.id)).filter((l) => /^Started process/.test(l.message)),
+        [],
+      );
     });
 
     it('before the first successful deployment every metric is zero or empty (contract shapes)', async () => {
@@ -58,14 +69,18 @@ for (const kind of DB_KINDS) {
       assert.deepEqual(expectStatus(await metric(s, a.id, 'response-time-avg'), 200), { average_response_time_ms: 0 });
       const codes = expectStatus(await metric(s, a.id, 'status-codes'), 200);
       assert.ok(codes.length > 0 && codes.every((p: { value: Record<string, number> }) => Object.keys(p.value).length === 0));
-      for (const name of ['top-status-codes', 'top-countries', 'slowest-requests', 'top-pages']) assert.deepEqual(expectStatus(await metric(s, a.id, name), 200), [], name);
+      for (const name of ['top-status-codes', 'top-countries', 'slowest-requests', 'top-pages'])
+        assert.deepEqual(expectStatus(await metric(s, a.id, name), 200), [], name);
     });
 
     it('after a successful deployment the metrics are non-zero', async () => {
       const a = await createApp(s);
       await deploy(s, a.id);
       const rpm = expectStatus(await metric(s, a.id, 'requests-per-minute', '&interval_in_seconds=60'), 200) as { time: string; value: number }[];
-      assert.ok(rpm.some((p) => p.value > 0), JSON.stringify(rpm));
+      assert.ok(
+        rpm.some((p) => p.value > 0),
+        JSON.stringify(rpm),
+      );
       const rt = expectStatus(await metric(s, a.id, 'response-time', '&interval_in_seconds=60'), 200) as { value: number }[];
       assert.ok(rt.some((p) => p.value > 0));
       const avg = expectStatus(await metric(s, a.id, 'response-time-avg'), 200);
@@ -78,7 +93,11 @@ for (const kind of DB_KINDS) {
       for (let i = 1; i < top.length; i++) assert.ok(top[i - 1]!.total >= top[i]!.total, 'sorted by total');
       const countries = expectStatus(await metric(s, a.id, 'top-countries'), 200) as { country: string; total: number; response_time: number }[];
       assert.ok(countries.length > 0 && countries.every((c) => c.total >= 0 && c.response_time > 0 && c.country.length === 2));
-      const slow = expectStatus(await metric(s, a.id, 'slowest-requests'), 200) as { average_response_time_ms: number; count_of_requests: number; client_request_method: string }[];
+      const slow = expectStatus(await metric(s, a.id, 'slowest-requests'), 200) as {
+        average_response_time_ms: number;
+        count_of_requests: number;
+        client_request_method: string;
+      }[];
       assert.ok(slow.length > 0 && slow.every((r) => r.average_response_time_ms > 0 && r.count_of_requests > 0));
       const pages = expectStatus(await metric(s, a.id, 'top-pages'), 200) as { page: string; total: number }[];
       assert.ok(pages.length > 0 && pages[0]!.total > 0);

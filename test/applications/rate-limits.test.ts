@@ -43,7 +43,8 @@ for (const kind of DB_KINDS) {
       const { token, apps } = await company(1);
       const a = apps[0];
       const d = await trigger(s, a.id, {}, token);
-      const check = async (tier: keyof typeof LIMITS, r: Promise<Response>, label: string) => assert.equal(limitOf(await r), LIMITS[tier], `${label} counts in ${tier}`);
+      const check = async (tier: keyof typeof LIMITS, r: Promise<Response>, label: string) =>
+        assert.equal(limitOf(await r), LIMITS[tier], `${label} counts in ${tier}`);
       await check('service_creation', s.post('/applications', { display_name: 'tier probe', cluster_id: a.id }, { token }), 'create');
       await check('service_creation', s.post(`${appPath(a.id)}/clone`, { display_name: 'tier clone' }, { token }), 'clone');
       await check('service_mutation', s.patch(appPath(a.id), { display_name: 'renamed' }, { token }), 'update');
@@ -66,7 +67,14 @@ for (const kind of DB_KINDS) {
       await awaitFreshWindow(3600, 5000);
       const { token } = await s.newCompany();
       for (let i = 0; i < LIMITS.service_creation; i++) await createApp(s, { token, kind: 'image' });
-      assert429(await s.post('/applications', { display_name: 'one too many', cluster_id: '00000000-0000-0000-0000-000000000000', source: 'dockerImage', docker_image: 'x' }, { token }), LIMITS.service_creation);
+      assert429(
+        await s.post(
+          '/applications',
+          { display_name: 'one too many', cluster_id: '00000000-0000-0000-0000-000000000000', source: 'dockerImage', docker_image: 'x' },
+          { token },
+        ),
+        LIMITS.service_creation,
+      );
       const other = await s.newCompany();
       await createApp(s, { token: other.token, kind: 'image' });
     });
@@ -83,7 +91,7 @@ for (const kind of DB_KINDS) {
       await createApp(s, { token, kind: 'image' });
     });
 
-    it('service_mutation: counted per company and application — app B is not limited by app A\'s updates', async () => {
+    it("service_mutation: counted per company and application — app B is not limited by app A's updates", async () => {
       await awaitFreshWindow(60, 5000);
       const { token, apps } = await company(2);
       const [a, b] = apps;
@@ -101,7 +109,8 @@ for (const kind of DB_KINDS) {
       await awaitFreshWindow(60, 5000);
       const { token, apps } = await company(2);
       const [a, b] = apps;
-      for (let i = 0; i < LIMITS.service_mutation; i++) expectStatus(await s.post(`${appPath(a.id)}/${i % 2 ? 'activate' : 'suspend'}`, undefined, { token }), 200);
+      for (let i = 0; i < LIMITS.service_mutation; i++)
+        expectStatus(await s.post(`${appPath(a.id)}/${i % 2 ? 'activate' : 'suspend'}`, undefined, { token }), 200);
       // suspend x2 and activate x2 used: each operation has its own count of 4.
       expectStatus(await s.post(`${appPath(a.id)}/suspend`, undefined, { token }), 200);
       expectStatus(await s.post(`${appPath(a.id)}/suspend`, undefined, { token }), 200);
@@ -141,7 +150,13 @@ for (const kind of DB_KINDS) {
       await awaitFreshWindow(60, 5000);
       const { token, apps } = await company(1);
       const a = apps[0];
-      const paths = [appPath(a.id), '/applications', deploymentsPath(a.id), `${appPath(a.id)}/metrics/response-time-avg?${window()}`, `${appPath(a.id)}/processes`];
+      const paths = [
+        appPath(a.id),
+        '/applications',
+        deploymentsPath(a.id),
+        `${appPath(a.id)}/metrics/response-time-avg?${window()}`,
+        `${appPath(a.id)}/processes`,
+      ];
       let last: number | undefined;
       for (const p of paths) {
         const r = await s.get(p, { token });

@@ -51,7 +51,10 @@ for (const kind of DB_KINDS) {
         page_url: 'https://status.example.com/maintenance',
       });
       assert.deepEqual(expectStatus(await s.get(mm(a.id)), 200), { is_enabled: true, page_url: 'https://status.example.com/maintenance' });
-      assert.deepEqual(expectStatus(await s.put(mm(a.id), { is_enabled: false }), 200), { is_enabled: false, page_url: 'https://status.example.com/maintenance' });
+      assert.deepEqual(expectStatus(await s.put(mm(a.id), { is_enabled: false }), 200), {
+        is_enabled: false,
+        page_url: 'https://status.example.com/maintenance',
+      });
       assert.deepEqual(expectStatus(await s.put(mm(a.id), { is_enabled: true, page_url: null }), 200), { is_enabled: true, page_url: null });
     });
 
@@ -90,8 +93,16 @@ for (const kind of DB_KINDS) {
         is_enabled: true,
         ip_list: ['203.0.113.7', '198.51.100.0/24', '2001:db8::/32', '2001:db8::1'],
       });
-      assert.deepEqual(expectStatus(await s.put(ipr(a.id), { type: 'deny', is_enabled: true, ip_list: ['192.0.2.0/28'] }), 200), { type: 'deny', is_enabled: true, ip_list: ['192.0.2.0/28'] });
-      assert.deepEqual(expectStatus(await s.get(ipr(a.id)), 200), { type: 'deny', is_enabled: true, ip_list: ['192.0.2.0/28'] }, 'the deny list replaced the allow list');
+      assert.deepEqual(expectStatus(await s.put(ipr(a.id), { type: 'deny', is_enabled: true, ip_list: ['192.0.2.0/28'] }), 200), {
+        type: 'deny',
+        is_enabled: true,
+        ip_list: ['192.0.2.0/28'],
+      });
+      assert.deepEqual(
+        expectStatus(await s.get(ipr(a.id)), 200),
+        { type: 'deny', is_enabled: true, ip_list: ['192.0.2.0/28'] },
+        'the deny list replaced the allow list',
+      );
     });
 
     it('IP restriction: invalid addresses or ranges and malformed bodies are 400 and change nothing', async () => {
@@ -161,12 +172,18 @@ for (const kind of DB_KINDS) {
       expectError(await s.post(tcp(a.id), { process_id: (await webProcess(s, other.id)).id, port: 80 }), 400, /process_id/);
       const list = expectStatus(await s.get(tcp(a.id)), 200);
       assert.equal(list.total, 2);
-      assert.deepEqual(list.data.map((p: any) => p.id), [p1.id, p2.id]);
+      assert.deepEqual(
+        list.data.map((p: any) => p.id),
+        [p1.id, p2.id],
+      );
       assert.deepEqual(list.data[0], p1);
       expectStatus(await s.delete(`${tcp(a.id)}/${p1.id}`), 200);
       expectError(await s.delete(`${tcp(a.id)}/${p1.id}`), 404);
       expectError(await s.delete(`${tcp(other.id)}/${p2.id}`), 404, undefined);
-      assert.deepEqual((await listAll(s, tcp(a.id))).map((p) => p.id), [p2.id]);
+      assert.deepEqual(
+        (await listAll(s, tcp(a.id))).map((p) => p.id),
+        [p2.id],
+      );
       const p3 = expectStatus(await s.post(tcp(a.id), { process_id: web.id, port: 5432 }), 201);
       assert.equal(p3.external_port, p1.external_port, 'the released external port is reused');
     });
@@ -181,7 +198,10 @@ for (const kind of DB_KINDS) {
       expectError(await s.post(pp(a.id), { process_id: MISSING, port: 9001 }), 400, /process_id/);
       expectError(await s.post(pp(a.id), { process_id: web.id, port: 70000 }), 400);
       expectError(await s.post(pp(a.id), { port: 9001 }), 400);
-      assert.deepEqual((await listAll(s, pp(a.id))).map((x) => x.id), [p.id]);
+      assert.deepEqual(
+        (await listAll(s, pp(a.id))).map((x) => x.id),
+        [p.id],
+      );
       expectStatus(await s.delete(`${pp(a.id)}/${p.id}`), 200);
       expectError(await s.delete(`${pp(a.id)}/${p.id}`), 404);
       assert.equal(expectStatus(await s.get(pp(a.id)), 200).total, 0);
@@ -231,7 +251,15 @@ for (const kind of DB_KINDS) {
       await waitFor('application deleted', async () => (await s.get(appPath(a.id))).status === 404);
       const db = s.app.database.db;
       for (const table of ['application_settings', 'application_tcp_proxies', 'application_private_ports'] as const) {
-        const n = Number((await db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('app_id', '=', a.id).executeTakeFirst())?.n ?? 0);
+        const n = Number(
+          (
+            await db
+              .selectFrom(table)
+              .select((eb) => eb.fn.countAll().as('n'))
+              .where('app_id', '=', a.id)
+              .executeTakeFirst()
+          )?.n ?? 0,
+        );
         assert.equal(n, 0, `${table} rows of the deleted application`);
       }
       for (const path of reads(a.id)) expectError(await s.get(path), 404);

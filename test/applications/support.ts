@@ -22,7 +22,14 @@ export async function createApp(s: TestServer, opts: { kind?: AppKind; display_n
   const kind = opts.kind ?? 'git';
   const body =
     kind === 'git'
-      ? { display_name: opts.display_name ?? uniqueName('git app'), cluster_id: DEFAULT_CLUSTER.id, source: 'publicGit', git_type: 'github', repo_url: 'https://github.com/example/shop', default_branch: 'main' }
+      ? {
+          display_name: opts.display_name ?? uniqueName('git app'),
+          cluster_id: DEFAULT_CLUSTER.id,
+          source: 'publicGit',
+          git_type: 'github',
+          repo_url: 'https://github.com/example/shop',
+          default_branch: 'main',
+        }
       : { display_name: opts.display_name ?? uniqueName('image app'), cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' };
   return expectStatus(await s.post('/applications', { ...body, ...(opts.extra ?? {}) }, { token: opts.token }), 201);
 }

@@ -27,9 +27,21 @@ describe('local runtime after SIGKILL (sqlite)', () => {
     const env = { ...LOCAL_ENV, SLIPWAY_EDGE_PORT: String(edgePort), SLIPWAY_BOOTSTRAP_TOKEN: token, SLIPWAY_SECRET_KEY: 'k', DATA_DIR: dataDir };
     const repo = makeRepo('c1');
     let server = await startChild([], env);
-    const a = await ok(server.baseUrl, token, 'POST', '/applications', 201, { display_name: 'crash app', cluster_id: DEFAULT_CLUSTER.id, source: 'publicGit', git_type: 'github', repo_url: repo.url, default_branch: 'main' });
+    const a = await ok(server.baseUrl, token, 'POST', '/applications', 201, {
+      display_name: 'crash app',
+      cluster_id: DEFAULT_CLUSTER.id,
+      source: 'publicGit',
+      git_type: 'github',
+      repo_url: repo.url,
+      default_branch: 'main',
+    });
     const d = await ok(server.baseUrl, token, 'POST', `/applications/${a.id}/deployments`, 200, {});
-    await waitFor('the deployment', async () => (await ok(server.baseUrl, token, 'GET', `/applications/${a.id}/deployments/${d.id}`, 200)).status === 'success', 60_000, 50);
+    await waitFor(
+      'the deployment',
+      async () => (await ok(server.baseUrl, token, 'GET', `/applications/${a.id}/deployments/${d.id}`, 200)).status === 'success',
+      60_000,
+      50,
+    );
     const host = `${a.name}.localhost`;
     const before = await edgeGet(edgePort, host);
     assert.equal(before.status, 200);

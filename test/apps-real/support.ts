@@ -16,7 +16,14 @@ export const serverJs = (version: string, crash = false) =>
     ? `console.error('boom'); process.exit(1);\n`
     : `require('http').createServer((req, res) => { res.end('${version} ' + process.pid); }).listen(process.env.PORT, () => console.log('listening on ' + process.env.PORT));\n`;
 
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, stdio: 'pipe', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.com' } }).toString().trim();
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', args, {
+    cwd,
+    stdio: 'pipe',
+    env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.com' },
+  })
+    .toString()
+    .trim();
 
 /** A git repository (branch main) with a package.json and server.js; returns its file:// URL and a committer. */
 export function makeRepo(version: string) {
@@ -34,7 +41,17 @@ export function makeRepo(version: string) {
 }
 
 export async function createRealApp(s: TestServer, repoUrl: string, name: string) {
-  return expectStatus(await s.post('/applications', { display_name: name, cluster_id: DEFAULT_CLUSTER.id, source: 'publicGit', git_type: 'github', repo_url: repoUrl, default_branch: 'main' }), 201);
+  return expectStatus(
+    await s.post('/applications', {
+      display_name: name,
+      cluster_id: DEFAULT_CLUSTER.id,
+      source: 'publicGit',
+      git_type: 'github',
+      repo_url: repoUrl,
+      default_branch: 'main',
+    }),
+    201,
+  );
 }
 
 /** Deploys and waits for the final status. */
@@ -52,7 +69,11 @@ export async function deploy(s: TestServer, appId: string, path = 'deployments',
 }
 
 /** A GET through the edge with a Host header. */
-export function edgeGet(port: number, host: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
+export function edgeGet(
+  port: number,
+  host: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path: '/', headers: { host, ...headers }, agent: false }, (res) => {
       let body = '';

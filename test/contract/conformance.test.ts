@@ -48,7 +48,8 @@ function readAllowList(): AllowEntry[] {
     const where = `${ALLOW_LIST}[${i}]`;
     assert.ok(e && typeof e === 'object' && !Array.isArray(e), `${where}: an object`);
     assert.deepEqual(Object.keys(e).sort(), ['difference', 'operation', 'reason'], `${where}: exactly operation, difference and reason`);
-    for (const k of ['operation', 'difference', 'reason'] as const) assert.ok(typeof e[k] === 'string' && e[k].trim().length > 0, `${where}: ${k} is a non-empty string`);
+    for (const k of ['operation', 'difference', 'reason'] as const)
+      assert.ok(typeof e[k] === 'string' && e[k].trim().length > 0, `${where}: ${k} is a non-empty string`);
     return { operation: operationKey(e.operation), difference: e.difference.trim(), reason: e.reason };
   });
 }
@@ -69,7 +70,9 @@ describe('contract conformance [sqlite]', () => {
   const s = useServer();
 
   it(TITLE, { timeout: 60_000 }, async (t) => {
-    const { stdout } = await promisify(execFile)(process.execPath, [SCRIPT, '--spec', `${s.baseUrl}/v3/openapi.json`, '--json'], { maxBuffer: 64 * 1024 * 1024 });
+    const { stdout } = await promisify(execFile)(process.execPath, [SCRIPT, '--spec', `${s.baseUrl}/v3/openapi.json`, '--json'], {
+      maxBuffer: 64 * 1024 * 1024,
+    });
     const report = JSON.parse(stdout) as Report;
     assert.ok(report.covered > 0, `no operation of the contract is served: ${stdout.slice(0, 500)}`);
 
@@ -80,7 +83,9 @@ describe('contract conformance [sqlite]', () => {
     const unexpected = found.filter((d) => !allow.some((a) => same(a, d)));
     const stale = allow.filter((a) => !found.some((d) => same(a, d)));
 
-    t.diagnostic(`contract operations served: ${report.covered}/${report.total}; not implemented yet: ${report.missing.length}; beyond the contract: ${report.extra.length}`);
+    t.diagnostic(
+      `contract operations served: ${report.covered}/${report.total}; not implemented yet: ${report.missing.length}; beyond the contract: ${report.extra.length}`,
+    );
     t.diagnostic(`schema differences: ${found.length} (${found.length - unexpected.length} allowed by ${ALLOW_LIST})`);
 
     assert.deepEqual(duplicates, [], `duplicate allow-list entries:\n${show(duplicates)}`);

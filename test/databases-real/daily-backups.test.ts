@@ -20,7 +20,12 @@ for (const kind of DB_KINDS) {
       s = await startServer({
         db: kind,
         rateLimits: GENEROUS,
-        env: { SLIPWAY_DB_POSTGRESQL_URL: pgi.url, SLIPWAY_SIM_PROGRESSION: '*=immediate', SLIPWAY_DB_DAILY_BACKUP_MS: '1500', SLIPWAY_DB_BACKUP_SWEEP_MS: '200' },
+        env: {
+          SLIPWAY_DB_POSTGRESQL_URL: pgi.url,
+          SLIPWAY_SIM_PROGRESSION: '*=immediate',
+          SLIPWAY_DB_DAILY_BACKUP_MS: '1500',
+          SLIPWAY_DB_BACKUP_SWEEP_MS: '200',
+        },
       });
     });
     after(async () => {
@@ -42,7 +47,11 @@ for (const kind of DB_KINDS) {
       };
       await run('CREATE TABLE items (v text)');
       await run("INSERT INTO items VALUES ('before')");
-      const daily = await waitFor('a daily backup', async () => (expectStatus(await s.get(`/databases/${d.id}/backups?type=daily`), 200) as { id: string; type: string }[])[0], 60_000);
+      const daily = await waitFor(
+        'a daily backup',
+        async () => (expectStatus(await s.get(`/databases/${d.id}/backups?type=daily`), 200) as { id: string; type: string }[])[0],
+        60_000,
+      );
       assert.equal(daily.type, 'daily');
       const file = backupFile(s, d.id, daily.id);
       assert.ok(existsSync(file) && statSync(file).size > 0, 'the dump is in the backup store');
@@ -56,12 +65,26 @@ for (const kind of DB_KINDS) {
       });
       await waitStatus(s, d.id, 'ready', 'restoringFailed');
       assert.equal((await getDb(s, d.id)).status, 'ready');
-      assert.deepEqual((await run('SELECT v FROM items ORDER BY v')).map((r) => r.v), ['before'], 'the data of the daily backup is back');
+      assert.deepEqual(
+        (await run('SELECT v FROM items ORDER BY v')).map((r) => r.v),
+        ['before'],
+        'the data of the daily backup is back',
+      );
 
-      await s.app.database.db.updateTable('database_backups').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('database_id', '=', d.id).where('id', '=', daily.id).execute();
-      await waitFor('the expired backup to go from the list', async () => !(expectStatus(await s.get(`/databases/${d.id}/backups`), 200) as { id: string }[]).some((b) => b.id === daily.id), 60_000);
+      await s.app.database.db
+        .updateTable('database_backups')
+        .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+        .where('database_id', '=', d.id)
+        .where('id', '=', daily.id)
+        .execute();
+      await waitFor(
+        'the expired backup to go from the list',
+        async () => !(expectStatus(await s.get(`/databases/${d.id}/backups`), 200) as { id: string }[]).some((b) => b.id === daily.id),
+        60_000,
+      );
       // The row goes last, once its dump is removed.
-      const stored = () => s.app.database.db.selectFrom('database_backups').select('id').where('database_id', '=', d.id).where('id', '=', daily.id).executeTakeFirst();
+      const stored = () =>
+        s.app.database.db.selectFrom('database_backups').select('id').where('database_id', '=', d.id).where('id', '=', daily.id).executeTakeFirst();
       await waitFor('the expired backup row to go', async () => !(await stored()), 60_000);
       assert.ok(!existsSync(file), 'its dump is removed from the store');
 

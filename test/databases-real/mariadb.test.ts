@@ -109,7 +109,15 @@ for (const kind of DB_KINDS) {
       await waitFor('logins to be refused', async () => (await login(a)) !== 'ok', 20_000);
       assert.match(await login(a), /account is locked/);
       // The sessions are closed right after the login is turned off.
-      await waitFor('the open session to be closed', () => open.query('SELECT 1').then(() => false, () => true), 20_000);
+      await waitFor(
+        'the open session to be closed',
+        () =>
+          open.query('SELECT 1').then(
+            () => false,
+            () => true,
+          ),
+        20_000,
+      );
       await open.end().catch(() => {});
       expectStatus(await s.post(`/databases/${a.id}/activate`), 200);
       await waitFor('logins to be accepted', async () => (await login(a)) === 'ok', 20_000);
@@ -164,7 +172,7 @@ for (const kind of DB_KINDS) {
       const [users] = await admin.query<mysql.RowDataPacket[]>('SELECT 1 FROM mysql.user WHERE User = ?', [a.user]);
       assert.equal(users.length, 0);
       assert.ok(!existsSync(dir));
-      assert.equal((await getDb(s, a.id).catch(() => null)), null);
+      assert.equal(await getDb(s, a.id).catch(() => null), null);
     });
   });
 }

@@ -120,7 +120,15 @@ for (const kind of DB_KINDS) {
       expectStatus(await s.post(`/databases/${a.id}/suspend`), 200);
       await waitFor('logins to be refused', async () => (await login(a)) === '28000', 20_000);
       // The sessions are closed right after the login is turned off.
-      await waitFor('the open session to be closed', () => open.query('SELECT 1').then(() => false, () => true), 20_000);
+      await waitFor(
+        'the open session to be closed',
+        () =>
+          open.query('SELECT 1').then(
+            () => false,
+            () => true,
+          ),
+        20_000,
+      );
       await open.end().catch(() => {});
       expectStatus(await s.post(`/databases/${a.id}/activate`), 200);
       await waitFor('logins to be accepted', async () => (await login(a)) === 'ok', 20_000);
@@ -173,7 +181,10 @@ for (const kind of DB_KINDS) {
       await waitStatus(s, a.id, 'ready', 'error');
       expectStatus(await s.post(`/databases/${a.id}/backup-targets`, { bucket_name: 'b', access_key: 'k', secret_key: 's' }), 202);
       expectStatus(await s.post(`/databases/${a.id}/external-backups`, { name: 'copy' }), 202);
-      const ext = await waitFor('the external backup', async () => ((await s.get(`/databases/${a.id}/external-backups`)).body as { id: string; size: number }[])[0]);
+      const ext = await waitFor(
+        'the external backup',
+        async () => ((await s.get(`/databases/${a.id}/external-backups`)).body as { id: string; size: number }[])[0],
+      );
       assert.ok(ext.size > 0, 'the size is the dump file size');
       expectStatus(await s.post(`/databases/${a.id}/external-backups/${encodeURIComponent(ext.id)}/restore`, { target_database_id: d.id }), 202);
       await waitStatus(s, d.id, 'ready', 'restoringFailed');
@@ -196,7 +207,10 @@ for (const kind of DB_KINDS) {
       expectStatus(await s.delete(`/databases/${d.id}`), 200);
       await waitFor('the deletion', async () => (await s.get(`/databases/${d.id}`)).status === 404);
       assert.equal((await admin.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [foreign])).rowCount, 1);
-      assert.equal((await admin.query("SELECT 1 FROM pg_database WHERE datname LIKE 'appdata_' || $1 || '%'", [d.id.replace(/-/g, '').slice(0, 12)])).rowCount, 0);
+      assert.equal(
+        (await admin.query("SELECT 1 FROM pg_database WHERE datname LIKE 'appdata_' || $1 || '%'", [d.id.replace(/-/g, '').slice(0, 12)])).rowCount,
+        0,
+      );
     });
 
     it('deletion removes the database, the role and the backups', async () => {

@@ -46,7 +46,11 @@ async function use<T>(c: Conn, fn: (r: Redis) => Promise<T>): Promise<T> {
 }
 
 /** 'ok', or the error of a login attempt. */
-const login = (c: Conn) => use(c, (r) => r.ping()).then(() => 'ok', (e: Error) => e.message);
+const login = (c: Conn) =>
+  use(c, (r) => r.ping()).then(
+    () => 'ok',
+    (e: Error) => e.message,
+  );
 
 for (const kind of DB_KINDS) {
   describe(`real Redis databases (${kind})`, { skip: skipAll || (await skipUnless(kind)), timeout: 300_000 }, () => {
@@ -56,7 +60,11 @@ for (const kind of DB_KINDS) {
     const keys = (c: Conn) => use(c, async (r) => (await r.keys('*')).sort());
 
     before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: { SLIPWAY_DB_REDIS_BIN: bin, SLIPWAY_DB_REDIS_PORTS: `${base}-${base + 20}`, SLIPWAY_SIM_PROGRESSION: '*=immediate' } });
+      s = await startServer({
+        db: kind,
+        rateLimits: GENEROUS,
+        env: { SLIPWAY_DB_REDIS_BIN: bin, SLIPWAY_DB_REDIS_PORTS: `${base}-${base + 20}`, SLIPWAY_SIM_PROGRESSION: '*=immediate' },
+      });
     });
     after(async () => {
       await s?.close();
@@ -103,7 +111,15 @@ for (const kind of DB_KINDS) {
       const open = await connect(a);
       expectStatus(await s.post(`/databases/${a.id}/suspend`), 200);
       await waitFor('logins to be refused', async () => /WRONGPASS|disabled/.test(await login(a)), 20_000);
-      await waitFor('the open connection to be closed', () => open.ping().then(() => false, () => true), 20_000);
+      await waitFor(
+        'the open connection to be closed',
+        () =>
+          open.ping().then(
+            () => false,
+            () => true,
+          ),
+        20_000,
+      );
       open.disconnect();
       expectStatus(await s.post(`/databases/${a.id}/activate`), 200);
       await waitFor('logins to be accepted', async () => (await login(a)) === 'ok', 20_000);
@@ -111,7 +127,11 @@ for (const kind of DB_KINDS) {
 
     it('restart aborts an open MULTI and keeps the data', async () => {
       const open = await connect(a);
-      await open.multi().set('uncommitted', 'x').exec().catch(() => null); // warm the connection
+      await open
+        .multi()
+        .set('uncommitted', 'x')
+        .exec()
+        .catch(() => null); // warm the connection
       await open.del('uncommitted');
       const tx = open.multi();
       tx.set('uncommitted', 'y');
@@ -150,7 +170,10 @@ for (const kind of DB_KINDS) {
       const q = `from=${new Date(now - 120_000).toISOString()}&to=${new Date(now).toISOString()}&interval_in_seconds=60`;
       const mem = expectStatus(await s.get(`/databases/${a.id}/metrics/memory-usage?${q}`), 200) as { data?: { value: number }[] } | { value: number }[];
       const points = Array.isArray(mem) ? mem : (mem.data ?? []);
-      assert.ok(points.some((p) => p.value > 100_000), `memory read from INFO: ${JSON.stringify(mem)}`);
+      assert.ok(
+        points.some((p) => p.value > 100_000),
+        `memory read from INFO: ${JSON.stringify(mem)}`,
+      );
     });
 
     it('starts the server again when its process dies', async () => {

@@ -58,11 +58,21 @@ export async function startPasswordPostgres(): Promise<PgInstance | string> {
     chownSync(dir, uid('postgres'), 0);
     chownSync(join(dir, 'pw'), uid('postgres'), 0);
   }
-  const as = (cmd: string, args: string[]) => (asRoot ? spawnSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { encoding: 'utf8' }) : spawnSync(cmd, args, { encoding: 'utf8' }));
+  const as = (cmd: string, args: string[]) =>
+    asRoot ? spawnSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { encoding: 'utf8' }) : spawnSync(cmd, args, { encoding: 'utf8' });
   const init = as(join(PG_BIN, 'initdb'), ['-D', join(dir, 'data'), '--auth=scram-sha-256', `--pwfile=${join(dir, 'pw')}`, '-U', 'postgres', '--no-sync']);
   if (init.status !== 0) return unavailable('a PostgreSQL instance with password authentication', `initdb: ${init.stderr.trim().split('\n').pop()}`);
   const port = await freePort();
-  const start = as(join(PG_BIN, 'pg_ctl'), ['-D', join(dir, 'data'), '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, '-l', join(dir, 'log'), '-w', 'start']);
+  const start = as(join(PG_BIN, 'pg_ctl'), [
+    '-D',
+    join(dir, 'data'),
+    '-o',
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+    '-l',
+    join(dir, 'log'),
+    '-w',
+    'start',
+  ]);
   if (start.status !== 0) return unavailable('a PostgreSQL instance with password authentication', `pg_ctl: ${start.stderr.trim()}`);
   return {
     url: `postgres://postgres:${adminPassword}@127.0.0.1:${port}/postgres`,
@@ -123,10 +133,15 @@ export async function getDb(s: TestServer, id: string): Promise<Created & Record
 }
 
 export async function waitStatus(s: TestServer, id: string, ...want: string[]) {
-  return waitFor(`database ${id} to reach ${want.join('/')}`, async () => {
-    const d = await getDb(s, id);
-    return want.includes(d.status) ? d : undefined;
-  }, 60_000, 50);
+  return waitFor(
+    `database ${id} to reach ${want.join('/')}`,
+    async () => {
+      const d = await getDb(s, id);
+      return want.includes(d.status) ? d : undefined;
+    },
+    60_000,
+    50,
+  );
 }
 
 /** Creates a database through the API and waits for its final status. */
@@ -139,7 +154,12 @@ export async function create(s: TestServer, b: ReturnType<typeof body>, final = 
 export async function backup(s: TestServer, id: string): Promise<string> {
   const before = new Set((expectStatus(await s.get(`/databases/${id}/backups`), 200) as { id: string }[]).map((b) => b.id));
   expectStatus(await s.post(`/databases/${id}/backups`, { display_name: unique('snap ').replace(/_/g, ' ') }), 202);
-  await waitFor('the backup to finish', async () => (await s.app.database.db.selectFrom('databases').select('backup_status').where('id', '=', id).executeTakeFirstOrThrow()).backup_status === 'ready', 60_000);
+  await waitFor(
+    'the backup to finish',
+    async () =>
+      (await s.app.database.db.selectFrom('databases').select('backup_status').where('id', '=', id).executeTakeFirstOrThrow()).backup_status === 'ready',
+    60_000,
+  );
   const list = expectStatus(await s.get(`/databases/${id}/backups`), 200) as { id: string }[];
   const made = list.find((b) => !before.has(b.id));
   if (!made) throw new Error('the backup failed');
@@ -147,4 +167,5 @@ export async function backup(s: TestServer, id: string): Promise<string> {
 }
 
 /** Where the file store keeps a backup of the server under test. */
-export const backupFile = (s: TestServer, databaseId: string, backupId: string) => join(s.app.config.dataDir, 'database-backups', databaseId, encodeURIComponent(backupId));
+export const backupFile = (s: TestServer, databaseId: string, backupId: string) =>
+  join(s.app.config.dataDir, 'database-backups', databaseId, encodeURIComponent(backupId));

@@ -4,7 +4,20 @@ import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, MISSING, waitFor } from '../helpers/util.js';
-import { IMMEDIATE_ENV, OTHER_CLUSTER, addFault, addTarget, backupAndWait, clearProgression, createDb, getDb, row, setProgression, waitStatus, write } from './support.js';
+import {
+  IMMEDIATE_ENV,
+  OTHER_CLUSTER,
+  addFault,
+  addTarget,
+  backupAndWait,
+  clearProgression,
+  createDb,
+  getDb,
+  row,
+  setProgression,
+  waitStatus,
+  write,
+} from './support.js';
 
 const EXTERNAL_ID_RE = /^\d{8}-\d{6}_manual_pg17_[a-z0-9-]+\.sql\.gz$/;
 
@@ -129,7 +142,10 @@ for (const kind of DB_KINDS) {
     });
 
     it('external backups are refused (400) for engines without support (redis, valkey)', async () => {
-      for (const [type, version] of [['redis', '7'], ['valkey', '8']] as const) {
+      for (const [type, version] of [
+        ['redis', '7'],
+        ['valkey', '8'],
+      ] as const) {
         const d = await createDb(s, { type, version });
         expectError(await s.get(`/databases/${d.id}/external-backups`), 400, /do not support external backups/);
         expectError(await s.post(`/databases/${d.id}/external-backups`, { name: 'x' }), 400, /do not support/);
@@ -184,7 +200,11 @@ for (const kind of DB_KINDS) {
       const target = await createDb(s);
       await setProgression(s, 'restore', { mode: 'reads', reads: 3 });
       expectStatus(await s.post(`/databases/${src.id}/external-backups/${backupId}/restore`, { target_database_id: target.id }), 202);
-      expectError(await s.post(`/databases/${src.id}/external-backups/${backupId}/restore`, { target_database_id: target.id }), 400, /Another restore is in progress/);
+      expectError(
+        await s.post(`/databases/${src.id}/external-backups/${backupId}/restore`, { target_database_id: target.id }),
+        400,
+        /Another restore is in progress/,
+      );
       // The source itself is not restoring: an in-place restore is accepted meanwhile.
       expectStatus(await s.post(`/databases/${src.id}/external-backups/${backupId}/restore`, null), 202);
       expectError(await s.post(`/databases/${src.id}/external-backups/${backupId}/restore`, null), 400, /Another restore is in progress/);

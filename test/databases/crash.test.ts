@@ -14,16 +14,29 @@ import { DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/reso
 
 const FINAL = new Set(['ready', 'error', 'restoringFailed', 'passwordChangeFailed']);
 async function waitFinal(base: string, token: string, id: string) {
-  return waitFor(`database ${id} to reach a final status`, async () => {
-    const d = await ok(base, token, 'GET', `/databases/${id}`, 200);
-    return FINAL.has(d.status) ? d : undefined;
-  }, 60_000, 100);
+  return waitFor(
+    `database ${id} to reach a final status`,
+    async () => {
+      const d = await ok(base, token, 'GET', `/databases/${id}`, 200);
+      return FINAL.has(d.status) ? d : undefined;
+    },
+    60_000,
+    100,
+  );
 }
 
 function readRows(dir: string, ids: string[]) {
   const file = new SQLite(join(dir, 'slipway.db'), { readonly: true });
   try {
-    return ids.map((id) => file.prepare('SELECT id, status, operation, data_version FROM databases WHERE id = ?').get(id) as { id: string; status: string; operation: string | null; data_version: number });
+    return ids.map(
+      (id) =>
+        file.prepare('SELECT id, status, operation, data_version FROM databases WHERE id = ?').get(id) as {
+          id: string;
+          status: string;
+          operation: string | null;
+          data_version: number;
+        },
+    );
   } finally {
     file.close();
   }
@@ -52,7 +65,15 @@ describe('database crash recovery on SQLite: SIGKILL mid-operation and restart o
     };
     first = await startChild([], env);
     const base = first.baseUrl;
-    const body = (name: string) => ({ display_name: name, type: 'postgresql', version: '17', cluster_id: DEFAULT_CLUSTER.id, resource_type_id: DATABASE_RESOURCE_TYPES[0]!.id, db_name: 'data', db_password: 'Secret_1' });
+    const body = (name: string) => ({
+      display_name: name,
+      type: 'postgresql',
+      version: '17',
+      cluster_id: DEFAULT_CLUSTER.id,
+      resource_type_id: DATABASE_RESOURCE_TYPES[0]!.id,
+      db_name: 'data',
+      db_password: 'Secret_1',
+    });
     const src = await ok(base, token, 'POST', '/databases', 201, body('crash source'));
     const other = await ok(base, token, 'POST', '/databases', 201, body('crash restart'));
     await waitFinal(base, token, src.id);

@@ -29,12 +29,23 @@ const list = async (s: TestServer, id: string, query = ''): Promise<Listed[]> =>
 
 /** The daily chain(s) of a database that can still run: queued or running job rows. */
 async function liveChains(s: TestServer, databaseId: string) {
-  return s.app.database.db.selectFrom('jobs').select(['id', 'status', 'payload']).where('kind', '=', 'database.daily-backup').where('subject_id', '=', databaseId).where('status', 'in', ['queued', 'running']).execute();
+  return s.app.database.db
+    .selectFrom('jobs')
+    .select(['id', 'status', 'payload'])
+    .where('kind', '=', 'database.daily-backup')
+    .where('subject_id', '=', databaseId)
+    .where('status', 'in', ['queued', 'running'])
+    .execute();
 }
 
 /** Makes a backup expired, as if its retention ran out (written directly in the control plane's database). */
 async function expire(s: TestServer, databaseId: string, backupId: string) {
-  await s.app.database.db.updateTable('database_backups').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('database_id', '=', databaseId).where('id', '=', backupId).execute();
+  await s.app.database.db
+    .updateTable('database_backups')
+    .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+    .where('database_id', '=', databaseId)
+    .where('id', '=', backupId)
+    .execute();
 }
 
 /**
@@ -56,7 +67,12 @@ async function manualBackup(s: TestServer, id: string, name: string): Promise<Li
 }
 
 async function storedBackup(s: TestServer, databaseId: string, backupId: string) {
-  return s.app.database.db.selectFrom('database_backups').select(['id', 'status']).where('database_id', '=', databaseId).where('id', '=', backupId).executeTakeFirst();
+  return s.app.database.db
+    .selectFrom('database_backups')
+    .select(['id', 'status'])
+    .where('database_id', '=', databaseId)
+    .where('id', '=', backupId)
+    .executeTakeFirst();
 }
 
 for (const kind of DB_KINDS) {
@@ -109,20 +125,29 @@ for (const kind of DB_KINDS) {
       const skips = () => lines.filter((l) => l.database === d.id && l.msg === 'daily database backup skipped');
       await waitFor('two skipped daily backups', () => skips().length >= 2);
       assert.match(skips()[0]!.reason!, /suspended/);
-      assert.deepEqual((await list(s, d.id)).map((b) => b.id), before, 'no backup while suspended');
+      assert.deepEqual(
+        (await list(s, d.id)).map((b) => b.id),
+        before,
+        'no backup while suspended',
+      );
       assert.equal((await liveChains(s, d.id)).length, 1, 'the chain goes on');
       expectStatus(await s.post(`/databases/${d.id}/activate`), 200);
       await waitFor('a daily backup after activation', async () => (await list(s, d.id, '?type=daily')).some((b) => !before.includes(b.id)));
     });
 
-    it('a deleted database\'s chain stops', async () => {
+    it("a deleted database's chain stops", async () => {
       const d = await createDb(s);
       await waitFor('a daily backup', async () => (await list(s, d.id, '?type=daily')).length > 0);
       assert.equal((await liveChains(s, d.id)).length, 1);
       expectStatus(await s.delete(`/databases/${d.id}`), 200);
       await waitFor('the database gone', async () => (await s.get(`/databases/${d.id}`)).status === 404);
       assert.deepEqual(await liveChains(s, d.id), [], 'no daily backup job left to run');
-      const rows = await s.app.database.db.selectFrom('jobs').select('status').where('kind', '=', 'database.daily-backup').where('subject_id', '=', d.id).execute();
+      const rows = await s.app.database.db
+        .selectFrom('jobs')
+        .select('status')
+        .where('kind', '=', 'database.daily-backup')
+        .where('subject_id', '=', d.id)
+        .execute();
       assert.ok(rows.length >= 1 && rows.every((r) => r.status === 'cancelled' || r.status === 'done'), JSON.stringify(rows));
     });
 
@@ -173,7 +198,13 @@ for (const kind of DB_KINDS) {
     let pgDb: { url: string; drop(): Promise<void> } | undefined;
     const servers: TestServer[] = [];
     const boot = async (k: DbKind) => {
-      const s = await startServer({ db: k, rateLimits: GENEROUS, env: { SLIPWAY_SIM_PROGRESSION: '*=immediate' }, flags: { 'data-dir': dir }, ...(pgDb ? { databaseUrl: pgDb.url } : {}) });
+      const s = await startServer({
+        db: k,
+        rateLimits: GENEROUS,
+        env: { SLIPWAY_SIM_PROGRESSION: '*=immediate' },
+        flags: { 'data-dir': dir },
+        ...(pgDb ? { databaseUrl: pgDb.url } : {}),
+      });
       servers.push(s);
       return s;
     };
@@ -198,7 +229,11 @@ for (const kind of DB_KINDS) {
       // a's chain as a worker that died while running it leaves it: running under an expired lease.
       // b's chain missing, as for a database created before daily backups existed.
       await first.app.jobs.stop();
-      await first.app.database.db.updateTable('jobs').set({ status: 'running', lease_owner: 'dead-worker', lease_expires_at: new Date(Date.now() - 60_000).toISOString() }).where('id', '=', armed.id).execute();
+      await first.app.database.db
+        .updateTable('jobs')
+        .set({ status: 'running', lease_owner: 'dead-worker', lease_expires_at: new Date(Date.now() - 60_000).toISOString() })
+        .where('id', '=', armed.id)
+        .execute();
       await first.app.database.db.deleteFrom('jobs').where('kind', '=', 'database.daily-backup').where('subject_id', '=', b.id).execute();
       await first.close();
 
@@ -214,7 +249,12 @@ for (const kind of DB_KINDS) {
       const again = await boot(kind);
       assert.equal((await liveChains(again, a.id)).length, 1);
       assert.equal((await liveChains(again, b.id)).length, 1);
-      const sweeps = await again.app.database.db.selectFrom('jobs').select('id').where('kind', '=', 'database.backup-retention').where('status', 'in', ['queued', 'running']).execute();
+      const sweeps = await again.app.database.db
+        .selectFrom('jobs')
+        .select('id')
+        .where('kind', '=', 'database.backup-retention')
+        .where('status', 'in', ['queued', 'running'])
+        .execute();
       assert.equal(sweeps.length, 1, 'one retention sweep');
     });
   });

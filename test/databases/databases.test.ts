@@ -5,7 +5,20 @@ import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, MISSING, waitFor } from '../helpers/util.js';
 import {
-  IMMEDIATE_ENV, OTHER_CLUSTER, RESOURCE_TYPE, addFault, backupAndWait, clearProgression, createDb, dbBody, getDb, row, setProgression, waitStatus, window, write,
+  IMMEDIATE_ENV,
+  OTHER_CLUSTER,
+  RESOURCE_TYPE,
+  addFault,
+  backupAndWait,
+  clearProgression,
+  createDb,
+  dbBody,
+  getDb,
+  row,
+  setProgression,
+  waitStatus,
+  window,
+  write,
 } from './support.js';
 import { DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 
@@ -203,7 +216,11 @@ for (const kind of DB_KINDS) {
       const d = await createDb(s);
       assert.deepEqual(expectStatus(await s.get(`/databases/${d.id}/ip-restriction`), 200), { type: 'allow', is_enabled: false, ip_list: [] });
       const list = ['203.0.113.7', '198.51.100.0/24', '2001:db8::1', '2001:db8::/32'];
-      assert.deepEqual(expectStatus(await s.put(`/databases/${d.id}/ip-restriction`, { type: 'allow', is_enabled: true, ip_list: list }), 200), { type: 'allow', is_enabled: true, ip_list: list });
+      assert.deepEqual(expectStatus(await s.put(`/databases/${d.id}/ip-restriction`, { type: 'allow', is_enabled: true, ip_list: list }), 200), {
+        type: 'allow',
+        is_enabled: true,
+        ip_list: list,
+      });
       expectStatus(await s.put(`/databases/${d.id}/ip-restriction`, { type: 'deny', is_enabled: true, ip_list: ['10.0.0.0/8'] }), 200);
       assert.deepEqual(expectStatus(await s.get(`/databases/${d.id}/ip-restriction`), 200), { type: 'deny', is_enabled: true, ip_list: ['10.0.0.0/8'] });
     });
@@ -218,11 +235,25 @@ for (const kind of DB_KINDS) {
     it('internal connections: to a database or an application in the same cluster; list and delete', async () => {
       const d = await createDb(s);
       const other = await createDb(s);
-      const a = expectStatus(await s.post('/applications', { display_name: `conn app ${Date.now()}`, cluster_id: DEFAULT_CLUSTER.id, source: 'publicGit', repo_url: 'https://github.com/x/y.git' }), 201);
+      const a = expectStatus(
+        await s.post('/applications', {
+          display_name: `conn app ${Date.now()}`,
+          cluster_id: DEFAULT_CLUSTER.id,
+          source: 'publicGit',
+          repo_url: 'https://github.com/x/y.git',
+        }),
+        201,
+      );
       const c1 = expectStatus(await s.post(`/databases/${d.id}/internal-connections`, { target_id: other.id, target_type: 'database' }), 201);
       const c2 = expectStatus(await s.post(`/databases/${d.id}/internal-connections`, { target_id: a.id, target_type: 'app' }), 201);
       const l = expectStatus(await s.get(`/databases/${d.id}/internal-connections`), 200);
-      assert.deepEqual(l.map((c: any) => [c.id, c.source_type, c.target_type]).sort(), [[c1.id, 'dbResource', 'dbResource'], [c2.id, 'dbResource', 'appResource']].sort());
+      assert.deepEqual(
+        l.map((c: any) => [c.id, c.source_type, c.target_type]).sort(),
+        [
+          [c1.id, 'dbResource', 'dbResource'],
+          [c2.id, 'dbResource', 'appResource'],
+        ].sort(),
+      );
       expectError(await s.post(`/databases/${d.id}/internal-connections`, { target_id: a.id, target_type: 'app' }), 400, /already/);
       expectStatus(await s.delete(`/databases/${d.id}/internal-connections/${c1.id}`), 200);
       expectError(await s.delete(`/databases/${d.id}/internal-connections/${c1.id}`), 404);
@@ -233,7 +264,15 @@ for (const kind of DB_KINDS) {
       const d = await createDb(s);
       const far = await createDb(s, { cluster_id: OTHER_CLUSTER.id });
       expectError(await s.post(`/databases/${d.id}/internal-connections`, { target_id: far.id, target_type: 'database' }), 400, /same cluster/);
-      const a = expectStatus(await s.post('/applications', { display_name: `far app ${Date.now()}`, cluster_id: OTHER_CLUSTER.id, source: 'publicGit', repo_url: 'https://github.com/x/y.git' }), 201);
+      const a = expectStatus(
+        await s.post('/applications', {
+          display_name: `far app ${Date.now()}`,
+          cluster_id: OTHER_CLUSTER.id,
+          source: 'publicGit',
+          repo_url: 'https://github.com/x/y.git',
+        }),
+        201,
+      );
       expectError(await s.post(`/databases/${d.id}/internal-connections`, { target_id: a.id, target_type: 'app' }), 400, /same cluster/);
       // An id that names nothing is answered like a path id (404).
       expectError(await s.post(`/databases/${d.id}/internal-connections`, { target_id: MISSING, target_type: 'app' }), 404);
@@ -297,7 +336,10 @@ for (const kind of DB_KINDS) {
       expectStatus(await s.get(`/databases/${d.id}`, { token: scoped }), 200);
       expectError(await s.get(`/databases/${hidden.id}`, { token: scoped }), 404);
       const l = expectStatus(await s.get('/databases?limit=100', { token: scoped }), 200);
-      assert.deepEqual(l.data.map((x: { id: string }) => x.id), [d.id]);
+      assert.deepEqual(
+        l.data.map((x: { id: string }) => x.id),
+        [d.id],
+      );
     });
   });
 

@@ -57,7 +57,11 @@ export async function row(s: TestServer, id: string) {
   return s.app.database.db.selectFrom('databases').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 }
 
-export async function setProgression(s: TestServer, operation: string, p: { mode: 'immediate' } | { mode: 'reads'; reads: number } | { mode: 'duration'; ms: number }) {
+export async function setProgression(
+  s: TestServer,
+  operation: string,
+  p: { mode: 'immediate' } | { mode: 'reads'; reads: number } | { mode: 'duration'; ms: number },
+) {
   expectStatus(await s.admin('PUT', `/simulation/progression/${operation}`, p), 200);
 }
 export async function clearProgression(s: TestServer, operation: string) {
@@ -81,7 +85,10 @@ export async function backupAndWait(s: TestServer, id: string, external: false |
 }
 
 export async function addTarget(s: TestServer, id: string, bucket = 'my-bucket') {
-  expectStatus(await s.post(`/databases/${id}/backup-targets`, { bucket_name: bucket, access_key: 'AKIA1', secret_key: 'secret1', endpoint: 'https://s3.example.com' }), 202);
+  expectStatus(
+    await s.post(`/databases/${id}/backup-targets`, { bucket_name: bucket, access_key: 'AKIA1', secret_key: 'secret1', endpoint: 'https://s3.example.com' }),
+    202,
+  );
   const list = expectStatus(await s.get(`/databases/${id}/backup-targets`), 200) as { id: string; bucket_name: string }[];
   return list.find((t) => t.bucket_name === bucket)!.id;
 }

@@ -32,7 +32,10 @@ for (const kind of DB_KINDS) {
       s = await startServer({
         db: kind,
         rateLimits: LIMITS,
-        env: { SLIPWAY_SIM_PROGRESSION: 'domain_verification=immediate,app_delete=immediate,deployment=immediate', SLIPWAY_DOMAINS_MAX_PER_SERVICE: String(MAX_PER_SERVICE) },
+        env: {
+          SLIPWAY_SIM_PROGRESSION: 'domain_verification=immediate,app_delete=immediate,deployment=immediate',
+          SLIPWAY_DOMAINS_MAX_PER_SERVICE: String(MAX_PER_SERVICE),
+        },
       });
     });
     after(async () => s?.close());
@@ -55,7 +58,15 @@ for (const kind of DB_KINDS) {
       assert.equal(d.name, row.temp_domain, 'the system domain is the generated domain of the application');
       assert.match(d.name, new RegExp(`^${a.name}-[0-9a-f]{6}\\.${DEFAULT_CLUSTER.name}\\.slipway\\.app$`));
       assert.deepEqual(
-        { type: d.type, status: d.status, is_enabled: d.is_enabled, is_primary: d.is_primary, is_wildcard: d.is_wildcard, dns_records: d.dns_records, errors: d.errors },
+        {
+          type: d.type,
+          status: d.status,
+          is_enabled: d.is_enabled,
+          is_primary: d.is_primary,
+          is_wildcard: d.is_wildcard,
+          dns_records: d.dns_records,
+          errors: d.errors,
+        },
         { type: 'SYSTEM', status: 'ACTIVE', is_enabled: true, is_primary: true, is_wildcard: false, dns_records: null, errors: null },
       );
       assert.deepEqual(await get(a.id, d.id), d);
@@ -83,7 +94,10 @@ for (const kind of DB_KINDS) {
         assert.deepEqual(cname, { type: 'CNAME', name, value: 'cname.slipway.app' });
         assert.deepEqual(await get(a.id, d.id), d);
         const all = await listDomains(s, a.id);
-        assert.deepEqual(all.map((x) => x.type), ['SYSTEM', 'CUSTOM']);
+        assert.deepEqual(
+          all.map((x) => x.type),
+          ['SYSTEM', 'CUSTOM'],
+        );
         assert.equal(all.filter((x) => x.is_primary).length, 1);
 
         // An apex name is pointed with an A record; each domain has its own ownership token.
@@ -168,7 +182,11 @@ for (const kind of DB_KINDS) {
       const other = await s.newCompany();
       const c = await createApp(s, other.token);
       for (const attempt of [name, `${name}.`, name.toUpperCase()]) {
-        const msg = expectError(await s.post(domainsPath(c.id), { domain_name: attempt }, { token: other.token }), 400, /is not available: it is already in use$/);
+        const msg = expectError(
+          await s.post(domainsPath(c.id), { domain_name: attempt }, { token: other.token }),
+          400,
+          /is not available: it is already in use$/,
+        );
         for (const secret of [a.id, a.name, s.companyId, 'your company']) assert.ok(!msg.includes(secret), `the message reveals ${secret}: ${msg}`);
       }
       // A system domain is held the same way.
@@ -295,7 +313,10 @@ for (const kind of DB_KINDS) {
       expectStatus(await s.delete(domainPath(a.id, pending.id)), 200);
       expectStatus(await s.delete(domainPath(a.id, first.id)), 200);
       const after = await listDomains(s, a.id);
-      assert.deepEqual(after.map((d) => d.id), [sys.id]);
+      assert.deepEqual(
+        after.map((d) => d.id),
+        [sys.id],
+      );
       assert.equal(after[0]!.is_primary, true);
       assert.equal(after[0]!.is_enabled, true);
       expectError(await s.post(`${domainPath(a.id, sys.id)}/toggle`), 400, /primary domain; make an active custom domain primary/);
@@ -362,7 +383,10 @@ for (const kind of DB_KINDS) {
       const all = await listDomains(s, a.id);
       const p = expectStatus(await s.get(`${domainsPath(a.id)}?limit=2&offset=1`), 200);
       assert.equal(p.total, 4);
-      assert.deepEqual(p.data.map((d: Domain) => d.id), all.slice(1, 3).map((d) => d.id));
+      assert.deepEqual(
+        p.data.map((d: Domain) => d.id),
+        all.slice(1, 3).map((d) => d.id),
+      );
       expectError(await s.get(`${domainsPath(a.id)}?limit=0`), 400);
     });
 
@@ -372,7 +396,11 @@ for (const kind of DB_KINDS) {
       const good = certificate([name]);
       const d = await addDomain(s, a.id, { domain_name: name, custom_ssl_cert: good.cert, custom_ssl_key: good.key });
       assert.equal(d.name, name);
-      const row = await s.app.database.db.selectFrom('domains').select(['custom_key_enc', 'custom_cert', 'certificate']).where('id', '=', d.id).executeTakeFirstOrThrow();
+      const row = await s.app.database.db
+        .selectFrom('domains')
+        .select(['custom_key_enc', 'custom_cert', 'certificate'])
+        .where('id', '=', d.id)
+        .executeTakeFirstOrThrow();
       assert.ok(row.custom_key_enc && !row.custom_key_enc.includes('PRIVATE KEY'), 'the key is encrypted at rest');
       assert.equal(s.app.secrets.decrypt(row.custom_key_enc!), good.key);
       assert.equal(row.certificate, 'custom');
@@ -419,7 +447,12 @@ for (const kind of DB_KINDS) {
       expectError(await s.delete(domainPath(a.id, d.id), { token: other.token }), 404);
       expectError(await s.post(domainsPath(a.id), { domain_name: host() }, { token: other.token }), 404);
 
-      const scoped = await s.newKey({ capabilities: [{ permission: 'APP:READ', id_resource: a.id }, { permission: 'APP:UPDATE', id_resource: a.id }] });
+      const scoped = await s.newKey({
+        capabilities: [
+          { permission: 'APP:READ', id_resource: a.id },
+          { permission: 'APP:UPDATE', id_resource: a.id },
+        ],
+      });
       assert.equal((await listDomains(s, a.id, '/applications', scoped.token)).length, 2);
       expectError(await s.get(domainsPath(b.id), { token: scoped.token }), 404);
       expectError(await s.post(domainsPath(b.id), { domain_name: host() }, { token: scoped.token }), 404);

@@ -6,10 +6,13 @@ const TYPES = { A: 1, CNAME: 5, TXT: 16 } as const;
 type RecordType = keyof typeof TYPES;
 
 function encodeName(name: string): Buffer {
-  const parts = name.replace(/\.$/, '').split('.').map((l) => {
-    const b = Buffer.from(l, 'ascii');
-    return Buffer.concat([Buffer.from([b.length]), b]);
-  });
+  const parts = name
+    .replace(/\.$/, '')
+    .split('.')
+    .map((l) => {
+      const b = Buffer.from(l, 'ascii');
+      return Buffer.concat([Buffer.from([b.length]), b]);
+    });
   return Buffer.concat([...parts, Buffer.from([0])]);
 }
 

@@ -12,7 +12,14 @@ import { addDomain, createApp, DOMAIN_KEYS, domainPath, domainsPath, host, LIMIT
 
 const OWNERS = [
   { base: '/static-sites', type: 'static-site', label: 'Static site', resource: 'STATIC_SITE', system: /^site-\d+-[0-9a-f]{6}\.slipway\.page$/, deleted: 200 },
-  { base: '/load-balancers', type: 'load-balancer', label: 'Load balancer', resource: 'LOAD_BALANCER', system: /^site-\d+-[0-9a-f]{6}\.lb\.slipway\.app$/, deleted: 204 },
+  {
+    base: '/load-balancers',
+    type: 'load-balancer',
+    label: 'Load balancer',
+    resource: 'LOAD_BALANCER',
+    system: /^site-\d+-[0-9a-f]{6}\.lb\.slipway\.app$/,
+    deleted: 204,
+  },
 ] as const;
 
 for (const kind of DB_KINDS) {
@@ -46,7 +53,10 @@ for (const kind of DB_KINDS) {
         assert.equal(got.status, 'ACTIVE');
         assert.match(expectStatus(await s.post(`${domainPath(svc.id, d.id, o.base)}/refresh-status`), 200).message, /is active/);
         expectStatus(await s.post(`${domainPath(svc.id, d.id, o.base)}/set-primary`), 200);
-        assert.deepEqual((await listDomains(s, svc.id, o.base)).filter((x) => x.is_primary).map((x) => x.id), [d.id]);
+        assert.deepEqual(
+          (await listDomains(s, svc.id, o.base)).filter((x) => x.is_primary).map((x) => x.id),
+          [d.id],
+        );
         assert.deepEqual(expectStatus(await s.post(`${domainPath(svc.id, sys!.id, o.base)}/toggle`), 200), { message: 'System domain disabled' });
         const renamed = expectStatus(await s.patch(domainPath(svc.id, sys!.id, o.base), { name: `${o.type}-${process.pid}` }), 200) as Domain;
         assert.equal(renamed.name, `${o.type}-${process.pid}.${sys!.name.split('.').slice(1).join('.')}`);
@@ -57,7 +67,11 @@ for (const kind of DB_KINDS) {
         if (o.deleted === 204) assert.equal(del.text, '');
         else assert.deepEqual(del.body, { message: 'Domain deleted' });
         const left = await listDomains(s, svc.id, o.base);
-        assert.deepEqual(left.map((x) => [x.id, x.is_primary, x.is_enabled]), [[sys!.id, true, true]], 'the system domain is primary (and on) again');
+        assert.deepEqual(
+          left.map((x) => [x.id, x.is_primary, x.is_enabled]),
+          [[sys!.id, true, true]],
+          'the system domain is primary (and on) again',
+        );
         expectError(await s.get(domainPath(svc.id, d.id, o.base)), 404, 'Domain not found');
       });
 
@@ -75,7 +89,12 @@ for (const kind of DB_KINDS) {
         expectError(await s.get(domainsPath(svc.id, o.base), { token: appOnly.token }), 403, new RegExp(`${o.resource}:READ`));
         expectError(await s.post(domainsPath(svc.id, o.base), { domain_name: host() }, { token: appOnly.token }), 403, new RegExp(`${o.resource}:UPDATE`));
         const svc2 = make[o.type]!();
-        const scoped = await s.newKey({ capabilities: [{ permission: `${o.resource}:READ`, id_resource: svc.id }, { permission: `${o.resource}:UPDATE`, id_resource: svc.id }] });
+        const scoped = await s.newKey({
+          capabilities: [
+            { permission: `${o.resource}:READ`, id_resource: svc.id },
+            { permission: `${o.resource}:UPDATE`, id_resource: svc.id },
+          ],
+        });
         expectStatus(await s.post(domainsPath(svc.id, o.base), { domain_name: host() }, { token: scoped.token }), 201);
         assert.equal((await listDomains(s, svc.id, o.base, scoped.token)).length, 2);
         expectError(await s.get(domainsPath(svc2.id, o.base), { token: scoped.token }), 404);
@@ -116,7 +135,10 @@ for (const kind of DB_KINDS) {
       for (const n of names) added.push(await addDomain(s, svc.id, { domain_name: n }, '/load-balancers'));
       await listDomains(s, svc.id, '/load-balancers'); // verified on read (immediate progression)
       const primaries = await Promise.all(added.map((d) => s.post(`${domainPath(svc.id, d.id, '/load-balancers')}/set-primary`)));
-      assert.deepEqual(primaries.map((r) => r.status), [200, 200, 200, 200]);
+      assert.deepEqual(
+        primaries.map((r) => r.status),
+        [200, 200, 200, 200],
+      );
       const all = await listDomains(s, svc.id, '/load-balancers');
       assert.equal(all.filter((d) => d.is_primary).length, 1);
       assert.equal(all.length, 6);
@@ -135,25 +157,44 @@ for (const kind of DB_KINDS) {
     it('claimHostname / releaseHostname: object storage holds a hostname uniquely; domainsOf and removeServiceDomains', async () => {
       const db = s.app.database.db;
       const bucket = randomUUID();
-      const call = (companyId: string) => (fn: (ctx: ReturnType<typeof systemCall>) => Promise<unknown>) => db.transaction().execute((tx) => fn(systemCall(s.app, tx, companyId)));
+      const call = (companyId: string) => (fn: (ctx: ReturnType<typeof systemCall>) => Promise<unknown>) =>
+        db.transaction().execute((tx) => fn(systemCall(s.app, tx, companyId)));
       const mine = call(s.companyId);
       const name = host('cdn');
       assert.equal(await mine((ctx) => claimHostname(ctx, name.toUpperCase(), { type: 'object-storage', id: bucket })), name);
       assert.equal(await mine((ctx) => claimHostname(ctx, name, { type: 'object-storage', id: bucket })), name, 'claiming again is a no-op');
-      await assert.rejects(mine((ctx) => claimHostname(ctx, name, { type: 'object-storage', id: randomUUID() })), (e: Error & { status?: number }) => e.status === 400 && /already in use/.test(e.message));
-      await assert.rejects(mine((ctx) => claimHostname(ctx, 'https://x', { type: 'object-storage', id: bucket })), (e: Error & { status?: number }) => e.status === 400);
+      await assert.rejects(
+        mine((ctx) => claimHostname(ctx, name, { type: 'object-storage', id: randomUUID() })),
+        (e: Error & { status?: number }) => e.status === 400 && /already in use/.test(e.message),
+      );
+      await assert.rejects(
+        mine((ctx) => claimHostname(ctx, 'https://x', { type: 'object-storage', id: bucket })),
+        (e: Error & { status?: number }) => e.status === 400,
+      );
       // A CDN hostname is not one of the services' domains, but nobody else can add it.
       const a = await createApp(s);
       expectError(await s.post(domainsPath(a.id), { domain_name: name }), 400, /already in use/);
       const other = await s.newCompany();
-      await assert.rejects(call(other.companyId)((ctx) => claimHostname(ctx, name, { type: 'object-storage', id: randomUUID() })), (e: Error) => /not available/.test(e.message));
-      assert.deepEqual((await domainsOf(db, bucket)).map((d) => [d.hostname, d.type, d.serving]), [[name, 'CDN', true]]);
+      await assert.rejects(
+        call(other.companyId)((ctx) => claimHostname(ctx, name, { type: 'object-storage', id: randomUUID() })),
+        (e: Error) => /not available/.test(e.message),
+      );
+      assert.deepEqual(
+        (await domainsOf(db, bucket)).map((d) => [d.hostname, d.type, d.serving]),
+        [[name, 'CDN', true]],
+      );
 
       await mine((ctx) => releaseHostname(ctx, name, bucket));
       assert.deepEqual(await domainsOf(db, bucket), []);
       await addDomain(s, a.id, { domain_name: name });
       const edge = await domainsOf(db, a.id);
-      assert.deepEqual(edge.map((d) => [d.type, d.is_primary, d.serving]), [['SYSTEM', true, true], ['CUSTOM', false, false]]);
+      assert.deepEqual(
+        edge.map((d) => [d.type, d.is_primary, d.serving]),
+        [
+          ['SYSTEM', true, true],
+          ['CUSTOM', false, false],
+        ],
+      );
       await db.transaction().execute((tx) => removeServiceDomains(tx, a.id));
       assert.deepEqual(await domainsOf(db, a.id), []);
     });

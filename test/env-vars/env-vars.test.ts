@@ -111,7 +111,10 @@ for (const kind of DB_KINDS) {
         const v = await createVar(app, { key: 'GONE', value: '1' });
         const d = expectStatus(await s.delete(`${appVars(app)}/${v.id}`), 200);
         assert.equal(typeof d.message, 'string');
-        assert.deepEqual(expectStatus(await s.get(appVars(app)), 200).data.map((x: EnvVar) => x.id), [keep.id]);
+        assert.deepEqual(
+          expectStatus(await s.get(appVars(app)), 200).data.map((x: EnvVar) => x.id),
+          [keep.id],
+        );
         expectError(await s.delete(`${appVars(app)}/${v.id}`), 404);
         expectError(await s.put(`${appVars(app)}/${v.id}`, { value: 'x' }), 404);
         expectError(await s.put(`${appVars(app)}/${MISSING}`, { value: 'x' }), 404);
@@ -227,7 +230,10 @@ for (const kind of DB_KINDS) {
         expectError(await s.put(`${g}/${a.id}`, { value: 'x' }, { token: co.token }), 404);
         expectError(await s.put(`${g}/${MISSING}`, { value: 'x' }, { token: co.token }), 404);
         const after = expectStatus(await s.get(g, { token: co.token }), 200);
-        assert.deepEqual(after.data.map((x: EnvVar) => x.key), ['APP_ENV', 'REGION']);
+        assert.deepEqual(
+          after.data.map((x: EnvVar) => x.key),
+          ['APP_ENV', 'REGION'],
+        );
       });
 
       it('keys are unique per company (400) and validated like app keys', async () => {
@@ -278,7 +284,11 @@ for (const kind of DB_KINDS) {
           assert.match(expectError(r, 403), /APP:UPDATE/);
         }
         const list = expectStatus(await s.get(appVars(app)), 200);
-        assert.deepEqual(list.data.map((x: EnvVar) => [x.key, x.value]), [['VIEWER_SEES', 'yes']], 'nothing changed');
+        assert.deepEqual(
+          list.data.map((x: EnvVar) => [x.key, x.value]),
+          [['VIEWER_SEES', 'yes']],
+          'nothing changed',
+        );
       });
 
       it('a Company Billing key (no APP:READ) cannot list (403 naming APP:READ)', async () => {

@@ -39,7 +39,11 @@ for (const kind of DB_KINDS) {
     const s = useServer({ db: kind, rateLimits: { general_write: 10_000, service_creation: 10_000 } });
 
     const newApp = async (token?: string): Promise<ApplicationsTable> => {
-      const r = await s.post('/applications', { display_name: `resolve app ${++n}`, cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' }, { token });
+      const r = await s.post(
+        '/applications',
+        { display_name: `resolve app ${++n}`, cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' },
+        { token },
+      );
       expectStatus(r, 201);
       return s.app.database.db.selectFrom('applications').selectAll().where('id', '=', r.body.id).executeTakeFirstOrThrow();
     };
@@ -200,7 +204,11 @@ for (const kind of DB_KINDS) {
       const dst = expectStatus(await s.get(`/applications/${to.id}/env-vars`), 200).data;
       const shape = (x: { key: string; value: string; is_runtime: boolean; is_buildtime: boolean }) => [x.key, x.value, x.is_runtime, x.is_buildtime];
       assert.deepEqual(dst.map(shape), src.map(shape));
-      assert.deepEqual(dst.map(shape), [['ONE', '1', true, true], ['TWO', '2', false, true], ['THREE', '${ONE}', true, false]]);
+      assert.deepEqual(dst.map(shape), [
+        ['ONE', '1', true, true],
+        ['TWO', '2', false, true],
+        ['THREE', '${ONE}', true, false],
+      ]);
       for (const d of dst) {
         assert.equal(d.app_id, to.id);
         assert.ok(!src.some((x: { id: string }) => x.id === d.id), 'copies have new ids');

@@ -86,12 +86,19 @@ describe('env var references: examples', () => {
     for (let i = 1; i <= 40; i++) vars[`V${i}`] = `\${V${i - 1}}\${V${i - 1}}`;
     const r = resolve(vars);
     for (const v of Object.values(r.vars)) assert.ok(v.length <= MAX_RESOLVED_LENGTH + 16, `length ${v.length}`);
-    assert.ok(r.problems.some((p) => /^V\d+ would be longer than \d+ characters; \$\{V\d+\} left unresolved$/.test(p)), r.problems.join('\n'));
+    assert.ok(
+      r.problems.some((p) => /^V\d+ would be longer than \d+ characters; \$\{V\d+\} left unresolved$/.test(p)),
+      r.problems.join('\n'),
+    );
     assert.equal(r.vars.V5, 'x'.repeat(32000));
   });
 
   it('handles keys named like Object.prototype members', () => {
-    const vars = Object.fromEntries([['__proto__', 'p'], ['constructor', '${__proto__}'], ['toString', '${hasOwnProperty}']]);
+    const vars = Object.fromEntries([
+      ['__proto__', 'p'],
+      ['constructor', '${__proto__}'],
+      ['toString', '${hasOwnProperty}'],
+    ]);
     const r = resolve(vars);
     assert.equal(Object.getOwnPropertyDescriptor(r.vars, '__proto__')?.value, 'p');
     assert.equal(r.vars.constructor, 'p');
@@ -157,7 +164,10 @@ describe('env var references: properties', () => {
   });
 
   it('values without references are unchanged (no `${` in any value → identity, no problems)', () => {
-    const plain = fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ maxLength: 40 }).filter((s) => !s.includes('${')));
+    const plain = fc.dictionary(
+      fc.string({ minLength: 1, maxLength: 8 }),
+      fc.string({ maxLength: 40 }).filter((s) => !s.includes('${')),
+    );
     fc.assert(
       fc.property(plain, (vars) => {
         const r = resolveReferences(vars);
@@ -170,12 +180,16 @@ describe('env var references: properties', () => {
 
   it('any text escaped with $${ resolves to itself', () => {
     fc.assert(
-      fc.property(fc.string({ maxLength: 60 }), fc.array(piece, { maxLength: 8 }).map((p) => p.join('')), (a, b) => {
-        for (const s of [a, b]) {
-          const r = resolveReferences({ A: 'a', B: '${A}', V: s.replaceAll('${', () => '$${') });
-          assert.equal(r.vars.V, s);
-        }
-      }),
+      fc.property(
+        fc.string({ maxLength: 60 }),
+        fc.array(piece, { maxLength: 8 }).map((p) => p.join('')),
+        (a, b) => {
+          for (const s of [a, b]) {
+            const r = resolveReferences({ A: 'a', B: '${A}', V: s.replaceAll('${', () => '$${') });
+            assert.equal(r.vars.V, s);
+          }
+        },
+      ),
       { numRuns: 1000 },
     );
   });
@@ -184,7 +198,10 @@ describe('env var references: properties', () => {
     fc.assert(
       fc.property(graph, (vars) => {
         const r = resolveReferences(vars);
-        assert.equal(r.problems.some((p) => p.startsWith('cycle: ')), hasCycle(vars));
+        assert.equal(
+          r.problems.some((p) => p.startsWith('cycle: ')),
+          hasCycle(vars),
+        );
         for (const p of r.problems.filter((x) => x.startsWith('cycle: '))) {
           const path = p.slice(7).split(' -> ');
           assert.ok(path.length >= 2 && path[0] === path.at(-1), p);
@@ -198,7 +215,17 @@ describe('env var references: properties', () => {
     // Keys K0..Kn where Ki may only reference Kj with j < i (or unknown keys): never a cycle.
     const noise = fc.constantFrom('$', '$${X}', '-', '${NOPE}', 'é', '${K99');
     const valueAt = (i: number) =>
-      fc.array(i === 0 ? noise : fc.oneof(fc.integer({ min: 0, max: i - 1 }).map((j) => '${K' + j + '}'), noise), { maxLength: 4 }).map((p) => p.join(''));
+      fc
+        .array(
+          i === 0
+            ? noise
+            : fc.oneof(
+                fc.integer({ min: 0, max: i - 1 }).map((j) => '${K' + j + '}'),
+                noise,
+              ),
+          { maxLength: 4 },
+        )
+        .map((p) => p.join(''));
     const dag = fc.integer({ min: 1, max: 7 }).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => valueAt(i))));
     fc.assert(
       fc.property(dag, (values) => {

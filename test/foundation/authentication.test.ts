@@ -108,7 +108,10 @@ for (const kind of DB_KINDS) {
       assert.equal(view.status, 200);
       assert.equal(typeof view.body.old_token_expired_at, 'string');
       const until = Date.parse(view.body.old_token_expired_at);
-      assert.ok(until >= t0 + 3600_000 - 5000 && until <= Date.now() + 3600_000 + 5000, `old_token_expired_at ${view.body.old_token_expired_at} is about an hour away`);
+      assert.ok(
+        until >= t0 + 3600_000 - 5000 && until <= Date.now() + 3600_000 + 5000,
+        `old_token_expired_at ${view.body.old_token_expired_at} is about an hour away`,
+      );
 
       // Once the grace period is over (moved into the past here rather than waited for), the old token fails.
       await s.app.database.db

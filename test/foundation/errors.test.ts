@@ -54,13 +54,22 @@ for (const kind of DB_KINDS) {
 
     it('a parameter not matching the schema is a 400 with data.issues where the contract lists no 400', async () => {
       const limit0 = issuesOf(await s.get('/projects?limit=0'));
-      assert.ok(limit0.some((i) => i.path === 'query.limit'), JSON.stringify(limit0));
+      assert.ok(
+        limit0.some((i) => i.path === 'query.limit'),
+        JSON.stringify(limit0),
+      );
 
       const badId = issuesOf(await s.get('/api-keys/not-a-uuid'));
-      assert.ok(badId.some((i) => i.path === 'params.id'), JSON.stringify(badId));
+      assert.ok(
+        badId.some((i) => i.path === 'params.id'),
+        JSON.stringify(badId),
+      );
 
       const badProject = issuesOf(await s.get('/projects/123'));
-      assert.ok(badProject.some((i) => i.path === 'params.id'), JSON.stringify(badProject));
+      assert.ok(
+        badProject.some((i) => i.path === 'params.id'),
+        JSON.stringify(badProject),
+      );
     });
 
     it('malformed JSON is a 400 with the error body', async () => {
@@ -89,7 +98,10 @@ for (const kind of DB_KINDS) {
       const form = await s.post('/projects', undefined, { raw: 'display_name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
       expectError(form, 415);
       // +json media types are JSON.
-      const vendor = await s.post('/projects', undefined, { raw: JSON.stringify({ display_name: 'vendor json' }), headers: { 'content-type': 'application/vnd.api+json' } });
+      const vendor = await s.post('/projects', undefined, {
+        raw: JSON.stringify({ display_name: 'vendor json' }),
+        headers: { 'content-type': 'application/vnd.api+json' },
+      });
       assert.equal(vendor.status, 201, vendor.text);
       assert.equal(await projectCount(), before + 1);
     });

@@ -68,7 +68,10 @@ for (const kind of DB_KINDS) {
       assert.ok(!keys.body.data.some((k: { id: string }) => k.id === keyA.id));
 
       const aKeys = await s.get('/api-keys?limit=100', { token: a.token });
-      assert.ok(aKeys.body.data.some((k: { id: string }) => k.id === keyA.id), 'the key is listed for its own company');
+      assert.ok(
+        aKeys.body.data.some((k: { id: string }) => k.id === keyA.id),
+        'the key is listed for its own company',
+      );
     });
   });
 }

@@ -30,7 +30,10 @@ for (const kind of DB_KINDS) {
       assert.equal(all.length, COUNT);
       for (let i = 1; i < all.length; i++) {
         const [a, b] = [all[i - 1]!, all[i]!];
-        assert.ok(a.created_at < b.created_at || (a.created_at === b.created_at && a.id < b.id), `order at ${i}: ${a.created_at}/${a.id} then ${b.created_at}/${b.id}`);
+        assert.ok(
+          a.created_at < b.created_at || (a.created_at === b.created_at && a.id < b.id),
+          `order at ${i}: ${a.created_at}/${a.id} then ${b.created_at}/${b.id}`,
+        );
       }
       assert.deepEqual(
         all.map((p) => p.display_name).sort(),

@@ -34,7 +34,7 @@ for (const kind of DB_KINDS) {
       return d;
     };
 
-    it('project_id on application and database create: another company\'s project or one outside the key\'s scope is 404, nothing is created', async () => {
+    it("project_id on application and database create: another company's project or one outside the key's scope is 404, nothing is created", async () => {
       const mine = await s.newCompany();
       const other = await s.newCompany();
       const theirs = await created(other.token, '/projects', { display_name: 'theirs' });
@@ -64,7 +64,7 @@ for (const kind of DB_KINDS) {
       );
     });
 
-    it('moving a database into a project outside the key\'s scope is 404 and the database stays where it was', async () => {
+    it("moving a database into a project outside the key's scope is 404 and the database stays where it was", async () => {
       const mine = await s.newCompany();
       const hidden = await created(mine.token, '/projects', { display_name: 'hidden' });
       const d = await db(mine.token);
@@ -83,7 +83,14 @@ for (const kind of DB_KINDS) {
       const mine = await s.newCompany();
       const other = await s.newCompany();
       const cred = await created(other.token, '/docker-registries', { name: 'theirs', username: 'u', secret: 's3cret-value' });
-      expectError(await s.post('/applications', appBody({ source: 'dockerImage', docker_image: 'nginx:1', repo_url: undefined, docker_registry_credential_id: cred.id }), { token: mine.token }), 404);
+      expectError(
+        await s.post(
+          '/applications',
+          appBody({ source: 'dockerImage', docker_image: 'nginx:1', repo_url: undefined, docker_registry_credential_id: cred.id }),
+          { token: mine.token },
+        ),
+        404,
+      );
       const a = await created(mine.token, '/applications', appBody());
       expectError(await s.patch(`/applications/${a.id}`, { docker_registry_credential_id: cred.id }, { token: mine.token }), 404);
       const own = await created(mine.token, '/docker-registries', { name: 'mine', username: 'u', secret: 's3cret-value' });
@@ -92,7 +99,7 @@ for (const kind of DB_KINDS) {
       assert.equal((await s.get(`/applications/${a.id}`, { token: mine.token })).body.docker_registry_credential_id, own.id);
     });
 
-    it('restore into a target database outside the key\'s scope is 404 and the target is untouched', async () => {
+    it("restore into a target database outside the key's scope is 404 and the target is untouched", async () => {
       const mine = await s.newCompany();
       const a = await db(mine.token);
       const b = await db(mine.token);
@@ -115,11 +122,14 @@ for (const kind of DB_KINDS) {
       });
       expectError(await s.post(`/databases/${a.id}/backups/${backup.id}/restore`, { target_database_id: b.id }, { token: scoped.token }), 404);
       const other = await s.newCompany();
-      expectError(await s.post(`/databases/${a.id}/backups/${backup.id}/restore`, { target_database_id: (await db(other.token)).id }, { token: mine.token }), 404);
+      expectError(
+        await s.post(`/databases/${a.id}/backups/${backup.id}/restore`, { target_database_id: (await db(other.token)).id }, { token: mine.token }),
+        404,
+      );
       assert.equal((await s.get(`/databases/${b.id}`, { token: mine.token })).body.status, 'ready', 'the target was not touched');
     });
 
-    it('internal connections to another company\'s or an out-of-scope service are 404', async () => {
+    it("internal connections to another company's or an out-of-scope service are 404", async () => {
       const mine = await s.newCompany();
       const other = await s.newCompany();
       const d = await db(mine.token);
@@ -152,7 +162,7 @@ for (const kind of DB_KINDS) {
       assert.deepEqual(
         services.map((x) => x.id),
         [seen.id],
-        'only the visible application was added; the other one\'s name was never read back',
+        "only the visible application was added; the other one's name was never read back",
       );
     });
 
@@ -180,4 +190,3 @@ for (const kind of DB_KINDS) {
     });
   });
 }
-

@@ -41,7 +41,11 @@ for (const kind of DB_KINDS) {
     };
 
     it('applications, clones, databases and projects created with one display name all succeed under distinct names', async () => {
-      distinctNames(await burst(N, () => s.post('/applications', { display_name: 'Same Name', cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1' })));
+      distinctNames(
+        await burst(N, () =>
+          s.post('/applications', { display_name: 'Same Name', cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1' }),
+        ),
+      );
       const src = await app();
       distinctNames(await burst(N, () => s.post(`/applications/${src.id}/clone`, { display_name: 'Same Clone' })));
       distinctNames(await burst(N, () => s.post('/databases', dbBody({ display_name: 'Same Database' }))));
@@ -95,7 +99,9 @@ for (const kind of DB_KINDS) {
 
     it('TCP proxies of different applications in one cluster get distinct external ports', async () => {
       const apps = await Promise.all(Array.from({ length: 8 }, () => app()));
-      const webs = await Promise.all(apps.map(async (a) => (await s.get(`/applications/${a.id}/processes`)).body.data.find((p: { type: string }) => p.type === 'web')));
+      const webs = await Promise.all(
+        apps.map(async (a) => (await s.get(`/applications/${a.id}/processes`)).body.data.find((p: { type: string }) => p.type === 'web')),
+      );
       const rs = await burst(apps.length, (i) => s.post(`/applications/${apps[i]!.id}/tcp-proxies`, { process_id: webs[i].id, port: 6379 }));
       assert.equal(count(rs, 201), apps.length);
       assert.equal(new Set(rs.map((r) => r.body.external_port)).size, apps.length);

@@ -5,6 +5,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import type { Kysely } from 'kysely';
 import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { DEFAULT_CLUSTER, IMMEDIATE_ENV, dbBody, waitStatus } from '../databases/support.js';
 import { ALL_TABLES } from '../../src/shared/db/index.js';
@@ -23,7 +24,22 @@ interface Op {
   body: boolean;
 }
 
-const HOSTILE = ['%00', 'a%00b', 'x'.repeat(300), '%E0%A4%A', '%', '..%2F..', '\u00e9\u4e2d', ' ', 'null', '1e400', '-1', '0', "'; drop table x;--", '%F0%9F%92%A9'];
+const HOSTILE = [
+  '%00',
+  'a%00b',
+  'x'.repeat(300),
+  '%E0%A4%A',
+  '%',
+  '..%2F..',
+  '\u00e9\u4e2d',
+  ' ',
+  'null',
+  '1e400',
+  '-1',
+  '0',
+  "'; drop table x;--",
+  '%F0%9F%92%A9',
+];
 
 /** A body the schema must refuse (or, where everything is optional, a harmless one). */
 const badBody = fc.oneof(
@@ -38,7 +54,9 @@ const badBody = fc.oneof(
   fc.constant('12'),
   fc.constant('true'),
   fc.json().map((j) => (j === 'null' || j === '{}' ? '{"unexpected_property_xyz": 1}' : j)),
-  fc.dictionary(fc.string(), fc.oneof(fc.string(), fc.integer(), fc.double(), fc.boolean(), fc.constant(null))).map((d) => JSON.stringify({ ...d, unexpected_property_xyz: true })),
+  fc
+    .dictionary(fc.string(), fc.oneof(fc.string(), fc.integer(), fc.double(), fc.boolean(), fc.constant(null)))
+    .map((d) => JSON.stringify({ ...d, unexpected_property_xyz: true })),
 );
 
 for (const kind of DB_KINDS) {
@@ -48,13 +66,21 @@ for (const kind of DB_KINDS) {
     const ids: Record<string, string> = {};
     before(async () => {
       s = await startServer({ db: kind, rateLimits: { ...GENEROUS, unauthenticated: 100_000 }, env: IMMEDIATE_ENV });
-      const doc = (await s.get('/v3/openapi.json')).body as { paths: Record<string, Record<string, { parameters?: { in: string; name: string }[]; requestBody?: unknown }>> };
+      const doc = (await s.get('/v3/openapi.json')).body as {
+        paths: Record<string, Record<string, { parameters?: { in: string; name: string }[]; requestBody?: unknown }>>;
+      };
       for (const [path, item] of Object.entries(doc.paths))
         for (const m of METHODS) {
           const o = item[m];
           if (!o) continue;
           const ps = o.parameters ?? [];
-          ops.push({ method: m.toUpperCase(), path, params: ps.filter((p) => p.in === 'path').map((p) => p.name), query: ps.filter((p) => p.in === 'query').map((p) => p.name), body: !!o.requestBody });
+          ops.push({
+            method: m.toUpperCase(),
+            path,
+            params: ps.filter((p) => p.in === 'path').map((p) => p.name),
+            query: ps.filter((p) => p.in === 'query').map((p) => p.name),
+            body: !!o.requestBody,
+          });
         }
       ops = ops.filter((o) => !o.path.endsWith('/terminal'));
       // Real resources, so that hostile bodies reach validation behind a valid path.
@@ -73,9 +99,12 @@ for (const kind of DB_KINDS) {
     async function snapshot(): Promise<Record<string, number>> {
       await s.app.jobs.idle();
       const out: Record<string, number> = {};
-      const db = s.app.database.db as unknown as import('kysely').Kysely<Record<string, { id: string }>>;
+      const db = s.app.database.db as unknown as Kysely<Record<string, { id: string }>>;
       for (const t of tables()) {
-        const r = await db.selectFrom(t).select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
+        const r = await db
+          .selectFrom(t)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirst();
         out[t] = Number((r as { n: unknown } | undefined)?.n ?? 0);
       }
       return out;
@@ -110,7 +139,11 @@ for (const kind of DB_KINDS) {
           const write = op.method !== 'GET';
           const before = write ? await snapshot() : undefined;
           const url = `${s.baseUrl}/v3${path}`;
-          const res = await fetch(url, { method: op.method, headers: { authorization: `Bearer ${s.token}`, ...(raw !== undefined ? { 'content-type': 'application/json' } : {}) }, body: raw });
+          const res = await fetch(url, {
+            method: op.method,
+            headers: { authorization: `Bearer ${s.token}`, ...(raw !== undefined ? { 'content-type': 'application/json' } : {}) },
+            body: raw,
+          });
           const text = await res.text();
           assert.ok(res.status < 500, `${op.method} ${path} ${raw?.slice(0, 80) ?? ''} -> ${res.status}: ${text.slice(0, 300)}`);
           if (res.status >= 400) {

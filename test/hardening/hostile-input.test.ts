@@ -23,11 +23,7 @@ for (const kind of DB_KINDS) {
 
     it('a NUL character in any body string or property name is 400', async () => {
       const before = await projects();
-      for (const raw of [
-        '{"display_name":"a\\u0000b"}',
-        '{"display_name":"\\u0000"}',
-        '{"display_name":"ok","x\\u0000":1}',
-      ]) {
+      for (const raw of ['{"display_name":"a\\u0000b"}', '{"display_name":"\\u0000"}', '{"display_name":"ok","x\\u0000":1}']) {
         const r = await s.post('/projects', undefined, { raw });
         expectError(r, 400);
         assert.match(r.body.message, /NUL/, raw);
@@ -64,7 +60,11 @@ for (const kind of DB_KINDS) {
     it('an invalid or over-long path id is 400 and never becomes a rate-limit bucket', async () => {
       const bad = ['not-a-uuid', 'x'.repeat(99), "1' or '1'='1", '00000000-0000-0000-0000-00000000000g'];
       for (const id of bad) {
-        for (const [method, body] of [['PATCH', { display_name: 'x' }], ['DELETE', undefined], ['GET', undefined]] as const) {
+        for (const [method, body] of [
+          ['PATCH', { display_name: 'x' }],
+          ['DELETE', undefined],
+          ['GET', undefined],
+        ] as const) {
           const r = await s.request(method, `/applications/${encodeURIComponent(id)}`, { body });
           expectError(r, 400);
           assert.match(r.headers.get('x-ratelimit-limit') ?? '', /^\d+$/, 'still counted (rate-limit headers present)');

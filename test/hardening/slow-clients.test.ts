@@ -30,7 +30,11 @@ describe('limits and timeouts configuration', () => {
     assert.equal(c.maxJsonDepth, 10);
     assert.equal(c.maxStringLength, 100);
     assert.equal(c.connectionTimeoutMs, 0);
-    assert.equal(loadConfig({}, { SLIPWAY_REQUEST_TIMEOUT_MS: '100', SLIPWAY_HEADERS_TIMEOUT_MS: '5000' }).http.headersTimeoutMs, 100, 'headers deadline at most the request deadline');
+    assert.equal(
+      loadConfig({}, { SLIPWAY_REQUEST_TIMEOUT_MS: '100', SLIPWAY_HEADERS_TIMEOUT_MS: '5000' }).http.headersTimeoutMs,
+      100,
+      'headers deadline at most the request deadline',
+    );
     assert.throws(() => loadConfig({}, { SLIPWAY_REQUEST_TIMEOUT_MS: 'soon' }), /SLIPWAY_REQUEST_TIMEOUT_MS/);
   });
 });
@@ -81,17 +85,19 @@ for (const kind of DB_KINDS) {
       const closedAt: number[] = [];
       const started = Date.now();
       await Promise.all(
-        Array.from({ length: 60 }, (_, i) =>
-          new Promise<void>((resolve) => {
-            const c = net.connect(port, '127.0.0.1', () => {
-              c.write('GET /v3/projects HTTP/1.1\r\nHost: x\r\n'); // headers never finish
-              resolve();
-            });
-            c.resume(); // read (and drop) whatever the server answers, so its close is seen
-            c.on('close', () => (closedAt[i] = Date.now() - started));
-            c.on('error', () => resolve());
-            sockets.push(c);
-          }),
+        Array.from(
+          { length: 60 },
+          (_, i) =>
+            new Promise<void>((resolve) => {
+              const c = net.connect(port, '127.0.0.1', () => {
+                c.write('GET /v3/projects HTTP/1.1\r\nHost: x\r\n'); // headers never finish
+                resolve();
+              });
+              c.resume(); // read (and drop) whatever the server answers, so its close is seen
+              c.on('close', () => (closedAt[i] = Date.now() - started));
+              c.on('error', () => resolve());
+              sockets.push(c);
+            }),
         ),
       );
       await new Promise((r) => setTimeout(r, 150));

@@ -31,7 +31,8 @@ describe('SSRF classification (the connect-time check)', () => {
     for (const a of PUBLIC) assert.equal(refusedAddress(a, true), null, a);
   });
   it('refuses embedded link-local / metadata addresses even outside production', () => {
-    for (const a of ['::ffff:169.254.169.254', '::a9fe:a9fe', '64:ff9b::a9fe:a9fe', '2002:a9fe:a9fe::', 'fd00:ec2::254']) assert.ok(refusedAddress(a, false), a);
+    for (const a of ['::ffff:169.254.169.254', '::a9fe:a9fe', '64:ff9b::a9fe:a9fe', '2002:a9fe:a9fe::', 'fd00:ec2::254'])
+      assert.ok(refusedAddress(a, false), a);
     for (const a of ['::7f00:1', '64:ff9b::7f00:1', '2002:7f00:1::1']) assert.equal(refusedAddress(a, false), null, a);
   });
 });

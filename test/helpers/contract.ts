@@ -62,6 +62,9 @@ export class ContractChecker {
     let validate = this.cache.get(key);
     // Compiled with the components beside it, so `#/components/schemas/...` references resolve.
     if (!validate) this.cache.set(key, (validate = this.ajv.compile({ allOf: [schema], components: this.components })));
-    assert.ok(validate(body), `${route.op.operationId} ${status}: response does not match the published schema: ${this.ajv.errorsText(validate.errors)}\n${JSON.stringify(body).slice(0, 500)}`);
+    assert.ok(
+      validate(body),
+      `${route.op.operationId} ${status}: response does not match the published schema: ${this.ajv.errorsText(validate.errors)}\n${JSON.stringify(body).slice(0, 500)}`,
+    );
   }
 }

@@ -38,7 +38,8 @@ export function postgresAvailable(): Promise<boolean> {
       await c.query('select 1');
       return true;
     } catch (e) {
-      if (REQUIRE_PG) throw new Error(`PostgreSQL is required (SLIPWAY_REQUIRE_POSTGRES=1) but unreachable at ${PG_ADMIN_URL}: ${(e as Error).message}`);
+      if (REQUIRE_PG)
+        throw new Error(`PostgreSQL is required (SLIPWAY_REQUIRE_POSTGRES=1) but unreachable at ${PG_ADMIN_URL}: ${(e as Error).message}`, { cause: e });
       console.warn(`# PostgreSQL unreachable at ${PG_ADMIN_URL}: PostgreSQL suites are skipped (set SLIPWAY_REQUIRE_POSTGRES=1 to make them mandatory)`);
       return false;
     } finally {
@@ -49,7 +50,14 @@ export function postgresAvailable(): Promise<boolean> {
 }
 
 /** Every rate tier generous, so suites are not throttled by their own polling. */
-export const GENEROUS: Partial<RateLimitConfig> = { general_write: 100_000, service_creation: 100_000, service_mutation: 100_000, deployment: 100_000, logs: 100_000, read: 100_000 };
+export const GENEROUS: Partial<RateLimitConfig> = {
+  general_write: 100_000,
+  service_creation: 100_000,
+  service_mutation: 100_000,
+  deployment: 100_000,
+  logs: 100_000,
+  read: 100_000,
+};
 
 /** The database kinds every HTTP suite runs against. */
 export const DB_KINDS: DbKind[] = ['sqlite', 'postgres'];
@@ -163,8 +171,18 @@ export class TestServer {
   }
 
   /** A new key in this server's first company (or `companyId`). */
-  async newKey(spec: { role?: string; capabilities?: { permission: string; id_resource?: string | null }[]; companyId?: string; expired_at?: string }): Promise<{ id: string; token: string }> {
-    const r = await this.admin('POST', `/companies/${spec.companyId ?? this.companyId}/api-keys`, { name: 'test key', role: spec.role, capabilities: spec.capabilities, expired_at: spec.expired_at });
+  async newKey(spec: {
+    role?: string;
+    capabilities?: { permission: string; id_resource?: string | null }[];
+    companyId?: string;
+    expired_at?: string;
+  }): Promise<{ id: string; token: string }> {
+    const r = await this.admin('POST', `/companies/${spec.companyId ?? this.companyId}/api-keys`, {
+      name: 'test key',
+      role: spec.role,
+      capabilities: spec.capabilities,
+      expired_at: spec.expired_at,
+    });
     if (r.status !== 201) throw new Error(`admin create key: ${r.status} ${r.text}`);
     return { id: r.body.id, token: r.body.token };
   }
@@ -192,11 +210,21 @@ export async function startServer(opts: TestServerOptions = {}): Promise<TestSer
     SLIPWAY_SECRET_KEY: 'test-secret-key',
     ...(opts.env ?? {}),
   };
-  const config = loadConfig({ port: '0', 'data-dir': dataDir, 'log-level': process.env.SLIPWAY_TEST_LOG_LEVEL ?? 'silent', ...(databaseUrl ? { 'database-url': databaseUrl } : {}), ...(opts.flags ?? {}) }, env);
+  const config = loadConfig(
+    {
+      port: '0',
+      'data-dir': dataDir,
+      'log-level': process.env.SLIPWAY_TEST_LOG_LEVEL ?? 'silent',
+      ...(databaseUrl ? { 'database-url': databaseUrl } : {}),
+      ...(opts.flags ?? {}),
+    },
+    env,
+  );
   config.rateLimits = { ...DEFAULT_RATE_LIMITS, ...(opts.rateLimits ?? {}) };
   const server = await createServer(config, opts.logger ? { logger: opts.logger } : {});
   const baseUrl = await server.listen();
-  const companyId = server.bootstrap.companyId ?? (await server.app.database.db.selectFrom('companies').select('id').orderBy('created_at').executeTakeFirstOrThrow()).id;
+  const companyId =
+    server.bootstrap.companyId ?? (await server.app.database.db.selectFrom('companies').select('id').orderBy('created_at').executeTakeFirstOrThrow()).id;
   return new TestServer(server, baseUrl, server.bootstrap.token ?? token, companyId, async () => {
     await server.close();
     await pgDb?.drop();

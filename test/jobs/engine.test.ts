@@ -120,8 +120,12 @@ for (const kind of DB_KINDS) {
       let ran = 0;
       e.register('t.later', { run: async () => void ran++ });
       await e.start();
-      const later = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.later', payload: null, runAt: new Date(Date.now() + 400), subjectId: 'subject-a' }));
-      const cancelled = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.later', payload: null, runAt: new Date(Date.now() + 200), subjectId: 'subject-b' }));
+      const later = await database.db
+        .transaction()
+        .execute((tx) => enqueue(tx, { kind: 't.later', payload: null, runAt: new Date(Date.now() + 400), subjectId: 'subject-a' }));
+      const cancelled = await database.db
+        .transaction()
+        .execute((tx) => enqueue(tx, { kind: 't.later', payload: null, runAt: new Date(Date.now() + 200), subjectId: 'subject-b' }));
       assert.equal(await database.db.transaction().execute((tx) => cancelJobs(tx, 'subject-b')), 1);
       await sleep(150);
       assert.equal(ran, 0);
@@ -131,7 +135,7 @@ for (const kind of DB_KINDS) {
       await e.stop();
     });
 
-    it("takes over a job whose worker died once the lease expires", async () => {
+    it('takes over a job whose worker died once the lease expires', async () => {
       // A job left `running` by a worker that no longer exists, its lease just expired.
       const id = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.orphan', payload: null }));
       await database.db
@@ -155,7 +159,9 @@ for (const kind of DB_KINDS) {
       const b = engine();
       const runs = new Map<string, number>();
       for (const e of [a, b]) e.register('t.shared', { run: async (_tx, job) => void runs.set(job.id, (runs.get(job.id) ?? 0) + 1) });
-      const ids = await database.db.transaction().execute(async (tx) => Promise.all(Array.from({ length: 60 }, () => enqueue(tx, { kind: 't.shared', payload: null }))));
+      const ids = await database.db
+        .transaction()
+        .execute(async (tx) => Promise.all(Array.from({ length: 60 }, () => enqueue(tx, { kind: 't.shared', payload: null }))));
       await Promise.all([a.start(), b.start()]);
       await waitFor('all done', async () => {
         const left = await database.db.selectFrom('jobs').select('id').where('kind', '=', 't.shared').where('status', '!=', 'done').execute();

@@ -10,7 +10,20 @@ import { expectError, expectStatus, MISSING, UUID_RE, waitFor } from '../helpers
 import { outboundUrlProblem } from '../../src/shared/net.js';
 import { MAX_DESTINATIONS, removeDestinationsTo } from '../../src/modules/load-balancers/service.js';
 import {
-  addDestination, createApp, createLb, destinationPath, destinations, destinationsPath, ENV, external, externalUrl, lbPath, LIMITS, routesTo, stubKind, type Destination,
+  addDestination,
+  createApp,
+  createLb,
+  destinationPath,
+  destinations,
+  destinationsPath,
+  ENV,
+  external,
+  externalUrl,
+  lbPath,
+  LIMITS,
+  routesTo,
+  stubKind,
+  type Destination,
 } from './support.js';
 
 /** Destination types served by modules being built elsewhere: stand-ins on the test server. */
@@ -38,7 +51,18 @@ for (const kind of DB_KINDS) {
       assert.match(d.id, UUID_RE);
       assert.deepEqual(
         { ...d, id: '', created_at: '', updated_at: '' },
-        { id: '', service_id: app.id, service_type: 'APP', is_enabled: true, weight: 100, url: null, latitude: null, longitude: null, created_at: '', updated_at: '' },
+        {
+          id: '',
+          service_id: app.id,
+          service_type: 'APP',
+          is_enabled: true,
+          weight: 100,
+          url: null,
+          latitude: null,
+          longitude: null,
+          created_at: '',
+          updated_at: '',
+        },
       );
       const ext = await external(s, lb.id, { weight: 0, latitude: -33.86, longitude: 151.21 });
       assert.deepEqual([ext.service_id, ext.weight, ext.latitude, ext.longitude], [null, 0, -33.86, 151.21]);
@@ -124,7 +148,11 @@ for (const kind of DB_KINDS) {
       const app = await createApp(s);
       const url = externalUrl();
       const first = await addDestination(s, a.id, { service_type: 'APP', service_id: app.id });
-      expectError(await s.post(destinationsPath(a.id), { service_type: 'APP', service_id: app.id, weight: 5 }), 400, new RegExp(`already routes to ${app.id} \\(destination ${first.id}\\)`));
+      expectError(
+        await s.post(destinationsPath(a.id), { service_type: 'APP', service_id: app.id, weight: 5 }),
+        400,
+        new RegExp(`already routes to ${app.id} \\(destination ${first.id}\\)`),
+      );
       await addDestination(s, a.id, { service_type: 'EXTERNAL', url });
       expectError(await s.post(destinationsPath(a.id), { service_type: 'EXTERNAL', url }), 400, /already routes to/);
       await addDestination(s, b.id, { service_type: 'APP', service_id: app.id });
@@ -134,7 +162,11 @@ for (const kind of DB_KINDS) {
 
     it('GEO load balancers need a location on every destination; DEFAULT ones take it optionally', async () => {
       const geo = await createLb(s, { type: 'GEO' });
-      expectError(await s.post(destinationsPath(geo.id), { service_type: 'EXTERNAL', url: externalUrl() }), 400, /GEO load balancer needs latitude and longitude/);
+      expectError(
+        await s.post(destinationsPath(geo.id), { service_type: 'EXTERNAL', url: externalUrl() }),
+        400,
+        /GEO load balancer needs latitude and longitude/,
+      );
       const d = await external(s, geo.id, { latitude: 48.8566, longitude: 2.3522 });
       assert.deepEqual([d.latitude, d.longitude, d.weight], [48.8566, 2.3522, 100]);
       assert.deepEqual(await destinations(s, geo.id), [d]);
@@ -145,7 +177,11 @@ for (const kind of DB_KINDS) {
       const made: Destination[] = [];
       for (let i = 0; i < MAX_DESTINATIONS; i++) made.push(await external(s, lb.id));
       expectStatus(await s.post(`${destinationPath(lb.id, made[0]!.id)}/toggle`), 200);
-      expectError(await s.post(destinationsPath(lb.id), { service_type: 'EXTERNAL', url: externalUrl() }), 400, `A load balancer has at most ${MAX_DESTINATIONS} destinations; delete one before adding another`);
+      expectError(
+        await s.post(destinationsPath(lb.id), { service_type: 'EXTERNAL', url: externalUrl() }),
+        400,
+        `A load balancer has at most ${MAX_DESTINATIONS} destinations; delete one before adding another`,
+      );
       assert.equal(expectStatus(await s.get(destinationsPath(lb.id)), 200).total, MAX_DESTINATIONS);
       expectStatus(await s.delete(destinationPath(lb.id, made[5]!.id)), 204);
       await external(s, lb.id);
@@ -160,14 +196,24 @@ for (const kind of DB_KINDS) {
       for (const r of results.filter((x) => x.status === 400)) expectError(r, 400, /at most 20 destinations/);
       const listed = await destinations(s, lb.id);
       assert.equal(listed.length, MAX_DESTINATIONS);
-      assert.deepEqual(listed.map((d) => d.id).sort(), results.filter((r) => r.status === 201).map((r) => r.body.id).sort());
+      assert.deepEqual(
+        listed.map((d) => d.id).sort(),
+        results
+          .filter((r) => r.status === 201)
+          .map((r) => r.body.id)
+          .sort(),
+      );
     });
 
     it('routing loops are refused: itself, and through a chain of three load balancers (enabled or not)', async () => {
       const a = await createLb(s, { display_name: `Loop A ${process.pid}` });
       const b = await createLb(s, { display_name: `Loop B ${process.pid}` });
       const c = await createLb(s, { display_name: `Loop C ${process.pid}` });
-      expectError(await s.post(destinationsPath(a.id), { service_type: 'LOAD_BALANCER', service_id: a.id }), 400, 'A load balancer cannot be a destination of itself');
+      expectError(
+        await s.post(destinationsPath(a.id), { service_type: 'LOAD_BALANCER', service_id: a.id }),
+        400,
+        'A load balancer cannot be a destination of itself',
+      );
       const ab = await addDestination(s, a.id, { service_type: 'LOAD_BALANCER', service_id: b.id });
       assert.deepEqual([ab.service_type, ab.service_id, ab.url], ['LOAD_BALANCER', b.id, null]);
       const bc = await addDestination(s, b.id, { service_type: 'LOAD_BALANCER', service_id: c.id });
@@ -185,7 +231,11 @@ for (const kind of DB_KINDS) {
       const ac = await addDestination(s, a.id, { service_type: 'LOAD_BALANCER', service_id: c.id });
       // Cutting one path leaves the other: still a loop. Cutting both allows c -> a.
       expectStatus(await s.delete(destinationPath(b.id, bc.id)), 204);
-      expectError(await s.post(destinationsPath(c.id), { service_type: 'LOAD_BALANCER', service_id: a.id }), 400, `Adding load balancer ${a.id} as a destination would create a routing loop: ${c.name} -> ${a.name} -> ${c.name}`);
+      expectError(
+        await s.post(destinationsPath(c.id), { service_type: 'LOAD_BALANCER', service_id: a.id }),
+        400,
+        `Adding load balancer ${a.id} as a destination would create a routing loop: ${c.name} -> ${a.name} -> ${c.name}`,
+      );
       expectStatus(await s.delete(destinationPath(a.id, ac.id)), 204);
       await addDestination(s, c.id, { service_type: 'LOAD_BALANCER', service_id: a.id });
       expectError(await s.post(destinationsPath(b.id), { service_type: 'LOAD_BALANCER', service_id: c.id }), 400, /routing loop: .* -> .* -> .* -> /);
@@ -249,7 +299,11 @@ for (const kind of DB_KINDS) {
     it('static sites and buckets: not served yet is a 400 saying so; with their kind registered they are destinations like any service', async () => {
       const lb = await createLb(s);
       for (const type of unregistered)
-        expectError(await s.post(destinationsPath(lb.id), { service_type: type, service_id: randomUUID() }), 400, new RegExp(`${type} destinations are not available on this server yet`));
+        expectError(
+          await s.post(destinationsPath(lb.id), { service_type: type, service_id: randomUUID() }),
+          400,
+          new RegExp(`${type} destinations are not available on this server yet`),
+        );
       const other = await s.newCompany();
       for (const t of STUBBED) {
         const make = stubKind(s, t.kind);

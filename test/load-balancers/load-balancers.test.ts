@@ -41,11 +41,19 @@ for (const kind of DB_KINDS) {
 
     it('create and update refuse bad input with 400 and write nothing', async () => {
       const before = (await listAll(s, '/load-balancers')).length;
-      for (const body of [{}, { display_name: 'x' }, { display_name: 'y'.repeat(65) }, { display_name: 'Ok name', type: 'ROUND_ROBIN' }, { display_name: 'Ok name', extra: 1 }, { display_name: 'Ok name', project_id: 'nope' }])
+      for (const body of [
+        {},
+        { display_name: 'x' },
+        { display_name: 'y'.repeat(65) },
+        { display_name: 'Ok name', type: 'ROUND_ROBIN' },
+        { display_name: 'Ok name', extra: 1 },
+        { display_name: 'Ok name', project_id: 'nope' },
+      ])
         expectError(await s.post('/load-balancers', body), 400);
       assert.equal((await listAll(s, '/load-balancers')).length, before);
       const lb = await createLb(s);
-      for (const body of [{ display_name: 'x' }, { type: 'geo' }, { name: 'renamed' }, { project_id: 42 }]) expectError(await s.patch(lbPath(lb.id), body), 400);
+      for (const body of [{ display_name: 'x' }, { type: 'geo' }, { name: 'renamed' }, { project_id: 42 }])
+        expectError(await s.patch(lbPath(lb.id), body), 400);
       expectError(await s.patch(lbPath(lb.id), undefined), 400);
       assert.deepEqual(expectStatus(await s.get(lbPath(lb.id)), 200), lb);
     });
@@ -64,7 +72,10 @@ for (const kind of DB_KINDS) {
       for (let i = 0; i < 3; i++) made.push(await createLb(s, {}, token));
       const all = expectStatus(await s.get('/load-balancers', { token }), 200);
       assert.equal(all.total, 3);
-      assert.deepEqual(all.data.map((x: LoadBalancer) => x.id), made.map((x) => x.id).reverse());
+      assert.deepEqual(
+        all.data.map((x: LoadBalancer) => x.id),
+        made.map((x) => x.id).reverse(),
+      );
       assert.deepEqual(all.data[0], made[2]);
       const page = expectStatus(await s.get('/load-balancers?limit=1&offset=1', { token }), 200);
       assert.deepEqual([page.total, page.limit, page.offset, page.data.map((x: LoadBalancer) => x.id)], [3, 1, 1, [made[1]!.id]]);
@@ -135,7 +146,11 @@ for (const kind of DB_KINDS) {
       expectError(await s.get(destinationsPath(lb.id)), 404);
       expectError(await s.get(`${lbPath(lb.id)}/domains`), 404);
       assert.deepEqual(await domainRows(lb.id), []);
-      const rows = await s.app.database.db.selectFrom('load_balancer_destinations').select('id').where((eb) => eb.or([eb('load_balancer_id', '=', lb.id), eb('service_id', '=', lb.id)])).execute();
+      const rows = await s.app.database.db
+        .selectFrom('load_balancer_destinations')
+        .select('id')
+        .where((eb) => eb.or([eb('load_balancer_id', '=', lb.id), eb('service_id', '=', lb.id)]))
+        .execute();
       assert.deepEqual(rows, []);
       assert.equal(expectStatus(await s.get(destinationsPath(parent.id)), 200).total, 0);
       // The custom hostname is free again.
@@ -166,7 +181,11 @@ for (const kind of DB_KINDS) {
       expectError(await s.post('/load-balancers', { display_name: 'Nope' }, { token: viewer.token }), 403, /LOAD_BALANCER:CREATE/);
       expectError(await s.patch(lbPath(a.id), { display_name: 'Nope' }, { token: viewer.token }), 403, /LOAD_BALANCER:UPDATE/);
       expectError(await s.delete(lbPath(a.id), { token: viewer.token }), 403, /LOAD_BALANCER:DELETE/);
-      expectError(await s.post(destinationsPath(a.id), { service_type: 'EXTERNAL', url: 'https://example.com' }, { token: viewer.token }), 403, /LOAD_BALANCER:UPDATE/);
+      expectError(
+        await s.post(destinationsPath(a.id), { service_type: 'EXTERNAL', url: 'https://example.com' }, { token: viewer.token }),
+        403,
+        /LOAD_BALANCER:UPDATE/,
+      );
       const billing = await s.newKey({ role: 'Company Billing' });
       expectError(await s.get('/load-balancers', { token: billing.token }), 403, /LOAD_BALANCER:READ/);
 

@@ -57,12 +57,17 @@ export async function addDestination(s: TestServer, lbId: string, body: Record<s
   return d;
 }
 
-export const external = (s: TestServer, lbId: string, extra: Record<string, unknown> = {}) => addDestination(s, lbId, { service_type: 'EXTERNAL', url: externalUrl(), ...extra });
+export const external = (s: TestServer, lbId: string, extra: Record<string, unknown> = {}) =>
+  addDestination(s, lbId, { service_type: 'EXTERNAL', url: externalUrl(), ...extra });
 
 export const destinations = (s: TestServer, lbId: string, token?: string) => listAll<Destination>(s, destinationsPath(lbId), token);
 
 /** Destination rows (any load balancer) that route to `serviceId`, straight from the database. */
 export async function routesTo(s: TestServer, serviceId: string): Promise<number> {
-  const r = await s.app.database.db.selectFrom('load_balancer_destinations').select((eb) => eb.fn.countAll().as('n')).where('service_id', '=', serviceId).executeTakeFirst();
+  const r = await s.app.database.db
+    .selectFrom('load_balancer_destinations')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('service_id', '=', serviceId)
+    .executeTakeFirst();
   return Number(r?.n ?? 0);
 }

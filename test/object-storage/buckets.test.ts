@@ -73,7 +73,10 @@ for (const kind of DB_KINDS) {
       const p = expectStatus(await s.post('/projects', { display_name: 'Storage project' }), 201);
       const b = await createBucket(s, { project_id: p.id });
       let proj = expectStatus(await s.get(`/projects/${p.id}`), 200);
-      assert.deepEqual(proj.services.map((x: { id: string; type: string }) => [x.id, x.type]), [[b.id, 'object-storage']]);
+      assert.deepEqual(
+        proj.services.map((x: { id: string; type: string }) => [x.id, x.type]),
+        [[b.id, 'object-storage']],
+      );
       const r = await s.patch(`/object-storage/${b.id}`, { display_name: 'Renamed', project_id: null });
       const u = expectStatus(r, 200);
       assert.equal(r.headers.get('x-ratelimit-limit'), String(LIMITS.service_mutation));
@@ -124,15 +127,21 @@ for (const kind of DB_KINDS) {
       expectStatus(await s.post(`/object-storage/${b.id}/cors-policies`, { methods: ['PUT'], origins: ['*'], headers: ['Content-Type'] }), 201);
       const list = expectStatus(await s.get(`/object-storage/${b.id}/cors-policies`), 200).data;
       assert.equal(list.length, 2);
-      assert.deepEqual(list.map((r: { methods: string[]; origins: string[]; headers: string[] | null }) => [r.methods, r.origins, r.headers]), [
-        [['GET', 'HEAD'], ['https://a.example'], null],
-        [['PUT'], ['*'], ['Content-Type']],
-      ]);
+      assert.deepEqual(
+        list.map((r: { methods: string[]; origins: string[]; headers: string[] | null }) => [r.methods, r.origins, r.headers]),
+        [
+          [['GET', 'HEAD'], ['https://a.example'], null],
+          [['PUT'], ['*'], ['Content-Type']],
+        ],
+      );
       expectStatus(await s.patch(`/object-storage/${b.id}/cors-policies/${list[0].id}`, { methods: ['DELETE'], origins: ['https://b.example'] }), 200);
       const after = expectStatus(await s.get(`/object-storage/${b.id}/cors-policies`), 200).data;
       assert.deepEqual([after[0].id, after[0].methods, after[0].origins], [list[0].id, ['DELETE'], ['https://b.example']]);
       expectStatus(await s.delete(`/object-storage/${b.id}/cors-policies/${list[0].id}`), 204);
-      assert.deepEqual(expectStatus(await s.get(`/object-storage/${b.id}/cors-policies`), 200).data.map((r: { id: string }) => r.id), [list[1].id]);
+      assert.deepEqual(
+        expectStatus(await s.get(`/object-storage/${b.id}/cors-policies`), 200).data.map((r: { id: string }) => r.id),
+        [list[1].id],
+      );
       expectError(await s.delete(`/object-storage/${b.id}/cors-policies/${list[0].id}`), 404);
       expectError(await s.patch(`/object-storage/${b.id}/cors-policies/nope`, { methods: ['GET'], origins: ['*'] }), 404);
       expectError(await s.post(`/object-storage/${b.id}/cors-policies`, { methods: [], origins: ['*'] }), 400);
@@ -151,12 +160,21 @@ for (const kind of DB_KINDS) {
       const grace = Date.parse(r.old_keys_expired_at) - Date.now();
       assert.ok(grace > 23 * 3600_000 && grace <= 24 * 3600_000, `old keys expire in 24 hours (${grace} ms)`);
       const keys = await s.app.database.db.selectFrom('object_storage_keys').selectAll().where('bucket_id', '=', b.id).orderBy('created_at').execute();
-      assert.deepEqual(keys.map((k) => [k.access_key, k.expires_at]), [[b.access_key, r.old_keys_expired_at], [r.access_key, null]]);
+      assert.deepEqual(
+        keys.map((k) => [k.access_key, k.expires_at]),
+        [
+          [b.access_key, r.old_keys_expired_at],
+          [r.access_key, null],
+        ],
+      );
       assert.equal(expectStatus(await s.get(`/object-storage/${b.id}`), 200).access_key, r.access_key);
       // Immediately: every earlier key is gone. No body means 0 hours.
       const now = expectStatus(await s.post(`/object-storage/${b.id}/rotate-credentials`), 200);
       const left = await s.app.database.db.selectFrom('object_storage_keys').select('access_key').where('bucket_id', '=', b.id).execute();
-      assert.deepEqual(left.map((k) => k.access_key), [now.access_key]);
+      assert.deepEqual(
+        left.map((k) => k.access_key),
+        [now.access_key],
+      );
       expectError(await s.post(`/object-storage/${b.id}/rotate-credentials`, { old_keys_ttl_hours: 169 }), 400);
       expectError(await s.post(`/object-storage/${b.id}/rotate-credentials`, { old_keys_ttl_hours: -1 }), 400);
       assert.equal((await s.app.database.db.selectFrom('object_storage_keys').select('access_key').where('bucket_id', '=', b.id).execute()).length, 1);
@@ -208,7 +226,10 @@ for (const kind of DB_KINDS) {
       expectStatus(await s.get(`/object-storage/${seen.id}`, { token: scoped }), 200);
       expectError(await s.get(`/object-storage/${hidden.id}`, { token: scoped }), 404);
       const l = expectStatus(await s.get('/object-storage?limit=100', { token: scoped }), 200);
-      assert.deepEqual(l.data.map((x: { id: string }) => x.id), [seen.id]);
+      assert.deepEqual(
+        l.data.map((x: { id: string }) => x.id),
+        [seen.id],
+      );
       assert.equal(l.total, 1);
     });
 

@@ -10,7 +10,16 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, ListPartsCommand, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
+import {
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  ListPartsCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
 import { createPgDatabase, skipUnless, type DbKind } from '../helpers/server.js';
 import { call, startChild, type ChildServer } from '../helpers/process.js';
 import { bucketFiles, client, s3Error, waitFor } from './support.js';
@@ -61,8 +70,16 @@ for (const kind of ['sqlite', 'postgres'] as DbKind[]) {
       const parts = [randomBytes(5 * 1024 * 1024), randomBytes(1024)];
       const mp = await s3.send(new CreateMultipartUploadCommand({ Bucket, Key: 'done-multipart.bin' }));
       const etags = [];
-      for (const [i, p] of parts.entries()) etags.push((await s3.send(new UploadPartCommand({ Bucket, Key: 'done-multipart.bin', UploadId: mp.UploadId, PartNumber: i + 1, Body: p }))).ETag);
-      await s3.send(new CompleteMultipartUploadCommand({ Bucket, Key: 'done-multipart.bin', UploadId: mp.UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) } }));
+      for (const [i, p] of parts.entries())
+        etags.push((await s3.send(new UploadPartCommand({ Bucket, Key: 'done-multipart.bin', UploadId: mp.UploadId, PartNumber: i + 1, Body: p }))).ETag);
+      await s3.send(
+        new CompleteMultipartUploadCommand({
+          Bucket,
+          Key: 'done-multipart.bin',
+          UploadId: mp.UploadId,
+          MultipartUpload: { Parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) },
+        }),
+      );
 
       // In flight at the crash: a large PutObject and part 2 of an open multipart upload.
       const open = await s3.send(new CreateMultipartUploadCommand({ Bucket, Key: 'open-multipart.bin' }));
@@ -70,24 +87,54 @@ for (const kind of ['sqlite', 'postgres'] as DbKind[]) {
       await s3.send(new UploadPartCommand({ Bucket, Key: 'open-multipart.bin', UploadId: open.UploadId, PartNumber: 1, Body: firstPart }));
       const big = endless(512 * 1024 * 1024);
       const part = endless(512 * 1024 * 1024);
-      const putting = s3.send(new PutObjectCommand({ Bucket, Key: 'big.bin', Body: big.body, ContentLength: 512 * 1024 * 1024 })).then(() => 'finished', () => 'failed');
-      const parting = s3.send(new UploadPartCommand({ Bucket, Key: 'open-multipart.bin', UploadId: open.UploadId, PartNumber: 2, Body: part.body, ContentLength: 512 * 1024 * 1024 })).then(() => 'finished', () => 'failed');
-      await waitFor('both uploads streaming to temporary files', () => big.sent() > 8 * 1024 * 1024 && part.sent() > 8 * 1024 * 1024 && bucketFiles(dir, b.id).filter((f) => f.startsWith('.tmp-')).length === 2, 60_000);
+      const putting = s3.send(new PutObjectCommand({ Bucket, Key: 'big.bin', Body: big.body, ContentLength: 512 * 1024 * 1024 })).then(
+        () => 'finished',
+        () => 'failed',
+      );
+      const parting = s3
+        .send(
+          new UploadPartCommand({
+            Bucket,
+            Key: 'open-multipart.bin',
+            UploadId: open.UploadId,
+            PartNumber: 2,
+            Body: part.body,
+            ContentLength: 512 * 1024 * 1024,
+          }),
+        )
+        .then(
+          () => 'finished',
+          () => 'failed',
+        );
+      await waitFor(
+        'both uploads streaming to temporary files',
+        () => big.sent() > 8 * 1024 * 1024 && part.sent() > 8 * 1024 * 1024 && bucketFiles(dir, b.id).filter((f) => f.startsWith('.tmp-')).length === 2,
+        60_000,
+      );
       await server.stop('SIGKILL');
       assert.deepEqual([await putting, await parting], ['failed', 'failed']);
 
       server = await startChild([], env);
       const s3b = client({ endpoint: `${server.baseUrl}/s3` }, b);
       const listed = await s3b.send(new ListObjectsV2Command({ Bucket }));
-      assert.deepEqual(listed.Contents!.map((o) => o.Key), ['done-multipart.bin', 'done.bin']);
+      assert.deepEqual(
+        listed.Contents!.map((o) => o.Key),
+        ['done-multipart.bin', 'done.bin'],
+      );
       assert.deepEqual(await s3Error(s3b.send(new HeadObjectCommand({ Bucket, Key: 'big.bin' }))), { name: 'NotFound', status: 404 });
       const read = async (Key: string) => Buffer.from(await (await s3b.send(new GetObjectCommand({ Bucket, Key }))).Body!.transformToByteArray());
       assert.equal(md5(await read('done.bin')), md5(small));
       assert.equal(md5(await read('done-multipart.bin')), md5(Buffer.concat(parts)));
       const openParts = await s3b.send(new ListPartsCommand({ Bucket, Key: 'open-multipart.bin', UploadId: open.UploadId }));
-      assert.deepEqual(openParts.Parts!.map((p) => [p.PartNumber, p.Size]), [[1, firstPart.length]]);
+      assert.deepEqual(
+        openParts.Parts!.map((p) => [p.PartNumber, p.Size]),
+        [[1, firstPart.length]],
+      );
       const objects = await call(server.baseUrl, 'GET', `/object-storage/${b.id}/objects`, token);
-      assert.deepEqual(objects.body.data.map((o: { key: string }) => o.key), ['done-multipart.bin', 'done.bin']);
+      assert.deepEqual(
+        objects.body.data.map((o: { key: string }) => o.key),
+        ['done-multipart.bin', 'done.bin'],
+      );
       if (kind === 'sqlite') {
         // Start-up recovery removed the unfinished writes: three blobs remain (two objects, one part).
         const files = readdirSync(join(dir, 'object-storage', b.id));

@@ -35,7 +35,10 @@ const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest('he
 const hmac = (key: Buffer | string, data: string) => createHmac('sha256', key).update(data).digest();
 
 /** A raw HTTP request (any Host header) answering status, headers and body. */
-function raw(url: string, opts: { method?: string; headers?: Record<string, string>; body?: Buffer }): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+function raw(
+  url: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: Buffer },
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method: opts.method ?? 'GET', headers: opts.headers }, (res) => {
       const chunks: Buffer[] = [];
@@ -60,7 +63,16 @@ for (const kind of DB_KINDS) {
     after(async () => s?.close());
 
     it('put and get a small object with content type, metadata and a range', async () => {
-      const put = await s3.send(new PutObjectCommand({ Bucket: b.bucket_name, Key: 'docs/hello.txt', Body: 'hello world', ContentType: 'text/plain', Metadata: { owner: 'ann' }, CacheControl: 'max-age=60' }));
+      const put = await s3.send(
+        new PutObjectCommand({
+          Bucket: b.bucket_name,
+          Key: 'docs/hello.txt',
+          Body: 'hello world',
+          ContentType: 'text/plain',
+          Metadata: { owner: 'ann' },
+          CacheControl: 'max-age=60',
+        }),
+      );
       assert.equal(put.ETag, `"${md5(Buffer.from('hello world'))}"`);
       const got = await s3.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'docs/hello.txt' }));
       assert.equal(await got.Body!.transformToString(), 'hello world');
@@ -74,7 +86,10 @@ for (const kind of DB_KINDS) {
       assert.equal(await range.Body!.transformToString(), 'world');
       const suffix = await s3.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'docs/hello.txt', Range: 'bytes=-3' }));
       assert.equal(await suffix.Body!.transformToString(), 'rld');
-      assert.deepEqual(await s3Error(s3.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'docs/hello.txt', Range: 'bytes=50-60' }))), { name: 'InvalidRange', status: 416 });
+      assert.deepEqual(await s3Error(s3.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'docs/hello.txt', Range: 'bytes=50-60' }))), {
+        name: 'InvalidRange',
+        status: 416,
+      });
       const head = await s3.send(new HeadObjectCommand({ Bucket: b.bucket_name, Key: 'docs/hello.txt' }));
       assert.equal(head.ContentLength, 11);
       assert.deepEqual(await s3Error(s3.send(new HeadObjectCommand({ Bucket: b.bucket_name, Key: 'docs/nothing' }))), { name: 'NotFound', status: 404 });
@@ -83,14 +98,24 @@ for (const kind of DB_KINDS) {
 
     it('a streamed body of known length is stored byte for byte', async () => {
       const data = randomBytes(300_000);
-      await s3.send(new PutObjectCommand({ Bucket: b.bucket_name, Key: 'stream.bin', Body: Readable.from([data.subarray(0, 100_000), data.subarray(100_000)]), ContentLength: data.length }));
+      await s3.send(
+        new PutObjectCommand({
+          Bucket: b.bucket_name,
+          Key: 'stream.bin',
+          Body: Readable.from([data.subarray(0, 100_000), data.subarray(100_000)]),
+          ContentLength: data.length,
+        }),
+      );
       const got = Buffer.from(await (await s3.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'stream.bin' }))).Body!.transformToByteArray());
       assert.equal(md5(got), md5(data));
     });
 
     it('a wrong Content-MD5 is refused (BadDigest) and nothing is stored', async () => {
       const wrong = createHash('md5').update('other').digest('base64');
-      assert.deepEqual(await s3Error(s3.send(new PutObjectCommand({ Bucket: b.bucket_name, Key: 'bad-md5.txt', Body: 'payload', ContentMD5: wrong }))), { name: 'BadDigest', status: 400 });
+      assert.deepEqual(await s3Error(s3.send(new PutObjectCommand({ Bucket: b.bucket_name, Key: 'bad-md5.txt', Body: 'payload', ContentMD5: wrong }))), {
+        name: 'BadDigest',
+        status: 400,
+      });
       assert.deepEqual(await s3Error(s3.send(new HeadObjectCommand({ Bucket: b.bucket_name, Key: 'bad-md5.txt' }))), { name: 'NotFound', status: 404 });
       const good = createHash('md5').update('payload').digest('base64');
       await s3.send(new PutObjectCommand({ Bucket: b.bucket_name, Key: 'good-md5.txt', Body: 'payload', ContentMD5: good }));
@@ -110,10 +135,21 @@ for (const kind of DB_KINDS) {
         parts.push({ PartNumber: i + 1, ETag: p.ETag });
       }
       const listed = await s3.send(new ListPartsCommand({ Bucket, Key, UploadId }));
-      assert.deepEqual(listed.Parts!.map((p) => [p.PartNumber, p.Size]), [[1, partSize], [2, partSize], [3, partSize], [4, partSize]]);
+      assert.deepEqual(
+        listed.Parts!.map((p) => [p.PartNumber, p.Size]),
+        [
+          [1, partSize],
+          [2, partSize],
+          [3, partSize],
+          [4, partSize],
+        ],
+      );
       // Not visible before completion.
       assert.deepEqual(await s3Error(s3.send(new HeadObjectCommand({ Bucket, Key }))), { name: 'NotFound', status: 404 });
-      assert.deepEqual(await s3Error(s3.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: [parts[1]!, parts[0]!] } }))), { name: 'InvalidPartOrder', status: 400 });
+      assert.deepEqual(
+        await s3Error(s3.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: [parts[1]!, parts[0]!] } }))),
+        { name: 'InvalidPartOrder', status: 400 },
+      );
       const done = await s3.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: parts } }));
       assert.match(done.ETag!, /^"[0-9a-f]{32}-4"$/);
       const got = await s3.send(new GetObjectCommand({ Bucket, Key }));
@@ -135,11 +171,28 @@ for (const kind of DB_KINDS) {
       const p1 = await s3.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: 1, Body: Buffer.alloc(1000, 1) }));
       const p2 = await s3.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: 2, Body: Buffer.alloc(1000, 2) }));
       assert.deepEqual(
-        await s3Error(s3.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: p1.ETag }, { PartNumber: 2, ETag: p2.ETag }] } }))),
+        await s3Error(
+          s3.send(
+            new CompleteMultipartUploadCommand({
+              Bucket,
+              Key,
+              UploadId,
+              MultipartUpload: {
+                Parts: [
+                  { PartNumber: 1, ETag: p1.ETag },
+                  { PartNumber: 2, ETag: p2.ETag },
+                ],
+              },
+            }),
+          ),
+        ),
         { name: 'EntityTooSmall', status: 400 },
       );
       await s3.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId }));
-      assert.deepEqual(await s3Error(s3.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: 3, Body: 'x' }))), { name: 'NoSuchUpload', status: 404 });
+      assert.deepEqual(await s3Error(s3.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: 3, Body: 'x' }))), {
+        name: 'NoSuchUpload',
+        status: 404,
+      });
       assert.deepEqual(await s3Error(s3.send(new HeadObjectCommand({ Bucket, Key }))), { name: 'NotFound', status: 404 });
       assert.equal((await s.app.database.db.selectFrom('object_storage_uploads').select('id').where('id', '=', UploadId!).execute()).length, 0);
     });
@@ -150,12 +203,24 @@ for (const kind of DB_KINDS) {
       const keys = ['a.txt', 'photos/2024/1.jpg', 'photos/2024/2.jpg', 'photos/2025/1.jpg', 'photos/cover.png', 'videos/x.mp4', 'z'];
       for (const Key of keys) await c.send(new PutObjectCommand({ Bucket: other.bucket_name, Key, Body: Key }));
       const top = await c.send(new ListObjectsV2Command({ Bucket: other.bucket_name, Delimiter: '/' }));
-      assert.deepEqual(top.Contents!.map((o) => o.Key), ['a.txt', 'z']);
-      assert.deepEqual(top.CommonPrefixes!.map((p) => p.Prefix), ['photos/', 'videos/']);
+      assert.deepEqual(
+        top.Contents!.map((o) => o.Key),
+        ['a.txt', 'z'],
+      );
+      assert.deepEqual(
+        top.CommonPrefixes!.map((p) => p.Prefix),
+        ['photos/', 'videos/'],
+      );
       assert.equal(top.KeyCount, 4);
       const photos = await c.send(new ListObjectsV2Command({ Bucket: other.bucket_name, Prefix: 'photos/', Delimiter: '/' }));
-      assert.deepEqual(photos.Contents!.map((o) => o.Key), ['photos/cover.png']);
-      assert.deepEqual(photos.CommonPrefixes!.map((p) => p.Prefix), ['photos/2024/', 'photos/2025/']);
+      assert.deepEqual(
+        photos.Contents!.map((o) => o.Key),
+        ['photos/cover.png'],
+      );
+      assert.deepEqual(
+        photos.CommonPrefixes!.map((p) => p.Prefix),
+        ['photos/2024/', 'photos/2025/'],
+      );
       const seen: string[] = [];
       let ContinuationToken: string | undefined;
       let pages = 0;
@@ -169,8 +234,14 @@ for (const kind of DB_KINDS) {
       assert.deepEqual(seen, keys);
       assert.equal(pages, 4);
       const after = await c.send(new ListObjectsV2Command({ Bucket: other.bucket_name, StartAfter: 'photos/2025/1.jpg' }));
-      assert.deepEqual(after.Contents!.map((o) => o.Key), ['photos/cover.png', 'videos/x.mp4', 'z']);
-      assert.deepEqual((await c.send(new ListBucketsCommand({}))).Buckets!.map((x) => x.Name), [other.bucket_name]);
+      assert.deepEqual(
+        after.Contents!.map((o) => o.Key),
+        ['photos/cover.png', 'videos/x.mp4', 'z'],
+      );
+      assert.deepEqual(
+        (await c.send(new ListBucketsCommand({}))).Buckets!.map((x) => x.Name),
+        [other.bucket_name],
+      );
       assert.equal((await c.send(new HeadBucketCommand({ Bucket: other.bucket_name }))).$metadata.httpStatusCode, 200);
     });
 
@@ -185,7 +256,10 @@ for (const kind of DB_KINDS) {
       assert.match(await tampered.text(), /<Code>SignatureDoesNotMatch<\/Code>/);
       const put = await getSignedUrl(s3, new PutObjectCommand({ Bucket: b.bucket_name, Key: 'shared/upload.txt' }), { expiresIn: 300 });
       assert.equal((await fetch(put, { method: 'PUT', body: 'via presigned put' })).status, 200);
-      assert.equal(await (await s3.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'shared/upload.txt' }))).Body!.transformToString(), 'via presigned put');
+      assert.equal(
+        await (await s3.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'shared/upload.txt' }))).Body!.transformToString(),
+        'via presigned put',
+      );
     });
 
     it('copy keeps or replaces metadata; copying onto itself unchanged is refused', async () => {
@@ -195,11 +269,26 @@ for (const kind of DB_KINDS) {
       const got = await s3.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'copy.txt' }));
       assert.equal(await got.Body!.transformToString(), 'original');
       assert.deepEqual(got.Metadata, { v: '1' });
-      await s3.send(new CopyObjectCommand({ Bucket: b.bucket_name, Key: 'orig.txt', CopySource: `${b.bucket_name}/orig.txt`, MetadataDirective: 'REPLACE', Metadata: { v: '2' }, ContentType: 'text/x-new' }));
+      await s3.send(
+        new CopyObjectCommand({
+          Bucket: b.bucket_name,
+          Key: 'orig.txt',
+          CopySource: `${b.bucket_name}/orig.txt`,
+          MetadataDirective: 'REPLACE',
+          Metadata: { v: '2' },
+          ContentType: 'text/x-new',
+        }),
+      );
       const head = await s3.send(new HeadObjectCommand({ Bucket: b.bucket_name, Key: 'orig.txt' }));
       assert.deepEqual([head.Metadata, head.ContentType], [{ v: '2' }, 'text/x-new']);
-      assert.deepEqual(await s3Error(s3.send(new CopyObjectCommand({ Bucket: b.bucket_name, Key: 'orig.txt', CopySource: `${b.bucket_name}/orig.txt` }))), { name: 'InvalidRequest', status: 400 });
-      assert.deepEqual(await s3Error(s3.send(new CopyObjectCommand({ Bucket: b.bucket_name, Key: 'x.txt', CopySource: `${b.bucket_name}/missing.txt` }))), { name: 'NoSuchKey', status: 404 });
+      assert.deepEqual(await s3Error(s3.send(new CopyObjectCommand({ Bucket: b.bucket_name, Key: 'orig.txt', CopySource: `${b.bucket_name}/orig.txt` }))), {
+        name: 'InvalidRequest',
+        status: 400,
+      });
+      assert.deepEqual(await s3Error(s3.send(new CopyObjectCommand({ Bucket: b.bucket_name, Key: 'x.txt', CopySource: `${b.bucket_name}/missing.txt` }))), {
+        name: 'NoSuchKey',
+        status: 404,
+      });
       // Overwriting the original leaves the copy intact.
       await s3.send(new PutObjectCommand({ Bucket: b.bucket_name, Key: 'orig.txt', Body: 'changed' }));
       assert.equal(await (await s3.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'copy.txt' }))).Body!.transformToString(), 'original');
@@ -208,7 +297,9 @@ for (const kind of DB_KINDS) {
     it('delete one and many; the objects are gone', async () => {
       for (const Key of ['del/1', 'del/2', 'del/3']) await s3.send(new PutObjectCommand({ Bucket: b.bucket_name, Key, Body: Key }));
       assert.equal((await s3.send(new DeleteObjectCommand({ Bucket: b.bucket_name, Key: 'del/1' }))).$metadata.httpStatusCode, 204);
-      const many = await s3.send(new DeleteObjectsCommand({ Bucket: b.bucket_name, Delete: { Objects: [{ Key: 'del/2' }, { Key: 'del/3' }, { Key: 'del/never' }] } }));
+      const many = await s3.send(
+        new DeleteObjectsCommand({ Bucket: b.bucket_name, Delete: { Objects: [{ Key: 'del/2' }, { Key: 'del/3' }, { Key: 'del/never' }] } }),
+      );
       assert.deepEqual(many.Deleted!.map((d) => d.Key).sort(), ['del/2', 'del/3', 'del/never']);
       const left = await s3.send(new ListObjectsV2Command({ Bucket: b.bucket_name, Prefix: 'del/' }));
       assert.equal(left.KeyCount, 0);
@@ -220,12 +311,21 @@ for (const kind of DB_KINDS) {
       const other = await createBucket(s);
       await client(other, other).send(new PutObjectCommand({ Bucket: other.bucket_name, Key: 'secret.txt', Body: 'theirs' }));
       assert.deepEqual(await s3Error(s3.send(new GetObjectCommand({ Bucket: other.bucket_name, Key: 'secret.txt' }))), { name: 'AccessDenied', status: 403 });
-      assert.deepEqual(await s3Error(s3.send(new PutObjectCommand({ Bucket: other.bucket_name, Key: 'mine.txt', Body: 'x' }))), { name: 'AccessDenied', status: 403 });
+      assert.deepEqual(await s3Error(s3.send(new PutObjectCommand({ Bucket: other.bucket_name, Key: 'mine.txt', Body: 'x' }))), {
+        name: 'AccessDenied',
+        status: 403,
+      });
       assert.deepEqual(await s3Error(s3.send(new ListObjectsV2Command({ Bucket: 'no-such-bucket' }))), { name: 'AccessDenied', status: 403 });
       const wrong = client(b, { access_key: b.access_key, secret_key: 'not-the-secret' });
-      assert.deepEqual(await s3Error(wrong.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'docs/hello.txt' }))), { name: 'SignatureDoesNotMatch', status: 403 });
+      assert.deepEqual(await s3Error(wrong.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'docs/hello.txt' }))), {
+        name: 'SignatureDoesNotMatch',
+        status: 403,
+      });
       const unknown = client(b, { access_key: 'SVLAAAAAAAAAAAAAAAAA', secret_key: b.secret_key });
-      assert.deepEqual(await s3Error(unknown.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'docs/hello.txt' }))), { name: 'InvalidAccessKeyId', status: 403 });
+      assert.deepEqual(await s3Error(unknown.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'docs/hello.txt' }))), {
+        name: 'InvalidAccessKeyId',
+        status: 403,
+      });
       const anon = await fetch(`${b.endpoint}/${b.bucket_name}/docs/hello.txt`);
       assert.equal(anon.status, 403);
       assert.match(anon.headers.get('content-type') ?? '', /application\/xml/);
@@ -261,22 +361,38 @@ for (const kind of DB_KINDS) {
     it('the control plane lists and deletes what S3 clients stored, and they agree', async () => {
       const c = await createBucket(s);
       const sdk = client(c, c);
-      for (const Key of ['img/a.png', 'img/b.jpg', 'notes.md', 'raw/data.bin']) await sdk.send(new PutObjectCommand({ Bucket: c.bucket_name, Key, Body: `body of ${Key}`, ContentType: Key.endsWith('.png') ? 'image/png' : undefined }));
+      for (const Key of ['img/a.png', 'img/b.jpg', 'notes.md', 'raw/data.bin'])
+        await sdk.send(
+          new PutObjectCommand({ Bucket: c.bucket_name, Key, Body: `body of ${Key}`, ContentType: Key.endsWith('.png') ? 'image/png' : undefined }),
+        );
       const top = expectStatus(await s.get(`/object-storage/${c.id}/objects?delimiter=/`), 200);
-      assert.deepEqual(top.data.map((o: { key: string; type: string }) => [o.key, o.type]), [['img/', 'folder'], ['notes.md', 'document'], ['raw/', 'folder']]);
+      assert.deepEqual(
+        top.data.map((o: { key: string; type: string }) => [o.key, o.type]),
+        [
+          ['img/', 'folder'],
+          ['notes.md', 'document'],
+          ['raw/', 'folder'],
+        ],
+      );
       assert.equal(top.cursor, null);
       const img = expectStatus(await s.get(`/object-storage/${c.id}/objects?prefix=img/`), 200).data;
-      assert.deepEqual(img.map((o: { key: string; type: string; size: number; content_type: string | null }) => [o.key, o.type, o.size, o.content_type]), [
-        ['img/a.png', 'image', 'body of img/a.png'.length, 'image/png'],
-        ['img/b.jpg', 'image', 'body of img/b.jpg'.length, 'application/octet-stream'],
-      ]);
+      assert.deepEqual(
+        img.map((o: { key: string; type: string; size: number; content_type: string | null }) => [o.key, o.type, o.size, o.content_type]),
+        [
+          ['img/a.png', 'image', 'body of img/a.png'.length, 'image/png'],
+          ['img/b.jpg', 'image', 'body of img/b.jpg'.length, 'application/octet-stream'],
+        ],
+      );
       const head = await sdk.send(new HeadObjectCommand({ Bucket: c.bucket_name, Key: 'img/a.png' }));
       assert.equal(`"${img[0].e_tag}"`, head.ETag);
       // Paging with the cursor visits every key once.
       const seen: string[] = [];
       let cursor: string | null = null;
       do {
-        const page: { data: { key: string }[]; cursor: string | null } = expectStatus(await s.get(`/object-storage/${c.id}/objects?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`), 200);
+        const page: { data: { key: string }[]; cursor: string | null } = expectStatus(
+          await s.get(`/object-storage/${c.id}/objects?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
+          200,
+        );
         seen.push(...page.data.map((o) => o.key));
         cursor = page.cursor;
       } while (cursor);
@@ -285,11 +401,17 @@ for (const kind of DB_KINDS) {
       const before = bucketFiles(s.app.config.dataDir, c.id).length;
       expectStatus(await s.request('DELETE', `/object-storage/${c.id}/objects`, { body: { keys: ['img/a.png', 'notes.md'] } }), 204);
       assert.deepEqual(await s3Error(sdk.send(new HeadObjectCommand({ Bucket: c.bucket_name, Key: 'img/a.png' }))), { name: 'NotFound', status: 404 });
-      assert.deepEqual((await sdk.send(new ListObjectsV2Command({ Bucket: c.bucket_name }))).Contents!.map((o) => o.Key), ['img/b.jpg', 'raw/data.bin']);
+      assert.deepEqual(
+        (await sdk.send(new ListObjectsV2Command({ Bucket: c.bucket_name }))).Contents!.map((o) => o.Key),
+        ['img/b.jpg', 'raw/data.bin'],
+      );
       await waitFor('deleted files removed from disk', () => bucketFiles(s.app.config.dataDir, c.id).length === before - 2);
       // Deleted through the SDK: gone from the API's list.
       await sdk.send(new DeleteObjectCommand({ Bucket: c.bucket_name, Key: 'raw/data.bin' }));
-      assert.deepEqual(expectStatus(await s.get(`/object-storage/${c.id}/objects`), 200).data.map((o: { key: string }) => o.key), ['img/b.jpg']);
+      assert.deepEqual(
+        expectStatus(await s.get(`/object-storage/${c.id}/objects`), 200).data.map((o: { key: string }) => o.key),
+        ['img/b.jpg'],
+      );
     });
 
     it('deleting a bucket removes its files from disk and its keys stop working', async () => {
@@ -297,9 +419,9 @@ for (const kind of DB_KINDS) {
       const sdk = client(d, d);
       await sdk.send(new PutObjectCommand({ Bucket: d.bucket_name, Key: 'one', Body: 'x' }));
       await sdk.send(new PutObjectCommand({ Bucket: d.bucket_name, Key: 'two', Body: 'y' }));
-      await sdk.send(new CreateMultipartUploadCommand({ Bucket: d.bucket_name, Key: 'pending' })).then(({ UploadId }) =>
-        sdk.send(new UploadPartCommand({ Bucket: d.bucket_name, Key: 'pending', UploadId, PartNumber: 1, Body: 'part' })),
-      );
+      await sdk
+        .send(new CreateMultipartUploadCommand({ Bucket: d.bucket_name, Key: 'pending' }))
+        .then(({ UploadId }) => sdk.send(new UploadPartCommand({ Bucket: d.bucket_name, Key: 'pending', UploadId, PartNumber: 1, Body: 'part' })));
       assert.equal(bucketFiles(s.app.config.dataDir, d.id).length, 3);
       expectStatus(await s.delete(`/object-storage/${d.id}`), 204);
       await waitFor('bucket directory removed', () => bucketFiles(s.app.config.dataDir, d.id).length === 0);
@@ -310,11 +432,21 @@ for (const kind of DB_KINDS) {
       const c = await createBucket(s);
       const url = `${c.endpoint}/${c.bucket_name}/file.txt`;
       const preflight = (origin: string, method: string, headers?: string) =>
-        fetch(url, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': method, ...(headers ? { 'access-control-request-headers': headers } : {}) } });
+        fetch(url, {
+          method: 'OPTIONS',
+          headers: { origin, 'access-control-request-method': method, ...(headers ? { 'access-control-request-headers': headers } : {}) },
+        });
       let r = await preflight('https://app.example', 'GET');
       assert.equal(r.status, 403);
       assert.match(await r.text(), /<Code>AccessForbidden<\/Code>/);
-      expectStatus(await s.post(`/object-storage/${c.id}/cors-policies`, { methods: ['GET', 'PUT'], origins: ['https://app.example', 'https://*.example.org'], headers: ['content-type', 'x-amz-*'] }), 201);
+      expectStatus(
+        await s.post(`/object-storage/${c.id}/cors-policies`, {
+          methods: ['GET', 'PUT'],
+          origins: ['https://app.example', 'https://*.example.org'],
+          headers: ['content-type', 'x-amz-*'],
+        }),
+        201,
+      );
       r = await preflight('https://app.example', 'PUT', 'Content-Type, X-Amz-Date');
       assert.equal(r.status, 200);
       assert.equal(r.headers.get('access-control-allow-origin'), 'https://app.example');
@@ -342,7 +474,10 @@ for (const kind of DB_KINDS) {
       const send = async (tamper: boolean) => {
         const key = tamper ? 'chunked-bad.bin' : 'chunked.bin';
         const u = new URL(`${c.endpoint}/${c.bucket_name}/${key}`);
-        const date = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+        const date = new Date()
+          .toISOString()
+          .replace(/[-:]/g, '')
+          .replace(/\.\d{3}/, '');
         const day = date.slice(0, 8);
         const scope = `${day}/us-east-1/s3/aws4_request`;
         const chunks = [data.subarray(0, 65536), data.subarray(65536), Buffer.alloc(0)];
@@ -356,7 +491,9 @@ for (const kind of DB_KINDS) {
           'x-amz-decoded-content-length': String(data.length),
         };
         const names = Object.keys(headers).sort();
-        const canonical = ['PUT', u.pathname, '', ...names.map((n) => `${n}:${headers[n]}`), '', names.join(';'), 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD'].join('\n');
+        const canonical = ['PUT', u.pathname, '', ...names.map((n) => `${n}:${headers[n]}`), '', names.join(';'), 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD'].join(
+          '\n',
+        );
         const toSign = ['AWS4-HMAC-SHA256', date, scope, sha256(canonical)].join('\n');
         let key2 = hmac(`AWS4${c.secret_key}`, day);
         for (const p of ['us-east-1', 's3', 'aws4_request']) key2 = hmac(key2, p);
@@ -378,7 +515,10 @@ for (const kind of DB_KINDS) {
       const bad = await send(true);
       assert.equal(bad.status, 403);
       assert.match(bad.body.toString(), /SignatureDoesNotMatch/);
-      assert.deepEqual(await s3Error(client(c, c).send(new HeadObjectCommand({ Bucket: c.bucket_name, Key: 'chunked-bad.bin' }))), { name: 'NotFound', status: 404 });
+      assert.deepEqual(await s3Error(client(c, c).send(new HeadObjectCommand({ Bucket: c.bucket_name, Key: 'chunked-bad.bin' }))), {
+        name: 'NotFound',
+        status: 404,
+      });
     });
 
     it('a bucket with a CDN domain serves public reads on that hostname', async () => {
@@ -421,7 +561,10 @@ describe('object storage data plane: virtual-hosted addressing [sqlite]', () => 
     });
     await virtual.send(new PutObjectCommand({ Bucket: b.bucket_name, Key: 'v/hosted.txt', Body: 'virtual' }));
     assert.equal(await (await virtual.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'v/hosted.txt' }))).Body!.transformToString(), 'virtual');
-    assert.deepEqual((await virtual.send(new ListObjectsV2Command({ Bucket: b.bucket_name }))).Contents!.map((o) => o.Key), ['v/hosted.txt']);
+    assert.deepEqual(
+      (await virtual.send(new ListObjectsV2Command({ Bucket: b.bucket_name }))).Contents!.map((o) => o.Key),
+      ['v/hosted.txt'],
+    );
     const pathStyle = new S3Client({
       endpoint: `http://s3.slipway.test:${port}`,
       region: 'us-east-1',
@@ -432,7 +575,10 @@ describe('object storage data plane: virtual-hosted addressing [sqlite]', () => 
     });
     assert.equal(await (await pathStyle.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'v/hosted.txt' }))).Body!.transformToString(), 'virtual');
     const other = await createBucket(s);
-    assert.deepEqual(await s3Error(virtual.send(new GetObjectCommand({ Bucket: other.bucket_name, Key: 'v/hosted.txt' }))), { name: 'AccessDenied', status: 403 });
+    assert.deepEqual(await s3Error(virtual.send(new GetObjectCommand({ Bucket: other.bucket_name, Key: 'v/hosted.txt' }))), {
+      name: 'AccessDenied',
+      status: 403,
+    });
     // The API on the main host name is untouched.
     expectStatus(await s.get(`/object-storage/${b.id}`), 200);
   });

@@ -69,7 +69,10 @@ for (const kind of DB_KINDS) {
       const range = await s3.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'a/data.bin', Range: 'bytes=100-199' }));
       assert.deepEqual(Buffer.from(await range.Body!.transformToByteArray()), data.subarray(100, 200));
       await s3.send(new CopyObjectCommand({ Bucket: b.bucket_name, Key: 'a/copy.bin', CopySource: `${b.bucket_name}/a/data.bin` }));
-      assert.equal(md5(Buffer.from(await (await s3.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'a/copy.bin' }))).Body!.transformToByteArray())), md5(data));
+      assert.equal(
+        md5(Buffer.from(await (await s3.send(new GetObjectCommand({ Bucket: b.bucket_name, Key: 'a/copy.bin' }))).Body!.transformToByteArray())),
+        md5(data),
+      );
       assert.equal((await upstreamKeys(b.id)).length, 2);
     });
 
@@ -81,7 +84,9 @@ for (const kind of DB_KINDS) {
       const etags = [];
       for (const [i, p] of parts.entries()) etags.push((await s3.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: i + 1, Body: p }))).ETag);
       const before = (await upstreamKeys(b.id)).length;
-      await s3.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) } }));
+      await s3.send(
+        new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ PartNumber: i + 1, ETag })) } }),
+      );
       assert.equal(md5(Buffer.from(await (await s3.send(new GetObjectCommand({ Bucket, Key }))).Body!.transformToByteArray())), md5(Buffer.concat(parts)));
       // Two part blobs went, one object blob came.
       assert.equal((await upstreamKeys(b.id)).length, before - 1);

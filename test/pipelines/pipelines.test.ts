@@ -7,7 +7,19 @@ import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/s
 import { MISSING, UUID_RE, expectError, expectStatus, listAll, waitFor } from '../helpers/util.js';
 import { GENEROUS, IMMEDIATE_ENV, addToStage, createApp, createPipeline, getPipeline, pipelinePath, stageNamed, stagePath } from './support.js';
 
-const DETAIL_STAGE_FIELDS = ['auto_create_app', 'branch', 'created_at', 'delete_stale_apps', 'display_name', 'id', 'order', 'pipeline_id', 'stale_app_days', 'type', 'updated_at'];
+const DETAIL_STAGE_FIELDS = [
+  'auto_create_app',
+  'branch',
+  'created_at',
+  'delete_stale_apps',
+  'display_name',
+  'id',
+  'order',
+  'pipeline_id',
+  'stale_app_days',
+  'type',
+  'updated_at',
+];
 
 for (const kind of DB_KINDS) {
   describe(`pipelines [${kind}]`, { skip: await skipUnless(kind) }, () => {
@@ -25,13 +37,22 @@ for (const kind of DB_KINDS) {
       assert.equal(p.project_id, null);
       assert.equal(p.display_name, 'Web shop');
       assert.equal(p.type, 'branch');
-      assert.deepEqual(p.stages.map((x: any) => [x.display_name, x.type, x.order]), [['Dev', 'standard', 0], ['Production', 'prod', 1]]);
+      assert.deepEqual(
+        p.stages.map((x: any) => [x.display_name, x.type, x.order]),
+        [
+          ['Dev', 'standard', 0],
+          ['Production', 'prod', 1],
+        ],
+      );
       for (const st of p.stages) assert.deepEqual(Object.keys(st).sort(), ['display_name', 'id', 'order', 'type']);
 
       const g = await getPipeline(s, p.id);
       assert.equal(g.display_name, 'Web shop');
       assert.equal(g.company_id, s.companyId);
-      assert.deepEqual(g.stages.map((x: any) => x.id), p.stages.map((x: any) => x.id));
+      assert.deepEqual(
+        g.stages.map((x: any) => x.id),
+        p.stages.map((x: any) => x.id),
+      );
       for (const st of g.stages) {
         assert.deepEqual(Object.keys(st).sort(), DETAIL_STAGE_FIELDS);
         assert.equal(st.pipeline_id, p.id);
@@ -75,18 +96,48 @@ for (const kind of DB_KINDS) {
       assert.equal(u.type, 'branch');
       assert.equal(u.project_id, proj.id);
       const project = expectStatus(await s.get(`/projects/${proj.id}`), 200);
-      assert.deepEqual(project.services.map((x: any) => [x.id, x.type]), [[p.id, 'pipeline']]);
+      assert.deepEqual(
+        project.services.map((x: any) => [x.id, x.type]),
+        [[p.id, 'pipeline']],
+      );
 
-      const swapped = expectStatus(await s.patch(pipelinePath(p.id), { stage_order: [{ stage_id: dev.id, order: 1 }, { stage_id: prod.id, order: 0 }] }), 200);
-      assert.deepEqual(swapped.stages.map((x: any) => [x.id, x.order]), [[prod.id, 0], [dev.id, 1]]);
+      const swapped = expectStatus(
+        await s.patch(pipelinePath(p.id), {
+          stage_order: [
+            { stage_id: dev.id, order: 1 },
+            { stage_id: prod.id, order: 0 },
+          ],
+        }),
+        200,
+      );
+      assert.deepEqual(
+        swapped.stages.map((x: any) => [x.id, x.order]),
+        [
+          [prod.id, 0],
+          [dev.id, 1],
+        ],
+      );
       assert.equal(swapped.display_name, 'Renamed', 'fields not named keep their values');
 
       const other = await createPipeline(s);
       expectError(await s.patch(pipelinePath(p.id), { stage_order: [{ stage_id: other.stages[0].id, order: 0 }] }), 400, new RegExp(other.stages[0].id));
       expectError(await s.patch(pipelinePath(p.id), { stage_order: [{ stage_id: prod.id, order: 1 }] }), 400, /both have order 1/);
-      expectError(await s.patch(pipelinePath(p.id), { stage_order: [{ stage_id: dev.id, order: 2 }, { stage_id: dev.id, order: 3 }] }), 400, /more than once/);
+      expectError(
+        await s.patch(pipelinePath(p.id), {
+          stage_order: [
+            { stage_id: dev.id, order: 2 },
+            { stage_id: dev.id, order: 3 },
+          ],
+        }),
+        400,
+        /more than once/,
+      );
       expectError(await s.patch(pipelinePath(p.id), { project_id: MISSING }), 404);
-      assert.deepEqual((await getPipeline(s, p.id)).stages.map((x: any) => x.id), [prod.id, dev.id], 'a refused update changes nothing');
+      assert.deepEqual(
+        (await getPipeline(s, p.id)).stages.map((x: any) => x.id),
+        [prod.id, dev.id],
+        'a refused update changes nothing',
+      );
 
       const cleared = expectStatus(await s.patch(pipelinePath(p.id), { project_id: null }), 200);
       assert.equal(cleared.project_id, null);
@@ -103,7 +154,14 @@ for (const kind of DB_KINDS) {
       assert.equal(st.branch, 'release');
       assert.equal(st.pipeline_id, p.id);
       let g = await getPipeline(s, p.id);
-      assert.deepEqual(g.stages.map((x: any) => [x.display_name, x.order]), [['Dev', 0], ['Staging', 1], ['Production', 2]]);
+      assert.deepEqual(
+        g.stages.map((x: any) => [x.display_name, x.order]),
+        [
+          ['Dev', 0],
+          ['Staging', 1],
+          ['Production', 2],
+        ],
+      );
 
       const last = expectStatus(await s.post(`${pipelinePath(p.id)}/stages`, { display_name: 'Canary', insert_before: 50 }), 201);
       assert.equal(last.order, 3);
@@ -111,7 +169,14 @@ for (const kind of DB_KINDS) {
 
       expectStatus(await s.delete(stagePath(p.id, st.id)), 200);
       g = await getPipeline(s, p.id);
-      assert.deepEqual(g.stages.map((x: any) => [x.display_name, x.order]), [['Dev', 0], ['Production', 1], ['Canary', 2]]);
+      assert.deepEqual(
+        g.stages.map((x: any) => [x.display_name, x.order]),
+        [
+          ['Dev', 0],
+          ['Production', 1],
+          ['Canary', 2],
+        ],
+      );
       expectError(await s.delete(stagePath(p.id, st.id)), 404);
       expectError(await s.delete(stagePath(MISSING, st.id)), 404);
       expectError(await s.post(`${pipelinePath(p.id)}/stages`, { display_name: 'x', insert_before: 51 }), 400);
@@ -124,7 +189,10 @@ for (const kind of DB_KINDS) {
       for (let i = 0; i < 49; i++) expectStatus(await s.post(`${pipelinePath(p.id)}/stages`, { display_name: `S${i}`, insert_before: 50 }), 201);
       const g = await getPipeline(s, p.id);
       assert.equal(g.stages.length, 51);
-      assert.deepEqual(g.stages.map((x: any) => x.order), [...Array(51).keys()]);
+      assert.deepEqual(
+        g.stages.map((x: any) => x.order),
+        [...Array(51).keys()],
+      );
       expectError(await s.post(`${pipelinePath(p.id)}/stages`, { display_name: 'one too many', insert_before: 0 }), 400, /at most 51 stages/);
       assert.equal((await getPipeline(s, p.id)).stages.length, 51);
     });
@@ -160,7 +228,9 @@ for (const kind of DB_KINDS) {
       const a = await createApp(s);
       await addToStage(s, p.id, p.stages[0].id, a.id);
       assert.equal(expectStatus(await s.get(`/applications/${a.id}`), 200).project_id, proj.id);
-      const services = expectStatus(await s.get(`/projects/${proj.id}`), 200).services.map((x: any) => x.id).sort();
+      const services = expectStatus(await s.get(`/projects/${proj.id}`), 200)
+        .services.map((x: any) => x.id)
+        .sort();
       assert.deepEqual(services, [a.id, p.id].sort());
     });
 
@@ -225,7 +295,10 @@ for (const kind of DB_KINDS) {
       });
       expectStatus(await s.get(pipelinePath(p.id), { token: scoped.token }), 200);
       expectError(await s.get(pipelinePath(other.id), { token: scoped.token }), 404);
-      assert.deepEqual((await listAll(s, '/pipelines', scoped.token)).map((x) => x.id), [p.id]);
+      assert.deepEqual(
+        (await listAll(s, '/pipelines', scoped.token)).map((x) => x.id),
+        [p.id],
+      );
       await addToStage(s, p.id, p.stages[0].id, a.id, scoped.token);
       expectError(await s.post(`${stagePath(p.id, p.stages[0].id)}/apps`, { app_id: b.id }, { token: scoped.token }), 404, 'Application not found');
       expectError(await s.post('/pipelines', { display_name: 'x', type: 'trunk' }, { token: scoped.token }), 403);

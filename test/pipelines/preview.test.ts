@@ -7,7 +7,19 @@ import assert from 'node:assert/strict';
 import { PROCESS_RESOURCE_TYPES } from '../../src/modules/resources/catalog.js';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { MISSING, expectError, expectStatus, listAll, waitFor } from '../helpers/util.js';
-import { GENEROUS, IMMEDIATE_ENV, addToStage, createApp, createPipeline, deploy, getPipeline, pipelinePath, stageNamed, stagePath, waitForFinal } from './support.js';
+import {
+  GENEROUS,
+  IMMEDIATE_ENV,
+  addToStage,
+  createApp,
+  createPipeline,
+  deploy,
+  getPipeline,
+  pipelinePath,
+  stageNamed,
+  stagePath,
+  waitForFinal,
+} from './support.js';
 
 const REPO = 'https://github.com/example/shop-previews';
 
@@ -40,7 +52,14 @@ for (const kind of DB_KINDS) {
       const r = expectStatus(await enable(p.id, { repo_url: REPO, auto_create_app: true }), 200);
       assert.equal(typeof r.message, 'string');
       const g = await getPipeline(s, p.id);
-      assert.deepEqual(g.stages.map((x: any) => [x.type, x.order]), [['preview', 0], ['standard', 1], ['prod', 2]]);
+      assert.deepEqual(
+        g.stages.map((x: any) => [x.type, x.order]),
+        [
+          ['preview', 0],
+          ['standard', 1],
+          ['prod', 2],
+        ],
+      );
       const st = stageNamed(g, 'preview') as any;
       assert.equal(st.auto_create_app, true);
       assert.equal(st.delete_stale_apps, false);
@@ -68,7 +87,16 @@ for (const kind of DB_KINDS) {
     it('a preview app copies the source (processes, variables, build settings), is of type previewApp, and deploys its branch', async () => {
       const { p, src } = await setup();
       expectStatus(await s.patch(`/applications/${src.id}`, { build_type: 'dockerfile', dockerfile_path: 'docker/Dockerfile' }), 200);
-      expectStatus(await s.post(`/applications/${src.id}/processes`, { display_name: 'worker', type: 'worker', entrypoint: 'node w.js', resource_type_id: PROCESS_RESOURCE_TYPES[0]!.id, scaling_strategy: { type: 'manual', config: { instanceCount: 1 } } }), 200);
+      expectStatus(
+        await s.post(`/applications/${src.id}/processes`, {
+          display_name: 'worker',
+          type: 'worker',
+          entrypoint: 'node w.js',
+          resource_type_id: PROCESS_RESOURCE_TYPES[0]!.id,
+          scaling_strategy: { type: 'manual', config: { instanceCount: 1 } },
+        }),
+        200,
+      );
       expectStatus(await s.post(`/applications/${src.id}/env-vars`, { key: 'FEATURE', value: 'on', is_runtime: true, is_buildtime: true }), 201);
 
       const pa = expectStatus(await preview(src.id, { branch: 'feature/cart', pull_request_number: 42 }), 201);
@@ -91,7 +119,10 @@ for (const kind of DB_KINDS) {
       const procs = (id: string) => listAll(s, `/applications/${id}/processes`).then((l) => l.map((x) => [x.display_name, x.type]).sort());
       assert.deepEqual(await procs(pa.id), await procs(src.id));
       const vars = await listAll(s, `/applications/${pa.id}/env-vars`);
-      assert.deepEqual(vars.map((v) => v.key), ['FEATURE']);
+      assert.deepEqual(
+        vars.map((v) => v.key),
+        ['FEATURE'],
+      );
       assert.equal(expectStatus(await s.get(`/applications/${pa.id}`), 200).type, 'previewApp');
 
       const named = expectStatus(await preview(src.id, { branch: 'fix/typo', display_name: 'Typo fix' }), 201);
@@ -106,7 +137,11 @@ for (const kind of DB_KINDS) {
       await addToStage(s, p.id, stageNamed(p, 'Production').id, prod.id);
       expectError(await s.post(`${pipelinePath(p.id)}/promote`, { source_app_id: pa.id, target_app_ids: [prod.id] }), 400, /never promoted/);
       await deploy(s, src.id);
-      expectError(await s.post(`${pipelinePath(p.id)}/promote`, { source_app_id: src.id, target_app_ids: [pa.id] }), 400, new RegExp(`${pa.id} is a preview app`));
+      expectError(
+        await s.post(`${pipelinePath(p.id)}/promote`, { source_app_id: src.id, target_app_ids: [pa.id] }),
+        400,
+        new RegExp(`${pa.id} is a preview app`),
+      );
       expectError(await preview(pa.id, { branch: 'x' }), 400, /itself a preview app/);
     });
 
@@ -136,7 +171,13 @@ for (const kind of DB_KINDS) {
       const b = expectStatus(await preview(src.id, { branch: 'two' }), 201);
       expectStatus(await s.post(`${pipelinePath(p.id)}/preview/disable`), 200);
       const g = await getPipeline(s, p.id);
-      assert.deepEqual(g.stages.map((x: any) => [x.type, x.order]), [['standard', 0], ['prod', 1]]);
+      assert.deepEqual(
+        g.stages.map((x: any) => [x.type, x.order]),
+        [
+          ['standard', 0],
+          ['prod', 1],
+        ],
+      );
       await gone(a.id);
       await gone(b.id);
       expectStatus(await s.get(`/applications/${src.id}`), 200);
@@ -162,7 +203,12 @@ for (const kind of DB_KINDS) {
     it('turning delete_stale_apps on later applies to the existing preview apps', async () => {
       const { p, src } = await setup({ stale_app_days: 1 });
       const a = expectStatus(await preview(src.id, { branch: 'later' }), 201);
-      const jobs = await s.app.database.db.selectFrom('jobs').select('id').where('kind', '=', 'pipeline.preview-expire').where('subject_id', '=', a.id).execute();
+      const jobs = await s.app.database.db
+        .selectFrom('jobs')
+        .select('id')
+        .where('kind', '=', 'pipeline.preview-expire')
+        .where('subject_id', '=', a.id)
+        .execute();
       assert.deepEqual(jobs, [], 'no expiry is scheduled while delete_stale_apps is off');
       expectStatus(await s.put(`${pipelinePath(p.id)}/preview`, { delete_stale_apps: true }), 200);
       await gone(a.id);

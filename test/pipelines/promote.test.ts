@@ -6,7 +6,19 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { MISSING, UUID_RE, expectError, expectStatus, listAll } from '../helpers/util.js';
-import { GENEROUS, IMMEDIATE_ENV, addToStage, createApp, createPipeline, deploy, deploymentLogs, deploymentPath, pipelinePath, stageNamed, waitForFinal } from './support.js';
+import {
+  GENEROUS,
+  IMMEDIATE_ENV,
+  addToStage,
+  createApp,
+  createPipeline,
+  deploy,
+  deploymentLogs,
+  deploymentPath,
+  pipelinePath,
+  stageNamed,
+  waitForFinal,
+} from './support.js';
 
 for (const kind of DB_KINDS) {
   describe(`pipelines: promote [${kind}]`, { skip: await skipUnless(kind) }, () => {
@@ -18,7 +30,8 @@ for (const kind of DB_KINDS) {
 
     const promote = (id: string, body: Record<string, unknown>, token?: string) => s.post(`${pipelinePath(id)}/promote`, body, { token });
     const deployments = (appId: string) => listAll(s, `/applications/${appId}/deployments`);
-    const envCount = (lines: { message: string }[]) => Number(/Runtime environment: (\d+) variables/.exec(lines.map((l) => l.message).find((m) => m.startsWith('Runtime environment'))!)![1]);
+    const envCount = (lines: { message: string }[]) =>
+      Number(/Runtime environment: (\d+) variables/.exec(lines.map((l) => l.message).find((m) => m.startsWith('Runtime environment'))!)![1]);
 
     /** A pipeline Dev -> Staging -> Production with a git source in Dev and two targets. */
     async function setup() {
@@ -41,7 +54,7 @@ for (const kind of DB_KINDS) {
       assert.deepEqual(await deployments(prodApp.id), []);
     });
 
-    it('promotes the release to every target: one deployment each, same commit, trigger promotion, no build step, the target\'s own variables', async () => {
+    it("promotes the release to every target: one deployment each, same commit, trigger promotion, no build step, the target's own variables", async () => {
       const { p, src, stagingApp, prodApp } = await setup();
       const release = await deploy(s, src.id);
       const srcLogs = await deploymentLogs(s, src.id, release.id);
@@ -49,7 +62,10 @@ for (const kind of DB_KINDS) {
 
       const res = expectStatus(await promote(p.id, { source_app_id: src.id, target_app_ids: [stagingApp.id, prodApp.id] }), 200);
       assert.equal(res.length, 2);
-      assert.deepEqual(res.map((r: any) => r.target_app_id), [stagingApp.id, prodApp.id]);
+      assert.deepEqual(
+        res.map((r: any) => r.target_app_id),
+        [stagingApp.id, prodApp.id],
+      );
       for (const r of res) {
         assert.deepEqual(Object.keys(r).sort(), ['deployment_id', 'target_app_id']);
         assert.match(r.deployment_id, UUID_RE);
@@ -103,8 +119,16 @@ for (const kind of DB_KINDS) {
       const before = (await deployments(prodApp.id)).length;
 
       expectError(await promote(p.id, { source_app_id: src.id, target_app_ids: [prodApp.id, peer.id] }), 400, new RegExp(`${peer.id} is not in a later stage`));
-      expectError(await promote(p.id, { source_app_id: stagingApp.id, target_app_ids: [prodApp.id, src.id] }), 400, new RegExp(`${src.id} is not in a later stage`));
-      expectError(await promote(p.id, { source_app_id: src.id, target_app_ids: [prodApp.id, outside.id] }), 400, new RegExp(`${outside.id} is not in pipeline ${p.id}`));
+      expectError(
+        await promote(p.id, { source_app_id: stagingApp.id, target_app_ids: [prodApp.id, src.id] }),
+        400,
+        new RegExp(`${src.id} is not in a later stage`),
+      );
+      expectError(
+        await promote(p.id, { source_app_id: src.id, target_app_ids: [prodApp.id, outside.id] }),
+        400,
+        new RegExp(`${outside.id} is not in pipeline ${p.id}`),
+      );
       expectError(await promote(p.id, { source_app_id: src.id, target_app_ids: [elsewhere.id] }), 400, new RegExp(`${elsewhere.id} is not in pipeline`));
       expectError(await promote(p.id, { source_app_id: src.id, target_app_ids: [MISSING] }), 400, new RegExp(MISSING));
       expectError(await promote(p.id, { source_app_id: outside.id, target_app_ids: [prodApp.id] }), 400, new RegExp(`${outside.id} is not in pipeline`));
@@ -116,7 +140,11 @@ for (const kind of DB_KINDS) {
       expectError(await promote(q.id, { source_app_id: src.id, target_app_ids: [elsewhere.id] }), 400, new RegExp(`${src.id} is not in pipeline ${q.id}`));
 
       expectStatus(await s.post(`/applications/${prodApp.id}/suspend`), 200);
-      expectError(await promote(p.id, { source_app_id: src.id, target_app_ids: [stagingApp.id, prodApp.id] }), 400, new RegExp(`Application ${prodApp.id} is suspended`));
+      expectError(
+        await promote(p.id, { source_app_id: src.id, target_app_ids: [stagingApp.id, prodApp.id] }),
+        400,
+        new RegExp(`Application ${prodApp.id} is suspended`),
+      );
       assert.equal((await deployments(prodApp.id)).length, before, 'no target got a deployment');
       assert.equal((await deployments(stagingApp.id)).length, 1, 'the valid target of a refused promotion got no deployment either');
     });
@@ -126,10 +154,21 @@ for (const kind of DB_KINDS) {
       await deploy(s, src.id);
       const viewer = await s.newKey({ role: 'Company Viewer' });
       expectError(await promote(p.id, { source_app_id: src.id, target_app_ids: [prodApp.id] }, viewer.token), 403, /PIPELINE:UPDATE/);
-      const pipelineOnly = await s.newKey({ capabilities: [{ permission: 'PIPELINE:UPDATE', id_resource: null }, { permission: 'APP:READ', id_resource: null }] });
+      const pipelineOnly = await s.newKey({
+        capabilities: [
+          { permission: 'PIPELINE:UPDATE', id_resource: null },
+          { permission: 'APP:READ', id_resource: null },
+        ],
+      });
       expectError(await promote(p.id, { source_app_id: src.id, target_app_ids: [prodApp.id] }, pipelineOnly.token), 403, /APP:UPDATE/);
       assert.deepEqual(await deployments(prodApp.id), []);
-      const both = await s.newKey({ capabilities: [{ permission: 'PIPELINE:UPDATE', id_resource: p.id }, { permission: 'APP:READ', id_resource: null }, { permission: 'APP:UPDATE', id_resource: prodApp.id }] });
+      const both = await s.newKey({
+        capabilities: [
+          { permission: 'PIPELINE:UPDATE', id_resource: p.id },
+          { permission: 'APP:READ', id_resource: null },
+          { permission: 'APP:UPDATE', id_resource: prodApp.id },
+        ],
+      });
       const [r] = expectStatus(await promote(p.id, { source_app_id: src.id, target_app_ids: [prodApp.id] }, both.token), 200);
       expectStatus(await s.get(deploymentPath(prodApp.id, r.deployment_id)), 200);
     });

@@ -35,7 +35,8 @@ function httpsGet(url: string, ca: string): Promise<{ status: number; body: stri
 describe('slipway command line', () => {
   it('prints help with every serve flag', () => {
     const out = slipway(['--help']);
-    for (const flag of ['--port', '--host', '--data-dir', '--database-url', '--log-level', '--tls', 'admin create-company']) assert.ok(out.includes(flag), flag);
+    for (const flag of ['--port', '--host', '--data-dir', '--database-url', '--log-level', '--tls', 'admin create-company'])
+      assert.ok(out.includes(flag), flag);
   });
 
   it('takes DATA_DIR from the environment and prints the bootstrap key on first start only', async () => {

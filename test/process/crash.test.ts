@@ -86,7 +86,15 @@ async function triggerDeployments(servers: ChildServer[], token: string, apps: s
   return pool(
     Array.from({ length: DEPLOYMENTS }, (_, i) => i),
     IN_FLIGHT,
-    async (i) => ok(servers[i % servers.length]!.baseUrl, token, 'POST', `/applications/${apps[Math.floor(i / 2) % apps.length]}/deployments`, 200, {}) as Promise<Deployment>,
+    async (i) =>
+      ok(
+        servers[i % servers.length]!.baseUrl,
+        token,
+        'POST',
+        `/applications/${apps[Math.floor(i / 2) % apps.length]}/deployments`,
+        200,
+        {},
+      ) as Promise<Deployment>,
   );
 }
 
@@ -140,7 +148,10 @@ async function assertConsistent(base: string, token: string, apps: string[], sna
     const runs = list.filter((d) => d.started_at !== null).sort((x, y) => x.started_at!.localeCompare(y.started_at!));
     for (const d of runs) assert.ok(d.finished_at, `deployment ${d.id} started and is final, so it has finished_at`);
     for (let i = 1; i < runs.length; i++) {
-      assert.ok(runs[i]!.started_at! >= runs[i - 1]!.finished_at!, `app ${id}: deployment ${runs[i]!.id} started at ${runs[i]!.started_at} while ${runs[i - 1]!.id} ran until ${runs[i - 1]!.finished_at}`);
+      assert.ok(
+        runs[i]!.started_at! >= runs[i - 1]!.finished_at!,
+        `app ${id}: deployment ${runs[i]!.id} started at ${runs[i]!.started_at} while ${runs[i - 1]!.id} ran until ${runs[i - 1]!.finished_at}`,
+      );
     }
     // Skipped deployments never ran.
     for (const d of list.filter((x) => x.status === 'skipped')) assert.equal(d.started_at, null);
@@ -227,11 +238,12 @@ describe('crash recovery on PostgreSQL: the surviving process takes over', { ski
     await client.query('LOCK TABLE deployments IN EXCLUSIVE MODE');
     const owner = `%:${victim.child.pid}:%`;
     const held = async () =>
-      (await client!.query<{ id: string; subject_id: string }>(`SELECT id, subject_id FROM jobs WHERE status = 'running' AND lease_owner LIKE $1`, [owner])).rows;
+      (await client!.query<{ id: string; subject_id: string }>(`SELECT id, subject_id FROM jobs WHERE status = 'running' AND lease_owner LIKE $1`, [owner]))
+        .rows;
     const deadline = Date.now() + 20_000;
     let claimed = await held();
     // Wait until the victim holds some claimed jobs (ideally all its worker slots).
-    for (let stable = 0; stable < 5 && Date.now() < deadline; ) {
+    for (let stable = 0; stable < 5 && Date.now() < deadline;) {
       await sleep(100);
       const now = await held();
       stable = now.length > 0 && now.length === claimed.length ? stable + 1 : 0;
@@ -250,7 +262,9 @@ describe('crash recovery on PostgreSQL: the surviving process takes over', { ski
     t.diagnostic(`after the takeover: ${JSON.stringify(counts)}`);
 
     // The jobs the victim had claimed were completed by the survivor, not left behind.
-    const jobs = await client.query<{ id: string; status: string; lease_owner: string | null }>(`SELECT id, status, lease_owner FROM jobs WHERE id = ANY($1)`, [orphaned.map((j) => j.id)]);
+    const jobs = await client.query<{ id: string; status: string; lease_owner: string | null }>(`SELECT id, status, lease_owner FROM jobs WHERE id = ANY($1)`, [
+      orphaned.map((j) => j.id),
+    ]);
     assert.equal(jobs.rows.length, orphaned.length);
     for (const j of jobs.rows) assert.equal(j.status, 'done', `job ${j.id} the victim had claimed`);
     const left = await client.query<{ n: string }>(`SELECT count(*) AS n FROM jobs WHERE kind = 'deployment.advance' AND status IN ('queued', 'running')`);

@@ -60,7 +60,7 @@ describe('two server processes on one PostgreSQL', { skip: await skipUnless('pos
 
   it('an Idempotency-Key used on one process is replayed by the other', async () => {
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': `k-${randomBytes(4).toString('hex')}` };
-    const body = JSON.stringify({ name: 'idem key', role_ids: [] , capabilities: [{ permission: 'PROJECT:READ' }] });
+    const body = JSON.stringify({ name: 'idem key', role_ids: [], capabilities: [{ permission: 'PROJECT:READ' }] });
     const first = await fetch(`${a.baseUrl}/v3/api-keys`, { method: 'POST', headers, body });
     const second = await fetch(`${b.baseUrl}/v3/api-keys`, { method: 'POST', headers, body });
     assert.equal(first.status, 201);

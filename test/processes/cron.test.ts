@@ -22,7 +22,9 @@ for (const kind of DB_KINDS) {
     const logsOf = (app: string, pid: string) => runtimeLogs(s, app, pid);
     const has = (lines: LogEntry[], text: string | RegExp) => lines.some((l) => (typeof text === 'string' ? l.message.includes(text) : text.test(l.message)));
     const waitExit = (app: string, pid: string, value: string, description: string) =>
-      waitFor(`exit code ${value} (${description})`, async () => (await exitCodes(s, app, pid)).find((e) => e.value === value && e.description === description));
+      waitFor(`exit code ${value} (${description})`, async () =>
+        (await exitCodes(s, app, pid)).find((e) => e.value === value && e.description === description),
+      );
     /** Deletes the process (stopping its schedule) and waits until none of its jobs is left. */
     const stop = async (app: string, pid: string) => {
       expectStatus(await s.delete(processPath(app, pid)), 200);
@@ -80,9 +82,19 @@ for (const kind of DB_KINDS) {
       const { app, pid } = await deployedCron({ schedule: EVERY_SECOND });
       await waitFor('two completed runs', async () => (await exitCodes(s, app, pid)).length >= 2);
       const codes = await exitCodes(s, app, pid);
-      assert.ok(codes.every((e) => e.value === '0' && e.description === 'completed'), JSON.stringify(codes));
-      const rows = await s.app.database.db.selectFrom('process_runs').selectAll().where('process_id', '=', pid).where('status', '!=', 'skipped').orderBy('started_at').execute();
-      for (let i = 1; i < rows.length; i++) if (rows[i - 1]!.ended_at) assert.ok(rows[i]!.started_at >= rows[i - 1]!.ended_at!, 'a run starts only after the previous one ended');
+      assert.ok(
+        codes.every((e) => e.value === '0' && e.description === 'completed'),
+        JSON.stringify(codes),
+      );
+      const rows = await s.app.database.db
+        .selectFrom('process_runs')
+        .selectAll()
+        .where('process_id', '=', pid)
+        .where('status', '!=', 'skipped')
+        .orderBy('started_at')
+        .execute();
+      for (let i = 1; i < rows.length; i++)
+        if (rows[i - 1]!.ended_at) assert.ok(rows[i]!.started_at >= rows[i - 1]!.ended_at!, 'a run starts only after the previous one ended');
       await stop(app, pid);
     });
 
@@ -177,13 +189,17 @@ for (const kind of DB_KINDS) {
       expectError(await trigger(app, pid), 400, /suspended/);
 
       expectStatus(await s.post(`/applications/${app}/activate`), 200);
-      assert.ok((await activeJobs(s, pid)).some((j) => j.kind === 'cron.tick' && j.status === 'queued'), 'activation re-arms the schedule');
+      assert.ok(
+        (await activeJobs(s, pid)).some((j) => j.kind === 'cron.tick' && j.status === 'queued'),
+        'activation re-arms the schedule',
+      );
       await stop(app, pid);
     });
 
     it('arms the next tick at the local time of the process time zone; a time zone change re-arms it', async () => {
       const { app, pid } = await deployedCron({ schedule: '0 9 * * *', time_zone: 'America/New_York' });
-      const localTime = (iso: string, tz: string) => new Intl.DateTimeFormat('en-GB', { timeZone: tz, hour: '2-digit', minute: '2-digit', hour12: false }).format(new Date(iso));
+      const localTime = (iso: string, tz: string) =>
+        new Intl.DateTimeFormat('en-GB', { timeZone: tz, hour: '2-digit', minute: '2-digit', hour12: false }).format(new Date(iso));
       const ticks = (await activeJobs(s, pid)).filter((j) => j.kind === 'cron.tick');
       assert.equal(ticks.length, 1);
       assert.equal(localTime(ticks[0]!.run_at, 'America/New_York'), '09:00');
@@ -208,7 +224,12 @@ for (const kind of DB_KINDS) {
     it('beforeDeployment jobs start with the deployment; afterFailedDeployment jobs only after a failed one', async () => {
       const app = await createApp(s);
       const before = await createProcess(s, app, { display_name: 'prepare', type: 'job', entrypoint: 'npm run prepare', job_start_policy: 'beforeDeployment' });
-      const failed = await createProcess(s, app, { display_name: 'alert', type: 'job', entrypoint: 'npm run alert', job_start_policy: 'afterFailedDeployment' });
+      const failed = await createProcess(s, app, {
+        display_name: 'alert',
+        type: 'job',
+        entrypoint: 'npm run alert',
+        job_start_policy: 'afterFailedDeployment',
+      });
       await deploy(s, app);
       await waitExit(app, before.id, '0', 'completed');
       assert.ok(has(await logsOf(app, before.id), 'as the deployment starts'));

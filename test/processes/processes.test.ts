@@ -62,14 +62,24 @@ for (const kind of DB_KINDS) {
 
         const l = expectStatus(await s.get(processesPath(app)), 200);
         assert.equal(l.total, 2);
-        assert.deepEqual(l.data.map((p: { key: string }) => p.key), ['web', 'queue-worker']);
+        assert.deepEqual(
+          l.data.map((p: { key: string }) => p.key),
+          ['web', 'queue-worker'],
+        );
         const page = expectStatus(await s.get(`${processesPath(app)}?limit=1&offset=1`), 200);
         assert.deepEqual([page.total, page.limit, page.offset, page.data[0].id], [2, 1, 1, w.id]);
 
         const horizontal = { type: 'horizontal', config: { minInstanceCount: 1, maxInstanceCount: 4, targetCpuPercent: 70 } };
         const probe = { httpGet: { path: '/healthz', port: 3000, scheme: 'HTTP' }, periodSeconds: 10 };
         const u = expectStatus(
-          await s.patch(processPath(app, w.id), { display_name: 'Jobs', entrypoint: 'node jobs.js', scaling_strategy: horizontal, resource_type_id: 'm2', port: 3000, liveness_probe: probe }),
+          await s.patch(processPath(app, w.id), {
+            display_name: 'Jobs',
+            entrypoint: 'node jobs.js',
+            scaling_strategy: horizontal,
+            resource_type_id: 'm2',
+            port: 3000,
+            liveness_probe: probe,
+          }),
           200,
         );
         assert.equal(u.key, 'queue-worker', 'the key does not follow later display-name changes');
@@ -103,7 +113,11 @@ for (const kind of DB_KINDS) {
       it('allows at most one web process, and the web process cannot be deleted', async () => {
         const app = await createApp(s);
         const [web] = expectStatus(await s.get(processesPath(app)), 200).data;
-        expectError(await s.post(processesPath(app), { display_name: 'second web', type: 'web', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }), 400, /at most one web process/);
+        expectError(
+          await s.post(processesPath(app), { display_name: 'second web', type: 'web', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }),
+          400,
+          /at most one web process/,
+        );
         expectError(await s.delete(processPath(app, web.id)), 400, /web process cannot be deleted/);
         assert.equal(expectStatus(await s.get(processesPath(app)), 200).total, 1);
       });
@@ -141,7 +155,11 @@ for (const kind of DB_KINDS) {
         expectError(await s.post(processesPath(app), { display_name: 'x', type: 'worker' }), 400, SCHEMA_MISMATCH);
         expectError(await create({ display_name: 'x', type: 'daemon' }), 400, SCHEMA_MISMATCH);
         expectError(await create({ display_name: '', type: 'worker' }), 400, SCHEMA_MISMATCH);
-        expectError(await create({ display_name: 'x', type: 'worker', scaling_strategy: { type: 'manual', config: { instanceCount: 51 } } }), 400, SCHEMA_MISMATCH);
+        expectError(
+          await create({ display_name: 'x', type: 'worker', scaling_strategy: { type: 'manual', config: { instanceCount: 51 } } }),
+          400,
+          SCHEMA_MISMATCH,
+        );
         expectError(await create(cron('x', { schedule: '* * * * *', concurrency_policy: 'Allow' })), 400, SCHEMA_MISMATCH);
         expectError(await create(cron('x', { schedule: '* * * * *', max_run_time_seconds: -1 })), 400, SCHEMA_MISMATCH);
         expectError(await create(cron('x', { schedule: '* * * * *', max_run_time_seconds: 1.5 })), 400, SCHEMA_MISMATCH);
@@ -186,7 +204,11 @@ for (const kind of DB_KINDS) {
         expectError(await create({ display_name: 'w', type: 'worker', max_run_time_seconds: 60 }), 400, /max_run_time_seconds applies to cron/);
         expectError(await create({ display_name: 'w', type: 'worker', job_start_policy: 'beforeDeployment' }), 400, /job_start_policy applies to job/);
         expectError(await create(cron('c', { schedule: '* * * * *', port: 3000 })), 400, /port applies to web and worker/);
-        expectError(await create(cron('c', { schedule: '* * * * *', scaling_strategy: { type: 'horizontal', config: { minInstanceCount: 1, maxInstanceCount: 2 } } })), 400, /scale manually/);
+        expectError(
+          await create(cron('c', { schedule: '* * * * *', scaling_strategy: { type: 'horizontal', config: { minInstanceCount: 1, maxInstanceCount: 2 } } })),
+          400,
+          /scale manually/,
+        );
         const w = await createProcess(s, app, { display_name: 'plain worker', type: 'worker', concurrency_policy: 'Forbid' });
         assert.deepEqual(Object.keys(w).sort(), PROCESS_FIELDS);
         expectError(await s.patch(processPath(app, w.id), { schedule: '* * * * *' }), 400, /schedule applies to cron/);
@@ -196,7 +218,11 @@ for (const kind of DB_KINDS) {
 
       it('rejects unknown resource types and inverted horizontal bounds', async () => {
         expectError(await create({ display_name: 'w', type: 'worker', resource_type_id: MISSING }), 400, /resource_type_id/);
-        expectError(await create({ display_name: 'w', type: 'worker', scaling_strategy: { type: 'horizontal', config: { minInstanceCount: 3, maxInstanceCount: 2 } } }), 400, /minInstanceCount/);
+        expectError(
+          await create({ display_name: 'w', type: 'worker', scaling_strategy: { type: 'horizontal', config: { minInstanceCount: 3, maxInstanceCount: 2 } } }),
+          400,
+          /minInstanceCount/,
+        );
       });
 
       it('updates cron settings and keeps those a PATCH leaves out', async () => {
@@ -206,7 +232,10 @@ for (const kind of DB_KINDS) {
         const u = expectStatus(await s.patch(processPath(app, c.id), { display_name: 'renamed' }), 200);
         assert.equal(u.concurrency_policy, 'Replace', 'an omitted concurrency_policy is not reset to the default');
         assert.equal(u.max_run_time_seconds, 120);
-        const v = expectStatus(await s.patch(processPath(app, c.id), { schedule: '*/5 * * * *', concurrency_policy: 'Forbid', max_run_time_seconds: null }), 200);
+        const v = expectStatus(
+          await s.patch(processPath(app, c.id), { schedule: '*/5 * * * *', concurrency_policy: 'Forbid', max_run_time_seconds: null }),
+          200,
+        );
         assert.equal(v.schedule, '*/5 * * * *');
         assert.equal(v.concurrency_policy, 'Forbid');
         assert.equal(v.max_run_time_seconds, null);
@@ -240,7 +269,8 @@ for (const kind of DB_KINDS) {
         const app = await createApp(s);
         const [web] = expectStatus(await s.get(processesPath(app)), 200).data;
         await deploy(s, app);
-        const series = async (m: string) => expectStatus<{ time: string; value: number }[]>(await s.get(`${processPath(app, web.id)}/metrics/${m}?${range(30, 1)}`), 200);
+        const series = async (m: string) =>
+          expectStatus<{ time: string; value: number }[]>(await s.get(`${processPath(app, web.id)}/metrics/${m}?${range(30, 1)}`), 200);
         await waitFor('a non-zero cpu limit point', async () => (await series('cpu-limit')).some((p) => p.value > 0));
         const cores = RT.s1!.cpu_limit / 1000;
         const bytes = RT.s1!.memory_limit * 1024 * 1024;
@@ -252,7 +282,10 @@ for (const kind of DB_KINDS) {
         assert.ok((await series('memory-usage')).some((p) => p.value > 0));
         // Deterministic: the same window gives the same series.
         const q = range(20, 1);
-        assert.deepEqual(expectStatus(await s.get(`${processPath(app, web.id)}/metrics/cpu-usage?${q}`), 200), expectStatus(await s.get(`${processPath(app, web.id)}/metrics/cpu-usage?${q}`), 200));
+        assert.deepEqual(
+          expectStatus(await s.get(`${processPath(app, web.id)}/metrics/cpu-usage?${q}`), 200),
+          expectStatus(await s.get(`${processPath(app, web.id)}/metrics/cpu-usage?${q}`), 200),
+        );
       });
 
       it('validates the window', async () => {
@@ -266,7 +299,10 @@ for (const kind of DB_KINDS) {
         expectError(await s.get(`${base}?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z&interval_in_seconds=0`), 400, SCHEMA_MISMATCH);
         expectError(await s.get(`${base}?from=yesterday&to=2026-01-02T00:00:00Z&interval_in_seconds=60`), 400, SCHEMA_MISMATCH);
         expectError(await s.get(`${processPath(app, web.id)}/metrics/exit-codes?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`), 400);
-        assert.deepEqual(expectStatus(await s.get(`${processPath(app, web.id)}/metrics/exit-codes?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`), 200), []);
+        assert.deepEqual(
+          expectStatus(await s.get(`${processPath(app, web.id)}/metrics/exit-codes?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`), 200),
+          [],
+        );
       });
     });
 
@@ -287,26 +323,41 @@ for (const kind of DB_KINDS) {
         expectStatus(await s.get(processPath(app, web.id), { token }), 200);
         expectStatus(await s.get(`${processPath(app, web.id)}/metrics/cpu-usage?${metricsQ}`, { token }), 200);
         expectStatus(await s.get(`${processPath(app, cronProc.id)}/metrics/exit-codes?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z`, { token }), 200);
-        expectError(await s.post(processesPath(app), { display_name: 'w', type: 'worker', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }, { token }), 403, /APP:UPDATE/);
+        expectError(
+          await s.post(processesPath(app), { display_name: 'w', type: 'worker', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }, { token }),
+          403,
+          /APP:UPDATE/,
+        );
         expectError(await s.patch(processPath(app, web.id), { entrypoint: 'x' }, { token }), 403, /APP:UPDATE/);
         expectError(await s.delete(processPath(app, cronProc.id), { token }), 403, /APP:UPDATE/);
         expectError(await s.post(`${processPath(app, cronProc.id)}/trigger`, undefined, { token }), 403, /APP:UPDATE/);
       });
 
-      it('a key scoped to one application sees only that application\'s processes', async () => {
+      it("a key scoped to one application sees only that application's processes", async () => {
         const other = await createApp(s);
-        const { token } = await s.newKey({ capabilities: [{ permission: 'APP:READ', id_resource: app }, { permission: 'APP:UPDATE', id_resource: app }] });
+        const { token } = await s.newKey({
+          capabilities: [
+            { permission: 'APP:READ', id_resource: app },
+            { permission: 'APP:UPDATE', id_resource: app },
+          ],
+        });
         expectStatus(await s.get(processesPath(app), { token }), 200);
         await createProcess(s, app, { display_name: 'scoped worker', type: 'worker' }, token);
         expectError(await s.get(processesPath(other), { token }), 404);
-        expectError(await s.post(processesPath(other), { display_name: 'w', type: 'worker', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }, { token }), 404);
+        expectError(
+          await s.post(processesPath(other), { display_name: 'w', type: 'worker', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }, { token }),
+          404,
+        );
       });
 
       it('another company gets 404 for everything of this application', async () => {
         const { token } = await s.newCompany();
         expectError(await s.get(processesPath(app), { token }), 404);
         expectError(await s.get(processPath(app, web.id), { token }), 404);
-        expectError(await s.post(processesPath(app), { display_name: 'w', type: 'worker', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }, { token }), 404);
+        expectError(
+          await s.post(processesPath(app), { display_name: 'w', type: 'worker', resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1 }, { token }),
+          404,
+        );
         expectError(await s.patch(processPath(app, web.id), { entrypoint: 'x' }, { token }), 404);
         expectError(await s.delete(processPath(app, cronProc.id), { token }), 404);
         expectError(await s.post(`${processPath(app, cronProc.id)}/trigger`, undefined, { token }), 404);
@@ -319,7 +370,11 @@ for (const kind of DB_KINDS) {
     describe('clone and deletion of the application', () => {
       it('a clone gets the same processes under new ids', async () => {
         const app = await createApp(s);
-        await createProcess(s, app, cron('nightly', { schedule: '0 3 * * *', time_zone: 'Europe/Berlin', concurrency_policy: 'Replace', max_run_time_seconds: 600 }));
+        await createProcess(
+          s,
+          app,
+          cron('nightly', { schedule: '0 3 * * *', time_zone: 'Europe/Berlin', concurrency_policy: 'Replace', max_run_time_seconds: 600 }),
+        );
         await createProcess(s, app, { display_name: 'worker', type: 'worker', entrypoint: 'node w.js' });
         const src = expectStatus(await s.get(processesPath(app)), 200).data;
         const clone = expectStatus(await s.post(`/applications/${app}/clone`, { display_name: 'proc clone' }), 201);

@@ -5,12 +5,17 @@ import { canonicalTimeZone, nextFire, validateSchedule } from '../../src/modules
 
 describe('cron schedules', () => {
   it('accepts 5-field and 6-field (seconds first) expressions and nicknames', () => {
-    for (const s of ['* * * * *', '0 3 * * MON-FRI', '*/15 9-17 * * 1-5', '0 0 1 1 *', '*/1 * * * * *', '30 0 12 * * *', '@daily', '@hourly']) validateSchedule(s, 'UTC');
+    for (const s of ['* * * * *', '0 3 * * MON-FRI', '*/15 9-17 * * 1-5', '0 0 1 1 *', '*/1 * * * * *', '30 0 12 * * *', '@daily', '@hourly'])
+      validateSchedule(s, 'UTC');
   });
 
   it('rejects malformed expressions, out-of-range fields, 7 fields, and schedules that never fire', () => {
     for (const s of ['', '   ', '* * * *', '* * * * * * *', '61 * * * *', '* 24 * * *', '* * 32 * *', 'every minute', '0 0 30 2 *']) {
-      assert.throws(() => validateSchedule(s, 'UTC'), (e: { status?: number }) => e.status === 400, s);
+      assert.throws(
+        () => validateSchedule(s, 'UTC'),
+        (e: { status?: number }) => e.status === 400,
+        s,
+      );
     }
   });
 

@@ -10,14 +10,38 @@ export const MANUAL_1 = { type: 'manual', config: { instanceCount: 1 } } as cons
 
 /** The fields of every process representation; cron processes add the two cron-only fields. */
 export const PROCESS_FIELDS = [
-  'app_id', 'created_at', 'cpu_limit', 'display_name', 'entrypoint', 'id', 'internal_hostname', 'is_ingress_enabled', 'ingress_protocol', 'job_start_policy', 'key',
-  'liveness_probe', 'memory_limit', 'port', 'readiness_probe', 'resource_type_id', 'resource_type_name', 'scaling_strategy', 'schedule', 'time_zone', 'type', 'updated_at',
+  'app_id',
+  'created_at',
+  'cpu_limit',
+  'display_name',
+  'entrypoint',
+  'id',
+  'internal_hostname',
+  'is_ingress_enabled',
+  'ingress_protocol',
+  'job_start_policy',
+  'key',
+  'liveness_probe',
+  'memory_limit',
+  'port',
+  'readiness_probe',
+  'resource_type_id',
+  'resource_type_name',
+  'scaling_strategy',
+  'schedule',
+  'time_zone',
+  'type',
+  'updated_at',
 ].sort();
 export const CRON_FIELDS = [...PROCESS_FIELDS, 'concurrency_policy', 'max_run_time_seconds'].sort();
 
 let counter = 0;
 export async function createApp(s: TestServer, token?: string): Promise<string> {
-  const r = await s.post('/applications', { display_name: `proc app ${++counter}`, cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' }, { token });
+  const r = await s.post(
+    '/applications',
+    { display_name: `proc app ${++counter}`, cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' },
+    { token },
+  );
   return expectStatus(r, 201).id as string;
 }
 
@@ -40,7 +64,13 @@ export async function createProcess(s: TestServer, appId: string, body: Record<s
   return expectStatus(await s.post(processesPath(appId), { resource_type_id: RT.s1!.id, scaling_strategy: MANUAL_1, ...body }, { token }), 200);
 }
 
-export const cron = (display_name: string, extra: Record<string, unknown> = {}) => ({ display_name, type: 'cron', resource_type_id: RT.hobby!.id, scaling_strategy: MANUAL_1, ...extra });
+export const cron = (display_name: string, extra: Record<string, unknown> = {}) => ({
+  display_name,
+  type: 'cron',
+  resource_type_id: RT.hobby!.id,
+  scaling_strategy: MANUAL_1,
+  ...extra,
+});
 
 const WIDE = 'from=2000-01-01T00:00:00.000Z&to=2100-01-01T00:00:00.000Z';
 
@@ -69,5 +99,10 @@ export async function runtimeLogs(s: TestServer, appId: string, pid?: string): P
 
 /** Queued or running jobs of a process (cron ticks, triggers, run ends). */
 export async function activeJobs(s: TestServer, pid: string) {
-  return s.app.database.db.selectFrom('jobs').select(['kind', 'status', 'run_at']).where('subject_id', '=', pid).where('status', 'in', ['queued', 'running']).execute();
+  return s.app.database.db
+    .selectFrom('jobs')
+    .select(['kind', 'status', 'run_at'])
+    .where('subject_id', '=', pid)
+    .where('status', 'in', ['queued', 'running'])
+    .execute();
 }

@@ -75,7 +75,10 @@ for (const kind of DB_KINDS) {
     /** A deployed git application with one variable, and its web process. */
     async function deployedApp(srv: TestServer) {
       const a = await createApp(srv);
-      expectStatus(await srv.post(`/applications/${a.id}/env-vars`, { key: 'GREETING', value: 'hello from ${SVL_APP_NAME}', is_runtime: true, is_buildtime: false }), 201);
+      expectStatus(
+        await srv.post(`/applications/${a.id}/env-vars`, { key: 'GREETING', value: 'hello from ${SVL_APP_NAME}', is_runtime: true, is_buildtime: false }),
+        201,
+      );
       const release = await deploy(srv, a.id);
       const [web] = await listAll(srv, `/applications/${a.id}/processes`);
       return { a, web, release };
@@ -133,7 +136,12 @@ for (const kind of DB_KINDS) {
       t.text = '';
       t.send('env\n');
       const out = await t.until(/\$ $/);
-      const vars = Object.fromEntries(out.split('\n').slice(0, -1).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+      const vars = Object.fromEntries(
+        out
+          .split('\n')
+          .slice(0, -1)
+          .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+      );
       assert.equal(vars.GREETING, `hello from ${a.name}`);
       assert.equal(vars.SVL_APP_ID, a.id);
       assert.equal(vars.SVL_APP_NAME, a.name);
@@ -212,7 +220,10 @@ for (const kind of DB_KINDS) {
       assert.ok(!Object.keys(op.responses).some((c) => c.startsWith('2')));
       assert.equal(op['x-permission'], 'APP:UPDATE');
       assert.equal(op['x-rate-tier'], 'service_mutation');
-      assert.deepEqual(op.parameters.map((p: any) => p.name), ['id', 'process_id', 'shell']);
+      assert.deepEqual(
+        op.parameters.map((p: any) => p.name),
+        ['id', 'process_id', 'shell'],
+      );
     });
   });
 }

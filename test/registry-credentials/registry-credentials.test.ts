@@ -91,7 +91,10 @@ for (const kind of DB_KINDS) {
       for (let i = 0; i < 3; i++) expectStatus(await s.post('/docker-registries', body({ name: `r${i}` }), { token }), 201);
       const p = expectStatus(await s.get('/docker-registries?limit=2&offset=1', { token }), 200);
       assert.equal(p.total, 3);
-      assert.deepEqual(p.data.map((r: any) => r.name), ['r1', 'r2']);
+      assert.deepEqual(
+        p.data.map((r: any) => r.name),
+        ['r1', 'r2'],
+      );
     });
 
     it('enforces permissions: Viewer reads only, Billing nothing, Developer everything', async () => {
@@ -119,7 +122,10 @@ for (const kind of DB_KINDS) {
       expectStatus(await s.get(`/docker-registries/${a.id}`, { token: k.token }), 200);
       expectError(await s.get(`/docker-registries/${b.id}`, { token: k.token }), 404);
       const l = expectStatus(await s.get('/docker-registries', { token: k.token }), 200);
-      assert.deepEqual(l.data.map((r: any) => r.id), [a.id]);
+      assert.deepEqual(
+        l.data.map((r: any) => r.id),
+        [a.id],
+      );
     });
 
     it('isolates companies (404)', async () => {

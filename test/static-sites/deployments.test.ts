@@ -9,12 +9,39 @@ import assert from 'node:assert/strict';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { MISSING, UUID_RE, expectError, expectStatus, waitFor } from '../helpers/util.js';
 import {
-  GENEROUS, IMMEDIATE_ENV, OP, addFault, deployedSite, deploymentLogs, deploymentPath, deployments, readDeployment, readSite, setProgression, trigger, waitForFinal,
+  GENEROUS,
+  IMMEDIATE_ENV,
+  OP,
+  addFault,
+  deployedSite,
+  deploymentLogs,
+  deploymentPath,
+  deployments,
+  readDeployment,
+  readSite,
+  setProgression,
+  trigger,
+  waitForFinal,
 } from './support.js';
 
 const LIST_FIELDS = [
-  'author_img', 'author_login', 'branch', 'build_error', 'cloud_build_id', 'commit_message', 'commit_sha', 'created_at', 'finished_at', 'id', 'is_preview', 'repo_url', 'started_at',
-  'static_site_id', 'status', 'type', 'updated_at',
+  'author_img',
+  'author_login',
+  'branch',
+  'build_error',
+  'cloud_build_id',
+  'commit_message',
+  'commit_sha',
+  'created_at',
+  'finished_at',
+  'id',
+  'is_preview',
+  'repo_url',
+  'started_at',
+  'static_site_id',
+  'status',
+  'type',
+  'updated_at',
 ].sort();
 const GET_FIELDS = LIST_FIELDS.filter((f) => f !== 'build_error' && f !== 'cloud_build_id');
 
@@ -64,7 +91,10 @@ for (const kind of DB_KINDS) {
       assert.deepEqual(Object.keys(got).sort(), GET_FIELDS);
       // Newest first.
       const list = await deployments(s, site.id);
-      assert.deepEqual(list.slice(0, 2).map((x) => x.id), [w.id, d.id]);
+      assert.deepEqual(
+        list.slice(0, 2).map((x) => x.id),
+        [w.id, d.id],
+      );
       assert.deepEqual(Object.keys(list[0]).sort(), LIST_FIELDS);
       expectError(await s.post(`/static-sites/${MISSING}/deployments`, {}), 404);
       expectError(await s.get(deploymentPath(site.id, MISSING)), 404);
@@ -92,8 +122,14 @@ for (const kind of DB_KINDS) {
       assert.ok(done.finished_at && done.finished_at >= done.started_at);
       const logs = await deploymentLogs(s, site.id, d.id);
       const phases = logs.map((l) => l.attributes.phase).filter(Boolean);
-      assert.deepEqual(phases.filter((p, i) => p !== phases[i - 1]), ['checkout', 'build', 'publish']);
-      assert.ok(logs.some((l) => l.message === 'Fetching Git LFS objects'), 'git_lfs_enabled defaults to true');
+      assert.deepEqual(
+        phases.filter((p, i) => p !== phases[i - 1]),
+        ['checkout', 'build', 'publish'],
+      );
+      assert.ok(
+        logs.some((l) => l.message === 'Fetching Git LFS objects'),
+        'git_lfs_enabled defaults to true',
+      );
       assert.ok(logs.some((l) => l.message === `Published at https://${site.hostname}`));
       assert.ok(logs.every((l) => l.tags.deployment_id === d.id && l.tags.kind === 'build'));
       assert.equal((await deploymentLogs(s, site.id, d.id, 'limit=2')).length, 2);
@@ -152,7 +188,10 @@ for (const kind of DB_KINDS) {
       await drive(site.id, a.id);
       await drive(site.id, c.id);
       const logs = await deploymentLogs(s, site.id, b.id);
-      assert.ok(logs.some((l) => l.message === `Published at https://feature-b--${site.hostname}`), 'a preview has its own URL');
+      assert.ok(
+        logs.some((l) => l.message === `Published at https://feature-b--${site.hostname}`),
+        'a preview has its own URL',
+      );
     });
 
     it('rule: preview builds never change the site status; production deployments do', async () => {
@@ -253,7 +292,8 @@ describe('static sites: concurrent production triggers [postgres]', { skip: awai
       const now = (await deployments(s, site.id)).filter((d) => ids.has(d.id));
       const running = now.filter((d) => d.status === 'inProgress');
       assert.ok(running.length <= 1, `round ${round}: ${running.length} running`);
-      const next = running[0] ?? (await waitFor('the next to start', async () => (await deployments(s, site.id)).find((d) => ids.has(d.id) && d.status === 'inProgress')));
+      const next =
+        running[0] ?? (await waitFor('the next to start', async () => (await deployments(s, site.id)).find((d) => ids.has(d.id) && d.status === 'inProgress')));
       for (let i = 0; i < 10 && (await readDeployment(s, site.id, next.id)).status === 'inProgress'; i++);
       assert.equal((await readDeployment(s, site.id, next.id)).status, 'success');
     }

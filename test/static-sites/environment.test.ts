@@ -22,12 +22,18 @@ for (const kind of DB_KINDS) {
       const v = expectStatus(await s.post(envPath(site.id), { key: 'API_URL', value: 'https://api.example.com' }), 201);
       assert.deepEqual(Object.keys(v).sort(), ['branch', 'created_at', 'id', 'is_preview', 'is_production', 'key', 'static_site_id', 'updated_at', 'value']);
       assert.match(v.id, UUID_RE);
-      assert.deepEqual([v.static_site_id, v.key, v.value, v.is_production, v.is_preview, v.branch], [site.id, 'API_URL', 'https://api.example.com', true, true, null]);
+      assert.deepEqual(
+        [v.static_site_id, v.key, v.value, v.is_production, v.is_preview, v.branch],
+        [site.id, 'API_URL', 'https://api.example.com', true, true, null],
+      );
       const scoped = expectStatus(await s.post(envPath(site.id), { key: 'PREVIEW_ONLY', value: 'p', is_production: false, branch: 'feature-a' }), 201);
       assert.deepEqual([scoped.is_production, scoped.is_preview, scoped.branch], [false, true, 'feature-a']);
 
       const list = await listAll(s, envPath(site.id));
-      assert.deepEqual(list.map((x) => x.key), ['API_URL', 'PREVIEW_ONLY']);
+      assert.deepEqual(
+        list.map((x) => x.key),
+        ['API_URL', 'PREVIEW_ONLY'],
+      );
       assert.deepEqual(list[0], v);
 
       const u = expectStatus(await s.put(`${envPath(site.id)}/${v.id}`, { value: 'https://api2.example.com', is_preview: false }), 200);
@@ -47,7 +53,10 @@ for (const kind of DB_KINDS) {
       assert.equal(typeof del.message, 'string');
       expectError(await s.delete(`${envPath(site.id)}/${v.id}`), 404);
       expectError(await s.put(`${envPath(site.id)}/${v.id}`, { value: 'y' }), 404);
-      assert.deepEqual((await listAll(s, envPath(site.id))).map((x) => x.key), ['RENAMED']);
+      assert.deepEqual(
+        (await listAll(s, envPath(site.id))).map((x) => x.key),
+        ['RENAMED'],
+      );
       expectError(await s.get(envPath(MISSING)), 404);
       // A variable of another site is not found through this one.
       const other = await createSite(s);
@@ -78,7 +87,10 @@ for (const kind of DB_KINDS) {
         const line = logs.find((l) => /^Build environment: \d+ variables$/.test(l.message));
         assert.ok(line, 'the build reports its environment');
         assert.equal(line!.attributes.phase, 'build');
-        assert.ok(logs.some((l) => l.severity === 'warning' && /MISSING_KEY/.test(l.message)), 'the unknown reference is reported');
+        assert.ok(
+          logs.some((l) => l.severity === 'warning' && /MISSING_KEY/.test(l.message)),
+          'the unknown reference is reported',
+        );
         return Number(/(\d+)/.exec(line!.message)![1]);
       };
       // System variables (10) + HOST, API_URL, BROKEN + the scoped ones that apply.

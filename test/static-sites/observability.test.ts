@@ -9,7 +9,16 @@ import { MISSING, expectError, expectStatus } from '../helpers/util.js';
 import { GENEROUS, IMMEDIATE_ENV, OP, deployedSite, createSite, setProgression, sitePath, window } from './support.js';
 
 const metric = (s: TestServer, id: string, name: string, query = window()) => s.get(`${sitePath(id)}/metrics/${name}?${query}`);
-const NAMES = ['requests-per-minute', 'response-time', 'response-time-avg', 'status-codes', 'top-status-codes', 'top-countries', 'slowest-requests', 'top-pages'];
+const NAMES = [
+  'requests-per-minute',
+  'response-time',
+  'response-time-avg',
+  'status-codes',
+  'top-status-codes',
+  'top-countries',
+  'slowest-requests',
+  'top-pages',
+];
 
 for (const kind of DB_KINDS) {
   describe(`static sites: access logs and metrics [${kind}]`, { skip: await skipUnless(kind) }, () => {
@@ -26,7 +35,8 @@ for (const kind of DB_KINDS) {
         const rpm = expectStatus(await metric(s, site.id, 'requests-per-minute'), 200);
         assert.ok(rpm.length > 0 && rpm.every((p: { value: number }) => p.value === 0));
         assert.deepEqual(expectStatus(await metric(s, site.id, 'response-time-avg'), 200), { average_response_time_ms: 0 });
-        for (const name of ['top-status-codes', 'top-countries', 'slowest-requests', 'top-pages']) assert.deepEqual(expectStatus(await metric(s, site.id, name), 200), [], name);
+        for (const name of ['top-status-codes', 'top-countries', 'slowest-requests', 'top-pages'])
+          assert.deepEqual(expectStatus(await metric(s, site.id, name), 200), [], name);
         assert.deepEqual(expectStatus(await s.get(`${sitePath(site.id)}/access-logs`), 200), []);
       } finally {
         await setProgression(s, OP, { mode: 'immediate' });
@@ -40,14 +50,24 @@ for (const kind of DB_KINDS) {
       for (const name of NAMES) expectStatus(await metric(s, site.id, name, win), 200);
       const rpm = expectStatus(await metric(s, site.id, 'requests-per-minute', win), 200) as { time: string; value: number }[];
       assert.ok(rpm.some((p) => p.value > 0));
-      assert.ok(rpm.every((p) => Number.isInteger(p.value)), 'requests are whole requests');
+      assert.ok(
+        rpm.every((p) => Number.isInteger(p.value)),
+        'requests are whole requests',
+      );
       const codes = expectStatus(await metric(s, site.id, 'status-codes', win), 200) as { time: string; value: Record<string, number> }[];
-      assert.deepEqual(codes.map((p) => p.time), rpm.map((p) => p.time));
+      assert.deepEqual(
+        codes.map((p) => p.time),
+        rpm.map((p) => p.time),
+      );
       const sum = (o: Record<string, number>) => Object.values(o).reduce((n, v) => n + v, 0);
       codes.forEach((p, i) => assert.equal(sum(p.value), rpm[i]!.value, `point ${p.time}`));
       const total = rpm.reduce((n, p) => n + p.value, 0);
       const top = expectStatus(await metric(s, site.id, 'top-status-codes', win), 200) as { status: string; total: number }[];
-      assert.equal(top.reduce((n, t) => n + t.total, 0), total, 'the ranked codes sum to the window\'s requests');
+      assert.equal(
+        top.reduce((n, t) => n + t.total, 0),
+        total,
+        "the ranked codes sum to the window's requests",
+      );
       assert.equal(top[0]!.status, '200');
       const avg = expectStatus(await metric(s, site.id, 'response-time-avg', win), 200);
       assert.ok(avg.average_response_time_ms > 0);
@@ -61,7 +81,7 @@ for (const kind of DB_KINDS) {
       assert.notDeepEqual(expectStatus(await metric(s, other.id, 'requests-per-minute', win), 200), rpm);
     });
 
-    it('access log lines: deterministic, one per request of the minute, on the site\'s hostname; filters and limit', async () => {
+    it("access log lines: deterministic, one per request of the minute, on the site's hostname; filters and limit", async () => {
       const site = await deployedSite(s);
       const minute = Math.floor(Date.now() / 60_000) * 60_000 - 60_000;
       const from = new Date(minute).toISOString();
@@ -71,7 +91,10 @@ for (const kind of DB_KINDS) {
       // The site started serving during this test: only the part of the minute after its start has lines.
       assert.ok(lines.length <= point.value);
       const later = Math.floor(Date.now() / 60_000) * 60_000 + 60_000;
-      const full = expectStatus(await s.get(`${sitePath(site.id)}/access-logs?from=${new Date(later - 120_000).toISOString()}&to=${new Date(later + 59_999).toISOString()}&limit=5000`), 200) as any[];
+      const full = expectStatus(
+        await s.get(`${sitePath(site.id)}/access-logs?from=${new Date(later - 120_000).toISOString()}&to=${new Date(later + 59_999).toISOString()}&limit=5000`),
+        200,
+      ) as any[];
       assert.ok(full.length > 0 || lines.length === 0);
       for (const l of [...lines, ...full]) {
         assert.equal(l.service, site.name);

@@ -8,9 +8,31 @@ import { MISSING, UUID_RE, expectError, expectStatus, listAll, waitFor } from '.
 import { GENEROUS, IMMEDIATE_ENV, addFault, createSite, deployedSite, deployments, readSite, settle, sitePath, trigger, uniqueName } from './support.js';
 
 const SITE_FIELDS = [
-  'allow_deploy_paths', 'auto_deploy', 'build_command', 'company_id', 'created_at', 'default_branch', 'display_name', 'error_file', 'git_lfs_enabled', 'git_type', 'hostname',
-  'id', 'ignore_deploy_paths', 'index_file', 'install_command', 'is_preview_enabled', 'name', 'node_version', 'project_id', 'published_directory', 'repo_url', 'root_directory',
-  'source', 'status', 'updated_at',
+  'allow_deploy_paths',
+  'auto_deploy',
+  'build_command',
+  'company_id',
+  'created_at',
+  'default_branch',
+  'display_name',
+  'error_file',
+  'git_lfs_enabled',
+  'git_type',
+  'hostname',
+  'id',
+  'ignore_deploy_paths',
+  'index_file',
+  'install_command',
+  'is_preview_enabled',
+  'name',
+  'node_version',
+  'project_id',
+  'published_directory',
+  'repo_url',
+  'root_directory',
+  'source',
+  'status',
+  'updated_at',
 ].sort();
 
 for (const kind of DB_KINDS) {
@@ -54,13 +76,34 @@ for (const kind of DB_KINDS) {
 
       // Public repositories have no provider; settings are stored as given.
       const pub = await createSite(s, {
-        source: 'publicGit', git_type: 'gitlab', git_lfs_enabled: false, build_command: 'npm run docs', published_directory: 'public', node_version: '22', index_file: 'home.html',
-        error_file: '404.html', install_command: 'npm ci', root_directory: 'site', auto_deploy: false, is_preview_enabled: true, ignore_deploy_paths: ['docs/**', '*.md'],
+        source: 'publicGit',
+        git_type: 'gitlab',
+        git_lfs_enabled: false,
+        build_command: 'npm run docs',
+        published_directory: 'public',
+        node_version: '22',
+        index_file: 'home.html',
+        error_file: '404.html',
+        install_command: 'npm ci',
+        root_directory: 'site',
+        auto_deploy: false,
+        is_preview_enabled: true,
+        ignore_deploy_paths: ['docs/**', '*.md'],
       });
       assert.equal(pub.git_type, null);
       assert.equal(pub.git_lfs_enabled, false);
       assert.deepEqual(
-        [pub.build_command, pub.published_directory, pub.node_version, pub.index_file, pub.error_file, pub.install_command, pub.root_directory, pub.auto_deploy, pub.is_preview_enabled],
+        [
+          pub.build_command,
+          pub.published_directory,
+          pub.node_version,
+          pub.index_file,
+          pub.error_file,
+          pub.install_command,
+          pub.root_directory,
+          pub.auto_deploy,
+          pub.is_preview_enabled,
+        ],
         ['npm run docs', 'public', '22', 'home.html', '404.html', 'npm ci', 'site', false, true],
       );
       assert.deepEqual(pub.ignore_deploy_paths, ['docs/**', '*.md']);
@@ -85,14 +128,22 @@ for (const kind of DB_KINDS) {
         [{ source: 'dockerImage' }, undefined],
         [{ unknown_field: 1 }, undefined],
       ];
-      for (const [extra, msg] of bad) expectError(await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main', ...extra }), 400, msg);
+      for (const [extra, msg] of bad)
+        expectError(
+          await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main', ...extra }),
+          400,
+          msg,
+        );
       // A project that names nothing is answered like a path id.
-      expectError(await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main', project_id: MISSING }), 404);
+      expectError(
+        await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main', project_id: MISSING }),
+        404,
+      );
       expectError(await s.post('/static-sites', { display_name: 'no repo' }), 400);
       assert.equal((await listAll(s, '/static-sites')).length, before, 'nothing was created');
     });
 
-    it('list: summaries of the company\'s sites, paginated', async () => {
+    it("list: summaries of the company's sites, paginated", async () => {
       const a = await createSite(s);
       const all = await listAll(s, '/static-sites');
       const item = all.find((x) => x.id === a.id);
@@ -106,10 +157,31 @@ for (const kind of DB_KINDS) {
 
     it('update: changes only the given fields, keeps one deploy path list, answers the update shape', async () => {
       const site = await deployedSite(s, { allow_deploy_paths: ['site/**'] });
-      const u = expectStatus(await s.patch(sitePath(site.id), { display_name: 'Renamed', git_lfs_enabled: false, build_command: 'make', node_version: null }), 200);
+      const u = expectStatus(
+        await s.patch(sitePath(site.id), { display_name: 'Renamed', git_lfs_enabled: false, build_command: 'make', node_version: null }),
+        200,
+      );
       assert.deepEqual(Object.keys(u).sort(), [
-        'allow_deploy_paths', 'auto_deploy', 'build_command', 'default_branch', 'display_name', 'error_file', 'git_lfs_enabled', 'git_type', 'id', 'ignore_deploy_paths', 'index_file',
-        'install_command', 'is_preview_enabled', 'node_version', 'published_directory', 'repo_url', 'root_directory', 'source', 'status', 'updated_at',
+        'allow_deploy_paths',
+        'auto_deploy',
+        'build_command',
+        'default_branch',
+        'display_name',
+        'error_file',
+        'git_lfs_enabled',
+        'git_type',
+        'id',
+        'ignore_deploy_paths',
+        'index_file',
+        'install_command',
+        'is_preview_enabled',
+        'node_version',
+        'published_directory',
+        'repo_url',
+        'root_directory',
+        'source',
+        'status',
+        'updated_at',
       ]);
       assert.equal(u.display_name, 'Renamed');
       assert.equal(u.git_lfs_enabled, false);
@@ -147,7 +219,11 @@ for (const kind of DB_KINDS) {
       assert.deepEqual(expectStatus(await s.post(`${sitePath(site.id)}/pretty-url/toggle`), 200), { is_turned_on: true });
       const purge = expectStatus(await s.post(`${sitePath(site.id)}/purge-cache`), 200);
       assert.equal(typeof purge.message, 'string');
-      const row = await s.app.database.db.selectFrom('static_sites').select(['cache_purged_at', 'pretty_urls']).where('id', '=', site.id).executeTakeFirstOrThrow();
+      const row = await s.app.database.db
+        .selectFrom('static_sites')
+        .select(['cache_purged_at', 'pretty_urls'])
+        .where('id', '=', site.id)
+        .executeTakeFirstOrThrow();
       assert.ok(row.cache_purged_at && Date.parse(row.cache_purged_at) > 0, 'the purge is recorded');
       assert.equal(row.pretty_urls, 1);
       expectError(await s.post(`${sitePath(MISSING)}/purge-cache`), 404);
@@ -210,7 +286,10 @@ for (const kind of DB_KINDS) {
       // Another company's project is unknown (404, like a path id).
       const other = await s.newCompany();
       const foreign = expectStatus(await s.post('/projects', { display_name: 'foreign' }, { token: other.token }), 201);
-      expectError(await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main', project_id: foreign.id }), 404);
+      expectError(
+        await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main', project_id: foreign.id }),
+        404,
+      );
       // Deleting the site takes it out of the project.
       expectStatus(await s.delete(sitePath(site.id)), 200);
       await waitFor('the site to be gone', async () => (await s.get(sitePath(site.id))).status === 404);
@@ -223,7 +302,14 @@ for (const kind of DB_KINDS) {
       const other = await s.newCompany();
       const t = { token: other.token };
       assert.ok(!(await listAll(s, '/static-sites', other.token)).some((x) => x.id === site.id));
-      for (const path of [sitePath(site.id), `${sitePath(site.id)}/deployments`, `${sitePath(site.id)}/deployments/${d.id}`, `${sitePath(site.id)}/deployments/${d.id}/logs`, `${sitePath(site.id)}/env-vars`, `${sitePath(site.id)}/access-logs`])
+      for (const path of [
+        sitePath(site.id),
+        `${sitePath(site.id)}/deployments`,
+        `${sitePath(site.id)}/deployments/${d.id}`,
+        `${sitePath(site.id)}/deployments/${d.id}/logs`,
+        `${sitePath(site.id)}/env-vars`,
+        `${sitePath(site.id)}/access-logs`,
+      ])
         expectError(await s.get(path, t), 404);
       expectError(await s.patch(sitePath(site.id), { display_name: 'mine' }, t), 404);
       expectError(await s.post(`${sitePath(site.id)}/deployments`, {}, t), 404);
@@ -241,7 +327,15 @@ for (const kind of DB_KINDS) {
       const viewer = await s.newKey({ role: 'Company Viewer' });
       expectStatus(await s.get(sitePath(site.id), { token: viewer.token }), 200);
       expectError(await s.patch(sitePath(site.id), { display_name: 'v' }, { token: viewer.token }), 403, /STATIC_SITE:UPDATE/);
-      expectError(await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main' }, { token: viewer.token }), 403, /STATIC_SITE:CREATE/);
+      expectError(
+        await s.post(
+          '/static-sites',
+          { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main' },
+          { token: viewer.token },
+        ),
+        403,
+        /STATIC_SITE:CREATE/,
+      );
       expectError(await s.delete(sitePath(site.id), { token: viewer.token }), 403, /STATIC_SITE:DELETE/);
       expectError(await s.post(`${sitePath(site.id)}/deployments`, {}, { token: viewer.token }), 403, /STATIC_SITE:UPDATE/);
       expectError(await s.post(`${sitePath(site.id)}/purge-cache`, undefined, { token: viewer.token }), 403);
@@ -249,12 +343,20 @@ for (const kind of DB_KINDS) {
       const appOnly = await s.newKey({ capabilities: [{ permission: 'APP:READ' }] });
       expectError(await s.get(sitePath(site.id), { token: appOnly.token }), 403, /STATIC_SITE:READ/);
 
-      const scoped = await s.newKey({ capabilities: [{ permission: 'STATIC_SITE:READ', id_resource: site.id }, { permission: 'STATIC_SITE:UPDATE', id_resource: site.id }] });
+      const scoped = await s.newKey({
+        capabilities: [
+          { permission: 'STATIC_SITE:READ', id_resource: site.id },
+          { permission: 'STATIC_SITE:UPDATE', id_resource: site.id },
+        ],
+      });
       const t = { token: scoped.token };
       expectStatus(await s.get(sitePath(site.id), t), 200);
       expectError(await s.get(sitePath(other.id), t), 404);
       const listed = await listAll(s, '/static-sites', scoped.token);
-      assert.deepEqual(listed.map((x) => x.id), [site.id]);
+      assert.deepEqual(
+        listed.map((x) => x.id),
+        [site.id],
+      );
       expectStatus(await s.post(`${sitePath(site.id)}/deployments`, {}, t), 201);
       expectError(await s.post(`${sitePath(other.id)}/deployments`, {}, t), 404);
       expectStatus(await s.post(`${sitePath(site.id)}/env-vars`, { key: 'SCOPED', value: '1' }, t), 201);

@@ -69,7 +69,12 @@ export async function deployedSite(s: TestServer, extra: Record<string, unknown>
   return site;
 }
 
-export async function deploymentLogs(s: TestServer, siteId: string, id: string, query = 'limit=5000'): Promise<{ message: string; severity: string; attributes: Record<string, unknown>; tags: Record<string, unknown> }[]> {
+export async function deploymentLogs(
+  s: TestServer,
+  siteId: string,
+  id: string,
+  query = 'limit=5000',
+): Promise<{ message: string; severity: string; attributes: Record<string, unknown>; tags: Record<string, unknown> }[]> {
   return expectStatus(await s.get(`${deploymentPath(siteId, id)}/logs?${query}`), 200);
 }
 

@@ -7,7 +7,12 @@ import { systemCall } from '../../src/shared/context.js';
 
 const GENEROUS = { general_write: 100_000, service_creation: 100_000, read: 100_000 };
 
-const body = (over: Record<string, unknown> = {}) => ({ limit_usd: 200, emails: ['ops@example.com'], triggers: [{ percentage: 50 }, { percentage: 90 }], ...over });
+const body = (over: Record<string, unknown> = {}) => ({
+  limit_usd: 200,
+  emails: ['ops@example.com'],
+  triggers: [{ percentage: 50 }, { percentage: 90 }],
+  ...over,
+});
 
 for (const kind of DB_KINDS) {
   describe(`usage alerts [${kind}]`, { skip: await skipUnless(kind) }, () => {
@@ -24,7 +29,11 @@ for (const kind of DB_KINDS) {
       assert.equal(c.project_id, null);
       assert.equal(c.limit_usd, 200);
       assert.deepEqual(c.emails, ['ops@example.com']);
-      assert.deepEqual(c.triggers.map((t: any) => t.percentage), [50, 90], 'triggers ordered by percentage');
+      assert.deepEqual(
+        c.triggers.map((t: any) => t.percentage),
+        [50, 90],
+        'triggers ordered by percentage',
+      );
       assert.ok(c.triggers.every((t: any) => t.last_fired_at === null));
 
       const pid = await project(token);
@@ -34,10 +43,16 @@ for (const kind of DB_KINDS) {
 
       const l = expectStatus(await s.get('/usage-alerts', { token }), 200);
       assert.equal(l.total, 2);
-      assert.deepEqual(l.data.map((a: any) => a.id), [c.id, p.id]);
+      assert.deepEqual(
+        l.data.map((a: any) => a.id),
+        [c.id, p.id],
+      );
       assert.deepEqual(l.data[0], c);
       const f = expectStatus(await s.get(`/usage-alerts?project_id=${pid}`, { token }), 200);
-      assert.deepEqual(f.data.map((a: any) => a.id), [p.id]);
+      assert.deepEqual(
+        f.data.map((a: any) => a.id),
+        [p.id],
+      );
       // A filter naming a project the key cannot see is answered like a path id.
       expectError(await s.get(`/usage-alerts?project_id=${MISSING}`, { token }), 404);
       assert.deepEqual(expectStatus(await s.get(`/usage-alerts/${p.id}`, { token }), 200), p);
@@ -49,7 +64,10 @@ for (const kind of DB_KINDS) {
       assert.equal(u.project_id, null);
 
       const t = expectStatus(await s.patch(`/usage-alerts/${c.id}`, { triggers: [{ percentage: 100 }] }, { token }), 200);
-      assert.deepEqual(t.triggers.map((x: any) => x.percentage), [100]);
+      assert.deepEqual(
+        t.triggers.map((x: any) => x.percentage),
+        [100],
+      );
       assert.deepEqual(expectStatus(await s.get(`/usage-alerts/${c.id}`, { token }), 200), t);
 
       const d = await s.delete(`/usage-alerts/${c.id}`, { token });
@@ -126,7 +144,10 @@ for (const kind of DB_KINDS) {
     it('fires each threshold once per billing period; replacing triggers resets it', async () => {
       const { token, companyId } = await company();
       assert.equal(billingPeriod(new Date('2026-03-31T23:59:59Z')), '2026-03');
-      const c = expectStatus(await s.post('/usage-alerts', body({ limit_usd: 100, triggers: [{ percentage: 50 }, { percentage: 80 }, { percentage: 100 }] }), { token }), 201);
+      const c = expectStatus(
+        await s.post('/usage-alerts', body({ limit_usd: 100, triggers: [{ percentage: 50 }, { percentage: 80 }, { percentage: 100 }] }), { token }),
+        201,
+      );
       const db = s.app.database.db;
       const ctx = systemCall(s.app, db, companyId);
       const march = new Date('2026-03-10T10:00:00Z');
@@ -135,12 +156,24 @@ for (const kind of DB_KINDS) {
       assert.equal(first?.percentage, 80, 'the highest reached threshold fires');
       assert.equal(await recordUsage(ctx, c.id, 90, new Date('2026-03-20T10:00:00Z')), null, 'not twice in a period');
       const got = expectStatus(await s.get(`/usage-alerts/${c.id}`, { token }), 200);
-      assert.deepEqual(got.triggers.map((t: any) => t.last_fired_at), [march.toISOString(), march.toISOString(), null]);
+      assert.deepEqual(
+        got.triggers.map((t: any) => t.last_fired_at),
+        [march.toISOString(), march.toISOString(), null],
+      );
       assert.equal((await recordUsage(ctx, c.id, 120, new Date('2026-03-21T10:00:00Z')))?.percentage, 100);
       // The next period re-arms every threshold.
       assert.equal((await recordUsage(ctx, c.id, 60, new Date('2026-04-01T00:00:00Z')))?.percentage, 50);
-      const raw = await db.selectFrom('usage_alert_triggers').select(['percentage', 'fired_period']).where('alert_id', '=', c.id).orderBy('percentage').execute();
-      assert.deepEqual(raw, [{ percentage: 50, fired_period: '2026-04' }, { percentage: 80, fired_period: '2026-03' }, { percentage: 100, fired_period: '2026-03' }]);
+      const raw = await db
+        .selectFrom('usage_alert_triggers')
+        .select(['percentage', 'fired_period'])
+        .where('alert_id', '=', c.id)
+        .orderBy('percentage')
+        .execute();
+      assert.deepEqual(raw, [
+        { percentage: 50, fired_period: '2026-04' },
+        { percentage: 80, fired_period: '2026-03' },
+        { percentage: 100, fired_period: '2026-03' },
+      ]);
       // New triggers replace the old ones with a fresh fired state.
       const u = expectStatus(await s.patch(`/usage-alerts/${c.id}`, { triggers: [{ percentage: 50 }] }, { token }), 200);
       assert.equal(u.triggers[0].last_fired_at, null);

@@ -6,7 +6,6 @@ import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { EVENT_TYPES } from '../../src/shared/events.js';
 import { Receiver, verify } from './support.js';
 
-
 for (const kind of DB_KINDS) {
   describe(`application events [${kind}]`, { skip: await skipUnless(kind) }, () => {
     // The receiver is closed before the server (after hooks run in registration order).
@@ -26,12 +25,19 @@ for (const kind of DB_KINDS) {
       const ids = new Set(s.server.operations.map((o) => o.contract.operationId));
       const sources = s.app.events.registered();
       for (const src of sources) for (const op of src.operations) assert.ok(ids.has(op), `${src.type}: unknown operation ${op}`);
-      for (const t of ['APP_CREATE', 'APP_UPDATE', 'APP_DELETE', 'APP_DEPLOY']) assert.ok(sources.some((x) => x.type === t), t);
+      for (const t of ['APP_CREATE', 'APP_UPDATE', 'APP_DELETE', 'APP_DEPLOY'])
+        assert.ok(
+          sources.some((x) => x.type === t),
+          t,
+        );
       assert.ok(sources.every((x) => (EVENT_TYPES as readonly string[]).includes(x.type)));
     });
 
     it('APP_CREATE, APP_UPDATE, APP_DEPLOY and APP_DELETE carry the resource as it is', async () => {
-      const created = expectStatus(await s.post('/applications', { display_name: 'hooked app', cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' }), 201);
+      const created = expectStatus(
+        await s.post('/applications', { display_name: 'hooked app', cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' }),
+        201,
+      );
       const c = await one(created.id, 'APP_CREATE');
       assert.ok(verify(hook.secret, c.headers, c.body));
       const current = expectStatus(await s.get(`/applications/${created.id}`), 200);
@@ -67,7 +73,10 @@ for (const kind of DB_KINDS) {
     });
 
     it('cloning emits APP_CREATE for the clone', async () => {
-      const src = expectStatus(await s.post('/applications', { display_name: 'clone source', cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' }), 201);
+      const src = expectStatus(
+        await s.post('/applications', { display_name: 'clone source', cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' }),
+        201,
+      );
       const clone = expectStatus(await s.post(`/applications/${src.id}/clone`, { display_name: 'the clone' }), 201);
       const c = await one(clone.id, 'APP_CREATE');
       assert.equal(c.json.data.display_name, 'the clone');

@@ -41,7 +41,12 @@ describe('webhook deliveries survive a crash [sqlite, child process]', () => {
     await rx.start();
     server = await startChild(['--data-dir', dir], env);
     const base = server.baseUrl;
-    const app = await call(base, 'POST', '/applications', token, { display_name: 'crash app', cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' });
+    const app = await call(base, 'POST', '/applications', token, {
+      display_name: 'crash app',
+      cluster_id: DEFAULT_CLUSTER.id,
+      source: 'dockerImage',
+      docker_image: 'nginx:1.27',
+    });
     assert.equal(app.status, 201);
     rx.behavior = { hang: true }; // stalled receiver: deliveries pile up, some in flight
     const hook = await call(base, 'POST', '/webhooks', token, { allowed_events: ['APP_UPDATE'], endpoint: rx.url });

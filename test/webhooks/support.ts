@@ -14,7 +14,8 @@ export interface Received {
 }
 
 /** What the receiver answers; `hang` never answers; `redirect` answers 302 to `location`. */
-export type Behavior = { status: number; body?: string } | { hang: true } | { redirect: string } | ((r: Received, n: number) => { status: number; body?: string });
+export type Behavior =
+  { status: number; body?: string } | { hang: true } | { redirect: string } | ((r: Received, n: number) => { status: number; body?: string });
 
 export class Receiver {
   readonly received: Received[] = [];

@@ -3,7 +3,16 @@ import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, MISSING, sleep, waitFor } from '../helpers/util.js';
 import { Receiver, emitNow, verify } from './support.js';
-import { endpointProblem, guardedAgent, post, refusedAddress, retryDelayMs, webhookSettings, MAX_ATTEMPTS, RESPONSE_EXCERPT_BYTES } from '../../src/modules/webhooks/delivery.js';
+import {
+  endpointProblem,
+  guardedAgent,
+  post,
+  refusedAddress,
+  retryDelayMs,
+  webhookSettings,
+  MAX_ATTEMPTS,
+  RESPONSE_EXCERPT_BYTES,
+} from '../../src/modules/webhooks/delivery.js';
 
 // 1e-5 compresses the 12 retries (about 7.3 days) to about 6.3 s.
 const ENV = { SLIPWAY_WEBHOOK_RETRY_SCALE: '0.00001', SLIPWAY_WEBHOOK_TIMEOUT_MS: '700', SLIPWAY_JOB_POLL_MS: '20' };
@@ -11,11 +20,14 @@ const ENV = { SLIPWAY_WEBHOOK_RETRY_SCALE: '0.00001', SLIPWAY_WEBHOOK_TIMEOUT_MS
 describe('webhook settings and guards (unit)', () => {
   it('reads settings from the environment with defaults', () => {
     assert.deepEqual(webhookSettings({}), { timeoutMs: 10_000, retryScale: 1, plainSecretHeader: true });
-    assert.deepEqual(webhookSettings({ SLIPWAY_WEBHOOK_TIMEOUT_MS: '250', SLIPWAY_WEBHOOK_RETRY_SCALE: '0.0001', SLIPWAY_WEBHOOK_PLAIN_SECRET_HEADER: 'off' }), {
-      timeoutMs: 250,
-      retryScale: 0.0001,
-      plainSecretHeader: false,
-    });
+    assert.deepEqual(
+      webhookSettings({ SLIPWAY_WEBHOOK_TIMEOUT_MS: '250', SLIPWAY_WEBHOOK_RETRY_SCALE: '0.0001', SLIPWAY_WEBHOOK_PLAIN_SECRET_HEADER: 'off' }),
+      {
+        timeoutMs: 250,
+        retryScale: 0.0001,
+        plainSecretHeader: false,
+      },
+    );
   });
 
   it('follows the retry schedule with a little jitter', () => {
@@ -215,10 +227,14 @@ for (const kind of DB_KINDS) {
       try {
         const w = await create({ endpoint: bad.url });
         const e = await emitNow(s, 'APP_CREATE', { id: MISSING });
-        const l = await waitFor('FAILED', async () => {
-          const l = await deliveries(w.id);
-          return l.data.length && l.data.every((d: { status: string }) => d.status === 'FAILED') && l;
-        }, 30_000);
+        const l = await waitFor(
+          'FAILED',
+          async () => {
+            const l = await deliveries(w.id);
+            return l.data.length && l.data.every((d: { status: string }) => d.status === 'FAILED') && l;
+          },
+          30_000,
+        );
         await sleep(300);
         assert.equal(bad.received.length, 13); // the first attempt and 12 retries
         assert.equal(l.total, 13);
@@ -229,7 +245,10 @@ for (const kind of DB_KINDS) {
         assert.ok(bad.received.every((r) => r.json.event_id === e.id));
         // newest first
         const sent = attempts.map((d) => Date.parse(d.sent_at));
-        assert.deepEqual(sent, [...sent].sort((a, b) => b - a));
+        assert.deepEqual(
+          sent,
+          [...sent].sort((a, b) => b - a),
+        );
         // the gaps grow with the schedule
         const at = bad.received.map((r) => r.at);
         assert.ok(at[12]! - at[11]! > at[2]! - at[1]!);
@@ -251,7 +270,10 @@ for (const kind of DB_KINDS) {
         const l = await deliveries(w.id);
         assert.equal(l.total, 4);
         assert.ok(l.data.every((d: { status: string }) => d.status === 'SUCCESS'));
-        assert.deepEqual(l.data.map((d: { response_status: number }) => d.response_status), [204, 503, 503, 503]);
+        assert.deepEqual(
+          l.data.map((d: { response_status: number }) => d.response_status),
+          [204, 503, 503, 503],
+        );
         await remove(w.id);
       } finally {
         await flaky.close();
@@ -342,7 +364,12 @@ for (const kind of DB_KINDS) {
         const n = bad.received.length;
         await sleep(2500); // retries 3..10 would have happened by now
         assert.ok(bad.received.length <= n + 1, `${bad.received.length} > ${n + 1}`); // at most one in flight
-        const jobs = await s.app.database.db.selectFrom('jobs').select('status').where('subject_id', '=', w.id).where('status', 'in', ['queued', 'running']).execute();
+        const jobs = await s.app.database.db
+          .selectFrom('jobs')
+          .select('status')
+          .where('subject_id', '=', w.id)
+          .where('status', 'in', ['queued', 'running'])
+          .execute();
         assert.equal(jobs.length, 0);
 
         const w2 = await create({ endpoint: bad.url });

@@ -51,7 +51,13 @@ export async function createUser(tx: Tx, companyId: string, u: { email: string; 
 }
 
 export async function listUsers({ tx, companyId }: CallContext) {
-  const rows = await tx.selectFrom('users').select(['id', 'email', 'image', 'full_name']).where('company_id', '=', companyId).orderBy('created_at').orderBy('id').execute();
+  const rows = await tx
+    .selectFrom('users')
+    .select(['id', 'email', 'image', 'full_name'])
+    .where('company_id', '=', companyId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
   return { data: rows };
 }
 
@@ -60,7 +66,14 @@ export async function createKeyWithRole(
   app: AppContext,
   tx: Tx,
   companyId: string,
-  spec: { name: string; role?: string; token?: string; expired_at?: string; capabilities?: { permission: string; id_resource?: string | null }[]; source?: 'DASHBOARD' | 'CLI' },
+  spec: {
+    name: string;
+    role?: string;
+    token?: string;
+    expired_at?: string;
+    capabilities?: { permission: string; id_resource?: string | null }[];
+    source?: 'DASHBOARD' | 'CLI';
+  },
 ) {
   await findCompany(tx, companyId);
   const roleIds: string[] = [];
@@ -69,7 +82,14 @@ export async function createKeyWithRole(
     if (!role) throw badRequest(`Unknown role "${spec.role}" (one of: Company Admin, Company Developer, Company Billing, Company Viewer)`);
     roleIds.push(role.id);
   }
-  return createKey(systemCall(app, tx, companyId), { name: spec.name, role_ids: roleIds, capabilities: spec.capabilities, token: spec.token, expired_at: spec.expired_at, source: spec.source ?? 'DASHBOARD' });
+  return createKey(systemCall(app, tx, companyId), {
+    name: spec.name,
+    role_ids: roleIds,
+    capabilities: spec.capabilities,
+    token: spec.token,
+    expired_at: spec.expired_at,
+    source: spec.source ?? 'DASHBOARD',
+  });
 }
 
 /** A new company with its first key (role Company Admin unless another is named); the token is shown once. */

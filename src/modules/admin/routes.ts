@@ -42,25 +42,40 @@ export function registerAdmin(fastify: FastifyInstance, app: AppContext): void {
       r.get('/companies/:id', async (req) => accounts.findCompany(db, (req.params as { id: string }).id));
       r.post('/companies/:id/users', async (req, reply) => {
         const b = req.body as Body;
-        const user = await tx((t) => accounts.createUser(t, (req.params as { id: string }).id, { email: str(b, 'email', true)!, full_name: str(b, 'full_name'), image: str(b, 'image') }));
+        const user = await tx((t) =>
+          accounts.createUser(t, (req.params as { id: string }).id, { email: str(b, 'email', true)!, full_name: str(b, 'full_name'), image: str(b, 'image') }),
+        );
         return reply.status(201).send(user);
       });
       r.post('/companies/:id/api-keys', async (req, reply) => {
         const b = req.body as Body;
         const caps = b?.capabilities as { permission: string; id_resource?: string | null }[] | undefined;
         const key = await tx((t) =>
-          accounts.createKeyWithRole(app, t, (req.params as { id: string }).id, { name: str(b, 'name') ?? 'operator key', role: str(b, 'role'), expired_at: str(b, 'expired_at'), capabilities: caps }),
+          accounts.createKeyWithRole(app, t, (req.params as { id: string }).id, {
+            name: str(b, 'name') ?? 'operator key',
+            role: str(b, 'role'),
+            expired_at: str(b, 'expired_at'),
+            capabilities: caps,
+          }),
         );
         return reply.status(201).send({ id: key.id, name: key.name, token: key.token });
       });
-      const setStatus = (status: accounts.CompanyStatus) => async (req: { params: unknown }) => tx((t) => accounts.setCompanyStatus(t, (req.params as { id: string }).id, status));
+      const setStatus = (status: accounts.CompanyStatus) => async (req: { params: unknown }) =>
+        tx((t) => accounts.setCompanyStatus(t, (req.params as { id: string }).id, status));
       r.post('/companies/:id/suspend', setStatus('suspended'));
       r.post('/companies/:id/resume', setStatus('active'));
       r.post('/companies/:id/maintenance', setStatus('maintenance'));
       r.delete('/companies/:id/maintenance', setStatus('active'));
       r.post('/device-codes/:code/approve', async (req) => {
         const b = req.body as Body;
-        return tx((t) => devices.decide(app, t, (req.params as { code: string }).code, { approve: true, companyId: str(b, 'company_id', true), role: str(b, 'role'), name: str(b, 'name') }));
+        return tx((t) =>
+          devices.decide(app, t, (req.params as { code: string }).code, {
+            approve: true,
+            companyId: str(b, 'company_id', true),
+            role: str(b, 'role'),
+            name: str(b, 'name'),
+          }),
+        );
       });
       r.post('/device-codes/:code/deny', async (req) => tx((t) => devices.decide(app, t, (req.params as { code: string }).code, { approve: false })));
       // Simulation controls of the simulated runtime.

@@ -2,7 +2,6 @@
 // optional grace period for the old token, deletion.
 import type { Static } from '@sinclair/typebox';
 import type { CallContext } from '../../shared/context.js';
-import type { Tx } from '../../shared/db/index.js';
 import type { ApiKeysTable } from '../../shared/db/schema.js';
 import { badRequest, forbidden, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';

@@ -12,7 +12,20 @@ import { newId } from '../../shared/ids.js';
 import { cancelJobs, enqueue, runNow } from '../../shared/jobs.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { LogLine, LogQuery } from '../../shared/runtime/logs.js';
-import { beginPhases, cancelOnRequest, countRead, endPhases, environmentLines, findPhased, logPhased, phaseJob, phasedLogs, WAIT_RECHECK_MS, type FinalStatus, type PhaseMachine } from '../../shared/runtime/phases.js';
+import {
+  beginPhases,
+  cancelOnRequest,
+  countRead,
+  endPhases,
+  environmentLines,
+  findPhased,
+  logPhased,
+  phaseJob,
+  phasedLogs,
+  WAIT_RECHECK_MS,
+  type FinalStatus,
+  type PhaseMachine,
+} from '../../shared/runtime/phases.js';
 import { countProcesses } from '../processes/service.js';
 import * as envVars from '../env-vars/service.js';
 import { localRuntime } from './local/registry.js';
@@ -133,7 +146,12 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
   // A newer deployment supersedes every deployment still waiting.
   const waiting = await tx.selectFrom('deployments').select('id').where('app_id', '=', a.id).where('status', '=', 'waiting').execute();
   for (const w of waiting) {
-    await tx.updateTable('deployments').set({ status: 'skipped', finished_at: now, updated_at: now }).where('id', '=', w.id).where('status', '=', 'waiting').execute();
+    await tx
+      .updateTable('deployments')
+      .set({ status: 'skipped', finished_at: now, updated_at: now })
+      .where('id', '=', w.id)
+      .where('status', '=', 'waiting')
+      .execute();
     await cancelJobs(tx, w.id, ADVANCE);
   }
   const busy = await tx.selectFrom('deployments').select('id').where('app_id', '=', a.id).where('status', '=', 'inProgress').executeTakeFirst();
@@ -176,7 +194,12 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
 }
 
 export async function cancelActiveDeployments(ctx: CallContext, appId: string, reason: string) {
-  const active = await ctx.tx.selectFrom('deployments').selectAll().where('app_id', '=', appId).where('status', 'in', [...ACTIVE]).execute();
+  const active = await ctx.tx
+    .selectFrom('deployments')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('status', 'in', [...ACTIVE])
+    .execute();
   for (const d of active) await finish(ctx, d, 'cancelled', [{ message: reason, severity: 'warning' }]);
 }
 
@@ -313,7 +336,15 @@ export async function rollback(ctx: CallContext, appId: string) {
   const { tx } = ctx;
   const a = await findApp(ctx, appId);
   assertDeployable(a);
-  const successes = await tx.selectFrom('deployments').selectAll().where('app_id', '=', a.id).where('status', '=', 'success').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(2).execute();
+  const successes = await tx
+    .selectFrom('deployments')
+    .selectAll()
+    .where('app_id', '=', a.id)
+    .where('status', '=', 'success')
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(2)
+    .execute();
   const latest = await tx
     .selectFrom('deployments')
     .select(['id', 'status'])
@@ -348,5 +379,13 @@ export async function lastDeployedAt(tx: Tx, appId: string): Promise<string | nu
 
 /** The current release (the newest successful deployment): restarts, promotion, the process terminal's environment. */
 export async function currentRelease(tx: Tx, appId: string): Promise<DeploymentsTable | undefined> {
-  return tx.selectFrom('deployments').selectAll().where('app_id', '=', appId).where('status', '=', 'success').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
+  return tx
+    .selectFrom('deployments')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('status', '=', 'success')
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
 }

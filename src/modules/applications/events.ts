@@ -29,39 +29,39 @@ const module = 'applications';
 
 /** The application area's event sources; called from the module's setup. */
 export function registerApplicationEvents(app: AppContext): void {
-app.events.source({
-  type: 'APP_CREATE',
-  module,
-  operations: ['createApplicationV3', 'cloneApplicationV3'],
-  when: 'when the application row is inserted (create, clone), in the same transaction',
-  payload: async (tx, a) => appEventData(await current(tx, a)),
-});
+  app.events.source({
+    type: 'APP_CREATE',
+    module,
+    operations: ['createApplicationV3', 'cloneApplicationV3'],
+    when: 'when the application row is inserted (create, clone), in the same transaction',
+    payload: async (tx, a) => appEventData(await current(tx, a)),
+  });
 
-app.events.source({
-  type: 'APP_UPDATE',
-  module,
-  operations: ['updateApplicationV3', 'suspendApplicationV3', 'activateApplicationV3'],
-  when: 'when the update, suspension or activation is stored (not for requests that change nothing, e.g. suspending a suspended app)',
-  payload: async (tx, a) => appEventData(await current(tx, a)),
-});
+  app.events.source({
+    type: 'APP_UPDATE',
+    module,
+    operations: ['updateApplicationV3', 'suspendApplicationV3', 'activateApplicationV3'],
+    when: 'when the update, suspension or activation is stored (not for requests that change nothing, e.g. suspending a suspended app)',
+    payload: async (tx, a) => appEventData(await current(tx, a)),
+  });
 
-app.events.source({
-  type: 'APP_DELETE',
-  module,
-  operations: ['deleteApplicationV3'],
-  when: 'when deletion completes (the application and everything it owns are gone); a failed deletion emits nothing',
-  payload: (_tx, a) => appEventData(a),
-});
+  app.events.source({
+    type: 'APP_DELETE',
+    module,
+    operations: ['deleteApplicationV3'],
+    when: 'when deletion completes (the application and everything it owns are gone); a failed deletion emits nothing',
+    payload: (_tx, a) => appEventData(a),
+  });
 
-app.events.source({
-  type: 'APP_DEPLOY',
-  module,
-  operations: ['triggerDeploymentV3', 'rollbackDeploymentV3', 'cancelDeploymentV3', 'cloneApplicationV3', 'deleteApplicationV3'],
-  when: 'when a deployment reaches a final status: success, failed or cancelled (also deployments started by the deployment hook, and those cancelled by a deletion); not when it starts, and `skipped` emits nothing',
-  payload: async (tx, { appId, deploymentId }) => {
-    const a = await appById(tx, appId);
-    const d = await tx.selectFrom('deployments').selectAll().where('id', '=', deploymentId).executeTakeFirst();
-    return { ...(a ? appEventData(a) : { id: appId }), deployment: d ? deploymentView(d) : { id: deploymentId } };
-  },
-});
+  app.events.source({
+    type: 'APP_DEPLOY',
+    module,
+    operations: ['triggerDeploymentV3', 'rollbackDeploymentV3', 'cancelDeploymentV3', 'cloneApplicationV3', 'deleteApplicationV3'],
+    when: 'when a deployment reaches a final status: success, failed or cancelled (also deployments started by the deployment hook, and those cancelled by a deletion); not when it starts, and `skipped` emits nothing',
+    payload: async (tx, { appId, deploymentId }) => {
+      const a = await appById(tx, appId);
+      const d = await tx.selectFrom('deployments').selectAll().where('id', '=', deploymentId).executeTakeFirst();
+      return { ...(a ? appEventData(a) : { id: appId }), deployment: d ? deploymentView(d) : { id: deploymentId } };
+    },
+  });
 }

@@ -2,11 +2,11 @@
 import { IdParams, LogsOperation } from '../../shared/schemas/common.js';
 
 export const getApplicationRuntimeLogsContract = {
-  operationId: "getApplicationRuntimeLogsV3",
-  method: "GET",
-  path: "/applications/{id}/runtime-logs",
-  summary: "Get application runtime logs",
-  tags: ["Applications"],
+  operationId: 'getApplicationRuntimeLogsV3',
+  method: 'GET',
+  path: '/applications/{id}/runtime-logs',
+  summary: 'Get application runtime logs',
+  tags: ['Applications'],
   params: IdParams,
   ...LogsOperation,
 } as const;

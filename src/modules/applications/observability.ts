@@ -10,7 +10,14 @@ import { findApp, type ApplicationsTable } from './storage.js';
 /** When the app started running (its first successful deployment), or null. */
 export async function runningSince(tx: Tx, a: ApplicationsTable): Promise<number | null> {
   if (a.is_suspended) return null;
-  const first = await tx.selectFrom('deployments').select('finished_at').where('app_id', '=', a.id).where('status', '=', 'success').orderBy('finished_at').limit(1).executeTakeFirst();
+  const first = await tx
+    .selectFrom('deployments')
+    .select('finished_at')
+    .where('app_id', '=', a.id)
+    .where('status', '=', 'success')
+    .orderBy('finished_at')
+    .limit(1)
+    .executeTakeFirst();
   return first?.finished_at ? Date.parse(first.finished_at) : null;
 }
 

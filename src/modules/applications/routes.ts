@@ -137,7 +137,14 @@ export const operations = [
       await hooks.setHook(r, r.params.id, 'disable');
     },
   }),
-  ...trafficOperations({ prefix: 'Application', noun: 'application', basePath: '/applications', tag: 'Applications', permission: 'APP:READ', metric: trafficMetric }),
+  ...trafficOperations({
+    prefix: 'Application',
+    noun: 'application',
+    basePath: '/applications',
+    tag: 'Applications',
+    permission: 'APP:READ',
+    metric: trafficMetric,
+  }),
   ...settingsOperations(),
 ];
 
@@ -252,7 +259,9 @@ export async function stop(app: AppContext): Promise<void> {
 
 export function banner(app: AppContext): string[] {
   const rt = localRuntime(app);
-  return rt ? [`applications run for real (local runtime); edge at http://${rt.settings.baseDomain}:${rt.edgePort} (<app name>.${rt.settings.baseDomain})`] : [];
+  return rt
+    ? [`applications run for real (local runtime); edge at http://${rt.settings.baseDomain}:${rt.edgePort} (<app name>.${rt.settings.baseDomain})`]
+    : [];
 }
 
 export function http(fastify: FastifyInstance, app: AppContext): void {

@@ -3,7 +3,6 @@
 // deployments in a durable job).
 import { randomBytes } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
-import type { Tx } from '../../shared/db/index.js';
 import { badRequest } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
@@ -247,7 +246,11 @@ export async function setSuspended(ctx: CallContext, id: string, suspended: bool
   assertMutable(a);
   if (bool(a.is_suspended) === suspended) return { message: suspended ? 'Application is already suspended' : 'Application is already active' };
   const now = new Date().toISOString();
-  await tx.updateTable('applications').set({ is_suspended: suspended ? 1 : 0, updated_at: now }).where('id', '=', id).execute();
+  await tx
+    .updateTable('applications')
+    .set({ is_suspended: suspended ? 1 : 0, updated_at: now })
+    .where('id', '=', id)
+    .execute();
   const updated = { ...a, is_suspended: suspended ? 1 : 0, updated_at: now };
   if (suspended) {
     await app.events.signal(tx, 'application.stopped', { application: updated });
@@ -330,7 +333,15 @@ export const deleteJob = (app: AppContext): JobKind<typeof DELETE_JOB> => ({
   async run(tx, job) {
     const a = await appById(tx, job.payload.appId);
     if (!a || a.status !== 'deleting') return;
-    const r = await app.runtime.advance(tx, { operation: 'app_delete', phase: 'teardown', phaseIndex: 0, phaseCount: 1, targetId: a.id, startedAt: job.payload.startedAt, reads: 0 });
+    const r = await app.runtime.advance(tx, {
+      operation: 'app_delete',
+      phase: 'teardown',
+      phaseIndex: 0,
+      phaseCount: 1,
+      targetId: a.id,
+      startedAt: job.payload.startedAt,
+      reads: 0,
+    });
     if (r.state === 'running') return { rescheduleAt: new Date(Date.now() + r.checkAfterMs) };
     if (r.state === 'failed') {
       await tx.updateTable('applications').set({ status: 'appDeletionFailed', updated_at: new Date().toISOString() }).where('id', '=', a.id).execute();
@@ -348,6 +359,10 @@ export const deleteJob = (app: AppContext): JobKind<typeof DELETE_JOB> => ({
 
 /** The service registry's view of an application (projects, cross-service checks). */
 export async function appSummary({ tx, companyId }: CallContext, id: string) {
-  return tx.selectFrom('applications').select(['id', 'name', 'display_name', 'cluster_id']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  return tx
+    .selectFrom('applications')
+    .select(['id', 'name', 'display_name', 'cluster_id'])
+    .where('id', '=', id)
+    .where('company_id', '=', companyId)
+    .executeTakeFirst();
 }
-

@@ -99,7 +99,12 @@ export const settingsMigrations: Record<string, Migration> = {
         .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
         .execute();
       await db.schema.createIndex('application_private_ports_app').on('application_private_ports').columns(['app_id', 'created_at', 'id']).execute();
-      await db.schema.createIndex('application_private_ports_port').on('application_private_ports').columns(['app_id', 'process_id', 'port']).unique().execute();
+      await db.schema
+        .createIndex('application_private_ports_port')
+        .on('application_private_ports')
+        .columns(['app_id', 'process_id', 'port'])
+        .unique()
+        .execute();
     },
   },
 };

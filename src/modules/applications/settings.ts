@@ -170,7 +170,13 @@ const EXTERNAL_PORTS = { first: 30000, last: 30999 };
 export async function listTcpProxies(ctx: CallContext, id: string, page: Page) {
   const { tx } = ctx;
   await findApp(ctx, id);
-  return paginate(tx.selectFrom('application_tcp_proxies').select(['id', 'app_id', 'process_id', 'port', 'external_port', 'hostname', 'status', 'created_at', 'updated_at']).where('app_id', '=', id), page);
+  return paginate(
+    tx
+      .selectFrom('application_tcp_proxies')
+      .select(['id', 'app_id', 'process_id', 'port', 'external_port', 'hostname', 'status', 'created_at', 'updated_at'])
+      .where('app_id', '=', id),
+    page,
+  );
 }
 
 /** A public TCP proxy: the lowest free external port of the cluster (30000-30999) on the cluster's proxy hostname. */
@@ -180,9 +186,17 @@ export async function createTcpProxy(ctx: CallContext, id: string, body: { proce
   await portProcess(tx, a.id, body.process_id);
   // External ports are allocated per cluster: one allocation at a time (and so one check of duplicates).
   await lockFor(tx, `tcp-proxies:${a.cluster_id}`);
-  const dup = await tx.selectFrom('application_tcp_proxies').select('id').where('app_id', '=', a.id).where('process_id', '=', body.process_id).where('port', '=', body.port).executeTakeFirst();
+  const dup = await tx
+    .selectFrom('application_tcp_proxies')
+    .select('id')
+    .where('app_id', '=', a.id)
+    .where('process_id', '=', body.process_id)
+    .where('port', '=', body.port)
+    .executeTakeFirst();
   if (dup) throw badRequest(`Port ${body.port} of this process already has a TCP proxy`);
-  const used = new Set((await tx.selectFrom('application_tcp_proxies').select('external_port').where('cluster_id', '=', a.cluster_id).execute()).map((r) => r.external_port));
+  const used = new Set(
+    (await tx.selectFrom('application_tcp_proxies').select('external_port').where('cluster_id', '=', a.cluster_id).execute()).map((r) => r.external_port),
+  );
   let external = EXTERNAL_PORTS.first;
   while (used.has(external) && external <= EXTERNAL_PORTS.last) external++;
   if (external > EXTERNAL_PORTS.last) throw badRequest('No free external TCP port is left in this region');
@@ -217,7 +231,10 @@ export async function deleteTcpProxy(ctx: CallContext, id: string, proxyId: stri
 export async function listPrivatePorts(ctx: CallContext, id: string, page: Page) {
   const { tx } = ctx;
   await findApp(ctx, id);
-  return paginate(tx.selectFrom('application_private_ports').select(['id', 'app_id', 'process_id', 'port', 'status', 'created_at', 'updated_at']).where('app_id', '=', id), page);
+  return paginate(
+    tx.selectFrom('application_private_ports').select(['id', 'app_id', 'process_id', 'port', 'status', 'created_at', 'updated_at']).where('app_id', '=', id),
+    page,
+  );
 }
 
 export async function createPrivatePort(ctx: CallContext, id: string, body: { process_id: string; port: number }) {
@@ -225,10 +242,25 @@ export async function createPrivatePort(ctx: CallContext, id: string, body: { pr
   const a = await mutableApp(ctx, id);
   await portProcess(tx, a.id, body.process_id);
   await lockFor(tx, `private-ports:${a.id}`);
-  const dup = await tx.selectFrom('application_private_ports').select('id').where('app_id', '=', a.id).where('process_id', '=', body.process_id).where('port', '=', body.port).executeTakeFirst();
+  const dup = await tx
+    .selectFrom('application_private_ports')
+    .select('id')
+    .where('app_id', '=', a.id)
+    .where('process_id', '=', body.process_id)
+    .where('port', '=', body.port)
+    .executeTakeFirst();
   if (dup) throw badRequest(`Port ${body.port} of this process is already exposed privately`);
   const now = new Date().toISOString();
-  const row = { id: newId(), app_id: a.id, company_id: companyId, process_id: body.process_id, port: body.port, status: 'ready' as const, created_at: now, updated_at: now };
+  const row = {
+    id: newId(),
+    app_id: a.id,
+    company_id: companyId,
+    process_id: body.process_id,
+    port: body.port,
+    status: 'ready' as const,
+    created_at: now,
+    updated_at: now,
+  };
   await tx.insertInto('application_private_ports').values(row).execute();
   const { company_id: _c, ...view } = row;
   return view;

@@ -53,11 +53,25 @@ function assertCanBackUp(d: DatabasesTable) {
   if (d.backup_status !== 'ready') throw badRequest('Another backup of the database is in progress');
 }
 
-async function startBackup(tx: Tx, d: DatabasesTable, row: Omit<DatabaseBackupsTable, 'status' | 'data_version' | 'engine_major' | 'size' | 'started_at' | 'reads' | 'database_id' | 'company_id'>) {
+async function startBackup(
+  tx: Tx,
+  d: DatabasesTable,
+  row: Omit<DatabaseBackupsTable, 'status' | 'data_version' | 'engine_major' | 'size' | 'started_at' | 'reads' | 'database_id' | 'company_id'>,
+) {
   const now = new Date().toISOString();
   await tx
     .insertInto('database_backups')
-    .values({ ...row, database_id: d.id, company_id: d.company_id, status: 'pending', data_version: d.data_version, engine_major: engineMajor(d.version), size: null, started_at: now, reads: 0 })
+    .values({
+      ...row,
+      database_id: d.id,
+      company_id: d.company_id,
+      status: 'pending',
+      data_version: d.data_version,
+      engine_major: engineMajor(d.version),
+      size: null,
+      started_at: now,
+      reads: 0,
+    })
     .execute();
   await tx.updateTable('databases').set({ backup_status: 'inProgress', updated_at: now }).where('id', '=', d.id).execute();
   await enqueue(tx, { kind: d.runtime ? RUNTIME_BACKUP_JOB : BACKUP_JOB, payload: { databaseId: d.id, backupId: row.id }, subjectId: d.id, maxAttempts: 20 });
@@ -73,7 +87,15 @@ export async function stepBackup(tx: Tx, app: AppContext, databaseId: string, ba
   const b = await tx.selectFrom('database_backups').selectAll().where('database_id', '=', databaseId).where('id', '=', backupId).executeTakeFirst();
   if (!b || b.status !== 'pending') return undefined;
   const now = new Date();
-  const result = await app.runtime.advance(tx, { operation: 'backup', phase: 'dump', phaseIndex: 0, phaseCount: 1, targetId: databaseId, startedAt: b.started_at, reads: b.reads });
+  const result = await app.runtime.advance(tx, {
+    operation: 'backup',
+    phase: 'dump',
+    phaseIndex: 0,
+    phaseCount: 1,
+    targetId: databaseId,
+    startedAt: b.started_at,
+    reads: b.reads,
+  });
   if (result.state === 'running') return new Date(now.getTime() + result.checkAfterMs);
   const ok = result.state === 'done';
   const r = await tx
@@ -97,12 +119,25 @@ export const backupJob = (app: AppContext): JobKind<'database.backup'> => ({
 
 /** The backup's job gave up: the backup failed. */
 export async function abandonBackup(tx: Tx, databaseId: string, backupId: string): Promise<void> {
-  await tx.updateTable('database_backups').set({ status: 'failed' }).where('database_id', '=', databaseId).where('id', '=', backupId).where('status', '=', 'pending').execute();
+  await tx
+    .updateTable('database_backups')
+    .set({ status: 'failed' })
+    .where('database_id', '=', databaseId)
+    .where('id', '=', backupId)
+    .where('status', '=', 'pending')
+    .execute();
   await endBackup(tx, databaseId);
 }
 
 async function findBackup(tx: Tx, databaseId: string, id: string, external: boolean) {
-  const b = await tx.selectFrom('database_backups').selectAll().where('database_id', '=', databaseId).where('id', '=', id).where('external', '=', external ? 1 : 0).where('status', '!=', 'failed').executeTakeFirst();
+  const b = await tx
+    .selectFrom('database_backups')
+    .selectAll()
+    .where('database_id', '=', databaseId)
+    .where('id', '=', id)
+    .where('external', '=', external ? 1 : 0)
+    .where('status', '!=', 'failed')
+    .executeTakeFirst();
   if (!b) throw notFound(external ? 'External backup' : 'Backup');
   return b;
 }
@@ -158,7 +193,9 @@ async function restore(tx: Tx, source: DatabasesTable, backupId: string, targetI
   // regardless, and a dump from a newer major makes the restore end in restoringFailed.
   const dest = await destination(tx, source, targetId, !external);
   assertRestorable(dest);
-  await startOperation(tx, dest, 'restore', { backup: { id: b.id, database_id: source.id, data_version: b.data_version, engine_major: b.engine_major, external } });
+  await startOperation(tx, dest, 'restore', {
+    backup: { id: b.id, database_id: source.id, data_version: b.data_version, engine_major: b.engine_major, external },
+  });
 }
 
 // --- Internal backups -------------------------------------------------------------------------
@@ -176,11 +213,27 @@ export async function createBackup(ctx: CallContext, id: string, displayName: st
   const { tx } = ctx;
   const d = await lockDatabase(ctx, id);
   assertCanBackUp(d);
-  const count = await tx.selectFrom('database_backups').select((eb) => eb.fn.countAll().as('n')).where('database_id', '=', d.id).where('external', '=', 0).where('type', '=', 'manual').where('status', '!=', 'failed').executeTakeFirst();
+  const count = await tx
+    .selectFrom('database_backups')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('database_id', '=', d.id)
+    .where('external', '=', 0)
+    .where('type', '=', 'manual')
+    .where('status', '!=', 'failed')
+    .executeTakeFirst();
   if (Number(count?.n ?? 0) >= 50) throw badRequest('The database already has 50 manual backups; delete some first');
   const now = new Date();
   const name = `manual-${slugify(displayName, 40)}-${randomBytes(3).toString('hex')}`;
-  await startBackup(tx, d, { id: name, external: 0, target_id: null, name, display_name: displayName, type: 'manual', created_at: now.toISOString(), expires_at: new Date(now.getTime() + RETENTION.manual).toISOString() });
+  await startBackup(tx, d, {
+    id: name,
+    external: 0,
+    target_id: null,
+    name,
+    display_name: displayName,
+    type: 'manual',
+    created_at: now.toISOString(),
+    expires_at: new Date(now.getTime() + RETENTION.manual).toISOString(),
+  });
   return { message: 'Database backup started' };
 }
 
@@ -198,7 +251,16 @@ export async function takeDailyBackup(tx: Tx, d: DatabasesTable): Promise<{ id: 
   const now = new Date();
   const id = `daily-${stamp(now).toLowerCase()}-${randomBytes(3).toString('hex')}`;
   const displayName = `Daily backup ${now.toISOString().slice(0, 10)}`;
-  await startBackup(tx, d, { id, external: 0, target_id: null, name: id, display_name: displayName, type: 'daily', created_at: now.toISOString(), expires_at: new Date(now.getTime() + RETENTION.daily).toISOString() });
+  await startBackup(tx, d, {
+    id,
+    external: 0,
+    target_id: null,
+    name: id,
+    display_name: displayName,
+    type: 'daily',
+    created_at: now.toISOString(),
+    expires_at: new Date(now.getTime() + RETENTION.daily).toISOString(),
+  });
   return { id };
 }
 
@@ -226,8 +288,23 @@ export async function listExternalBackups(ctx: CallContext, id: string) {
   const { tx } = ctx;
   const d = await findDatabase(ctx, id);
   assertExternalBackups(d);
-  const rows = await tx.selectFrom('database_backups').selectAll().where('database_id', '=', d.id).where('external', '=', 1).where('status', '=', 'ready').orderBy('created_at', 'desc').orderBy('id').execute();
-  return rows.map((b) => ({ id: b.id, name: b.name, type: b.type, backup_target_id: b.target_id!, size: b.size === null ? null : Number(b.size), created_at: b.created_at }));
+  const rows = await tx
+    .selectFrom('database_backups')
+    .selectAll()
+    .where('database_id', '=', d.id)
+    .where('external', '=', 1)
+    .where('status', '=', 'ready')
+    .orderBy('created_at', 'desc')
+    .orderBy('id')
+    .execute();
+  return rows.map((b) => ({
+    id: b.id,
+    name: b.name,
+    type: b.type,
+    backup_target_id: b.target_id!,
+    size: b.size === null ? null : Number(b.size),
+    created_at: b.created_at,
+  }));
 }
 
 export async function createExternalBackup(ctx: CallContext, id: string, input: { name: string; backup_target_id?: string }) {
@@ -237,16 +314,37 @@ export async function createExternalBackup(ctx: CallContext, id: string, input: 
   let q = tx.selectFrom('database_backup_targets').select('id').where('database_id', '=', d.id);
   if (input.backup_target_id) q = q.where('id', '=', input.backup_target_id);
   const target = await q.orderBy('created_at').orderBy('id').executeTakeFirst();
-  if (!target) throw badRequest(input.backup_target_id ? `Unknown backup_target_id ${input.backup_target_id} for this database` : 'The database has no backup target; attach one with POST /databases/{id}/backup-targets');
+  if (!target)
+    throw badRequest(
+      input.backup_target_id
+        ? `Unknown backup_target_id ${input.backup_target_id} for this database`
+        : 'The database has no backup target; attach one with POST /databases/{id}/backup-targets',
+    );
   assertCanBackUp(d);
-  const count = await tx.selectFrom('database_backups').select((eb) => eb.fn.countAll().as('n')).where('target_id', '=', target.id).where('type', '=', 'manual').where('status', '!=', 'failed').executeTakeFirst();
-  if (Number(count?.n ?? 0) >= MAX_MANUAL_BACKUPS_PER_TARGET) throw badRequest(`The backup target already holds ${MAX_MANUAL_BACKUPS_PER_TARGET} manual backups (the maximum); delete one first`);
+  const count = await tx
+    .selectFrom('database_backups')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('target_id', '=', target.id)
+    .where('type', '=', 'manual')
+    .where('status', '!=', 'failed')
+    .executeTakeFirst();
+  if (Number(count?.n ?? 0) >= MAX_MANUAL_BACKUPS_PER_TARGET)
+    throw badRequest(`The backup target already holds ${MAX_MANUAL_BACKUPS_PER_TARGET} manual backups (the maximum); delete one first`);
   const now = new Date();
   let backupId = externalBackupId(now, 'manual', d, input.name);
   // Two dumps with the same name in the same second: the later one takes the next second.
   for (let i = 1; await tx.selectFrom('database_backups').select('id').where('database_id', '=', d.id).where('id', '=', backupId).executeTakeFirst(); i++)
     backupId = externalBackupId(new Date(now.getTime() + i * 1000), 'manual', d, input.name);
-  await startBackup(tx, d, { id: backupId, external: 1, target_id: target.id, name: input.name, display_name: input.name, type: 'manual', created_at: now.toISOString(), expires_at: new Date(now.getTime() + 3650 * DAY).toISOString() });
+  await startBackup(tx, d, {
+    id: backupId,
+    external: 1,
+    target_id: target.id,
+    name: input.name,
+    display_name: input.name,
+    type: 'manual',
+    created_at: now.toISOString(),
+    expires_at: new Date(now.getTime() + 3650 * DAY).toISOString(),
+  });
   return { message: 'External database backup started' };
 }
 
@@ -287,7 +385,11 @@ export async function createTarget(
     if (!input.access_key || !input.secret_key) throw badRequest('access_key and secret_key are required with bucket_name');
   }
   if (input.endpoint !== undefined && !/^https?:\/\/\S+$/.test(input.endpoint)) throw badRequest('endpoint must be an http(s) URL');
-  const count = await tx.selectFrom('database_backup_targets').select((eb) => eb.fn.countAll().as('n')).where('database_id', '=', d.id).executeTakeFirst();
+  const count = await tx
+    .selectFrom('database_backup_targets')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('database_id', '=', d.id)
+    .executeTakeFirst();
   if (Number(count?.n ?? 0) >= MAX_TARGETS_PER_DATABASE) throw badRequest(`The database already has ${MAX_TARGETS_PER_DATABASE} backup targets (the maximum)`);
   await tx
     .insertInto('database_backup_targets')

@@ -71,7 +71,12 @@ export async function startOperation(tx: Tx, d: DatabasesTable, operation: Datab
     .set({ status: RUNNING_STATUS[operation], operation, op_started_at: now, op_reads: 0, op_payload: JSON.stringify(payload), updated_at: now })
     .where('id', '=', d.id)
     .execute();
-  await enqueue(tx, { kind: d.runtime ? RUNTIME_OPERATION_JOB : OPERATION_JOB, payload: { databaseId: d.id, operation, startedAt: now }, subjectId: d.id, maxAttempts: 20 });
+  await enqueue(tx, {
+    kind: d.runtime ? RUNTIME_OPERATION_JOB : OPERATION_JOB,
+    payload: { databaseId: d.id, operation, startedAt: now },
+    subjectId: d.id,
+    maxAttempts: 20,
+  });
 }
 
 export async function finish(tx: Tx, d: DatabasesTable, status: DatabaseStatus, extra: Partial<DatabasesTable> = {}): Promise<boolean> {
@@ -100,7 +105,13 @@ export async function remove(tx: Tx, app: AppContext, id: string) {
 
 /** A deletion finished: the row goes, unless the deletion was superseded meanwhile. */
 export async function removeDeleted(tx: Tx, app: AppContext, d: DatabasesTable): Promise<void> {
-  const r = await tx.updateTable('databases').set({ operation: null }).where('id', '=', d.id).where('operation', '=', 'database_delete').where('op_started_at', '=', d.op_started_at).executeTakeFirst();
+  const r = await tx
+    .updateTable('databases')
+    .set({ operation: null })
+    .where('id', '=', d.id)
+    .where('operation', '=', 'database_delete')
+    .where('op_started_at', '=', d.op_started_at)
+    .executeTakeFirst();
   if (Number(r.numUpdatedRows)) await remove(tx, app, d.id);
 }
 
@@ -163,13 +174,22 @@ export const operationJob = (app: AppContext): JobKind<'database.operation'> => 
  * phase of the running operation (or backup) advances it before answering, so polling loops see
  * deterministic transitions.
  */
-export async function noteRead(app: AppContext, d: DatabasesTable, stepBackup: (tx: Tx, databaseId: string, backupId: string) => Promise<Date | undefined>): Promise<void> {
+export async function noteRead(
+  app: AppContext,
+  d: DatabasesTable,
+  stepBackup: (tx: Tx, databaseId: string, backupId: string) => Promise<Date | undefined>,
+): Promise<void> {
   const db = app.database.db;
   if (d.runtime) return; // real engines: the server decides when an operation ends
   if (d.operation && d.op_started_at && (await app.simulation.progression(d.operation)).mode === 'reads') {
     const { operation, op_started_at } = d;
     await db.transaction().execute(async (tx) => {
-      await tx.updateTable('databases').set((eb) => ({ op_reads: eb('op_reads', '+', 1) })).where('id', '=', d.id).where('op_started_at', '=', op_started_at).execute();
+      await tx
+        .updateTable('databases')
+        .set((eb) => ({ op_reads: eb('op_reads', '+', 1) }))
+        .where('id', '=', d.id)
+        .where('op_started_at', '=', op_started_at)
+        .execute();
       await step(tx, app, d.id, operation, op_started_at);
     });
   }
@@ -178,7 +198,12 @@ export async function noteRead(app: AppContext, d: DatabasesTable, stepBackup: (
     if (!pending.length) return;
     await db.transaction().execute(async (tx) => {
       for (const b of pending) {
-        await tx.updateTable('database_backups').set((eb) => ({ reads: eb('reads', '+', 1) })).where('database_id', '=', d.id).where('id', '=', b.id).execute();
+        await tx
+          .updateTable('database_backups')
+          .set((eb) => ({ reads: eb('reads', '+', 1) }))
+          .where('database_id', '=', d.id)
+          .where('id', '=', b.id)
+          .execute();
         await stepBackup(tx, d.id, b.id);
       }
     });

@@ -86,17 +86,28 @@ async function freePorts(app: AppContext, count = 10): Promise<number[]> {
 
 async function usedPorts(db: Db | Tx): Promise<Set<number>> {
   const rows = await db.selectFrom('databases').select('runtime').where('runtime', 'is not', null).execute();
-  return new Set(rows.map((x) => runtimeState(x)!).filter((s) => s.family === 'redis' && s.port).map((s) => s.port));
+  return new Set(
+    rows
+      .map((x) => runtimeState(x)!)
+      .filter((s) => s.family === 'redis' && s.port)
+      .map((s) => s.port),
+  );
 }
 
-const isCurrent = (d: DatabasesTable | undefined, operation: DatabaseOperation, startedAt: string): d is DatabasesTable => !!d && d.operation === operation && d.op_started_at === startedAt;
+const isCurrent = (d: DatabasesTable | undefined, operation: DatabaseOperation, startedAt: string): d is DatabasesTable =>
+  !!d && d.operation === operation && d.op_started_at === startedAt;
 
 /**
  * Claims the user name (and, for Redis, a port) for the database before anything is created on
  * the server: committed first, so a re-run after a crash knows what it made. A user that already
  * exists unclaimed belongs to someone else.
  */
-async function claim(app: AppContext, job: Job<typeof RUNTIME_OPERATION_JOB>, d: DatabasesTable, state: RuntimeState): Promise<Result | DatabasesTable | undefined> {
+async function claim(
+  app: AppContext,
+  job: Job<typeof RUNTIME_OPERATION_JOB>,
+  d: DatabasesTable,
+  state: RuntimeState,
+): Promise<Result | DatabasesTable | undefined> {
   const rt = runtimes(app);
   const check = await attempt(async () => {
     if (await rt.engine(state.family).userExists(rt.target(d, state))) throw new Refused(`the user ${d.db_user} already exists on the ${state.family} server`);

@@ -122,7 +122,12 @@ export async function sweepExpiredBackups(app: AppContext, limit = SWEEP_BATCH):
     // expired row that the next sweep finishes.
     const hidden = await db.transaction().execute(async (tx) => {
       await lockBackupId(tx, b.database_id, b.id);
-      const cur = await tx.selectFrom('database_backups').select(['status', 'expires_at']).where('database_id', '=', b.database_id).where('id', '=', b.id).executeTakeFirst();
+      const cur = await tx
+        .selectFrom('database_backups')
+        .select(['status', 'expires_at'])
+        .where('database_id', '=', b.database_id)
+        .where('id', '=', b.id)
+        .executeTakeFirst();
       if (!cur || cur.status === 'pending' || cur.expires_at >= now) return false;
       if (cur.status === 'failed') return true;
       if (await restoreReading(tx, b)) return false;
@@ -143,7 +148,10 @@ export function registerScheduleJobs(app: AppContext): void {
   const daily: JobKind<typeof DAILY_BACKUP_JOB> = {
     run: (tx, job) => runDaily(tx, app, job.payload.databaseId, job.payload.dueAt),
     async onFailure(_tx, job, err) {
-      app.log.error({ database: job.payload.databaseId, err: err.message }, 'daily backups of the database stopped after repeated errors; they are armed again at the next start');
+      app.log.error(
+        { database: job.payload.databaseId, err: err.message },
+        'daily backups of the database stopped after repeated errors; they are armed again at the next start',
+      );
     },
   };
   const retention: JobKind<typeof RETENTION_JOB> = {

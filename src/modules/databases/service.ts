@@ -40,7 +40,11 @@ export async function listDatabases({ tx, companyId, scope }: CallContext, page:
   const res = await paginate(q, page);
   return {
     ...res,
-    data: res.data.map(({ resource_type_id, ...r }) => ({ ...r, is_suspended: bool(r.is_suspended), resource_type_name: DATABASE_RESOURCE_TYPE_BY_ID.get(resource_type_id)?.name ?? null })),
+    data: res.data.map(({ resource_type_id, ...r }) => ({
+      ...r,
+      is_suspended: bool(r.is_suspended),
+      resource_type_name: DATABASE_RESOURCE_TYPE_BY_ID.get(resource_type_id)?.name ?? null,
+    })),
   };
 }
 
@@ -49,7 +53,8 @@ async function checkProject(ctx: CallContext, projectId: string | null | undefin
 }
 
 function checkResourceType(id: string) {
-  if (!DATABASE_RESOURCE_TYPE_BY_ID.has(id)) throw badRequest(`Unknown resource_type_id ${id}; see GET /resources/database-resource-types (e.g. ${DATABASE_RESOURCE_TYPES[0]!.id})`);
+  if (!DATABASE_RESOURCE_TYPE_BY_ID.has(id))
+    throw badRequest(`Unknown resource_type_id ${id}; see GET /resources/database-resource-types (e.g. ${DATABASE_RESOURCE_TYPES[0]!.id})`);
 }
 
 interface CreateInput {
@@ -81,7 +86,8 @@ async function checkServerUser(ctx: CallContext, type: DatabaseType, runtime: Ru
   if (user.length > max) throw badRequest(`db_user must be at most ${max} characters on a ${type} server`);
   await lockFor(ctx.tx, `databases:user:${runtime.family}:${user}`);
   const same = await ctx.tx.selectFrom('databases').select(['type', 'runtime']).where('db_user', '=', user).where('runtime', 'is not', null).execute();
-  if (same.some((r) => runtimeState(r)!.family === runtime.family)) throw badRequest(`db_user "${user}" is already used by another database on this ${type} server; choose another`);
+  if (same.some((r) => runtimeState(r)!.family === runtime.family))
+    throw badRequest(`db_user "${user}" is already used by another database on this ${type} server; choose another`);
 }
 
 /** Starts creating a database; answers its representation (status creating). */
@@ -91,7 +97,8 @@ export async function createDatabase(ctx: CallContext, input: CreateInput) {
   checkResourceType(input.resource_type_id);
   const versions = ENGINE_VERSIONS[input.type];
   if (!versions.includes(input.version)) throw badRequest(`Unsupported ${input.type} version "${input.version}" (supported: ${versions.join(', ')})`);
-  if (input.extensions && input.type !== 'postgresql' && Object.values(input.extensions).some(Boolean)) throw badRequest('extensions apply only to postgresql databases');
+  if (input.extensions && input.type !== 'postgresql' && Object.values(input.extensions).some(Boolean))
+    throw badRequest('extensions apply only to postgresql databases');
   await checkProject(ctx, input.project_id);
   const id = newId();
   const dbUser = input.db_user ?? (input.type === 'redis' || input.type === 'valkey' ? 'default' : input.db_name);
@@ -116,7 +123,7 @@ export async function createDatabase(ctx: CallContext, input: CreateInput) {
     extensions: JSON.stringify(input.extensions ?? {}),
     internal_port: runtime?.port ? String(runtime.port) : PORTS[input.type],
     external_enabled: 0,
-    external_port: String(30000 + randomBytes(2).readUInt16BE() % 2000),
+    external_port: String(30000 + (randomBytes(2).readUInt16BE() % 2000)),
     backup_status: 'ready',
     data_version: 0,
     ip_type: 'allow',
@@ -200,7 +207,11 @@ export async function setSuspended(ctx: CallContext, id: string, suspended: bool
     if (d.backup_status !== 'ready') throw badRequest('The database cannot be suspended while a backup is in progress');
   } else assertNotDeleting(d);
   if (bool(d.is_suspended) === suspended) return { message: suspended ? 'Database is already suspended' : 'Database is already active' };
-  await tx.updateTable('databases').set({ is_suspended: suspended ? 1 : 0, updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
+  await tx
+    .updateTable('databases')
+    .set({ is_suspended: suspended ? 1 : 0, updated_at: new Date().toISOString() })
+    .where('id', '=', d.id)
+    .execute();
   if (d.runtime) await syncSuspension(tx, d.id);
   await app.events.emit(tx, 'DATABASE_UPDATE', companyId, d);
   return { message: suspended ? 'Database suspended' : 'Database activated' };
@@ -211,7 +222,10 @@ const RESTARTABLE = new Set(['ready', 'error', 'passwordChangeFailed', 'restorin
 
 function assertIdle(d: DatabasesTable, what: string) {
   if (d.is_suspended) throw badRequest(`The database is suspended; activate it before ${what}`);
-  if (!RESTARTABLE.has(d.status)) throw badRequest(`The database ${BUSY[d.status] ?? `is ${d.status}`}; ${what} is allowed only when its status is ready, error, passwordChangeFailed or restoringFailed`);
+  if (!RESTARTABLE.has(d.status))
+    throw badRequest(
+      `The database ${BUSY[d.status] ?? `is ${d.status}`}; ${what} is allowed only when its status is ready, error, passwordChangeFailed or restoringFailed`,
+    );
   if (d.backup_status !== 'ready') throw badRequest(`A backup of the database is in progress; ${what} is allowed once it finishes`);
 }
 
@@ -253,7 +267,11 @@ export async function updateIpRestriction(ctx: CallContext, id: string, input: {
   const d = await lockDatabase(ctx, id);
   assertNotDeleting(d);
   const list = ipList(input.ip_list);
-  await tx.updateTable('databases').set({ ip_type: input.type, ip_enabled: input.is_enabled ? 1 : 0, ip_list: JSON.stringify(list), updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
+  await tx
+    .updateTable('databases')
+    .set({ ip_type: input.type, ip_enabled: input.is_enabled ? 1 : 0, ip_list: JSON.stringify(list), updated_at: new Date().toISOString() })
+    .where('id', '=', d.id)
+    .execute();
   await app.events.emit(tx, 'DATABASE_UPDATE', companyId, d);
   return ipRestrictionView(await findDatabase(ctx, id));
 }
@@ -270,7 +288,12 @@ interface Endpoint {
 async function endpoint(ctx: CallContext, type: 'app' | 'database', id: string): Promise<Endpoint | undefined> {
   const { tx, app, companyId } = ctx;
   if (type === 'database') {
-    const d = await tx.selectFrom('databases').select(['id', 'name', 'display_name', 'cluster_id']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+    const d = await tx
+      .selectFrom('databases')
+      .select(['id', 'name', 'display_name', 'cluster_id'])
+      .where('id', '=', id)
+      .where('company_id', '=', companyId)
+      .executeTakeFirst();
     return d;
   }
   // Applications are another module's: asked through the service registry. Its summary tells the
@@ -309,9 +332,21 @@ export async function createConnection(ctx: CallContext, id: string, input: { ta
   const t = await endpoint(ctx, input.target_type, input.target_id);
   if (!t) throw badRequest(`Unknown ${input.target_type === 'app' ? 'application' : 'database'} ${input.target_id}`);
   if (t.cluster_id !== d.cluster_id) throw badRequest('Internal connections are only supported between services in the same cluster (region)');
-  const dup = await tx.selectFrom('database_internal_connections').select('id').where('database_id', '=', d.id).where('target_id', '=', input.target_id).executeTakeFirst();
+  const dup = await tx
+    .selectFrom('database_internal_connections')
+    .select('id')
+    .where('database_id', '=', d.id)
+    .where('target_id', '=', input.target_id)
+    .executeTakeFirst();
   if (dup) throw badRequest('This internal connection already exists');
-  const row = { id: newId(), database_id: d.id, company_id: companyId, target_id: input.target_id, target_type: input.target_type, created_at: new Date().toISOString() };
+  const row = {
+    id: newId(),
+    database_id: d.id,
+    company_id: companyId,
+    target_id: input.target_id,
+    target_type: input.target_type,
+    created_at: new Date().toISOString(),
+  };
   await tx.insertInto('database_internal_connections').values(row).execute();
   return { id: row.id };
 }
@@ -355,7 +390,10 @@ export async function metric(ctx: CallContext, id: string, name: DatabaseMetric,
   const since = Date.parse(d.created_at);
   const now = Date.now();
   const live = !d.is_suspended && d.status !== 'creating';
-  return app.runtime.series(d.id, name, from, to, q.interval_in_seconds, { ...shape, running: (t) => live && t.getTime() >= since - q.interval_in_seconds * 1000 && t.getTime() <= now });
+  return app.runtime.series(d.id, name, from, to, q.interval_in_seconds, {
+    ...shape,
+    running: (t) => live && t.getTime() >= since - q.interval_in_seconds * 1000 && t.getTime() <= now,
+  });
 }
 
 /** Simulated bytes in use: a small base that grows with the data version. */
@@ -374,5 +412,8 @@ export async function storageValue(ctx: CallContext, id: string, which: 'all' | 
 
 /** The service registry's view of a database (projects list and check services through it). */
 export async function databaseSummary({ tx, companyId }: CallContext, id: string): Promise<ServiceSummary | undefined> {
-  return (await tx.selectFrom('databases').select(['id', 'name', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst()) ?? undefined;
+  return (
+    (await tx.selectFrom('databases').select(['id', 'name', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst()) ??
+    undefined
+  );
 }

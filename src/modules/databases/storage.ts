@@ -186,7 +186,12 @@ export const migrations: Record<string, Migration> = {
         .addColumn('target_type', 'varchar(16)', (c) => c.notNull())
         .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('database_internal_connections_db').on('database_internal_connections').columns(['database_id', 'target_id']).unique().execute();
+      await db.schema
+        .createIndex('database_internal_connections_db')
+        .on('database_internal_connections')
+        .columns(['database_id', 'target_id'])
+        .unique()
+        .execute();
     },
   },
   '150_databases_runtime': {

@@ -43,12 +43,14 @@ export function databaseDetailView(d: DatabasesTable) {
     memory_limit: rt?.memory_limit ?? null,
     storage_size: rt?.storage_limit ?? null,
     db_name: d.db_name,
-    ...(runtime ? realEndpoints(d, runtime, external) : {
-      internal_hostname: internalHostname(d),
-      internal_port: d.internal_port,
-      external_hostname: external ? `${d.name}-${d.id.slice(0, 8)}.${cluster?.name ?? 'cluster'}.db.slipway.app` : null,
-      external_port: external ? d.external_port : null,
-    }),
+    ...(runtime
+      ? realEndpoints(d, runtime, external)
+      : {
+          internal_hostname: internalHostname(d),
+          internal_port: d.internal_port,
+          external_hostname: external ? `${d.name}-${d.id.slice(0, 8)}.${cluster?.name ?? 'cluster'}.db.slipway.app` : null,
+          external_port: external ? d.external_port : null,
+        }),
   };
 }
 

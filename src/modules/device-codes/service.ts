@@ -30,11 +30,19 @@ export async function createCode(app: AppContext, tx: Tx, ip: string) {
     .where('expires_at', '>', now.toISOString())
     .executeTakeFirst();
   if (Number(active?.n ?? 0) >= MAX_ACTIVE_PER_IP)
-    throw new ApiError(429, `At most ${MAX_ACTIVE_PER_IP} device codes may be pending per client address; wait for one to expire.`, undefined, { 'retry-after': '60' });
-  await tx.deleteFrom('device_codes').where('expires_at', '<', new Date(now.getTime() - 86400_000).toISOString()).execute();
+    throw new ApiError(429, `At most ${MAX_ACTIVE_PER_IP} device codes may be pending per client address; wait for one to expire.`, undefined, {
+      'retry-after': '60',
+    });
+  await tx
+    .deleteFrom('device_codes')
+    .where('expires_at', '<', new Date(now.getTime() - 86400_000).toISOString())
+    .execute();
   const code = newCode();
   const expires_at = new Date(now.getTime() + CODE_TTL_MS).toISOString();
-  await tx.insertInto('device_codes').values({ code, client_ip: ip, status: 'pending', expires_at, company_id: null, api_key_id: null, token_enc: null, created_at: now.toISOString() }).execute();
+  await tx
+    .insertInto('device_codes')
+    .values({ code, client_ip: ip, status: 'pending', expires_at, company_id: null, api_key_id: null, token_enc: null, created_at: now.toISOString() })
+    .execute();
   return { code, expires_at };
 }
 
@@ -45,7 +53,12 @@ export async function pollCode(app: AppContext, tx: Tx, code: string) {
   if (row.status === 'approved') {
     if (!row.token_enc) return { status: 'approved' as const };
     // Compare-and-clear: of concurrent polls exactly one receives the token.
-    const res = await tx.updateTable('device_codes').set({ token_enc: null }).where('code', '=', row.code).where('token_enc', '=', row.token_enc).executeTakeFirst();
+    const res = await tx
+      .updateTable('device_codes')
+      .set({ token_enc: null })
+      .where('code', '=', row.code)
+      .where('token_enc', '=', row.token_enc)
+      .executeTakeFirst();
     if (Number(res.numUpdatedRows) !== 1) return { status: 'approved' as const };
     return { status: 'approved' as const, token: app.secrets.decrypt(row.token_enc) };
   }
@@ -57,7 +70,8 @@ export async function pollCode(app: AppContext, tx: Tx, code: string) {
 export async function decide(app: AppContext, tx: Tx, code: string, decision: { approve: boolean; companyId?: string; role?: string; name?: string }) {
   const row = await tx.selectFrom('device_codes').selectAll().where('code', '=', code.toUpperCase()).executeTakeFirst();
   if (!row) throw notFound('Device code');
-  if (row.status !== 'pending' || row.expires_at <= new Date().toISOString()) throw badRequest(`Device code is ${row.status === 'pending' ? 'expired' : row.status}`);
+  if (row.status !== 'pending' || row.expires_at <= new Date().toISOString())
+    throw badRequest(`Device code is ${row.status === 'pending' ? 'expired' : row.status}`);
   // Decisions update the row only while it is still pending: of concurrent decisions one wins and
   // the others fail (rolling back the key an approval created).
   const decided = (res: { numUpdatedRows: bigint }) => {
@@ -69,7 +83,11 @@ export async function decide(app: AppContext, tx: Tx, code: string, decision: { 
   }
   if (!decision.companyId) throw badRequest('company_id is required to approve a device code');
   const company = await findCompany(tx, decision.companyId);
-  const key = await createKeyWithRole(app, tx, company.id, { name: decision.name ?? `CLI device ${row.code}`, role: decision.role ?? 'Company Admin', source: 'CLI' });
+  const key = await createKeyWithRole(app, tx, company.id, {
+    name: decision.name ?? `CLI device ${row.code}`,
+    role: decision.role ?? 'Company Admin',
+    source: 'CLI',
+  });
   decided(
     await tx
       .updateTable('device_codes')

@@ -16,7 +16,15 @@ export { migrations, tables } from './storage.js';
  * and refreshing domains count in the service-creation tier (the specification); set-primary and
  * toggle change the service's configuration (service-mutation tier).
  */
-export function domainOperations(o: { pathBase: string; owner: svc.Owner; resource: Resource; tag: string; noun: string; names: OwnerNames; deleteNoContent?: boolean }) {
+export function domainOperations(o: {
+  pathBase: string;
+  owner: svc.Owner;
+  resource: Resource;
+  tag: string;
+  noun: string;
+  names: OwnerNames;
+  deleteNoContent?: boolean;
+}) {
   const c = domainContracts(o);
   const owner = o.owner;
   const read = `${o.resource}:READ` as const;
@@ -38,11 +46,31 @@ export function domainOperations(o: { pathBase: string; owner: svc.Owner; resour
     defineOperation({ contract: c.list, permission: read, tier: 'read', handler: async (r) => svc.listDomains(r, owner, r.params.id, pageOf(r.query)) }),
     defineOperation({ contract: c.add, permission: update, tier: 'service_creation', handler: async (r) => svc.addDomain(r, owner, r.params.id, r.body) }),
     defineOperation({ contract: c.get, permission: read, tier: 'read', handler: async (r) => svc.getDomain(r, owner, r.params.id, r.params.domain_id) }),
-    defineOperation({ contract: c.update, permission: update, tier: 'service_creation', handler: async (r) => svc.updateDomain(r, owner, r.params.id, r.params.domain_id, r.body) }),
+    defineOperation({
+      contract: c.update,
+      permission: update,
+      tier: 'service_creation',
+      handler: async (r) => svc.updateDomain(r, owner, r.params.id, r.params.domain_id, r.body),
+    }),
     remove,
-    defineOperation({ contract: c.refresh, permission: update, tier: 'service_creation', handler: async (r) => svc.refreshDomain(r, owner, r.params.id, r.params.domain_id) }),
-    defineOperation({ contract: c.setPrimary, permission: update, tier: 'service_mutation', handler: async (r) => svc.setPrimary(r, owner, r.params.id, r.params.domain_id) }),
-    defineOperation({ contract: c.toggle, permission: update, tier: 'service_mutation', handler: async (r) => svc.toggleSystemDomain(r, owner, r.params.id, r.params.domain_id) }),
+    defineOperation({
+      contract: c.refresh,
+      permission: update,
+      tier: 'service_creation',
+      handler: async (r) => svc.refreshDomain(r, owner, r.params.id, r.params.domain_id),
+    }),
+    defineOperation({
+      contract: c.setPrimary,
+      permission: update,
+      tier: 'service_mutation',
+      handler: async (r) => svc.setPrimary(r, owner, r.params.id, r.params.domain_id),
+    }),
+    defineOperation({
+      contract: c.toggle,
+      permission: update,
+      tier: 'service_mutation',
+      handler: async (r) => svc.toggleSystemDomain(r, owner, r.params.id, r.params.domain_id),
+    }),
   ];
 }
 

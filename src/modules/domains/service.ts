@@ -108,7 +108,11 @@ function inTx<T>(ctx: CallContext, fn: (ctx: CallContext) => Promise<T>): Promis
  */
 async function insertIfFree(tx: Tx, row: DomainsTable): Promise<boolean> {
   await lockFor(tx, `hostname:${row.hostname}`);
-  const r = await tx.insertInto('domains').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst();
+  const r = await tx
+    .insertInto('domains')
+    .values(row)
+    .onConflict((oc) => oc.doNothing())
+    .executeTakeFirst();
   return Number(r.numInsertedOrUpdatedRows ?? 0n) === 1;
 }
 
@@ -144,14 +148,24 @@ function baseRow(companyId: string, serviceId: string, serviceType: OwnerType, h
   };
 }
 
-const slug = (name: string) => name.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'service';
+const slug = (name: string) =>
+  name
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40) || 'service';
 
 /**
  * Gives a service its system domain if it has none (idempotent). `hostname` is the one the owner
  * already announced (an application's generated domain); otherwise one is generated. The system
  * domain becomes primary when the service has no primary yet.
  */
-export async function provisionSystemDomain(ctx: CallContext, type: Owner['type'], service: Pick<ServiceSummary, 'id' | 'name' | 'cluster_id'>, hostname?: string): Promise<void> {
+export async function provisionSystemDomain(
+  ctx: CallContext,
+  type: Owner['type'],
+  service: Pick<ServiceSummary, 'id' | 'name' | 'cluster_id'>,
+  hostname?: string,
+): Promise<void> {
   const has = () => ctx.tx.selectFrom('domains').select('id').where('service_id', '=', service.id).where('type', '=', 'SYSTEM').executeTakeFirst();
   if (await has()) return;
   await inTx(ctx, async ({ tx, companyId }) => {
@@ -209,12 +223,21 @@ export async function claimedHostnameOf(tx: Tx, serviceId: string): Promise<stri
 
 /** The service that claimed `hostname` with claimHostname, if any. */
 export async function claimantOf(tx: Tx, hostname: string): Promise<string | null> {
-  return (await tx.selectFrom('domains').select('service_id').where('hostname', '=', hostname.toLowerCase()).where('type', '=', 'CDN').executeTakeFirst())?.service_id ?? null;
+  return (
+    (await tx.selectFrom('domains').select('service_id').where('hostname', '=', hostname.toLowerCase()).where('type', '=', 'CDN').executeTakeFirst())
+      ?.service_id ?? null
+  );
 }
 
 /** Gives up a hostname claimed with claimHostname by this service (no-op when it holds none). */
 export async function releaseHostname(ctx: CallContext, hostname: string, ownerId: string): Promise<void> {
-  await ctx.tx.deleteFrom('domains').where('hostname', '=', hostname.toLowerCase()).where('service_id', '=', ownerId).where('company_id', '=', ctx.companyId).where('type', '=', 'CDN').execute();
+  await ctx.tx
+    .deleteFrom('domains')
+    .where('hostname', '=', hostname.toLowerCase())
+    .where('service_id', '=', ownerId)
+    .where('company_id', '=', ctx.companyId)
+    .where('type', '=', 'CDN')
+    .execute();
 }
 
 // --- Verification --------------------------------------------------------------------------------
@@ -245,7 +268,15 @@ async function advance(app: AppContext, tx: Tx, d: DomainsTable, refresh: boolea
       break;
     }
     const next = phase === 0 ? 'POINTING' : 'ACTIVE';
-    cur = { ...cur, status: next, phase_started_at: await nextPhaseStart(app, cur), reads: 0, errors: null, updated_at: t, certificate: next === 'ACTIVE' && cur.certificate !== 'custom' ? 'issued' : cur.certificate };
+    cur = {
+      ...cur,
+      status: next,
+      phase_started_at: await nextPhaseStart(app, cur),
+      reads: 0,
+      errors: null,
+      updated_at: t,
+      certificate: next === 'ACTIVE' && cur.certificate !== 'custom' ? 'issued' : cur.certificate,
+    };
   }
   if (cur.status === d.status && cur.reads === d.reads && cur.errors === d.errors && cur.phase_started_at === d.phase_started_at) return d;
   const { id, status, reads, errors, phase_started_at, certificate, updated_at } = cur;
@@ -308,7 +339,10 @@ export async function listDomains(ctx: CallContext, owner: Owner, serviceId: str
   const s = await findOwner(ctx, owner, serviceId);
   await provisionSystemDomain(ctx, owner.type, s);
   await settle(ctx, s.id);
-  const res = await paginate(ctx.tx.selectFrom('domains').selectAll().where('service_id', '=', s.id).where('company_id', '=', ctx.companyId).where('type', '!=', 'CDN'), page);
+  const res = await paginate(
+    ctx.tx.selectFrom('domains').selectAll().where('service_id', '=', s.id).where('company_id', '=', ctx.companyId).where('type', '!=', 'CDN'),
+    page,
+  );
   return { ...res, data: res.data.map((d) => view(ctx.app, d)) };
 }
 
@@ -355,7 +389,12 @@ export async function addDomain(
   await lockService(tx, s.id);
   await provisionSystemDomain(ctx, owner.type, s);
   const max = domainSettings(app.config).maxPerService;
-  const count = await tx.selectFrom('domains').select((eb) => eb.fn.countAll().as('n')).where('service_id', '=', s.id).where('type', '=', 'CUSTOM').executeTakeFirst();
+  const count = await tx
+    .selectFrom('domains')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('service_id', '=', s.id)
+    .where('type', '=', 'CUSTOM')
+    .executeTakeFirst();
   if (Number(count?.n ?? 0) >= max) throw badRequest(`A service can have at most ${max} custom domains; delete one before adding another`);
   const custom = input.custom_ssl_cert !== undefined;
   const row: DomainsTable = {
@@ -403,7 +442,13 @@ async function promoteNext(tx: Tx, serviceId: string): Promise<void> {
     .orderBy('id')
     .executeTakeFirst();
   if (next) await tx.updateTable('domains').set({ is_primary: 1, updated_at: now() }).where('id', '=', next.id).execute();
-  else await tx.updateTable('domains').set({ is_primary: 1, is_enabled: 1, updated_at: now() }).where('service_id', '=', serviceId).where('type', '=', 'SYSTEM').execute();
+  else
+    await tx
+      .updateTable('domains')
+      .set({ is_primary: 1, is_enabled: 1, updated_at: now() })
+      .where('service_id', '=', serviceId)
+      .where('type', '=', 'SYSTEM')
+      .execute();
 }
 
 export async function deleteDomain(ctx: CallContext, owner: Owner, serviceId: string, domainId: string) {
@@ -433,7 +478,8 @@ export async function setPrimary(ctx: CallContext, owner: Owner, serviceId: stri
   await settle(ctx, s.id, domainId);
   const d = await findDomain(ctx, s.id, domainId);
   if (d.is_primary) return { message: `${d.hostname} is already the primary domain` };
-  if (d.type === 'CUSTOM' && d.status !== 'ACTIVE') throw badRequest(`Only an active domain can be primary; ${d.hostname} is ${d.status} (create its DNS records and refresh its status)`);
+  if (d.type === 'CUSTOM' && d.status !== 'ACTIVE')
+    throw badRequest(`Only an active domain can be primary; ${d.hostname} is ${d.status} (create its DNS records and refresh its status)`);
   if (!d.is_enabled) throw badRequest('The system domain is disabled; enable it (toggle) before making it primary');
   const t = now();
   await tx.updateTable('domains').set({ is_primary: 0, updated_at: t }).where('service_id', '=', s.id).where('is_primary', '=', 1).execute();
@@ -455,6 +501,13 @@ export async function toggleSystemDomain(ctx: CallContext, owner: Owner, service
 
 /** The service a verified, enabled custom domain routes to (the edge), or null. */
 export async function serviceOfHostname(tx: Tx, hostname: string): Promise<string | null> {
-  const d = await tx.selectFrom('domains').select('service_id').where('hostname', '=', hostname.toLowerCase()).where('type', '=', 'CUSTOM').where('status', '=', 'ACTIVE').where('is_enabled', '=', 1).executeTakeFirst();
+  const d = await tx
+    .selectFrom('domains')
+    .select('service_id')
+    .where('hostname', '=', hostname.toLowerCase())
+    .where('type', '=', 'CUSTOM')
+    .where('status', '=', 'ACTIVE')
+    .where('is_enabled', '=', 1)
+    .executeTakeFirst();
   return d?.service_id ?? null;
 }

@@ -35,7 +35,10 @@ export function domainSettings(config: Config): DomainSettings {
   if (isIP(edgeIpv4) !== 4) throw new Error(`SLIPWAY_DOMAINS_EDGE_IPV4 must be an IPv4 address (got "${edgeIpv4}")`);
   const s: DomainSettings = {
     dns,
-    dnsServers: (env.SLIPWAY_DOMAINS_DNS_SERVERS ?? '').split(',').map((x) => x.trim()).filter(Boolean),
+    dnsServers: (env.SLIPWAY_DOMAINS_DNS_SERVERS ?? '')
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
     cnameTarget: (env.SLIPWAY_DOMAINS_CNAME_TARGET || 'cname.slipway.app').toLowerCase(),
     edgeIpv4,
     maxPerService: num('SLIPWAY_DOMAINS_MAX_PER_SERVICE', 50),

@@ -71,8 +71,20 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('domains_hostname').on('domains').column('hostname').unique().execute();
       await db.schema.createIndex('domains_service').on('domains').columns(['service_id', 'created_at', 'id']).execute();
       // At most one primary and one system domain per service, whatever races.
-      await db.schema.createIndex('domains_one_primary').on('domains').column('service_id').unique().where(sql<boolean>`is_primary = 1`).execute();
-      await db.schema.createIndex('domains_one_system').on('domains').column('service_id').unique().where(sql<boolean>`type = 'SYSTEM'`).execute();
+      await db.schema
+        .createIndex('domains_one_primary')
+        .on('domains')
+        .column('service_id')
+        .unique()
+        .where(sql<boolean>`is_primary = 1`)
+        .execute();
+      await db.schema
+        .createIndex('domains_one_system')
+        .on('domains')
+        .column('service_id')
+        .unique()
+        .where(sql<boolean>`type = 'SYSTEM'`)
+        .execute();
     },
   },
 };

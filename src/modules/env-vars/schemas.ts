@@ -6,27 +6,33 @@ import { Type } from '@sinclair/typebox';
 import { DateTime, IdParams, MessageResponse, Nullable, PageQuery, Paginated, Uuid } from '../../shared/schemas/common.js';
 
 /** An app-level variable as returned (value decrypted). */
-export const EnvVar = Type.Object({
-  id: Uuid(),
-  app_id: Uuid(),
-  key: Type.String({ minLength: 1, maxLength: 255 }),
-  value: Type.String({ maxLength: 32768 }),
-  is_runtime: Nullable(Type.Boolean()),
-  is_buildtime: Nullable(Type.Boolean()),
-  created_at: DateTime(),
-  updated_at: DateTime(),
-}, { additionalProperties: false });
+export const EnvVar = Type.Object(
+  {
+    id: Uuid(),
+    app_id: Uuid(),
+    key: Type.String({ minLength: 1, maxLength: 255 }),
+    value: Type.String({ maxLength: 32768 }),
+    is_runtime: Nullable(Type.Boolean()),
+    is_buildtime: Nullable(Type.Boolean()),
+    created_at: DateTime(),
+    updated_at: DateTime(),
+  },
+  { additionalProperties: false },
+);
 
 /** A global (company-wide) variable as returned (value decrypted). */
-export const GlobalEnvVar = Type.Object({
-  id: Uuid(),
-  key: Type.String(),
-  value: Type.String(),
-  is_runtime: Nullable(Type.Boolean()),
-  is_buildtime: Nullable(Type.Boolean()),
-  created_at: DateTime(),
-  updated_at: DateTime(),
-}, { additionalProperties: false });
+export const GlobalEnvVar = Type.Object(
+  {
+    id: Uuid(),
+    key: Type.String(),
+    value: Type.String(),
+    is_runtime: Nullable(Type.Boolean()),
+    is_buildtime: Nullable(Type.Boolean()),
+    created_at: DateTime(),
+    updated_at: DateTime(),
+  },
+  { additionalProperties: false },
+);
 
 /** Create body, shared by app-level and global variables. */
 export const CreateEnvVarBody = Type.Object({
@@ -168,61 +174,67 @@ const SiteEnvVarParams = Type.Object({
   env_var_id: Uuid(),
 });
 
-export const StaticSiteEnvVar = Type.Object({
-  id: Uuid(),
-  static_site_id: Uuid(),
-  key: Type.String({"minLength":1,"maxLength":255}),
-  value: Type.String({"maxLength":32768}),
-  is_production: Nullable(Type.Boolean()),
-  is_preview: Nullable(Type.Boolean()),
-  branch: Nullable(Type.String()),
-  created_at: DateTime(),
-  updated_at: DateTime(),
-}, { additionalProperties: false });
+export const StaticSiteEnvVar = Type.Object(
+  {
+    id: Uuid(),
+    static_site_id: Uuid(),
+    key: Type.String({ minLength: 1, maxLength: 255 }),
+    value: Type.String({ maxLength: 32768 }),
+    is_production: Nullable(Type.Boolean()),
+    is_preview: Nullable(Type.Boolean()),
+    branch: Nullable(Type.String()),
+    created_at: DateTime(),
+    updated_at: DateTime(),
+  },
+  { additionalProperties: false },
+);
 
 export const listStaticSiteEnvVarsContract = {
-  operationId: "listStaticSiteEnvVarsV3",
-  method: "GET",
-  path: "/static-sites/{id}/env-vars",
-  summary: "List static site env vars",
-  tags: ["Static sites"],
+  operationId: 'listStaticSiteEnvVarsV3',
+  method: 'GET',
+  path: '/static-sites/{id}/env-vars',
+  summary: 'List static site env vars',
+  tags: ['Static sites'],
   params: IdParams,
   querystring: PageQuery,
   success: 200,
   response: Paginated(StaticSiteEnvVar),
-  errors: [401,403,404,500],
+  errors: [401, 403, 404, 500],
 } as const;
 
 export const createStaticSiteEnvVarContract = {
-  operationId: "createStaticSiteEnvVarV3",
-  method: "POST",
-  path: "/static-sites/{id}/env-vars",
-  summary: "Create static site env var",
-  tags: ["Static sites"],
+  operationId: 'createStaticSiteEnvVarV3',
+  method: 'POST',
+  path: '/static-sites/{id}/env-vars',
+  summary: 'Create static site env var',
+  tags: ['Static sites'],
   params: IdParams,
-  body: Type.Object({
-    key: Type.String({"minLength":1,"maxLength":255}),
-    value: Type.String({"maxLength":32768}),
-    is_production: Type.Optional(Type.Boolean()),
-    is_preview: Type.Optional(Type.Boolean()),
-    branch: Type.Optional(Type.String()),
-  }, { additionalProperties: false }),
+  body: Type.Object(
+    {
+      key: Type.String({ minLength: 1, maxLength: 255 }),
+      value: Type.String({ maxLength: 32768 }),
+      is_production: Type.Optional(Type.Boolean()),
+      is_preview: Type.Optional(Type.Boolean()),
+      branch: Type.Optional(Type.String()),
+    },
+    { additionalProperties: false },
+  ),
   bodyRequired: true,
   success: 201,
   response: StaticSiteEnvVar,
-  errors: [400,401,403,404,429,500],
+  errors: [400, 401, 403, 404, 429, 500],
 } as const;
 
 export const updateStaticSiteEnvVarContract = {
-  operationId: "updateStaticSiteEnvVarV3",
-  method: "PUT",
-  path: "/static-sites/{id}/env-vars/{env_var_id}",
-  summary: "Update static site env var",
-  tags: ["Static sites"],
+  operationId: 'updateStaticSiteEnvVarV3',
+  method: 'PUT',
+  path: '/static-sites/{id}/env-vars/{env_var_id}',
+  summary: 'Update static site env var',
+  tags: ['Static sites'],
   params: SiteEnvVarParams,
   body: Type.Object({
-    key: Type.Optional(Type.String({"minLength":1,"maxLength":255})),
-    value: Type.Optional(Type.String({"maxLength":32768})),
+    key: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    value: Type.Optional(Type.String({ maxLength: 32768 })),
     is_production: Type.Optional(Type.Boolean()),
     is_preview: Type.Optional(Type.Boolean()),
     branch: Type.Optional(Nullable(Type.String())),
@@ -230,17 +242,17 @@ export const updateStaticSiteEnvVarContract = {
   bodyRequired: true,
   success: 200,
   response: StaticSiteEnvVar,
-  errors: [400,401,403,404,429,500],
+  errors: [400, 401, 403, 404, 429, 500],
 } as const;
 
 export const deleteStaticSiteEnvVarContract = {
-  operationId: "deleteStaticSiteEnvVarV3",
-  method: "DELETE",
-  path: "/static-sites/{id}/env-vars/{env_var_id}",
-  summary: "Delete static site env var",
-  tags: ["Static sites"],
+  operationId: 'deleteStaticSiteEnvVarV3',
+  method: 'DELETE',
+  path: '/static-sites/{id}/env-vars/{env_var_id}',
+  summary: 'Delete static site env var',
+  tags: ['Static sites'],
   params: SiteEnvVarParams,
   success: 200,
   response: MessageResponse,
-  errors: [400,401,403,404,429,500],
+  errors: [400, 401, 403, 404, 429, 500],
 } as const;

@@ -184,7 +184,12 @@ async function createVar<T, I extends VarInput>(tx: Tx, secrets: SecretBox, o: O
     updated_at: now,
   };
   // The unique index on (owner, key) decides: no separate look-up, no race.
-  const inserted = await untyped(tx).insertInto(o.table).values(row).onConflict((oc) => oc.columns([o.column, 'key']).doNothing()).returning('id').executeTakeFirst();
+  const inserted = await untyped(tx)
+    .insertInto(o.table)
+    .values(row)
+    .onConflict((oc) => oc.columns([o.column, 'key']).doNothing())
+    .returning('id')
+    .executeTakeFirst();
   if (!inserted) throw o.duplicate(input.key);
   return row as T;
 }
@@ -310,7 +315,11 @@ export async function copyEnvVars(tx: Tx, fromAppId: string, toAppId: string, co
     .execute();
   const now = new Date().toISOString();
   const copies: EnvVarsTable[] = rows.map((r) => ({ ...r, id: newId(), app_id: toAppId, company_id: companyId, updated_at: now }));
-  for (let i = 0; i < copies.length; i += 100) await tx.insertInto('env_vars').values(copies.slice(i, i + 100)).execute();
+  for (let i = 0; i < copies.length; i += 100)
+    await tx
+      .insertInto('env_vars')
+      .values(copies.slice(i, i + 100))
+      .execute();
 }
 
 /** Removes every app-level variable of an application (application deletion). */
@@ -382,7 +391,11 @@ export async function resolveEnvironment(
   const defs = new Map<string, (typeof own)[number]>();
   for (const g of globals) defs.set(g.key, g);
   for (const a of own) defs.set(a.key, a);
-  return resolveDefinitions(secrets, [...defs.values()].filter((d) => (phase === 'build' ? d.is_buildtime : d.is_runtime)), system);
+  return resolveDefinitions(
+    secrets,
+    [...defs.values()].filter((d) => (phase === 'build' ? d.is_buildtime : d.is_runtime)),
+    system,
+  );
 }
 
 /**

@@ -12,29 +12,43 @@ const Weight = (description: string) => Type.Integer({ minimum: 0, maximum: 1000
 const Latitude = (description: string) => Type.Number({ minimum: -90, maximum: 90, description });
 const Longitude = (description: string) => Type.Number({ minimum: -180, maximum: 180, description });
 
-export const LoadBalancer = named('LoadBalancer', Type.Object({
-  id: Uuid(),
-  company_id: Type.String(),
-  project_id: Nullable(Uuid()),
-  display_name: Type.String({ description: 'Name chosen by the user' }),
-  name: Type.String({ description: 'Company-unique slug derived from the first display name' }),
-  type: LbType('DEFAULT: weighted routing over the enabled destinations; GEO: each client goes to the closest enabled destination'),
-  created_at: DateTime(),
-  updated_at: DateTime(),
-}, { additionalProperties: false }));
+export const LoadBalancer = named(
+  'LoadBalancer',
+  Type.Object(
+    {
+      id: Uuid(),
+      company_id: Type.String(),
+      project_id: Nullable(Uuid()),
+      display_name: Type.String({ description: 'Name chosen by the user' }),
+      name: Type.String({ description: 'Company-unique slug derived from the first display name' }),
+      type: LbType('DEFAULT: weighted routing over the enabled destinations; GEO: each client goes to the closest enabled destination'),
+      created_at: DateTime(),
+      updated_at: DateTime(),
+    },
+    { additionalProperties: false },
+  ),
+);
 
-export const LoadBalancerDestination = named('LoadBalancerDestination', Type.Object({
-  id: Uuid(),
-  service_id: Nullable(Type.String({ description: 'The service traffic goes to; null for an external URL' })),
-  service_type: StringEnum([...DESTINATION_TYPES], { description: 'APP, STATIC_SITE, OBJECT_STORAGE, LOAD_BALANCER (a service of the company) or EXTERNAL (a URL)' }),
-  is_enabled: Type.Boolean({ description: 'Disabled destinations keep their settings but get no traffic' }),
-  weight: Nullable(Weight('Share of traffic under DEFAULT routing, relative to the other enabled destinations')),
-  url: Nullable(Type.String({ description: 'Target of an EXTERNAL destination; null otherwise' })),
-  latitude: Nullable(Latitude('Where the destination serves from, for GEO routing')),
-  longitude: Nullable(Longitude('Where the destination serves from, for GEO routing')),
-  created_at: DateTime(),
-  updated_at: DateTime(),
-}, { additionalProperties: false }));
+export const LoadBalancerDestination = named(
+  'LoadBalancerDestination',
+  Type.Object(
+    {
+      id: Uuid(),
+      service_id: Nullable(Type.String({ description: 'The service traffic goes to; null for an external URL' })),
+      service_type: StringEnum([...DESTINATION_TYPES], {
+        description: 'APP, STATIC_SITE, OBJECT_STORAGE, LOAD_BALANCER (a service of the company) or EXTERNAL (a URL)',
+      }),
+      is_enabled: Type.Boolean({ description: 'Disabled destinations keep their settings but get no traffic' }),
+      weight: Nullable(Weight('Share of traffic under DEFAULT routing, relative to the other enabled destinations')),
+      url: Nullable(Type.String({ description: 'Target of an EXTERNAL destination; null otherwise' })),
+      latitude: Nullable(Latitude('Where the destination serves from, for GEO routing')),
+      longitude: Nullable(Longitude('Where the destination serves from, for GEO routing')),
+      created_at: DateTime(),
+      updated_at: DateTime(),
+    },
+    { additionalProperties: false },
+  ),
+);
 
 const tags = ['Load balancers'];
 const DestinationParams = Type.Object({ id: Uuid(), destination_id: Uuid() });
@@ -57,11 +71,14 @@ export const createLoadBalancerContract = {
   path: '/load-balancers',
   summary: 'Create load balancer',
   tags,
-  body: Type.Object({
-    display_name: Type.String({ minLength: 2, maxLength: 64, description: 'Name to show; the slug `name` is derived from it' }),
-    type: Type.Optional(LbType('Routing mode; DEFAULT when omitted')),
-    project_id: Type.Optional(Nullable(Uuid({ description: 'Project to put the load balancer in; none when omitted' }))),
-  }, { additionalProperties: false }),
+  body: Type.Object(
+    {
+      display_name: Type.String({ minLength: 2, maxLength: 64, description: 'Name to show; the slug `name` is derived from it' }),
+      type: Type.Optional(LbType('Routing mode; DEFAULT when omitted')),
+      project_id: Type.Optional(Nullable(Uuid({ description: 'Project to put the load balancer in; none when omitted' }))),
+    },
+    { additionalProperties: false },
+  ),
   bodyRequired: true,
   success: 201,
   response: LoadBalancer,
@@ -87,11 +104,14 @@ export const updateLoadBalancerContract = {
   summary: 'Update load balancer',
   tags,
   params: IdParams,
-  body: Type.Object({
-    display_name: Type.Optional(Type.String({ minLength: 2, maxLength: 64 })),
-    type: Type.Optional(LbType('New routing mode; switching to GEO needs coordinates on every destination')),
-    project_id: Type.Optional(Nullable(Uuid({ description: 'Project to move the load balancer to; null takes it out of its project' }))),
-  }, { additionalProperties: false }),
+  body: Type.Object(
+    {
+      display_name: Type.Optional(Type.String({ minLength: 2, maxLength: 64 })),
+      type: Type.Optional(LbType('New routing mode; switching to GEO needs coordinates on every destination')),
+      project_id: Type.Optional(Nullable(Uuid({ description: 'Project to move the load balancer to; null takes it out of its project' }))),
+    },
+    { additionalProperties: false },
+  ),
   bodyRequired: true,
   success: 200,
   response: LoadBalancer,
@@ -129,14 +149,19 @@ export const createLoadBalancerDestinationContract = {
   summary: 'Create load balancer destination',
   tags,
   params: IdParams,
-  body: Type.Object({
-    service_id: Type.Optional(Type.String({ minLength: 1, description: 'The service to send traffic to; required for every type but EXTERNAL, which must not have one' })),
-    service_type: StringEnum([...DESTINATION_TYPES], { description: 'What the destination is' }),
-    weight: Type.Optional(Weight('Share of traffic under DEFAULT routing (100 when omitted)')),
-    url: Type.Optional(Type.String({ description: 'http(s) URL of an EXTERNAL destination; only for that type' })),
-    latitude: Type.Optional(Latitude('Location for GEO routing; given together with longitude, required on a GEO load balancer')),
-    longitude: Type.Optional(Longitude('Location for GEO routing; given together with latitude, required on a GEO load balancer')),
-  }, { additionalProperties: false }),
+  body: Type.Object(
+    {
+      service_id: Type.Optional(
+        Type.String({ minLength: 1, description: 'The service to send traffic to; required for every type but EXTERNAL, which must not have one' }),
+      ),
+      service_type: StringEnum([...DESTINATION_TYPES], { description: 'What the destination is' }),
+      weight: Type.Optional(Weight('Share of traffic under DEFAULT routing (100 when omitted)')),
+      url: Type.Optional(Type.String({ description: 'http(s) URL of an EXTERNAL destination; only for that type' })),
+      latitude: Type.Optional(Latitude('Location for GEO routing; given together with longitude, required on a GEO load balancer')),
+      longitude: Type.Optional(Longitude('Location for GEO routing; given together with latitude, required on a GEO load balancer')),
+    },
+    { additionalProperties: false },
+  ),
   bodyRequired: true,
   success: 201,
   response: LoadBalancerDestination,

@@ -125,7 +125,10 @@ export async function updateLoadBalancer(ctx: CallContext, id: string, input: { 
       .where((eb) => eb.or([eb('latitude', 'is', null), eb('longitude', 'is', null)]))
       .executeTakeFirst();
     const n = Number(missing?.n ?? 0);
-    if (n) throw badRequest(`GEO routing needs a location on every destination: ${n} destination(s) of this load balancer have no latitude and longitude; delete and re-create them with a location first`);
+    if (n)
+      throw badRequest(
+        `GEO routing needs a location on every destination: ${n} destination(s) of this load balancer have no latitude and longitude; delete and re-create them with a location first`,
+      );
   }
   const patch: Partial<LoadBalancersTable> = { updated_at: now() };
   if (input.display_name !== undefined) patch.display_name = input.display_name;
@@ -152,7 +155,14 @@ export async function deleteLoadBalancer(ctx: CallContext, id: string): Promise<
 
 /** The service registry's view of a load balancer (projects, domains, destinations, references). */
 export async function loadBalancerSummary({ tx, companyId }: CallContext, id: string): Promise<ServiceSummary | undefined> {
-  return (await tx.selectFrom('load_balancers').select(['id', 'name', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst()) ?? undefined;
+  return (
+    (await tx
+      .selectFrom('load_balancers')
+      .select(['id', 'name', 'display_name'])
+      .where('id', '=', id)
+      .where('company_id', '=', companyId)
+      .executeTakeFirst()) ?? undefined
+  );
 }
 
 // --- Destinations --------------------------------------------------------------------------------
@@ -225,8 +235,13 @@ export async function createDestination(ctx: CallContext, id: string, input: Des
   const lb = await lockLoadBalancer(ctx, id);
   checkForm(ctx, lb, input);
   if (input.service_type === 'LOAD_BALANCER') await lockRoutingGraph(tx, companyId);
-  const count = await tx.selectFrom('load_balancer_destinations').select((eb) => eb.fn.countAll().as('n')).where('load_balancer_id', '=', lb.id).executeTakeFirst();
-  if (Number(count?.n ?? 0) >= MAX_DESTINATIONS) throw badRequest(`A load balancer has at most ${MAX_DESTINATIONS} destinations; delete one before adding another`);
+  const count = await tx
+    .selectFrom('load_balancer_destinations')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('load_balancer_id', '=', lb.id)
+    .executeTakeFirst();
+  if (Number(count?.n ?? 0) >= MAX_DESTINATIONS)
+    throw badRequest(`A load balancer has at most ${MAX_DESTINATIONS} destinations; delete one before adding another`);
 
   let dup;
   if (input.service_type === 'EXTERNAL') {
@@ -239,7 +254,12 @@ export async function createDestination(ctx: CallContext, id: string, input: Des
     await lockTarget(tx, input.service_id!);
     if (!(await registered.find(ctx, input.service_id!))) throw notFound(label);
     if (input.service_type === 'LOAD_BALANCER') await checkNoLoop(tx, companyId, lb, input.service_id!);
-    dup = await tx.selectFrom('load_balancer_destinations').select('id').where('load_balancer_id', '=', lb.id).where('service_id', '=', input.service_id!).executeTakeFirst();
+    dup = await tx
+      .selectFrom('load_balancer_destinations')
+      .select('id')
+      .where('load_balancer_id', '=', lb.id)
+      .where('service_id', '=', input.service_id!)
+      .executeTakeFirst();
   }
   if (dup) throw badRequest(`This load balancer already routes to ${input.service_type === 'EXTERNAL' ? input.url : input.service_id} (destination ${dup.id})`);
 
@@ -263,7 +283,12 @@ export async function createDestination(ctx: CallContext, id: string, input: Des
 }
 
 async function findDestination(tx: Tx, lbId: string, destinationId: string) {
-  const d = await tx.selectFrom('load_balancer_destinations').selectAll().where('id', '=', destinationId).where('load_balancer_id', '=', lbId).executeTakeFirst();
+  const d = await tx
+    .selectFrom('load_balancer_destinations')
+    .selectAll()
+    .where('id', '=', destinationId)
+    .where('load_balancer_id', '=', lbId)
+    .executeTakeFirst();
   if (!d) throw new ApiError(404, 'Destination not found');
   return d;
 }

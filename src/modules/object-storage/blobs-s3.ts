@@ -77,7 +77,9 @@ export class UpstreamBlobStore implements BlobStore {
   }
 
   async read(bucketId: string, blob: string, range?: ByteRange): Promise<Readable> {
-    const r = await this.client.send(new GetObjectCommand({ Bucket: this.s.bucket, Key: this.key(bucketId, blob), Range: range ? `bytes=${range.start}-${range.end}` : undefined }));
+    const r = await this.client.send(
+      new GetObjectCommand({ Bucket: this.s.bucket, Key: this.key(bucketId, blob), Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
+    );
     return r.Body as Readable;
   }
 

@@ -98,9 +98,13 @@ export class FileSystemBlobStore implements BlobStore {
 
   compose(bucketId: string, blob: string, parts: readonly { blob: string; size: number }[]): Promise<number> {
     const paths = parts.map((p) => this.path(bucketId, p.blob));
-    return this.write(bucketId, blob, (async function* () {
-      for (const p of paths) for await (const chunk of createReadStream(p)) yield chunk as Buffer;
-    })());
+    return this.write(
+      bucketId,
+      blob,
+      (async function* () {
+        for (const p of paths) for await (const chunk of createReadStream(p)) yield chunk as Buffer;
+      })(),
+    );
   }
 
   async copy(bucketId: string, from: string, to: string): Promise<void> {

@@ -38,7 +38,10 @@ export class AwsChunkedDecoder extends Transform {
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    this.consume(chunk).then(() => cb(), (e: Error) => cb(e));
+    this.consume(chunk).then(
+      () => cb(),
+      (e: Error) => cb(e),
+    );
   }
 
   override _flush(cb: TransformCallback): void {
@@ -129,7 +132,8 @@ export class AwsChunkedDecoder extends Transform {
   private async endTrailers(): Promise<void> {
     const sig = this.trailers.get('x-amz-trailer-signature');
     if (!this.verifier || !sig) return;
-    if (sig !== (await this.verifier.trailer(this.previous, this.trailerText))) throw new S3Error(403, 'SignatureDoesNotMatch', 'The trailer signature of the streaming upload does not match.');
+    if (sig !== (await this.verifier.trailer(this.previous, this.trailerText)))
+      throw new S3Error(403, 'SignatureDoesNotMatch', 'The trailer signature of the streaming upload does not match.');
   }
 }
 
@@ -183,12 +187,19 @@ export function announcedChecksum(headers: Record<string, string | string[] | un
 /** Checks the digests of a finished body against what the request declared; throws S3 errors. */
 export function checkDigests(
   d: Digester,
-  expect: { length: number | null; contentMd5: string | undefined; sha256: string | null; checksum: { algorithm: ChecksumAlgorithm; value: string | undefined } | null },
+  expect: {
+    length: number | null;
+    contentMd5: string | undefined;
+    sha256: string | null;
+    checksum: { algorithm: ChecksumAlgorithm; value: string | undefined } | null;
+  },
 ): void {
   const r = d.result();
-  if (expect.length !== null && d.bytes !== expect.length) throw new S3Error(400, 'IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header.');
+  if (expect.length !== null && d.bytes !== expect.length)
+    throw new S3Error(400, 'IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header.');
   if (expect.contentMd5 !== undefined && expect.contentMd5 !== r.md5.toString('base64')) throw badDigest();
-  if (expect.sha256 && r.sha256 !== expect.sha256) throw new S3Error(400, 'XAmzContentSHA256Mismatch', 'The provided x-amz-content-sha256 header does not match what was computed.');
+  if (expect.sha256 && r.sha256 !== expect.sha256)
+    throw new S3Error(400, 'XAmzContentSHA256Mismatch', 'The provided x-amz-content-sha256 header does not match what was computed.');
   if (expect.checksum?.value !== undefined && expect.checksum && r.checksum !== expect.checksum.value)
     throw badDigest(`The ${expect.checksum.algorithm.toUpperCase()} you specified did not match the calculated checksum.`);
 }

@@ -39,13 +39,21 @@ export type ListEntry = { prefix: string } | { object: ObjectRow };
  * up into one common prefix (S3 semantics). `next` is where the following page starts, null when
  * nothing follows.
  */
-export async function listEntries(tx: Tx, bucketId: string, o: { prefix: string; delimiter: string; after: Bound | null; max: number }): Promise<{ entries: ListEntry[]; next: Bound | null }> {
+export async function listEntries(
+  tx: Tx,
+  bucketId: string,
+  o: { prefix: string; delimiter: string; after: Bound | null; max: number },
+): Promise<{ entries: ListEntry[]; next: Bound | null }> {
   const entries: ListEntry[] = [];
   if (o.max <= 0) return { entries, next: null };
   const upper = o.prefix ? successor(o.prefix) : null;
   let low: Bound = o.after && o.after.key >= o.prefix ? o.after : { key: o.prefix, inclusive: true };
   const page = (b: Bound, n: number) => {
-    let q = tx.selectFrom('object_storage_objects').selectAll().where('bucket_id', '=', bucketId).where('key', b.inclusive ? '>=' : '>', b.key);
+    let q = tx
+      .selectFrom('object_storage_objects')
+      .selectAll()
+      .where('bucket_id', '=', bucketId)
+      .where('key', b.inclusive ? '>=' : '>', b.key);
     if (upper) q = q.where('key', '<', upper);
     return q.orderBy('key').limit(n).execute();
   };
@@ -93,7 +101,15 @@ export async function deleteObjectRows(tx: Tx, bucketId: string, keys: readonly 
     const slice = [...new Set(keys.slice(i, i + 500))];
     const rows = await tx.selectFrom('object_storage_objects').select(['key', 'blob']).where('bucket_id', '=', bucketId).where('key', 'in', slice).execute();
     if (!rows.length) continue;
-    await tx.deleteFrom('object_storage_objects').where('bucket_id', '=', bucketId).where('key', 'in', rows.map((r) => r.key)).execute();
+    await tx
+      .deleteFrom('object_storage_objects')
+      .where('bucket_id', '=', bucketId)
+      .where(
+        'key',
+        'in',
+        rows.map((r) => r.key),
+      )
+      .execute();
     deleted.push(...rows.map((r) => r.key));
     blobs.push(...rows.map((r) => r.blob));
   }
@@ -106,7 +122,10 @@ export async function deleteObjectRows(tx: Tx, bucketId: string, keys: readonly 
  */
 export async function withFreedBlobs<T>(app: AppContext, bucketId: string, fn: (tx: Tx) => Promise<{ result: T; freed: string[] }>): Promise<T> {
   const { result, freed } = await app.database.db.transaction().execute(fn);
-  if (freed.length) await runtime(app).store.remove(bucketId, freed).catch((e) => app.log.warn({ err: e, bucketId }, 'object storage: could not remove freed blobs'));
+  if (freed.length)
+    await runtime(app)
+      .store.remove(bucketId, freed)
+      .catch((e) => app.log.warn({ err: e, bucketId }, 'object storage: could not remove freed blobs'));
   return result;
 }
 
@@ -143,12 +162,21 @@ const newUploadId = () => randomBytes(24).toString('base64url');
 
 export async function createUpload(tx: Tx, bucketId: string, key: string, contentType: string | null, metadata: Record<string, string>): Promise<string> {
   const id = newUploadId();
-  await tx.insertInto('object_storage_uploads').values({ id, bucket_id: bucketId, key, content_type: contentType, metadata: JSON.stringify(metadata), created_at: new Date().toISOString() }).execute();
+  await tx
+    .insertInto('object_storage_uploads')
+    .values({ id, bucket_id: bucketId, key, content_type: contentType, metadata: JSON.stringify(metadata), created_at: new Date().toISOString() })
+    .execute();
   return id;
 }
 
 export async function findUpload(tx: Tx, bucketId: string, uploadId: string, key: string): Promise<UploadRow | undefined> {
-  return tx.selectFrom('object_storage_uploads').selectAll().where('id', '=', uploadId).where('bucket_id', '=', bucketId).where('key', '=', key).executeTakeFirst();
+  return tx
+    .selectFrom('object_storage_uploads')
+    .selectAll()
+    .where('id', '=', uploadId)
+    .where('bucket_id', '=', bucketId)
+    .where('key', '=', key)
+    .executeTakeFirst();
 }
 
 export async function listParts(tx: Tx, uploadId: string): Promise<PartRow[]> {
@@ -160,7 +188,12 @@ export async function putPartRow(tx: Tx, part: PartRow): Promise<{ replaced: str
   await lockFor(tx, `upload:${part.upload_id}`);
   const upload = await tx.selectFrom('object_storage_uploads').select('id').where('id', '=', part.upload_id).executeTakeFirst();
   if (!upload) return null;
-  const old = await tx.selectFrom('object_storage_parts').select('blob').where('upload_id', '=', part.upload_id).where('part_number', '=', part.part_number).executeTakeFirst();
+  const old = await tx
+    .selectFrom('object_storage_parts')
+    .select('blob')
+    .where('upload_id', '=', part.upload_id)
+    .where('part_number', '=', part.part_number)
+    .executeTakeFirst();
   if (old) await tx.deleteFrom('object_storage_parts').where('upload_id', '=', part.upload_id).where('part_number', '=', part.part_number).execute();
   await tx.insertInto('object_storage_parts').values(part).execute();
   return { replaced: old?.blob ?? null };

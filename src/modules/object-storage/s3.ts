@@ -142,7 +142,8 @@ function toS3Error(err: unknown): S3Error | null {
   if (err instanceof S3Error) return err;
   if (err instanceof ApiError) return new S3Error(err.status, err.status === 403 ? 'AccessDenied' : 'InvalidRequest', err.message);
   const e = err as { statusCode?: number; code?: string; message?: string };
-  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) return new S3Error(e.statusCode, 'InvalidRequest', e.message ?? 'Invalid request');
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500)
+    return new S3Error(e.statusCode, 'InvalidRequest', e.message ?? 'Invalid request');
   return null;
 }
 
@@ -160,7 +161,9 @@ function sendError(req: FastifyRequest, reply: FastifyReply, err: unknown) {
   // A request body the handler did not read is not waited for.
   if (!req.raw.readableEnded) reply.header('connection', 'close');
   if (req.method === 'HEAD') return reply.status(e.status).send();
-  return sendXml(reply, e.status, { Error: { Code: e.code, Message: e.message, Resource: req.originalUrl?.split('?')[0] ?? req.url, RequestId: String(req.id) } });
+  return sendXml(reply, e.status, {
+    Error: { Code: e.code, Message: e.message, Resource: req.originalUrl?.split('?')[0] ?? req.url, RequestId: String(req.id) },
+  });
 }
 
 const quoted = (etag: string) => `"${etag}"`;
@@ -188,7 +191,12 @@ function declaredLength(v: string | undefined): number | null {
 function body(req: FastifyRequest, caller: Caller): Body {
   const hash = caller.payloadHash;
   const encoding = (headerOf(req, 'content-encoding') ?? '').toLowerCase();
-  const chunked = hash.startsWith('STREAMING-') || encoding.split(',').map((s) => s.trim()).includes('aws-chunked');
+  const chunked =
+    hash.startsWith('STREAMING-') ||
+    encoding
+      .split(',')
+      .map((s) => s.trim())
+      .includes('aws-chunked');
   const signedChunks = hash === 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD' || hash === 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER';
   if (hash.startsWith('STREAMING-') && !signedChunks && hash !== 'STREAMING-UNSIGNED-PAYLOAD-TRAILER') throw notImplemented(`Payload signing mode ${hash}`);
   if (signedChunks && !caller.seed) throw invalidRequest('Streaming signed payloads need header authentication.');
@@ -203,7 +211,8 @@ function body(req: FastifyRequest, caller: Caller): Body {
   const length = declaredLength(chunked ? headerOf(req, 'x-amz-decoded-content-length') : headerOf(req, 'content-length'));
   if (length !== null && length > MAX_PUT) throw new S3Error(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size.');
   const contentMd5 = headerOf(req, 'content-md5');
-  if (contentMd5 !== undefined && Buffer.from(contentMd5, 'base64').length !== 16) throw new S3Error(400, 'InvalidDigest', 'The Content-MD5 you specified is not valid.');
+  if (contentMd5 !== undefined && Buffer.from(contentMd5, 'base64').length !== 16)
+    throw new S3Error(400, 'InvalidDigest', 'The Content-MD5 you specified is not valid.');
   const algorithm = announcedChecksum(req.headers);
   const sha256 = /^[0-9a-f]{64}$/.test(hash) ? hash : null;
   const digester = new Digester({ sha256: !!sha256, checksum: algorithm });
@@ -251,12 +260,20 @@ interface StoredMeta {
 function metaFromRequest(req: FastifyRequest): StoredMeta {
   const user: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers)) if (k.startsWith('x-amz-meta-') && v !== undefined) user[k.slice(11)] = Array.isArray(v) ? v.join(',') : v;
-  if (Buffer.byteLength(JSON.stringify(user)) > 2048) throw new S3Error(400, 'MetadataTooLarge', 'Your metadata headers exceed the maximum allowed metadata size.');
+  if (Buffer.byteLength(JSON.stringify(user)) > 2048)
+    throw new S3Error(400, 'MetadataTooLarge', 'Your metadata headers exceed the maximum allowed metadata size.');
   const headers: StoredMeta['headers'] = {};
   for (const h of STORED_HEADERS) {
     const v = headerOf(req, h);
     // aws-chunked is the transfer framing, not a property of the object.
-    const kept = h === 'content-encoding' ? v?.split(',').map((s) => s.trim()).filter((s) => s && s !== 'aws-chunked').join(', ') : v;
+    const kept =
+      h === 'content-encoding'
+        ? v
+            ?.split(',')
+            .map((s) => s.trim())
+            .filter((s) => s && s !== 'aws-chunked')
+            .join(', ')
+        : v;
     if (kept) headers[h] = kept;
   }
   return { user, headers };
@@ -298,9 +315,17 @@ async function preflight(app: AppContext, t: Target, req: FastifyRequest, reply:
   const method = headerOf(req, 'access-control-request-method');
   if (!origin || !method) throw new S3Error(400, 'BadRequest', 'Insufficient information. Origin request header needed.');
   const b = t.bucket ? await app.database.db.selectFrom('object_storages').select('id').where('bucket_name', '=', t.bucket).executeTakeFirst() : undefined;
-  const requested = (headerOf(req, 'access-control-request-headers') ?? '').split(',').map((h) => h.trim()).filter(Boolean);
+  const requested = (headerOf(req, 'access-control-request-headers') ?? '')
+    .split(',')
+    .map((h) => h.trim())
+    .filter(Boolean);
   const rule = b && findRule(await corsRules(app.database.db, b.id), origin, method, requested);
-  if (!rule) throw new S3Error(403, 'AccessForbidden', 'CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource\'s CORS spec.');
+  if (!rule)
+    throw new S3Error(
+      403,
+      'AccessForbidden',
+      "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.",
+    );
   reply.headers(corsHeaders(rule, origin));
   reply.header('access-control-allow-methods', rule.methods.join(', '));
   if (requested.length) reply.header('access-control-allow-headers', requested.join(', '));
@@ -316,7 +341,11 @@ async function handle(app: AppContext, req: FastifyRequest, reply: FastifyReply)
   if (t.bucket === null) {
     if (req.method !== 'GET') throw new S3Error(405, 'MethodNotAllowed', 'The specified method is not allowed against this resource.');
     return sendXml(reply, 200, {
-      ListAllMyBucketsResult: { '@_xmlns': NS, Owner: { ID: b.company_id, DisplayName: '' }, Buckets: { Bucket: [{ Name: b.bucket_name, CreationDate: isoSeconds(b.created_at) }] } },
+      ListAllMyBucketsResult: {
+        '@_xmlns': NS,
+        Owner: { ID: b.company_id, DisplayName: '' },
+        Buckets: { Bucket: [{ Name: b.bucket_name, CreationDate: isoSeconds(b.created_at) }] },
+      },
     });
   }
   // A key opens its own bucket only; other names (existing or not) are refused alike.
@@ -339,7 +368,8 @@ async function bucketOperation(app: AppContext, b: ObjectStoragesTable, t: Targe
       if (has(q, 'delete')) return deleteMany(app, b, req, reply, caller);
       break;
     case 'PUT':
-      if (Object.keys(q).length === 0) throw new S3Error(409, 'BucketAlreadyOwnedByYou', 'Your previous request to create the named bucket succeeded and you already own it.');
+      if (Object.keys(q).length === 0)
+        throw new S3Error(409, 'BucketAlreadyOwnedByYou', 'Your previous request to create the named bucket succeeded and you already own it.');
       break;
     case 'DELETE':
       if (Object.keys(q).length === 0) throw accessDenied('Buckets are deleted through the API (DELETE /v3/object-storage/{id}).');
@@ -372,7 +402,17 @@ async function listObjectsV(app: AppContext, b: ObjectStoragesTable, q: Target['
   }
   const { entries, next } = await listEntries(app.database.db, b.id, { prefix, delimiter, after, max });
   const contents = entries.flatMap((e) =>
-    'object' in e ? [{ Key: enc(e.object.key), LastModified: isoSeconds(e.object.updated_at), ETag: quoted(e.object.etag), Size: Number(e.object.size), StorageClass: 'STANDARD' }] : [],
+    'object' in e
+      ? [
+          {
+            Key: enc(e.object.key),
+            LastModified: isoSeconds(e.object.updated_at),
+            ETag: quoted(e.object.etag),
+            Size: Number(e.object.size),
+            StorageClass: 'STANDARD',
+          },
+        ]
+      : [],
   );
   const prefixes = entries.flatMap((e) => ('prefix' in e ? [{ Prefix: enc(e.prefix) }] : []));
   const common = {
@@ -393,7 +433,11 @@ async function listObjectsV(app: AppContext, b: ObjectStoragesTable, q: Target['
         ...(next ? { NextContinuationToken: encodeBound(next) } : {}),
         ...(one(q, 'start-after') ? { StartAfter: enc(one(q, 'start-after')!) } : {}),
       }
-    : { ...common, Marker: enc(one(q, 'marker') ?? ''), ...(next && delimiter && last ? { NextMarker: enc('object' in last ? last.object.key : last.prefix) } : {}) };
+    : {
+        ...common,
+        Marker: enc(one(q, 'marker') ?? ''),
+        ...(next && delimiter && last ? { NextMarker: enc('object' in last ? last.object.key : last.prefix) } : {}),
+      };
   return sendXml(reply, 200, { ListBucketResult: { ...body, Contents: contents, CommonPrefixes: prefixes } });
 }
 
@@ -469,7 +513,8 @@ async function getObject(app: AppContext, b: ObjectStoragesTable, t: Target, req
     const size = Number(o.size);
     const ifMatch = headerOf(req, 'if-match');
     const ifNone = headerOf(req, 'if-none-match');
-    if (ifMatch && !ifMatch.split(',').some((e) => unquote(e) === o.etag || e.trim() === '*')) throw new S3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
+    if (ifMatch && !ifMatch.split(',').some((e) => unquote(e) === o.etag || e.trim() === '*'))
+      throw new S3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
     objectHeaders(reply, o, t.query);
     if (ifNone && ifNone.split(',').some((e) => unquote(e) === o.etag || e.trim() === '*')) return reply.status(304).send();
     const range = parseRange(headerOf(req, 'range'), size);
@@ -504,7 +549,9 @@ async function commit(app: AppContext, row: ObjectRow, extraFreed: string[] = []
       return { result: null, freed: [...(replaced ? [replaced] : []), ...extraFreed] };
     });
   } catch (e) {
-    await runtime(app).store.remove(row.bucket_id, [row.blob]).catch(() => {});
+    await runtime(app)
+      .store.remove(row.bucket_id, [row.blob])
+      .catch(() => {});
     // The bucket went away while the bytes were arriving.
     if (!(e instanceof S3Error) && !(await app.database.db.selectFrom('object_storages').select('id').where('id', '=', row.bucket_id).executeTakeFirst()))
       throw new S3Error(404, 'NoSuchBucket', 'The specified bucket does not exist.');
@@ -516,7 +563,16 @@ async function putObject(app: AppContext, b: ObjectStoragesTable, t: Target, req
   const meta = metaFromRequest(req);
   const got = await receive(app, b.id, req, caller);
   const now = new Date().toISOString();
-  await commit(app, { bucket_id: b.id, key: t.key, blob: got.blob, size: got.size, etag: got.md5, content_type: headerOf(req, 'content-type') ?? null, metadata: JSON.stringify(meta), updated_at: now });
+  await commit(app, {
+    bucket_id: b.id,
+    key: t.key,
+    blob: got.blob,
+    size: got.size,
+    etag: got.md5,
+    content_type: headerOf(req, 'content-type') ?? null,
+    metadata: JSON.stringify(meta),
+    updated_at: now,
+  });
   return reply.status(200).header('etag', quoted(got.md5)).send();
 }
 
@@ -526,7 +582,9 @@ async function copyObject(app: AppContext, b: ObjectStoragesTable, t: Target, re
   const directive = (headerOf(req, 'x-amz-metadata-directive') ?? 'COPY').toUpperCase();
   if (directive !== 'COPY' && directive !== 'REPLACE') throw invalidArgument('Unknown metadata directive.');
   if (srcKey === t.key && directive === 'COPY')
-    throw invalidRequest("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
+    throw invalidRequest(
+      "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
+    );
   const blob = newBlobId();
   try {
     await runtime(app).store.copy(b.id, src.blob, blob);
@@ -569,7 +627,9 @@ async function uploadPart(app: AppContext, b: ObjectStoragesTable, t: Target, up
   const { store } = runtime(app);
   const res = await app.database.db
     .transaction()
-    .execute((tx) => putPartRow(tx, { upload_id: uploadId, part_number: partNumber, blob: got.blob, size: got.size, etag: got.md5, created_at: new Date().toISOString() }));
+    .execute((tx) =>
+      putPartRow(tx, { upload_id: uploadId, part_number: partNumber, blob: got.blob, size: got.size, etag: got.md5, created_at: new Date().toISOString() }),
+    );
   if (!res) {
     await store.remove(b.id, [got.blob]);
     throw noSuchUpload();
@@ -601,7 +661,10 @@ async function copyPartSource(app: AppContext, b: ObjectStoragesTable, req: Fast
   let range: ByteRange | undefined;
   if (header) {
     const m = /^bytes=(\d+)-(\d+)$/.exec(header.trim());
-    if (!m || Number(m[1]) > Number(m[2]) || Number(m[2]) >= size) throw invalidArgument('The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy, within the source object.');
+    if (!m || Number(m[1]) > Number(m[2]) || Number(m[2]) >= size)
+      throw invalidArgument(
+        'The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy, within the source object.',
+      );
     range = { start: Number(m[1]), end: Number(m[2]) };
   }
   const { store } = runtime(app);
@@ -646,16 +709,26 @@ async function completeUpload(app: AppContext, b: ObjectStoragesTable, t: Target
   let previous = 0;
   for (const [i, w] of wanted.entries()) {
     const n = Number((w.PartNumber as string).trim());
-    if (!Number.isInteger(n) || n <= previous) throw new S3Error(400, 'InvalidPartOrder', 'The list of parts was not in ascending order. Parts must be ordered by part number.');
+    if (!Number.isInteger(n) || n <= previous)
+      throw new S3Error(400, 'InvalidPartOrder', 'The list of parts was not in ascending order. Parts must be ordered by part number.');
     previous = n;
     const p = stored.get(n);
     if (!p || p.etag !== unquote(w.ETag as string))
-      throw new S3Error(400, 'InvalidPart', 'One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not have matched the part\'s entity tag.');
-    if (i < wanted.length - 1 && Number(p.size) < MIN_PART) throw new S3Error(400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size.');
+      throw new S3Error(
+        400,
+        'InvalidPart',
+        "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not have matched the part's entity tag.",
+      );
+    if (i < wanted.length - 1 && Number(p.size) < MIN_PART)
+      throw new S3Error(400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size.');
     chosen.push(p);
   }
   const blob = newBlobId();
-  const size = await runtime(app).store.compose(b.id, blob, chosen.map((p) => ({ blob: p.blob, size: Number(p.size) })));
+  const size = await runtime(app).store.compose(
+    b.id,
+    blob,
+    chosen.map((p) => ({ blob: p.blob, size: Number(p.size) })),
+  );
   const etag = multipartEtag(chosen.map((p) => p.etag));
   let partBlobs: string[] = [];
   await commit(
@@ -668,9 +741,17 @@ async function completeUpload(app: AppContext, b: ObjectStoragesTable, t: Target
       return blobs !== null;
     },
   );
-  await runtime(app).store.remove(b.id, partBlobs).catch(() => {});
+  await runtime(app)
+    .store.remove(b.id, partBlobs)
+    .catch(() => {});
   return sendXml(reply, 200, {
-    CompleteMultipartUploadResult: { '@_xmlns': NS, Location: `${app.baseUrl}${PATH_PREFIX}/${b.bucket_name}/${encodeURIComponent(t.key)}`, Bucket: b.bucket_name, Key: t.key, ETag: quoted(etag) },
+    CompleteMultipartUploadResult: {
+      '@_xmlns': NS,
+      Location: `${app.baseUrl}${PATH_PREFIX}/${b.bucket_name}/${encodeURIComponent(t.key)}`,
+      Bucket: b.bucket_name,
+      Key: t.key,
+      ETag: quoted(etag),
+    },
   });
 }
 
@@ -689,7 +770,8 @@ async function abortUpload(app: AppContext, b: ObjectStoragesTable, t: Target, u
 async function handleCdn(app: AppContext, req: FastifyRequest, reply: FastifyReply) {
   reply.header('x-amz-request-id', String(req.id));
   const t = target(req, CDN_PREFIX);
-  if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS') throw new S3Error(405, 'MethodNotAllowed', 'The CDN domain serves reads only.');
+  if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS')
+    throw new S3Error(405, 'MethodNotAllowed', 'The CDN domain serves reads only.');
   const bucketId = t.bucket ? await bucketOfHostname(app.database.db, t.bucket) : null;
   if (!bucketId) throw new S3Error(404, 'NoSuchBucket', 'The specified bucket does not exist.');
   const b = await bucketRow(app, bucketId);
@@ -708,7 +790,8 @@ export function registerS3(fastify: FastifyInstance, app: AppContext): void {
     s3.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
     s3.setErrorHandler((err, req, reply) => sendError(req, reply, err));
     const methods = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE', 'OPTIONS'];
-    for (const url of [PATH_PREFIX, `${PATH_PREFIX}/*`]) s3.route({ method: methods, url, exposeHeadRoute: false, handler: (req, reply) => handle(app, req, reply) });
+    for (const url of [PATH_PREFIX, `${PATH_PREFIX}/*`])
+      s3.route({ method: methods, url, exposeHeadRoute: false, handler: (req, reply) => handle(app, req, reply) });
     s3.route({ method: methods, url: `${CDN_PREFIX}/*`, exposeHeadRoute: false, handler: (req, reply) => handleCdn(app, req, reply) });
   });
 }

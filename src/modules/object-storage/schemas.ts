@@ -15,39 +15,55 @@ const Jurisdiction = StringEnum(JURISDICTIONS);
 const DisplayName = Type.String({ minLength: 2, maxLength: 64 });
 
 /** The bucket as update answers it (no endpoint, no keys). */
-const ObjectStorageView = Type.Object({
-  id: Uuid(),
-  company_id: Type.String(),
-  project_id: Nullable(Uuid()),
-  name: Type.String(),
-  display_name: Type.String(),
-  location: Location,
-  jurisdiction: Jurisdiction,
-  domain: Nullable(Type.String()),
-  created_at: DateTime(),
-  updated_at: DateTime(),
-}, { additionalProperties: false });
+const ObjectStorageView = Type.Object(
+  {
+    id: Uuid(),
+    company_id: Type.String(),
+    project_id: Nullable(Uuid()),
+    name: Type.String(),
+    display_name: Type.String(),
+    location: Location,
+    jurisdiction: Jurisdiction,
+    domain: Nullable(Type.String()),
+    created_at: DateTime(),
+    updated_at: DateTime(),
+  },
+  { additionalProperties: false },
+);
 
 /** The bucket as create and get answer it: with the S3 bucket name, endpoint and keys. */
 const { id, company_id, project_id, name, display_name, location, jurisdiction, domain, created_at, updated_at } = ObjectStorageView.properties;
-const ObjectStorageDetail = Type.Object({
-  id, company_id, project_id, name, display_name, location, jurisdiction,
-  bucket_name: Type.String(),
-  domain,
-  endpoint: Nullable(Type.String()),
-  access_key: Nullable(Type.String()),
-  secret_key: Nullable(Type.String()),
-  created_at, updated_at,
-}, { additionalProperties: false });
+const ObjectStorageDetail = Type.Object(
+  {
+    id,
+    company_id,
+    project_id,
+    name,
+    display_name,
+    location,
+    jurisdiction,
+    bucket_name: Type.String(),
+    domain,
+    endpoint: Nullable(Type.String()),
+    access_key: Nullable(Type.String()),
+    secret_key: Nullable(Type.String()),
+    created_at,
+    updated_at,
+  },
+  { additionalProperties: false },
+);
 
 const ObjectStorageListItem = Type.Object({ id, name, display_name, location, jurisdiction, domain, created_at, updated_at }, { additionalProperties: false });
 
 /** A CORS rule as created and (fully) replaced. */
-const CorsPolicyBody = Type.Object({
-  methods: Type.Array(StringEnum(CORS_METHODS), { minItems: 1 }),
-  origins: Type.Array(Type.String({ minLength: 1, maxLength: 250 }), { minItems: 1, maxItems: 100 }),
-  headers: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 250 }), { maxItems: 100 })),
-}, { additionalProperties: false });
+const CorsPolicyBody = Type.Object(
+  {
+    methods: Type.Array(StringEnum(CORS_METHODS), { minItems: 1 }),
+    origins: Type.Array(Type.String({ minLength: 1, maxLength: 250 }), { minItems: 1, maxItems: 100 }),
+    headers: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 250 }), { maxItems: 100 })),
+  },
+  { additionalProperties: false },
+);
 
 const CorsPolicyParams = Type.Object({ id: Uuid(), cors_policy_id: Type.String() });
 
@@ -69,13 +85,16 @@ export const createObjectStorageContract = {
   path: '/object-storage',
   summary: 'Create an object storage bucket',
   tags: ['Object storages'],
-  body: Type.Object({
-    display_name: DisplayName,
-    location: Type.Optional(Location),
-    jurisdiction: Type.Optional(Jurisdiction),
-    public_access: Type.Optional(Type.Boolean()),
-    project_id: Type.Optional(Nullable(Uuid())),
-  }, { additionalProperties: false }),
+  body: Type.Object(
+    {
+      display_name: DisplayName,
+      location: Type.Optional(Location),
+      jurisdiction: Type.Optional(Jurisdiction),
+      public_access: Type.Optional(Type.Boolean()),
+      project_id: Type.Optional(Nullable(Uuid())),
+    },
+    { additionalProperties: false },
+  ),
   bodyRequired: true,
   success: 201,
   response: ObjectStorageDetail,
@@ -101,10 +120,13 @@ export const updateObjectStorageContract = {
   summary: 'Update an object storage bucket',
   tags: ['Object storages'],
   params: IdParams,
-  body: Type.Object({
-    display_name: Type.Optional(DisplayName),
-    project_id: Type.Optional(Nullable(Uuid())),
-  }, { additionalProperties: false }),
+  body: Type.Object(
+    {
+      display_name: Type.Optional(DisplayName),
+      project_id: Type.Optional(Nullable(Uuid())),
+    },
+    { additionalProperties: false },
+  ),
   bodyRequired: true,
   success: 200,
   response: ObjectStorageView,
@@ -153,14 +175,22 @@ export const listObjectStorageCorsPoliciesContract = {
   tags: ['Object storages'],
   params: IdParams,
   success: 200,
-  response: Type.Object({
-    data: Type.Array(Type.Object({
-      id: Type.String(),
-      methods: Type.Array(StringEnum(CORS_METHODS)),
-      origins: Type.Array(Type.String()),
-      headers: Nullable(Type.Array(Type.String())),
-    }, { additionalProperties: false })),
-  }, { additionalProperties: false }),
+  response: Type.Object(
+    {
+      data: Type.Array(
+        Type.Object(
+          {
+            id: Type.String(),
+            methods: Type.Array(StringEnum(CORS_METHODS)),
+            origins: Type.Array(Type.String()),
+            headers: Nullable(Type.Array(Type.String())),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    },
+    { additionalProperties: false },
+  ),
   errors: [401, 403, 404, 500],
 } as const;
 
@@ -217,17 +247,25 @@ export const listObjectStorageObjectsContract = {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 25 })),
   }),
   success: 200,
-  response: Type.Object({
-    data: Type.Array(Type.Object({
-      key: Type.String(),
-      type: StringEnum(OBJECT_TYPES),
-      content_type: Nullable(Type.String()),
-      size: Nullable(Type.Number({ minimum: 0 })),
-      updated_at: Nullable(Type.String()),
-      e_tag: Nullable(Type.String()),
-    }, { additionalProperties: false })),
-    cursor: Nullable(Type.String()),
-  }, { additionalProperties: false }),
+  response: Type.Object(
+    {
+      data: Type.Array(
+        Type.Object(
+          {
+            key: Type.String(),
+            type: StringEnum(OBJECT_TYPES),
+            content_type: Nullable(Type.String()),
+            size: Nullable(Type.Number({ minimum: 0 })),
+            updated_at: Nullable(Type.String()),
+            e_tag: Nullable(Type.String()),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+      cursor: Nullable(Type.String()),
+    },
+    { additionalProperties: false },
+  ),
   errors: [401, 403, 404, 500],
 } as const;
 
@@ -238,9 +276,12 @@ export const deleteObjectStorageObjectsContract = {
   summary: 'Delete objects of a bucket by key',
   tags: ['Object storages'],
   params: IdParams,
-  body: Type.Object({
-    keys: Type.Array(Type.String(), { minItems: 1, maxItems: 1000 }),
-  }, { additionalProperties: false }),
+  body: Type.Object(
+    {
+      keys: Type.Array(Type.String(), { minItems: 1, maxItems: 1000 }),
+    },
+    { additionalProperties: false },
+  ),
   bodyRequired: true,
   success: 204,
   errors: [400, 401, 403, 404, 429, 500],
@@ -253,9 +294,12 @@ export const rotateObjectStorageCredentialsContract = {
   summary: 'Rotate the access and secret keys of a bucket',
   tags: ['Object storages'],
   params: IdParams,
-  body: Type.Object({
-    old_keys_ttl_hours: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_OLD_KEYS_TTL_HOURS, default: 0 })),
-  }, { additionalProperties: false }),
+  body: Type.Object(
+    {
+      old_keys_ttl_hours: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_OLD_KEYS_TTL_HOURS, default: 0 })),
+    },
+    { additionalProperties: false },
+  ),
   bodyRequired: false,
   success: 200,
   response: Type.Object({

@@ -48,7 +48,10 @@ const cdnHostname = (app: AppContext, b: ObjectStoragesTable) => `${b.bucket_nam
 // --- Keys -------------------------------------------------------------------------------------
 
 function newKeyPair(app: AppContext): { access: string; secret: string } {
-  const prefix = app.config.brandPrefix.toUpperCase().replace(/[^A-Z0-9]/g, '').slice(0, 4);
+  const prefix = app.config.brandPrefix
+    .toUpperCase()
+    .replace(/[^A-Z0-9]/g, '')
+    .slice(0, 4);
   const bytes = randomBytes(20 - prefix.length);
   const access = prefix + [...bytes].map((x) => KEY_ALPHABET[x % 32]).join('');
   return { access, secret: randomBytes(30).toString('base64url') };
@@ -56,12 +59,31 @@ function newKeyPair(app: AppContext): { access: string; secret: string } {
 
 async function issueKey({ tx, app }: CallContext, bucketId: string) {
   const pair = newKeyPair(app);
-  await tx.insertInto('object_storage_keys').values({ access_key: pair.access, bucket_id: bucketId, secret_enc: app.secrets.encrypt(pair.secret), expires_at: null, created_at: new Date().toISOString() }).execute();
+  await tx
+    .insertInto('object_storage_keys')
+    .values({
+      access_key: pair.access,
+      bucket_id: bucketId,
+      secret_enc: app.secrets.encrypt(pair.secret),
+      expires_at: null,
+      created_at: new Date().toISOString(),
+    })
+    .execute();
   return pair;
 }
 
 async function currentKey({ tx }: CallContext, bucketId: string): Promise<string | null> {
-  return (await tx.selectFrom('object_storage_keys').select('access_key').where('bucket_id', '=', bucketId).where('expires_at', 'is', null).orderBy('created_at', 'desc').executeTakeFirst())?.access_key ?? null;
+  return (
+    (
+      await tx
+        .selectFrom('object_storage_keys')
+        .select('access_key')
+        .where('bucket_id', '=', bucketId)
+        .where('expires_at', 'is', null)
+        .orderBy('created_at', 'desc')
+        .executeTakeFirst()
+    )?.access_key ?? null
+  );
 }
 
 // --- Buckets ----------------------------------------------------------------------------------
@@ -83,12 +105,18 @@ async function checkProject(ctx: CallContext, projectId: string | null | undefin
   if (projectId && !(await projectExists(ctx, projectId))) throw badRequest(`Unknown project_id ${projectId}`);
 }
 
-export async function createBucket(ctx: CallContext, input: { display_name: string; location?: Location; jurisdiction?: Jurisdiction; public_access?: boolean; project_id?: string | null }) {
+export async function createBucket(
+  ctx: CallContext,
+  input: { display_name: string; location?: Location; jurisdiction?: Jurisdiction; public_access?: boolean; project_id?: string | null },
+) {
   const { tx, app, companyId } = ctx;
   await checkProject(ctx, input.project_id);
   const id = newId();
   const now = new Date().toISOString();
-  const name = await uniqueName(input.display_name, async (n) => !!(await tx.selectFrom('object_storages').select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst()));
+  const name = await uniqueName(
+    input.display_name,
+    async (n) => !!(await tx.selectFrom('object_storages').select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst()),
+  );
   const row: ObjectStoragesTable = {
     id,
     company_id: companyId,
@@ -153,7 +181,12 @@ export async function rotateCredentials(ctx: CallContext, id: string, input: { o
   if (hours === 0) await tx.deleteFrom('object_storage_keys').where('bucket_id', '=', id).execute();
   else {
     expiresAt = new Date(now + hours * 3600_000).toISOString();
-    await tx.updateTable('object_storage_keys').set({ expires_at: expiresAt }).where('bucket_id', '=', id).where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', expiresAt!)])).execute();
+    await tx
+      .updateTable('object_storage_keys')
+      .set({ expires_at: expiresAt })
+      .where('bucket_id', '=', id)
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', expiresAt!)]))
+      .execute();
   }
   const keys = await issueKey(ctx, id);
   await tx.updateTable('object_storages').set({ updated_at: new Date().toISOString() }).where('id', '=', id).execute();
@@ -200,7 +233,12 @@ export interface CorsRule {
 /** The bucket's CORS rules in order (also read by the data plane for every CORS request). */
 export async function corsRules(tx: CallContext['tx'], bucketId: string): Promise<CorsRule[]> {
   const rows = await tx.selectFrom('object_storage_cors').selectAll().where('bucket_id', '=', bucketId).orderBy('position').execute();
-  return rows.map((r) => ({ id: r.id, methods: JSON.parse(r.methods), origins: JSON.parse(r.origins), headers: r.headers === null ? null : JSON.parse(r.headers) }));
+  return rows.map((r) => ({
+    id: r.id,
+    methods: JSON.parse(r.methods),
+    origins: JSON.parse(r.origins),
+    headers: r.headers === null ? null : JSON.parse(r.headers),
+  }));
 }
 
 export async function listCors(ctx: CallContext, id: string) {
@@ -215,9 +253,15 @@ interface CorsInput {
 }
 
 function corsColumns(input: CorsInput) {
-  for (const o of input.origins) if (o !== '*' && (o.split('*').length > 2 || /\s/.test(o))) throw badRequest(`Invalid origin "${o}": use "*", an origin such as https://example.com, or one "*" wildcard`);
+  for (const o of input.origins)
+    if (o !== '*' && (o.split('*').length > 2 || /\s/.test(o)))
+      throw badRequest(`Invalid origin "${o}": use "*", an origin such as https://example.com, or one "*" wildcard`);
   for (const h of input.headers ?? []) if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(h)) throw badRequest(`Invalid header name "${h}"`);
-  return { methods: JSON.stringify([...new Set(input.methods)]), origins: JSON.stringify(input.origins), headers: input.headers === undefined ? null : JSON.stringify(input.headers) };
+  return {
+    methods: JSON.stringify([...new Set(input.methods)]),
+    origins: JSON.stringify(input.origins),
+    headers: input.headers === undefined ? null : JSON.stringify(input.headers),
+  };
 }
 
 export async function createCors(ctx: CallContext, id: string, input: CorsInput) {
@@ -225,9 +269,16 @@ export async function createCors(ctx: CallContext, id: string, input: CorsInput)
   await findBucket(ctx, id);
   const columns = corsColumns(input);
   const last = await tx.selectFrom('object_storage_cors').select(['position']).where('bucket_id', '=', id).orderBy('position', 'desc').executeTakeFirst();
-  const count = await tx.selectFrom('object_storage_cors').select((eb) => eb.fn.countAll().as('n')).where('bucket_id', '=', id).executeTakeFirst();
+  const count = await tx
+    .selectFrom('object_storage_cors')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('bucket_id', '=', id)
+    .executeTakeFirst();
   if (Number(count?.n ?? 0) >= MAX_CORS_RULES) throw badRequest(`The bucket already has ${MAX_CORS_RULES} CORS rules (the maximum)`);
-  await tx.insertInto('object_storage_cors').values({ id: newId(), bucket_id: id, position: (last?.position ?? 0) + 1, ...columns, created_at: new Date().toISOString() }).execute();
+  await tx
+    .insertInto('object_storage_cors')
+    .values({ id: newId(), bucket_id: id, position: (last?.position ?? 0) + 1, ...columns, created_at: new Date().toISOString() })
+    .execute();
   return { message: 'CORS policy created' };
 }
 
@@ -275,7 +326,14 @@ export async function listObjects(ctx: CallContext, id: string, q: { prefix?: st
     data: entries.map((e) =>
       'prefix' in e
         ? { key: e.prefix, type: 'folder' as const, content_type: null, size: null, updated_at: null, e_tag: null }
-        : { key: e.object.key, type: typeOf(e.object.key), content_type: e.object.content_type, size: Number(e.object.size), updated_at: e.object.updated_at, e_tag: e.object.etag },
+        : {
+            key: e.object.key,
+            type: typeOf(e.object.key),
+            content_type: e.object.content_type,
+            size: Number(e.object.size),
+            updated_at: e.object.updated_at,
+            e_tag: e.object.etag,
+          },
     ),
     cursor: next ? encodeBound(next) : null,
   };
@@ -290,5 +348,12 @@ export async function deleteObjects(ctx: CallContext, id: string, keys: string[]
 
 /** The service registry's view of a bucket (projects and database backup targets find buckets through it). */
 export async function bucketSummary({ tx, companyId }: CallContext, id: string): Promise<ServiceSummary | undefined> {
-  return (await tx.selectFrom('object_storages').select(['id', 'name', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst()) ?? undefined;
+  return (
+    (await tx
+      .selectFrom('object_storages')
+      .select(['id', 'name', 'display_name'])
+      .where('id', '=', id)
+      .where('company_id', '=', companyId)
+      .executeTakeFirst()) ?? undefined
+  );
 }

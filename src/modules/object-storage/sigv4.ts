@@ -60,23 +60,43 @@ interface Credential {
 function parseCredential(s: string | undefined): Credential {
   const parts = (s ?? '').split('/');
   if (parts.length !== 5 || parts[3] !== 's3' || parts[4] !== 'aws4_request' || !/^\d{8}$/.test(parts[1]!) || !parts[0])
-    throw new S3Error(400, 'AuthorizationHeaderMalformed', `The credential "${s ?? ''}" is malformed; expected <access key>/<yyyymmdd>/<region>/s3/aws4_request.`);
+    throw new S3Error(
+      400,
+      'AuthorizationHeaderMalformed',
+      `The credential "${s ?? ''}" is malformed; expected <access key>/<yyyymmdd>/<region>/s3/aws4_request.`,
+    );
   return { accessKey: parts[0], date: parts[1]!, region: parts[2]!, scope: parts.slice(1).join('/') };
 }
 
 /** The key's bucket and secret, if the key exists and has not expired. */
 async function lookupKey(app: AppContext, accessKey: string): Promise<{ bucketId: string; secret: string }> {
-  const row = await app.database.db.selectFrom('object_storage_keys').select(['bucket_id', 'secret_enc', 'expires_at']).where('access_key', '=', accessKey).executeTakeFirst();
+  const row = await app.database.db
+    .selectFrom('object_storage_keys')
+    .select(['bucket_id', 'secret_enc', 'expires_at'])
+    .where('access_key', '=', accessKey)
+    .executeTakeFirst();
   if (!row || (row.expires_at !== null && Date.parse(row.expires_at) <= runtime(app).now()))
     throw new S3Error(403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.');
   return { bucketId: row.bucket_id, secret: app.secrets.decrypt(row.secret_enc) };
 }
 
 function signerFor(accessKey: string, secret: string, region: string): SignatureV4 {
-  return new SignatureV4({ credentials: { accessKeyId: accessKey, secretAccessKey: secret }, region, service: 's3', sha256, uriEscapePath: false, applyChecksum: false });
+  return new SignatureV4({
+    credentials: { accessKeyId: accessKey, secretAccessKey: secret },
+    region,
+    service: 's3',
+    sha256,
+    uriEscapePath: false,
+    applyChecksum: false,
+  });
 }
 
-const mismatch = () => new S3Error(403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided. Check your key and signing method.');
+const mismatch = () =>
+  new S3Error(
+    403,
+    'SignatureDoesNotMatch',
+    'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
+  );
 
 function signedHeaders(req: SignedRequest, list: string): Record<string, string> {
   const names = list.split(';').filter(Boolean);
@@ -99,28 +119,40 @@ export async function verify(app: AppContext, req: SignedRequest): Promise<Calle
   const auth = header(req.headers, 'authorization');
   if (auth) return verifyHeader(app, req, auth);
   if (req.query['X-Amz-Algorithm'] !== undefined) return verifyPresigned(app, req);
-  throw accessDenied('Anonymous requests are not allowed: sign the request with the bucket\'s access key (AWS Signature Version 4).');
+  throw accessDenied("Anonymous requests are not allowed: sign the request with the bucket's access key (AWS Signature Version 4).");
 }
 
 async function verifyHeader(app: AppContext, req: SignedRequest, auth: string): Promise<Caller> {
   const m = /^AWS4-HMAC-SHA256\s+Credential=([^,\s]+),\s*SignedHeaders=([^,\s]+),\s*Signature=([0-9a-f]{64})\s*$/.exec(auth.trim());
   if (!m) {
     if (auth.startsWith('AWS ')) throw invalidArgument('Signature Version 2 is not supported; use AWS Signature Version 4.');
-    throw new S3Error(400, 'AuthorizationHeaderMalformed', 'The authorization header is malformed; expected AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=...');
+    throw new S3Error(
+      400,
+      'AuthorizationHeaderMalformed',
+      'The authorization header is malformed; expected AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=...',
+    );
   }
   const cred = parseCredential(m[1]);
   const date = parseAmzDate(header(req.headers, 'x-amz-date'));
   if (!date) throw accessDenied('AWS authentication requires a valid x-amz-date header.');
   if (Math.abs(Date.now() - date.getTime()) > MAX_SKEW_MS)
     throw new S3Error(403, 'RequestTimeTooSkewed', 'The difference between the request time and the current time is too large.');
-  if (!header(req.headers, 'x-amz-date')!.startsWith(cred.date)) throw new S3Error(400, 'AuthorizationHeaderMalformed', 'The credential date does not match the x-amz-date header.');
+  if (!header(req.headers, 'x-amz-date')!.startsWith(cred.date))
+    throw new S3Error(400, 'AuthorizationHeaderMalformed', 'The credential date does not match the x-amz-date header.');
   const payloadHash = header(req.headers, 'x-amz-content-sha256');
   if (!payloadHash) throw invalidRequest('Missing required header for this request: x-amz-content-sha256');
   const { bucketId, secret } = await lookupKey(app, cred.accessKey);
   const signer = signerFor(cred.accessKey, secret, cred.region);
   const names = m[2]!;
   const signed = await signer.sign(
-    { method: req.method, protocol: 'http:', hostname: header(req.headers, 'host') ?? '', path: req.rawPath, query: req.query, headers: signedHeaders(req, names) },
+    {
+      method: req.method,
+      protocol: 'http:',
+      hostname: header(req.headers, 'host') ?? '',
+      path: req.rawPath,
+      query: req.query,
+      headers: signedHeaders(req, names),
+    },
     { signingDate: date, signingRegion: cred.region, signableHeaders: new Set(names.split(';')) },
   );
   const expected = /Signature=([0-9a-f]{64})$/.exec(String(signed.headers.authorization))?.[1] ?? '';
@@ -151,7 +183,14 @@ async function verifyPresigned(app: AppContext, req: SignedRequest): Promise<Cal
   // Presigned S3 URLs sign no payload; keep the marker out of the headers unless the client signed one.
   const payloadHash = headers['x-amz-content-sha256'] ?? UNSIGNED_PAYLOAD;
   const presigned = await signer.presign(
-    { method: req.method, protocol: 'http:', hostname: headers.host ?? '', path: req.rawPath, query, headers: { ...headers, 'x-amz-content-sha256': payloadHash } },
+    {
+      method: req.method,
+      protocol: 'http:',
+      hostname: headers.host ?? '',
+      path: req.rawPath,
+      query,
+      headers: { ...headers, 'x-amz-content-sha256': payloadHash },
+    },
     {
       signingDate: date,
       signingRegion: cred.region,
@@ -168,15 +207,20 @@ async function verifyPresigned(app: AppContext, req: SignedRequest): Promise<Cal
 
 /** The signature of one chunk of a STREAMING-AWS4-HMAC-SHA256-PAYLOAD body, chained from `previous`. */
 export async function chunkSignature(seed: NonNullable<Caller['seed']>, previous: string, chunkSha256: string): Promise<string> {
-  const longDate = seed.date.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/[-:]/g, '');
+  const longDate = seed.date
+    .toISOString()
+    .replace(/\.\d{3}Z$/, 'Z')
+    .replace(/[-:]/g, '');
   const toSign = ['AWS4-HMAC-SHA256-PAYLOAD', longDate, seed.scope, previous, EMPTY_SHA256, chunkSha256].join('\n');
   return seed.signer.sign(toSign, { signingDate: seed.date, signingRegion: seed.scope.split('/')[1] });
 }
 
 /** The signature of the trailing headers of a STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER body. */
 export async function trailerSignature(seed: NonNullable<Caller['seed']>, previous: string, trailer: string): Promise<string> {
-  const longDate = seed.date.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/[-:]/g, '');
+  const longDate = seed.date
+    .toISOString()
+    .replace(/\.\d{3}Z$/, 'Z')
+    .replace(/[-:]/g, '');
   const toSign = ['AWS4-HMAC-SHA256-TRAILER', longDate, seed.scope, previous, createHash('sha256').update(trailer).digest('hex')].join('\n');
   return seed.signer.sign(toSign, { signingDate: seed.date, signingRegion: seed.scope.split('/')[1] });
 }
-

@@ -52,7 +52,12 @@ function stageDetail(s: PipelineStagesTable) {
 const head = (p: PipelinesTable) => ({ id: p.id, company_id: p.company_id, project_id: p.project_id, display_name: p.display_name, type: p.type });
 
 /** Create and update: the pipeline with its stages' summaries. */
-const pipelineView = (p: PipelinesTable, stages: PipelineStagesTable[]) => ({ ...head(p), stages: stages.map(stageSummary), created_at: p.created_at, updated_at: p.updated_at });
+const pipelineView = (p: PipelinesTable, stages: PipelineStagesTable[]) => ({
+  ...head(p),
+  stages: stages.map(stageSummary),
+  created_at: p.created_at,
+  updated_at: p.updated_at,
+});
 
 /** Serializes changes to one pipeline's stages and preview settings (PostgreSQL; SQLite has one writer). */
 const lockPipeline = (tx: Tx, id: string) => lockFor(tx, `pipeline:${id}`);
@@ -76,7 +81,9 @@ export async function listPipelines(ctx: CallContext, page: Page) {
   if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
   const res = await paginate(q, page);
   const ids = res.data.map((p) => p.id);
-  const stages = ids.length ? await tx.selectFrom('pipeline_stages').selectAll().where('pipeline_id', 'in', ids).orderBy('position').orderBy('id').execute() : [];
+  const stages = ids.length
+    ? await tx.selectFrom('pipeline_stages').selectAll().where('pipeline_id', 'in', ids).orderBy('position').orderBy('id').execute()
+    : [];
   return {
     ...res,
     data: res.data.map((p) => ({
@@ -91,7 +98,17 @@ export async function listPipelines(ctx: CallContext, page: Page) {
 }
 
 function newStage(p: PipelinesTable, fields: Pick<PipelineStagesTable, 'display_name' | 'type' | 'position' | 'branch'>, now: string): PipelineStagesTable {
-  return { id: newId(), pipeline_id: p.id, company_id: p.company_id, ...fields, auto_create_app: 0, delete_stale_apps: 0, stale_app_days: DEFAULT_STALE_DAYS, created_at: now, updated_at: now };
+  return {
+    id: newId(),
+    pipeline_id: p.id,
+    company_id: p.company_id,
+    ...fields,
+    auto_create_app: 0,
+    delete_stale_apps: 0,
+    stale_app_days: DEFAULT_STALE_DAYS,
+    created_at: now,
+    updated_at: now,
+  };
 }
 
 async function checkProject(ctx: CallContext, projectId: string | null | undefined) {
@@ -103,9 +120,21 @@ export async function createPipeline(ctx: CallContext, body: { display_name: str
   const { tx, companyId } = ctx;
   await checkProject(ctx, body.project_id);
   const now = new Date().toISOString();
-  const p: PipelinesTable = { id: newId(), company_id: companyId, project_id: body.project_id ?? null, display_name: body.display_name, type: body.type, repo_url: null, created_at: now, updated_at: now };
+  const p: PipelinesTable = {
+    id: newId(),
+    company_id: companyId,
+    project_id: body.project_id ?? null,
+    display_name: body.display_name,
+    type: body.type,
+    repo_url: null,
+    created_at: now,
+    updated_at: now,
+  };
   await tx.insertInto('pipelines').values(p).execute();
-  const stages = [newStage(p, { display_name: 'Dev', type: 'standard', position: 0, branch: null }, now), newStage(p, { display_name: 'Production', type: 'prod', position: 1, branch: null }, now)];
+  const stages = [
+    newStage(p, { display_name: 'Dev', type: 'standard', position: 0, branch: null }, now),
+    newStage(p, { display_name: 'Production', type: 'prod', position: 1, branch: null }, now),
+  ];
   await tx.insertInto('pipeline_stages').values(stages).execute();
   await placeService(ctx, p.id, 'pipeline', p.project_id);
   return pipelineView(p, stages);
@@ -118,7 +147,8 @@ export async function getPipeline(ctx: CallContext, id: string) {
 
 /** Numbers the stages 0..n-1 in their current order (after a stage left or orders were given). */
 async function renumber(tx: Tx, stages: PipelineStagesTable[], now: string) {
-  for (const [i, s] of stages.entries()) if (s.position !== i) await tx.updateTable('pipeline_stages').set({ position: i, updated_at: now }).where('id', '=', s.id).execute();
+  for (const [i, s] of stages.entries())
+    if (s.position !== i) await tx.updateTable('pipeline_stages').set({ position: i, updated_at: now }).where('id', '=', s.id).execute();
 }
 
 export interface UpdateInput {
@@ -167,7 +197,11 @@ export async function updatePipeline(ctx: CallContext, id: string, u: UpdateInpu
     project_id: u.project_id !== undefined ? u.project_id : p.project_id,
     updated_at: now,
   };
-  await tx.updateTable('pipelines').set({ display_name: next.display_name, type: next.type, project_id: next.project_id, updated_at: now }).where('id', '=', id).execute();
+  await tx
+    .updateTable('pipelines')
+    .set({ display_name: next.display_name, type: next.type, project_id: next.project_id, updated_at: now })
+    .where('id', '=', id)
+    .execute();
   if (next.project_id !== p.project_id) await placeService(ctx, id, 'pipeline', next.project_id);
   return pipelineView(next, stages);
 }
@@ -178,7 +212,10 @@ export async function deletePipeline(ctx: CallContext, id: string) {
   await findPipeline(ctx, id);
   await lockPipeline(tx, id);
   const previews = await tx.selectFrom('pipeline_apps').select('app_id').where('pipeline_id', '=', id).where('is_preview', '=', 1).execute();
-  await removePreviewApps(ctx, previews.map((r) => r.app_id));
+  await removePreviewApps(
+    ctx,
+    previews.map((r) => r.app_id),
+  );
   await tx.deleteFrom('pipeline_apps').where('pipeline_id', '=', id).execute();
   await tx.deleteFrom('pipeline_stages').where('pipeline_id', '=', id).execute();
   await tx.deleteFrom('pipelines').where('id', '=', id).execute();
@@ -234,11 +271,28 @@ export async function addApp(ctx: CallContext, id: string, stageId: string, appI
   const a = await visibleApp(ctx, appId);
   if (a.type === 'previewApp') throw badRequest(`Application ${appId} is a preview app; preview apps stay in their preview stage`);
   if (a.status === 'deleting') throw badRequest(`Application ${appId} is being deleted`);
-  const row: PipelineAppsTable = { app_id: appId, stage_id: stageId, pipeline_id: id, company_id: p.company_id, is_preview: 0, source_app_id: null, branch: null, pull_request_number: null, created_at: new Date().toISOString() };
-  const inserted = await tx.insertInto('pipeline_apps').values(row).onConflict((oc) => oc.column('app_id').doNothing()).returning('app_id').executeTakeFirst();
+  const row: PipelineAppsTable = {
+    app_id: appId,
+    stage_id: stageId,
+    pipeline_id: id,
+    company_id: p.company_id,
+    is_preview: 0,
+    source_app_id: null,
+    branch: null,
+    pull_request_number: null,
+    created_at: new Date().toISOString(),
+  };
+  const inserted = await tx
+    .insertInto('pipeline_apps')
+    .values(row)
+    .onConflict((oc) => oc.column('app_id').doNothing())
+    .returning('app_id')
+    .executeTakeFirst();
   if (!inserted) {
     const at = await tx.selectFrom('pipeline_apps').select(['pipeline_id', 'stage_id']).where('app_id', '=', appId).executeTakeFirst();
-    throw badRequest(`Application ${appId} is already in a pipeline stage${at ? ` (stage ${at.stage_id} of pipeline ${at.pipeline_id})` : ''}; an application belongs to at most one stage`);
+    throw badRequest(
+      `Application ${appId} is already in a pipeline stage${at ? ` (stage ${at.stage_id} of pipeline ${at.pipeline_id})` : ''}; an application belongs to at most one stage`,
+    );
   }
   if (p.project_id) await setAppProject(ctx, appId, p.project_id);
   return { message: 'Application added to the pipeline stage' };
@@ -312,13 +366,18 @@ export async function enablePreview(ctx: CallContext, id: string, body: PreviewS
   await findPipeline(ctx, id);
   await lockPipeline(tx, id);
   const p = await findPipeline(ctx, id);
-  if (await previewStage(ctx, id)) throw badRequest('Preview apps are already enabled on this pipeline; change their settings with PUT /pipelines/{id}/preview');
+  if (await previewStage(ctx, id))
+    throw badRequest('Preview apps are already enabled on this pipeline; change their settings with PUT /pipelines/{id}/preview');
   if (!body.repo_url && !p.repo_url) throw badRequest('repo_url is required: the pipeline has no Git repository yet');
   const stages = await stagesOf(ctx, id);
   if (stages.length >= MAX_STAGES) throw badRequest(`A pipeline has at most ${MAX_STAGES} stages (orders 0 to ${MAX_STAGES - 1})`);
   const now = new Date().toISOString();
   await renumber(tx, stages, now);
-  await tx.updateTable('pipeline_stages').set((eb) => ({ position: eb('position', '+', 1), updated_at: now })).where('pipeline_id', '=', id).execute();
+  await tx
+    .updateTable('pipeline_stages')
+    .set((eb) => ({ position: eb('position', '+', 1), updated_at: now }))
+    .where('pipeline_id', '=', id)
+    .execute();
   const stage: PipelineStagesTable = {
     ...newStage(p, { display_name: 'Preview', type: 'preview', position: 0, branch: null }, now),
     auto_create_app: body.auto_create_app ? 1 : 0,
@@ -326,7 +385,11 @@ export async function enablePreview(ctx: CallContext, id: string, body: PreviewS
     stale_app_days: body.stale_app_days ?? DEFAULT_STALE_DAYS,
   };
   await tx.insertInto('pipeline_stages').values(stage).execute();
-  await tx.updateTable('pipelines').set({ repo_url: body.repo_url ?? p.repo_url, updated_at: now }).where('id', '=', id).execute();
+  await tx
+    .updateTable('pipelines')
+    .set({ repo_url: body.repo_url ?? p.repo_url, updated_at: now })
+    .where('id', '=', id)
+    .execute();
   return { message: 'Preview apps enabled' };
 }
 
@@ -338,7 +401,10 @@ export async function disablePreview(ctx: CallContext, id: string) {
   const stage = await previewStage(ctx, id);
   if (!stage) throw badRequest('Preview apps are not enabled on this pipeline');
   const previews = await tx.selectFrom('pipeline_apps').select('app_id').where('stage_id', '=', stage.id).execute();
-  await removePreviewApps(ctx, previews.map((r) => r.app_id));
+  await removePreviewApps(
+    ctx,
+    previews.map((r) => r.app_id),
+  );
   await tx.deleteFrom('pipeline_apps').where('stage_id', '=', stage.id).execute();
   await tx.deleteFrom('pipeline_stages').where('id', '=', stage.id).execute();
   await renumber(tx, await stagesOf(ctx, id), new Date().toISOString());
@@ -354,8 +420,16 @@ export async function updatePreview(ctx: CallContext, id: string, body: PreviewS
   if (!stage) throw badRequest('Preview apps are not enabled on this pipeline; enable them first (POST /pipelines/{id}/preview/enable)');
   const now = new Date().toISOString();
   const b = (v: boolean | undefined, cur: number) => (v === undefined ? cur : v ? 1 : 0);
-  const next = { auto_create_app: b(body.auto_create_app, stage.auto_create_app), delete_stale_apps: b(body.delete_stale_apps, stage.delete_stale_apps), stale_app_days: body.stale_app_days ?? stage.stale_app_days };
-  await tx.updateTable('pipeline_stages').set({ ...next, updated_at: now }).where('id', '=', stage.id).execute();
+  const next = {
+    auto_create_app: b(body.auto_create_app, stage.auto_create_app),
+    delete_stale_apps: b(body.delete_stale_apps, stage.delete_stale_apps),
+    stale_app_days: body.stale_app_days ?? stage.stale_app_days,
+  };
+  await tx
+    .updateTable('pipeline_stages')
+    .set({ ...next, updated_at: now })
+    .where('id', '=', stage.id)
+    .execute();
   if (body.repo_url) await tx.updateTable('pipelines').set({ repo_url: body.repo_url, updated_at: now }).where('id', '=', id).execute();
   if (next.delete_stale_apps !== stage.delete_stale_apps || next.stale_app_days !== stage.stale_app_days) {
     const previews = await tx.selectFrom('pipeline_apps').select('app_id').where('stage_id', '=', stage.id).execute();
@@ -381,7 +455,11 @@ async function removePreviewApps(ctx: CallContext, appIds: string[]) {
  * pipeline's repository, placed in the preview stage; it is deleted when preview apps are
  * disabled, with the pipeline, or once it has not been deployed for the stage's stale_app_days.
  */
-export async function createPreviewApp(ctx: CallContext, sourceId: string, body: { branch: string; pull_request_number?: number | null; display_name?: string }) {
+export async function createPreviewApp(
+  ctx: CallContext,
+  sourceId: string,
+  body: { branch: string; pull_request_number?: number | null; display_name?: string },
+) {
   const { tx } = ctx;
   const src = await findApp(ctx, sourceId);
   const placed = await tx.selectFrom('pipeline_apps').selectAll().where('app_id', '=', sourceId).executeTakeFirst();
@@ -396,7 +474,17 @@ export async function createPreviewApp(ctx: CallContext, sourceId: string, body:
   const created = await cloneApp(ctx, sourceId, { display_name: displayName }, { type: 'previewApp', branch: body.branch, repoUrl: p.repo_url });
   await tx
     .insertInto('pipeline_apps')
-    .values({ app_id: created.id, stage_id: stage.id, pipeline_id: p.id, company_id: p.company_id, is_preview: 1, source_app_id: sourceId, branch: body.branch, pull_request_number: pr, created_at: new Date().toISOString() })
+    .values({
+      app_id: created.id,
+      stage_id: stage.id,
+      pipeline_id: p.id,
+      company_id: p.company_id,
+      is_preview: 1,
+      source_app_id: sourceId,
+      branch: body.branch,
+      pull_request_number: pr,
+      created_at: new Date().toISOString(),
+    })
     .execute();
   if (stage.delete_stale_apps) await enqueue(tx, { kind: EXPIRE_JOB, payload: { appId: created.id }, subjectId: created.id });
   return created;

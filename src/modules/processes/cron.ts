@@ -69,7 +69,12 @@ function runDurationMs(p: Progression): number {
 
 const short = (id: string) => id.slice(0, 8);
 
-function runLog(p: Pick<ProcessesTable, 'id' | 'app_id' | 'company_id'>, message: string, attributes: Json, severity: LogLine['severity'] = 'info'): [{ companyId: string; appId: string; kind: 'runtime' }, LogLine[]] {
+function runLog(
+  p: Pick<ProcessesTable, 'id' | 'app_id' | 'company_id'>,
+  message: string,
+  attributes: Json,
+  severity: LogLine['severity'] = 'info',
+): [{ companyId: string; appId: string; kind: 'runtime' }, LogLine[]] {
   return [{ companyId: p.company_id, appId: p.app_id, kind: 'runtime' }, [{ message, severity, processId: p.id, attributes }]];
 }
 
@@ -87,7 +92,15 @@ export async function terminateRun(tx: Tx, p: ProcessesTable, run: ProcessRunsTa
     .where('status', '=', 'running')
     .executeTakeFirst();
   if (!Number(r.numUpdatedRows)) return false;
-  await writeLogs(tx, ...runLog(p, `Cron run ${short(run.id)} of ${p.key} terminated: ${why}; exit code ${EXIT_TERMINATED} (${reason})`, { run_id: run.id, exit_code: EXIT_TERMINATED, termination_reason: reason }, 'warning'));
+  await writeLogs(
+    tx,
+    ...runLog(
+      p,
+      `Cron run ${short(run.id)} of ${p.key} terminated: ${why}; exit code ${EXIT_TERMINATED} (${reason})`,
+      { run_id: run.id, exit_code: EXIT_TERMINATED, termination_reason: reason },
+      'warning',
+    ),
+  );
   return true;
 }
 
@@ -106,24 +119,51 @@ async function startRun(tx: Tx, app: AppContext, p: ProcessesTable, o: StartOpti
   if (await tx.selectFrom('process_runs').select('id').where('fire_key', '=', o.fireKey).executeTakeFirst()) return 'duplicate';
   const now = new Date();
   const nowIso = now.toISOString();
-  const base = { process_id: p.id, app_id: p.app_id, company_id: p.company_id, trigger: o.trigger, fire_key: o.fireKey, scheduled_for: o.scheduledFor, started_at: nowIso, created_at: nowIso };
+  const base = {
+    process_id: p.id,
+    app_id: p.app_id,
+    company_id: p.company_id,
+    trigger: o.trigger,
+    fire_key: o.fireKey,
+    scheduled_for: o.scheduledFor,
+    started_at: nowIso,
+    created_at: nowIso,
+  };
   const running = await tx.selectFrom('process_runs').selectAll().where('process_id', '=', p.id).where('status', '=', 'running').execute();
   const policy = p.type === 'cron' ? (p.concurrency_policy ?? 'Forbid') : 'Forbid';
   if (running.length && policy === 'Forbid') {
-    await tx.insertInto('process_runs').values({ ...base, id: newId(), status: 'skipped', ended_at: nowIso, exit_code: null, termination_reason: null }).execute();
-    await writeLogs(tx, ...runLog(p, `Cron run of ${p.key} skipped: previous run still running (run ${short(running[0]!.id)}, concurrency policy Forbid)`, { previous_run_id: running[0]!.id, trigger: o.trigger }, 'warning'));
+    await tx
+      .insertInto('process_runs')
+      .values({ ...base, id: newId(), status: 'skipped', ended_at: nowIso, exit_code: null, termination_reason: null })
+      .execute();
+    await writeLogs(
+      tx,
+      ...runLog(
+        p,
+        `Cron run of ${p.key} skipped: previous run still running (run ${short(running[0]!.id)}, concurrency policy Forbid)`,
+        { previous_run_id: running[0]!.id, trigger: o.trigger },
+        'warning',
+      ),
+    );
     return 'skipped';
   }
   for (const r of running) await terminateRun(tx, p, r, 'replaced', 'replaced by a new run (concurrency policy Replace)');
 
   const runId = newId();
-  await tx.insertInto('process_runs').values({ ...base, id: runId, status: 'running', ended_at: null, exit_code: null, termination_reason: null }).execute();
+  await tx
+    .insertInto('process_runs')
+    .values({ ...base, id: runId, status: 'running', ended_at: null, exit_code: null, termination_reason: null })
+    .execute();
   const limitMs = p.type === 'cron' && p.max_run_time_seconds ? p.max_run_time_seconds * 1000 : 0;
   const deadline = limitMs > 0 && o.durationMs > limitMs;
   const endsIn = deadline ? limitMs : o.durationMs;
   await writeLogs(
     tx,
-    ...runLog(p, `Cron run ${short(runId)} of ${p.key} started (${o.trigger}${o.scheduledFor ? ` for ${o.scheduledFor}` : ''}): ${p.entrypoint || 'default entrypoint'}`, { run_id: runId, trigger: o.trigger, ...(limitMs ? { max_run_time_seconds: p.max_run_time_seconds } : {}) }),
+    ...runLog(
+      p,
+      `Cron run ${short(runId)} of ${p.key} started (${o.trigger}${o.scheduledFor ? ` for ${o.scheduledFor}` : ''}): ${p.entrypoint || 'default entrypoint'}`,
+      { run_id: runId, trigger: o.trigger, ...(limitMs ? { max_run_time_seconds: p.max_run_time_seconds } : {}) },
+    ),
   );
   if (endsIn <= 0) await finishRun(tx, app, runId, false);
   else await enqueue(tx, { kind: JOB_FINISH, payload: { runId, deadline }, runAt: new Date(now.getTime() + endsIn), subjectId: p.id });
@@ -156,7 +196,12 @@ async function finishRun(tx: Tx, app: AppContext, runId: string, deadline: boole
   if (!Number(r.numUpdatedRows)) return;
   await writeLogs(
     tx,
-    ...runLog(p, `Cron run ${short(run.id)} of ${p.key} exited with code ${exit} (${reason})${detail}`, { run_id: run.id, exit_code: exit, termination_reason: reason }, exit === 0 ? 'info' : 'error'),
+    ...runLog(
+      p,
+      `Cron run ${short(run.id)} of ${p.key} exited with code ${exit} (${reason})${detail}`,
+      { run_id: run.id, exit_code: exit, termination_reason: reason },
+      exit === 0 ? 'info' : 'error',
+    ),
   );
 }
 
@@ -183,7 +228,8 @@ async function runTick(app: AppContext, job: Job<typeof JOB_TICK>): Promise<Outc
     const appRow = await appById(tx, p.app_id);
     if (!appRow || appRow.is_suspended || appRow.status === 'deleting') return; // the chain stops; a rollout re-arms it
     // Only fires while a successful deployment is running; during a redeploy the chain waits.
-    if (appIsLive(appRow)) await startRun(tx, app, p, { trigger: 'schedule', fireKey: `${p.id}@${job.payload.fireAt}`, scheduledFor: job.payload.fireAt, durationMs });
+    if (appIsLive(appRow))
+      await startRun(tx, app, p, { trigger: 'schedule', fireKey: `${p.id}@${job.payload.fireAt}`, scheduledFor: job.payload.fireAt, durationMs });
     const next = nextFire(p.schedule, p.time_zone, new Date(Math.max(Date.now(), Date.parse(job.payload.fireAt))));
     if (!next) return;
     return { rescheduleAt: next, payload: { ...job.payload, fireAt: next.toISOString() } };
@@ -195,7 +241,15 @@ async function tickFailed(tx: Tx, job: Job<typeof JOB_TICK>, error: Error): Prom
   const p = await tx.selectFrom('processes').selectAll().where('id', '=', job.payload.processId).executeTakeFirst();
   if (!p || p.cron_token !== job.payload.token) return;
   await tx.updateTable('processes').set({ cron_token: null }).where('id', '=', p.id).where('cron_token', '=', job.payload.token).execute();
-  await writeLogs(tx, ...runLog(p, `Cron schedule of ${p.key} stopped after repeated errors (${error.message}); redeploy the application to re-arm it`, { error: error.message }, 'error'));
+  await writeLogs(
+    tx,
+    ...runLog(
+      p,
+      `Cron schedule of ${p.key} stopped after repeated errors (${error.message}); redeploy the application to re-arm it`,
+      { error: error.message },
+      'error',
+    ),
+  );
 }
 
 /** `cron.trigger`: one run outside the schedule (not transactional, for the same reason as ticks). */
@@ -221,7 +275,6 @@ async function runTrigger(app: AppContext, job: Job<typeof JOB_TRIGGER>): Promis
 async function runFinish(tx: Tx, app: AppContext, job: Job<typeof JOB_FINISH>): Promise<void> {
   await finishRun(tx, app, job.payload.runId, job.payload.deadline);
 }
-
 
 /** Registers the cron job kinds with the job engine. */
 export function registerCronJobs(app: AppContext): void {

@@ -15,7 +15,11 @@ import type { JobStartPolicy } from './storage.js';
 
 /** How many processes the application has (deployment log lines). */
 export async function countProcesses(tx: Tx, appId: string): Promise<number> {
-  const r = await tx.selectFrom('processes').select((eb) => eb.fn.countAll().as('n')).where('app_id', '=', appId).executeTakeFirst();
+  const r = await tx
+    .selectFrom('processes')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('app_id', '=', appId)
+    .executeTakeFirst();
   return Number(r?.n ?? 0);
 }
 
@@ -83,7 +87,10 @@ async function onRollout(tx: Tx, app: AppContext, a: ApplicationsTable, deployme
   for (const p of procs) {
     if (p.type === 'cron') {
       await armCron(tx, p);
-      lines.push({ message: `Scheduled cron process ${p.key}: "${p.schedule}" (${p.time_zone}, concurrency ${p.concurrency_policy ?? 'Forbid'})`, processId: p.id });
+      lines.push({
+        message: `Scheduled cron process ${p.key}: "${p.schedule}" (${p.time_zone}, concurrency ${p.concurrency_policy ?? 'Forbid'})`,
+        processId: p.id,
+      });
     } else if (p.type === 'job') {
       if (p.job_start_policy === 'afterSuccessDeployment' && deployment) {
         await enqueue(tx, { kind: JOB_TRIGGER, payload: { processId: p.id, trigger: 'deployment', deploymentId: deployment }, subjectId: p.id });
@@ -105,11 +112,21 @@ async function onRollout(tx: Tx, app: AppContext, a: ApplicationsTable, deployme
  */
 async function onDeploymentMoment(tx: Tx, app: AppContext, a: ApplicationsTable, deploymentId: string, moment: 'started' | 'failed'): Promise<void> {
   const policy: JobStartPolicy = moment === 'started' ? 'beforeDeployment' : 'afterFailedDeployment';
-  const jobs = await tx.selectFrom('processes').selectAll().where('app_id', '=', a.id).where('type', '=', 'job').where('job_start_policy', '=', policy).execute();
+  const jobs = await tx
+    .selectFrom('processes')
+    .selectAll()
+    .where('app_id', '=', a.id)
+    .where('type', '=', 'job')
+    .where('job_start_policy', '=', policy)
+    .execute();
   if (!jobs.length) return;
   for (const p of jobs) await enqueue(tx, { kind: JOB_TRIGGER, payload: { processId: p.id, trigger: 'deployment', deploymentId }, subjectId: p.id });
   const when = moment === 'started' ? 'as the deployment starts' : 'after the failed deployment';
-  await writeLogs(tx, { companyId: a.company_id, appId: a.id, kind: 'runtime', deploymentId }, jobs.map((p) => ({ message: `Starting job process ${p.key} ${when}`, processId: p.id })));
+  await writeLogs(
+    tx,
+    { companyId: a.company_id, appId: a.id, kind: 'runtime', deploymentId },
+    jobs.map((p) => ({ message: `Starting job process ${p.key} ${when}`, processId: p.id })),
+  );
   app.jobs.wake();
 }
 
@@ -135,7 +152,9 @@ async function deleteAppProcesses(tx: Tx, appId: string): Promise<void> {
 
 /** Subscribes the processes area to the application's moments (called from the module's setup). */
 export function registerLifecycle(app: AppContext): void {
-  app.events.on('application.created', (tx, { application, clonedFrom }) => (clonedFrom ? copyProcesses(tx, clonedFrom.id, application) : createDefaultProcesses(tx, application)));
+  app.events.on('application.created', (tx, { application, clonedFrom }) =>
+    clonedFrom ? copyProcesses(tx, clonedFrom.id, application) : createDefaultProcesses(tx, application),
+  );
   app.events.on('application.released', async (tx, { application, deploymentId }) => {
     await onRollout(tx, app, application, deploymentId);
   });

@@ -18,7 +18,13 @@ function checkRange(fromS: string, toS: string, issues: boolean): { from: Date; 
   return { from, to };
 }
 
-export async function processMetric(ctx: CallContext, appId: string, processId: string, metric: ProcessMetric, q: { from: string; to: string; interval_in_seconds: number }) {
+export async function processMetric(
+  ctx: CallContext,
+  appId: string,
+  processId: string,
+  metric: ProcessMetric,
+  q: { from: string; to: string; interval_in_seconds: number },
+) {
   const { tx, app } = ctx;
   const appRow = await findApp(ctx, appId);
   const p = await findProcess(tx, appId, processId);

@@ -33,7 +33,9 @@ export function validateSchedule(schedule: string, timeZone: string): void {
   try {
     next = cronOf(s, timeZone).nextRun();
   } catch (e) {
-    throw badRequest(`schedule "${schedule}" is not a valid cron expression (5 fields, or 6 with seconds first): ${(e as Error).message.replace(/^CronPattern: /, '')}`);
+    throw badRequest(
+      `schedule "${schedule}" is not a valid cron expression (5 fields, or 6 with seconds first): ${(e as Error).message.replace(/^CronPattern: /, '')}`,
+    );
   }
   if (!next) throw badRequest(`schedule "${schedule}" never fires`);
 }

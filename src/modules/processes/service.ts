@@ -22,7 +22,8 @@ export const DEFAULT_RESOURCE_TYPE = PROCESS_RESOURCE_TYPES.find((t) => t.name =
 export const DEFAULT_WEB_PORT = 8080;
 
 type Json = Record<string, unknown>;
-type ScalingStrategy = { type: 'manual'; config: { instanceCount: number } } | { type: 'horizontal'; config: { minInstanceCount: number; maxInstanceCount: number } & Json };
+type ScalingStrategy =
+  { type: 'manual'; config: { instanceCount: number } } | { type: 'horizontal'; config: { minInstanceCount: number; maxInstanceCount: number } & Json };
 type AppNames = Pick<ApplicationsTable, 'name' | 'namespace'>;
 
 // ---- Representation -------------------------------------------------------------------------
@@ -39,8 +40,18 @@ export function instanceCount(p: Pick<ProcessesTable, 'scaling_strategy'>): numb
 /** Keeps only the fields the contract's probe has (request bodies are open objects). */
 function cleanProbe(p: Json | null | undefined): Json | null {
   if (!p) return null;
-  const pick = (o: unknown, keys: string[]) => (o && typeof o === 'object' ? Object.fromEntries(keys.filter((k) => k in (o as Json)).map((k) => [k, (o as Json)[k]])) : o);
-  const out = pick(p, ['exec', 'httpGet', 'tcpSocket', 'initialDelaySeconds', 'periodSeconds', 'timeoutSeconds', 'successThreshold', 'failureThreshold']) as Json;
+  const pick = (o: unknown, keys: string[]) =>
+    o && typeof o === 'object' ? Object.fromEntries(keys.filter((k) => k in (o as Json)).map((k) => [k, (o as Json)[k]])) : o;
+  const out = pick(p, [
+    'exec',
+    'httpGet',
+    'tcpSocket',
+    'initialDelaySeconds',
+    'periodSeconds',
+    'timeoutSeconds',
+    'successThreshold',
+    'failureThreshold',
+  ]) as Json;
   if (out.exec) out.exec = pick(out.exec, ['command']);
   if (out.tcpSocket) out.tcpSocket = pick(out.tcpSocket, ['host', 'port']);
   if (out.httpGet) {
@@ -53,8 +64,23 @@ function cleanProbe(p: Json | null | undefined): Json | null {
 
 function cleanScaling(s: ScalingStrategy): ScalingStrategy {
   if (s.type === 'manual') return { type: 'manual', config: { instanceCount: s.config.instanceCount } };
-  const keys = ['minInstanceCount', 'maxInstanceCount', 'targetCpuPercent', 'targetMemoryPercent', 'scaleUpIntervalSeconds', 'scaleUpIncrement', 'scaleDownIntervalSeconds', 'scaleDownIncrement'];
-  return { type: 'horizontal', config: Object.fromEntries(keys.filter((k) => k in s.config).map((k) => [k, s.config[k]])) as ScalingStrategy['config'] & { minInstanceCount: number; maxInstanceCount: number } };
+  const keys = [
+    'minInstanceCount',
+    'maxInstanceCount',
+    'targetCpuPercent',
+    'targetMemoryPercent',
+    'scaleUpIntervalSeconds',
+    'scaleUpIncrement',
+    'scaleDownIntervalSeconds',
+    'scaleDownIncrement',
+  ];
+  return {
+    type: 'horizontal',
+    config: Object.fromEntries(keys.filter((k) => k in s.config).map((k) => [k, s.config[k]])) as ScalingStrategy['config'] & {
+      minInstanceCount: number;
+      maxInstanceCount: number;
+    },
+  };
 }
 
 export function view(p: ProcessesTable, app: AppNames) {
@@ -129,7 +155,11 @@ const onlyFor = (field: string, types: string) => badRequest(`${field} applies t
  * store, after checking the per-type rules. `creating` distinguishes the create body (whose
  * concurrency_policy carries the contract default) from a partial update.
  */
-function applyInput(current: Omit<ProcessesTable, 'id' | 'app_id' | 'company_id' | 'key' | 'cron_token' | 'rolled_out_at' | 'created_at' | 'updated_at'>, input: ProcessInput, creating: boolean) {
+function applyInput(
+  current: Omit<ProcessesTable, 'id' | 'app_id' | 'company_id' | 'key' | 'cron_token' | 'rolled_out_at' | 'created_at' | 'updated_at'>,
+  input: ProcessInput,
+  creating: boolean,
+) {
   const type = current.type;
   const next = { ...current };
   if (input.display_name !== undefined) next.display_name = input.display_name;
@@ -200,7 +230,11 @@ export async function getProcess(ctx: CallContext, appId: string, processId: str
   return view(await findProcess(tx, appId, processId), app);
 }
 
-export async function createProcess(ctx: CallContext, appId: string, body: ProcessInput & { type: ProcessType; display_name: string; resource_type_id: string; scaling_strategy: ScalingStrategy }) {
+export async function createProcess(
+  ctx: CallContext,
+  appId: string,
+  body: ProcessInput & { type: ProcessType; display_name: string; resource_type_id: string; scaling_strategy: ScalingStrategy },
+) {
   const { tx, companyId } = ctx;
   const app = await liveApp(ctx, appId);
   const type = body.type;
@@ -231,9 +265,27 @@ export async function createProcess(ctx: CallContext, appId: string, body: Proce
   // Concurrent creates may take the same key (or the web slot) between check and insert; the unique
   // indexes turn that into "nothing inserted" and the next round decides.
   for (let attempt = 0; attempt < 10; attempt++) {
-    const key = await uniqueName(body.display_name, async (k) => !!(await tx.selectFrom('processes').select('id').where('app_id', '=', appId).where('key', '=', k).executeTakeFirst()));
-    const row: ProcessesTable = { id: newId(), app_id: appId, company_id: companyId, key, ...fields, cron_token: null, rolled_out_at: null, created_at: now, updated_at: now };
-    const inserted = await tx.insertInto('processes').values(row).onConflict((oc) => oc.doNothing()).returning('id').executeTakeFirst();
+    const key = await uniqueName(
+      body.display_name,
+      async (k) => !!(await tx.selectFrom('processes').select('id').where('app_id', '=', appId).where('key', '=', k).executeTakeFirst()),
+    );
+    const row: ProcessesTable = {
+      id: newId(),
+      app_id: appId,
+      company_id: companyId,
+      key,
+      ...fields,
+      cron_token: null,
+      rolled_out_at: null,
+      created_at: now,
+      updated_at: now,
+    };
+    const inserted = await tx
+      .insertInto('processes')
+      .values(row)
+      .onConflict((oc) => oc.doNothing())
+      .returning('id')
+      .executeTakeFirst();
     if (inserted) return view(row, app);
     if (type === 'web' && (await tx.selectFrom('processes').select('id').where('app_id', '=', appId).where('type', '=', 'web').executeTakeFirst()))
       throw badRequest('An application can have at most one web process');
@@ -252,7 +304,9 @@ export async function updateProcess(ctx: CallContext, appId: string, processId: 
   // Schedule changes of an armed cron process apply at once (the chain is re-armed).
   if (p.type === 'cron' && p.cron_token && (p.schedule !== updated.schedule || p.time_zone !== updated.time_zone)) {
     updated.cron_token = await armCron(tx, updated);
-    await writeLogs(tx, { companyId, appId, kind: 'runtime' }, [{ message: `Cron process ${p.key} rescheduled: "${updated.schedule}" (${updated.time_zone})`, processId: p.id }]);
+    await writeLogs(tx, { companyId, appId, kind: 'runtime' }, [
+      { message: `Cron process ${p.key} rescheduled: "${updated.schedule}" (${updated.time_zone})`, processId: p.id },
+    ]);
   }
   return view(updated, appRow);
 }
@@ -288,7 +342,11 @@ export async function triggerProcess(ctx: CallContext, appId: string, processId:
 
 /** How many processes the application has (deployment log lines). */
 export async function countProcesses(tx: Tx, appId: string): Promise<number> {
-  const r = await tx.selectFrom('processes').select((eb) => eb.fn.countAll().as('n')).where('app_id', '=', appId).executeTakeFirst();
+  const r = await tx
+    .selectFrom('processes')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('app_id', '=', appId)
+    .executeTakeFirst();
   return Number(r?.n ?? 0);
 }
 
@@ -298,10 +356,27 @@ export async function processOf(tx: Tx, appId: string, processId: string): Promi
 }
 
 /** What a real runtime starts of an application: its web and worker processes with their command and instance count. */
-export async function runnableProcesses(tx: Tx, appId: string): Promise<{ id: string; key: string; type: 'web' | 'worker'; entrypoint: string; instances: number; readinessPath: string | null }[]> {
-  const rows = await tx.selectFrom('processes').selectAll().where('app_id', '=', appId).where('type', 'in', ['web', 'worker']).orderBy('created_at').orderBy('id').execute();
+export async function runnableProcesses(
+  tx: Tx,
+  appId: string,
+): Promise<{ id: string; key: string; type: 'web' | 'worker'; entrypoint: string; instances: number; readinessPath: string | null }[]> {
+  const rows = await tx
+    .selectFrom('processes')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('type', 'in', ['web', 'worker'])
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
   return rows.map((p) => {
     const probe = p.readiness_probe ? (JSON.parse(p.readiness_probe) as { httpGet?: { path?: string } }) : null;
-    return { id: p.id, key: p.key, type: p.type as 'web' | 'worker', entrypoint: p.entrypoint, instances: instanceCount(p), readinessPath: probe?.httpGet?.path ?? null };
+    return {
+      id: p.id,
+      key: p.key,
+      type: p.type as 'web' | 'worker',
+      entrypoint: p.entrypoint,
+      instances: instanceCount(p),
+      readinessPath: probe?.httpGet?.path ?? null,
+    };
   });
 }

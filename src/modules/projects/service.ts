@@ -45,7 +45,14 @@ export async function projectExists(ctx: CallContext, id: string): Promise<boole
 
 export async function createProject({ tx, companyId }: CallContext, displayName: string) {
   const now = new Date().toISOString();
-  const row = await insertNamed(tx, 'projects', companyId, displayName, (name): ProjectsTable => ({ id: newId(), company_id: companyId, name, display_name: displayName, created_at: now, updated_at: now }));
+  const row = await insertNamed(tx, 'projects', companyId, displayName, (name): ProjectsTable => ({
+    id: newId(),
+    company_id: companyId,
+    name,
+    display_name: displayName,
+    created_at: now,
+    updated_at: now,
+  }));
   return view(row);
 }
 
@@ -100,7 +107,12 @@ export async function removeService(ctx: CallContext, id: string, serviceId: str
   const { tx, app } = ctx;
   await find(ctx, id);
   kindOf(app, type);
-  const res = await tx.deleteFrom('project_services').where('project_id', '=', id).where('service_id', '=', serviceId).where('service_type', '=', type).executeTakeFirst();
+  const res = await tx
+    .deleteFrom('project_services')
+    .where('project_id', '=', id)
+    .where('service_id', '=', serviceId)
+    .where('service_type', '=', type)
+    .executeTakeFirst();
   if (!Number(res.numDeletedRows)) throw notFound('Service in this project');
   return { message: 'Service removed from project' };
 }
@@ -112,7 +124,10 @@ export async function removeService(ctx: CallContext, id: string, serviceId: str
 export async function placeService({ tx, companyId }: CallContext, serviceId: string, type: string, projectId: string | null): Promise<void> {
   await forgetService(tx, serviceId);
   if (projectId)
-    await tx.insertInto('project_services').values({ project_id: projectId, service_id: serviceId, service_type: type, company_id: companyId, created_at: new Date().toISOString() }).execute();
+    await tx
+      .insertInto('project_services')
+      .values({ project_id: projectId, service_id: serviceId, service_type: type, company_id: companyId, created_at: new Date().toISOString() })
+      .execute();
 }
 
 /** Called by service modules when a service is deleted (by a job: any transaction will do). */

@@ -20,10 +20,7 @@ const view = (r: DockerRegistriesTable) => ({
 });
 
 export async function listRegistries({ tx, companyId, scope }: CallContext, page: Page) {
-  let q = tx
-    .selectFrom('docker_registries')
-    .select(['id', 'name', 'registry', 'username', 'created_at', 'updated_at'])
-    .where('company_id', '=', companyId);
+  let q = tx.selectFrom('docker_registries').select(['id', 'name', 'registry', 'username', 'created_at', 'updated_at']).where('company_id', '=', companyId);
   if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
   const r = await paginate(q, page);
   return { ...r, data: r.data.map((d) => ({ ...d, registry: d.registry as RegistryKind })) };
@@ -37,7 +34,12 @@ async function find({ tx, companyId }: CallContext, id: string): Promise<DockerR
 
 /** The registry's view of a credential (reference checks of `docker_registry_credential_id`). */
 export async function registrySummary({ tx, companyId }: CallContext, id: string) {
-  return tx.selectFrom('docker_registries').select(['id', 'name', 'name as display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  return tx
+    .selectFrom('docker_registries')
+    .select(['id', 'name', 'name as display_name'])
+    .where('id', '=', id)
+    .where('company_id', '=', companyId)
+    .executeTakeFirst();
 }
 
 export async function getRegistry(ctx: CallContext, id: string) {

@@ -18,7 +18,20 @@ import { newId, slugify } from '../../shared/ids.js';
 import { enqueue, runNow } from '../../shared/jobs.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { LogLine, LogQuery } from '../../shared/runtime/logs.js';
-import { beginPhases, cancelOnRequest, countRead, endPhases, environmentLines, findPhased, logPhased, phaseJob, phasedLogs, WAIT_RECHECK_MS, type FinalStatus, type PhaseMachine } from '../../shared/runtime/phases.js';
+import {
+  beginPhases,
+  cancelOnRequest,
+  countRead,
+  endPhases,
+  environmentLines,
+  findPhased,
+  logPhased,
+  phaseJob,
+  phasedLogs,
+  WAIT_RECHECK_MS,
+  type FinalStatus,
+  type PhaseMachine,
+} from '../../shared/runtime/phases.js';
 import * as envVars from '../env-vars/service.js';
 import { checkBranch } from './git.js';
 import { findSite, siteById, type SiteStatus, type StaticSiteDeploymentsTable, type StaticSitesTable } from './storage.js';
@@ -104,7 +117,13 @@ export async function createDeployment(ctx: CallContext, s: StaticSitesTable, o:
   assertDeployable(s);
   const lane = laneOf(o.isPreview, o.branch);
   await lockLane(tx, s.id, lane);
-  const busy = await tx.selectFrom('static_site_deployments').select('id').where('static_site_id', '=', s.id).where('lane', '=', lane).where('status', 'in', [...ACTIVE]).executeTakeFirst();
+  const busy = await tx
+    .selectFrom('static_site_deployments')
+    .select('id')
+    .where('static_site_id', '=', s.id)
+    .where('lane', '=', lane)
+    .where('status', 'in', [...ACTIVE])
+    .executeTakeFirst();
   const now = new Date().toISOString();
   const src = o.reuse;
   const steps = src ? ['publish'] : ['checkout', 'build', 'publish'];
@@ -137,7 +156,17 @@ export async function createDeployment(ctx: CallContext, s: StaticSitesTable, o:
     updated_at: now,
   };
   await tx.insertInto('static_site_deployments').values(row).execute();
-  await log(tx, row, busy ? [{ message: `Deployment queued: waiting for the earlier ${o.isPreview ? `preview deployments of branch ${o.branch}` : 'production deployments'} to finish` }] : startLines(row));
+  await log(
+    tx,
+    row,
+    busy
+      ? [
+          {
+            message: `Deployment queued: waiting for the earlier ${o.isPreview ? `preview deployments of branch ${o.branch}` : 'production deployments'} to finish`,
+          },
+        ]
+      : startLines(row),
+  );
   await enqueue(tx, { kind: ADVANCE, payload: { deploymentId: row.id }, subjectId: row.id });
   if (!o.isPreview) await refreshSiteStatus(tx, s.id);
   return row;
@@ -145,19 +174,37 @@ export async function createDeployment(ctx: CallContext, s: StaticSitesTable, o:
 
 /** Cancels every deployment of the site that is not final (deletion). */
 export async function cancelActiveDeployments(ctx: CallContext, siteId: string, reason: string): Promise<void> {
-  const active = await ctx.tx.selectFrom('static_site_deployments').selectAll().where('static_site_id', '=', siteId).where('status', 'in', [...ACTIVE]).orderBy('created_at').execute();
+  const active = await ctx.tx
+    .selectFrom('static_site_deployments')
+    .selectAll()
+    .where('static_site_id', '=', siteId)
+    .where('status', 'in', [...ACTIVE])
+    .orderBy('created_at')
+    .execute();
   for (const d of active) await finish(ctx, d, 'cancelled', [{ message: reason, severity: 'warning' }]);
 }
 
 /** Moves an active deployment to a final status (conditional on its current status). */
-async function finish(ctx: CallContext, d: StaticSiteDeploymentsTable, status: FinalStatus, lines: LogLine[], buildError: string | null = null): Promise<boolean> {
+async function finish(
+  ctx: CallContext,
+  d: StaticSiteDeploymentsTable,
+  status: FinalStatus,
+  lines: LogLine[],
+  buildError: string | null = null,
+): Promise<boolean> {
   const { tx, app } = ctx;
   await lockLane(tx, d.static_site_id, d.lane);
   if (!(await endPhases(tx, machine, d, status, lines, { build_error: buildError }))) return false;
   if (!d.is_preview) await refreshSiteStatus(tx, d.static_site_id);
   await app.events.emit(tx, 'STATIC_SITE_DEPLOY', d.company_id, { siteId: d.static_site_id, deploymentId: d.id });
   // The deployments waiting in this lane may start now rather than at their next check.
-  const waiting = await tx.selectFrom('static_site_deployments').select('id').where('static_site_id', '=', d.static_site_id).where('lane', '=', d.lane).where('status', '=', 'waiting').execute();
+  const waiting = await tx
+    .selectFrom('static_site_deployments')
+    .select('id')
+    .where('static_site_id', '=', d.static_site_id)
+    .where('lane', '=', d.lane)
+    .where('status', '=', 'waiting')
+    .execute();
   await runNow(
     tx,
     waiting.map((w) => w.id),
@@ -181,7 +228,10 @@ async function tryStart({ tx }: CallContext, d: StaticSiteDeploymentsTable): Pro
     .where((eb) =>
       eb.or([
         eb('status', '=', 'inProgress'),
-        eb.and([eb('status', '=', 'waiting'), eb.or([eb('created_at', '<', d.created_at), eb.and([eb('created_at', '=', d.created_at), eb('id', '<', d.id)])])]),
+        eb.and([
+          eb('status', '=', 'waiting'),
+          eb.or([eb('created_at', '<', d.created_at), eb.and([eb('created_at', '=', d.created_at), eb('id', '<', d.id)])]),
+        ]),
       ]),
     )
     .executeTakeFirst();
@@ -247,7 +297,11 @@ export async function noteRead(app: AppContext, siteId: string, deploymentId?: s
 
 export async function listDeployments(ctx: CallContext, siteId: string, page: Page) {
   await findSite(ctx, siteId);
-  const res = await paginate(ctx.tx.selectFrom('static_site_deployments').selectAll().where('static_site_id', '=', siteId), page, { column: 'created_at', id: 'id', direction: 'desc' });
+  const res = await paginate(ctx.tx.selectFrom('static_site_deployments').selectAll().where('static_site_id', '=', siteId), page, {
+    column: 'created_at',
+    id: 'id',
+    direction: 'desc',
+  });
   return { ...res, data: res.data.map(deploymentListView) };
 }
 
@@ -280,10 +334,18 @@ export async function triggerDeployment(ctx: CallContext, siteId: string, body: 
   assertDeployable(s);
   const isPreview = body.is_preview === true;
   if (body.deployment_id) {
-    const src = await ctx.tx.selectFrom('static_site_deployments').selectAll().where('id', '=', body.deployment_id).where('static_site_id', '=', s.id).executeTakeFirst();
+    const src = await ctx.tx
+      .selectFrom('static_site_deployments')
+      .selectAll()
+      .where('id', '=', body.deployment_id)
+      .where('static_site_id', '=', s.id)
+      .executeTakeFirst();
     if (!src) throw badRequest(`deployment_id ${body.deployment_id} is not a deployment of this static site`);
-    if (src.status !== 'success') throw badRequest(`deployment_id ${body.deployment_id} did not succeed (${src.status}); only a successful deployment can be deployed again`);
-    return deploymentListView(await createDeployment(ctx, s, { trigger: 'rollback', type: 'manual', branch: src.branch ?? s.default_branch, isPreview, reuse: src }));
+    if (src.status !== 'success')
+      throw badRequest(`deployment_id ${body.deployment_id} did not succeed (${src.status}); only a successful deployment can be deployed again`);
+    return deploymentListView(
+      await createDeployment(ctx, s, { trigger: 'rollback', type: 'manual', branch: src.branch ?? s.default_branch, isPreview, reuse: src }),
+    );
   }
   const branch = checkBranch(body.branch) ?? s.default_branch;
   return deploymentListView(await createDeployment(ctx, s, { trigger: 'manual', type: 'manual', branch, isPreview }));

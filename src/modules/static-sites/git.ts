@@ -34,7 +34,15 @@ export function gitTypeFor(source: 'privateGit' | 'publicGit', repoUrl: string, 
 /** A Git branch name: non-empty, no whitespace, control characters or the characters Git forbids. Empty: none. */
 export function checkBranch(branch: string | undefined): string | undefined {
   if (branch === undefined || branch === '') return undefined;
-  if (branch.length > 255 || /[\s\x00-\x1f\x7f~^:?*[\\]/.test(branch) || branch.includes('..') || branch.startsWith('/') || branch.endsWith('/') || branch.endsWith('.lock'))
+  if (
+    branch.length > 255 ||
+    // eslint-disable-next-line no-control-regex -- control characters are what this refuses
+    /[\s\x00-\x1f\x7f~^:?*[\\]/.test(branch) ||
+    branch.includes('..') ||
+    branch.startsWith('/') ||
+    branch.endsWith('/') ||
+    branch.endsWith('.lock')
+  )
     throw badRequest(`Invalid branch "${branch}": not a Git branch name`);
   return branch;
 }
@@ -44,6 +52,7 @@ export function checkGlobs(field: string, patterns: string[]): string[] {
   if (patterns.length > 50) throw badRequest(`${field} holds at most 50 patterns`);
   const seen = new Set<string>();
   for (const p of patterns) {
+    // eslint-disable-next-line no-control-regex -- control characters are what this refuses
     if (!p.trim() || p.length > 255 || /[\x00-\x1f\x7f]/.test(p)) throw badRequest(`${field}: "${p}" is not a glob pattern (1 to 255 printable characters)`);
     if (seen.has(p)) throw badRequest(`${field}: "${p}" is listed twice`);
     seen.add(p);

@@ -93,7 +93,14 @@ export const operations = [
     tier: 'logs',
     handler: async (r) => svc.accessLogs(r, r.params.id, r.query),
   }),
-  ...trafficOperations({ prefix: 'StaticSite', noun: 'static site', basePath: '/static-sites', tag: 'Static sites', permission: 'STATIC_SITE:READ', metric: svc.trafficMetric }),
+  ...trafficOperations({
+    prefix: 'StaticSite',
+    noun: 'static site',
+    basePath: '/static-sites',
+    tag: 'Static sites',
+    permission: 'STATIC_SITE:READ',
+    metric: svc.trafficMetric,
+  }),
 ];
 
 export function setup(app: AppContext): void {

@@ -113,7 +113,12 @@ export async function createSite(ctx: CallContext, input: CreateInput) {
 /** Inserts the site under a free name (`my-site`, `my-site-2`, ...) and its system hostname. */
 async function insertUnique(tx: Tx, base: Omit<StaticSitesTable, 'id' | 'name' | 'hostname'>): Promise<StaticSitesTable> {
   const display = slugify(base.display_name) ? base.display_name : 'site';
-  return insertNamed(tx, 'static_sites', base.company_id, display, (name) => ({ ...base, id: newId(), name, hostname: `${name}-${randomBytes(3).toString('hex')}.slipway.site` }));
+  return insertNamed(tx, 'static_sites', base.company_id, display, (name) => ({
+    ...base,
+    id: newId(),
+    name,
+    hostname: `${name}-${randomBytes(3).toString('hex')}.slipway.site`,
+  }));
 }
 
 export interface UpdateInput {
@@ -151,7 +156,8 @@ async function mutableSite(ctx: CallContext, id: string) {
 export async function updateSite(ctx: CallContext, id: string, u: UpdateInput) {
   const { tx, app, companyId } = ctx;
   const s = await mutableSite(ctx, id);
-  const pick = <K extends keyof UpdateInput & keyof StaticSitesTable>(k: K): StaticSitesTable[K] => (u[k] === undefined ? s[k] : (u[k] as unknown as StaticSitesTable[K]));
+  const pick = <K extends keyof UpdateInput & keyof StaticSitesTable>(k: K): StaticSitesTable[K] =>
+    u[k] === undefined ? s[k] : (u[k] as unknown as StaticSitesTable[K]);
   const b = (v: boolean | undefined, cur: number) => (v === undefined ? cur : v ? 1 : 0);
   const source = u.source ?? s.source;
   const repoUrl = u.repo_url ?? s.repo_url;
@@ -210,7 +216,15 @@ export const deleteJob = (app: AppContext): JobKind<typeof DELETE_JOB> => ({
   async run(tx, job) {
     const s = await siteById(tx, job.payload.siteId);
     if (!s || s.status !== 'deleting') return;
-    const r = await app.runtime.advance(tx, { operation: DELETE_OPERATION, phase: 'teardown', phaseIndex: 0, phaseCount: 1, targetId: s.id, startedAt: job.payload.startedAt, reads: 0 });
+    const r = await app.runtime.advance(tx, {
+      operation: DELETE_OPERATION,
+      phase: 'teardown',
+      phaseIndex: 0,
+      phaseCount: 1,
+      targetId: s.id,
+      startedAt: job.payload.startedAt,
+      reads: 0,
+    });
     if (r.state === 'running') return { rescheduleAt: new Date(Date.now() + r.checkAfterMs) };
     if (r.state === 'failed') {
       await tx.updateTable('static_sites').set({ status: 'deletionFailed', updated_at: new Date().toISOString() }).where('id', '=', s.id).execute();

@@ -62,7 +62,13 @@ function checkTriggers(triggers: { percentage: number }[]) {
 }
 
 async function insertTriggers(tx: Tx, alertId: string, triggers: { percentage: number }[]) {
-  const rows: UsageAlertTriggersTable[] = triggers.map((t) => ({ id: newId(), alert_id: alertId, percentage: t.percentage, fired_period: null, last_fired_at: null }));
+  const rows: UsageAlertTriggersTable[] = triggers.map((t) => ({
+    id: newId(),
+    alert_id: alertId,
+    percentage: t.percentage,
+    fired_period: null,
+    last_fired_at: null,
+  }));
   if (rows.length) await tx.insertInto('usage_alert_triggers').values(rows).execute();
   return rows;
 }
@@ -73,7 +79,10 @@ export async function listAlerts({ tx, companyId, scope }: CallContext, page: Pa
   if (projectId) q = q.where('project_id', '=', projectId);
   if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
   const r = await paginate(q, page);
-  const triggers = await triggersOf(tx, r.data.map((a) => a.id));
+  const triggers = await triggersOf(
+    tx,
+    r.data.map((a) => a.id),
+  );
   return { ...r, data: r.data.map((a) => view(a, triggers)) };
 }
 
@@ -114,7 +123,11 @@ export async function createAlert(ctx: CallContext, input: CreateAlertInput) {
     .returning('id')
     .executeTakeFirst();
   if (!inserted) {
-    throw badRequest(projectId ? `Project ${projectId} already has a usage alert config; update it instead` : 'The company already has a company-wide usage alert config; update it instead');
+    throw badRequest(
+      projectId
+        ? `Project ${projectId} already has a usage alert config; update it instead`
+        : 'The company already has a company-wide usage alert config; update it instead',
+    );
   }
   return view(row, await insertTriggers(tx, row.id, input.triggers));
 }

@@ -82,7 +82,8 @@ export function sign(secret: string, id: string, timestamp: number, body: string
 export const refusedAddress = (address: string, production: boolean): string | null => refusedDestination(address, production);
 
 /** Checks an endpoint URL's form (scheme, host literal); the resolved addresses are checked at delivery. */
-export const endpointProblem = (endpoint: string, production: boolean): string | null => outboundUrlProblem(endpoint, production, { label: 'endpoint', httpsInProduction: true });
+export const endpointProblem = (endpoint: string, production: boolean): string | null =>
+  outboundUrlProblem(endpoint, production, { label: 'endpoint', httpsInProduction: true });
 
 class Refused extends Error {
   code = 'EWEBHOOKREFUSED';
@@ -123,7 +124,14 @@ interface SendResult {
   timeMs: number;
 }
 
-export async function post(agent: Agent, production: boolean, timeoutMs: number, endpoint: string, headers: Record<string, string>, body: string): Promise<SendResult> {
+export async function post(
+  agent: Agent,
+  production: boolean,
+  timeoutMs: number,
+  endpoint: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<SendResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const problem = endpointProblem(endpoint, production);
@@ -147,7 +155,10 @@ export async function post(agent: Agent, production: boolean, timeoutMs: number,
     }
     const text = Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8');
     const ok = res.statusCode >= 200 && res.statusCode < 300;
-    const note = res.statusCode >= 300 && res.statusCode < 400 ? `Redirect not followed${res.headers.location ? ` (location: ${String(res.headers.location).slice(0, 200)})` : ''}. ` : '';
+    const note =
+      res.statusCode >= 300 && res.statusCode < 400
+        ? `Redirect not followed${res.headers.location ? ` (location: ${String(res.headers.location).slice(0, 200)})` : ''}. `
+        : '';
     return { ok, status: res.statusCode, response: note + text, timeMs: elapsed() };
   } catch (e) {
     const err = e as Error & { code?: string; cause?: Error };
@@ -175,7 +186,12 @@ function deliveryBody(webhookId: string, deliveryId: string, event: { id: string
 
 /** Creates the first attempt (and its job) for every enabled webhook of the company subscribed to the event. */
 export async function fanOut(tx: Tx, event: RecordedEvent): Promise<void> {
-  const hooks = await tx.selectFrom('webhooks').select(['id', 'endpoint', 'allowed_events']).where('company_id', '=', event.companyId).where('is_enabled', '=', 1).execute();
+  const hooks = await tx
+    .selectFrom('webhooks')
+    .select(['id', 'endpoint', 'allowed_events'])
+    .where('company_id', '=', event.companyId)
+    .where('is_enabled', '=', 1)
+    .execute();
   for (const h of hooks) {
     if (!(JSON.parse(h.allowed_events) as string[]).includes(event.type)) continue;
     const id = newId();
@@ -301,7 +317,12 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
   };
 
   async function followUp(d: WebhookDeliveriesTable) {
-    const n = await db.selectFrom('webhook_deliveries').selectAll().where('chain_id', '=', d.chain_id).where('attempt', '=', d.attempt + 1).executeTakeFirst();
+    const n = await db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('chain_id', '=', d.chain_id)
+      .where('attempt', '=', d.attempt + 1)
+      .executeTakeFirst();
     if (n && n.status === 'PENDING') return { rescheduleAt: new Date(n.due_at), payload: { deliveryId: n.id } };
     return undefined;
   }

@@ -85,7 +85,11 @@ export async function createWebhook(ctx: CallContext, body: { allowed_events: Ev
   const { tx, app, companyId } = ctx;
   checkEndpoint(app, body.endpoint);
   await lockFor(tx, `webhooks:${companyId}`); // the limit holds under concurrent creates
-  const n = await tx.selectFrom('webhooks').select((eb) => eb.fn.countAll().as('n')).where('company_id', '=', companyId).executeTakeFirst();
+  const n = await tx
+    .selectFrom('webhooks')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('company_id', '=', companyId)
+    .executeTakeFirst();
   if (Number(n?.n ?? 0) >= MAX_WEBHOOKS_PER_COMPANY) throw badRequest(`A company can have at most ${MAX_WEBHOOKS_PER_COMPANY} webhooks; delete one first`);
   const now = new Date().toISOString();
   const row: WebhooksTable = {
@@ -121,7 +125,13 @@ export async function updateWebhook(ctx: CallContext, id: string, body: { allowe
   };
   await tx
     .updateTable('webhooks')
-    .set({ endpoint: next.endpoint, allowed_events: next.allowed_events, description: next.description, updated_by: next.updated_by, updated_at: next.updated_at })
+    .set({
+      endpoint: next.endpoint,
+      allowed_events: next.allowed_events,
+      description: next.description,
+      updated_by: next.updated_by,
+      updated_at: next.updated_at,
+    })
     .where('id', '=', id)
     .execute();
   return webhookView(app, next);
@@ -141,7 +151,11 @@ export async function toggleWebhook(ctx: CallContext, id: string) {
   const { tx, app } = ctx;
   const w = await find(ctx, id);
   const next = { ...w, is_enabled: w.is_enabled ? 0 : 1, updated_by: by(ctx), updated_at: new Date().toISOString() };
-  await tx.updateTable('webhooks').set({ is_enabled: next.is_enabled, updated_by: next.updated_by, updated_at: next.updated_at }).where('id', '=', id).execute();
+  await tx
+    .updateTable('webhooks')
+    .set({ is_enabled: next.is_enabled, updated_by: next.updated_by, updated_at: next.updated_at })
+    .where('id', '=', id)
+    .execute();
   return webhookView(app, next);
 }
 
@@ -162,7 +176,13 @@ export async function rollSecret(ctx: CallContext, id: string, input: { expire_i
   };
   await tx
     .updateTable('webhooks')
-    .set({ secret: next.secret, old_secret: next.old_secret, old_secret_expired_at: next.old_secret_expired_at, updated_by: next.updated_by, updated_at: next.updated_at })
+    .set({
+      secret: next.secret,
+      old_secret: next.old_secret,
+      old_secret_expired_at: next.old_secret_expired_at,
+      updated_by: next.updated_by,
+      updated_at: next.updated_at,
+    })
     .where('id', '=', id)
     .execute();
   return webhookView(app, next, now.getTime());
@@ -174,7 +194,14 @@ export async function listDeliveries(ctx: CallContext, webhookId: string, page: 
   await find(ctx, webhookId);
   const q = tx.selectFrom('webhook_deliveries').where('webhook_id', '=', webhookId);
   const n = await q.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
-  const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('attempt', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute();
+  const rows = await q
+    .selectAll()
+    .orderBy('created_at', 'desc')
+    .orderBy('attempt', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
   return { data: rows.map(deliveryView), total: Math.min(Number(n?.n ?? 0), 10000), offset: page.offset, limit: page.limit };
 }
 

@@ -29,7 +29,8 @@ export async function authenticate(db: Db, header: string | undefined, now = new
   if (!key || !stored || !hashesEqual(stored, hash)) throw unauthorized('Invalid API key');
   const nowIso = now.toISOString();
   if (key.deleted_at) throw unauthorized('This API key has been deleted');
-  if (viaOld && (!key.old_token_expired_at || key.old_token_expired_at <= nowIso)) throw unauthorized('This API key token has been rotated and is no longer valid');
+  if (viaOld && (!key.old_token_expired_at || key.old_token_expired_at <= nowIso))
+    throw unauthorized('This API key token has been rotated and is no longer valid');
   if (!key.is_enabled) throw unauthorized('This API key is disabled');
   if (key.expired_at && key.expired_at <= nowIso) throw unauthorized('This API key has expired');
   const company = await db.selectFrom('companies').selectAll().where('id', '=', key.company_id).executeTakeFirst();

@@ -1,6 +1,6 @@
 // Schema migrations, run at start (Kysely's migrator takes a lock, so several processes
 // starting together on one PostgreSQL apply each migration once). Append, never edit.
-import { type Kysely, type Migration, type MigrationProvider, sql } from 'kysely';
+import type { Kysely, Migration, MigrationProvider } from 'kysely';
 
 const m001: Migration = {
   async up(db: Kysely<any>) {

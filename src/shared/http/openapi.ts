@@ -50,7 +50,10 @@ export function buildOpenApi(ops: Operation[], serverUrl: string) {
     const c = op.contract;
     const responses: Record<string, unknown> = {};
     const successContent = c.response ? { content: { 'application/json': { schema: plain(c.response) } } } : {};
-    responses[String(c.success)] = { description: c.success === 204 ? 'Done; no content' : c.success === 101 ? 'Switched to the WebSocket protocol' : 'Success', ...successContent };
+    responses[String(c.success)] = {
+      description: c.success === 204 ? 'Done; no content' : c.success === 101 ? 'Switched to the WebSocket protocol' : 'Success',
+      ...successContent,
+    };
     const errors = new Set(c.errors);
     errors.add(400);
     if (!c.public) errors.add(401);

@@ -63,7 +63,12 @@ const kindAliases: Record<string, ReferenceKind> = {
 };
 
 /** Checks every declared reference of a request; throws the path id's 404 on the first that fails. */
-export async function checkReferences(refs: readonly Reference[], ctx: CallContext, auth: AuthContext, parts: { body: unknown; query: unknown }): Promise<void> {
+export async function checkReferences(
+  refs: readonly Reference[],
+  ctx: CallContext,
+  auth: AuthContext,
+  parts: { body: unknown; query: unknown },
+): Promise<void> {
   for (const ref of refs) {
     const source = (ref.in === 'body' ? parts.body : parts.query) as Record<string, unknown> | null | undefined;
     const id = source?.[ref.field];

@@ -124,7 +124,13 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
         if (op.upgrade) await op.handler(requestContext(app, req) as never);
       },
       ...(op.upgrade
-        ? { wsHandler: (socket, req) => op.websocket!(socket, requestContext(app, req) as never).catch((e) => { req.log.error({ err: e }, 'websocket session failed'); socket.close(4300, 'Unexpected server error'); }) }
+        ? {
+            wsHandler: (socket, req) =>
+              op.websocket!(socket, requestContext(app, req) as never).catch((e) => {
+                req.log.error({ err: e }, 'websocket session failed');
+                socket.close(4300, 'Unexpected server error');
+              }),
+          }
         : {}),
       handler: async (req, reply) => {
         if (op.upgrade) throw new ApiError(426, 'Upgrade Required: connect with a WebSocket client (Upgrade: websocket)', undefined, { upgrade: op.upgrade });

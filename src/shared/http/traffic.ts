@@ -20,7 +20,14 @@ const TrafficWindow = Type.Object(trafficWindow);
 const TopWindow = Type.Object({ ...trafficWindow, limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10 })) });
 
 const METRICS: { metric: TrafficMetric; slug: string; name: string; words: string; query: Contract['querystring']; response: Contract['response'] }[] = [
-  { metric: 'requestsPerMinute', slug: 'requests-per-minute', name: 'RequestsPerMinute', words: 'requests per minute', query: TrafficWindow, response: Type.Array(MetricPoint) },
+  {
+    metric: 'requestsPerMinute',
+    slug: 'requests-per-minute',
+    name: 'RequestsPerMinute',
+    words: 'requests per minute',
+    query: TrafficWindow,
+    response: Type.Array(MetricPoint),
+  },
   {
     metric: 'responseTime',
     slug: 'response-time',
@@ -59,7 +66,9 @@ const METRICS: { metric: TrafficMetric; slug: string; name: string; words: strin
     name: 'TopCountries',
     words: 'top countries',
     query: TopWindow,
-    response: Type.Array(Type.Object({ country: Type.String(), response_time: Type.Number({ minimum: 0 }), total: Type.Number({ minimum: 0 }) }, { additionalProperties: false })),
+    response: Type.Array(
+      Type.Object({ country: Type.String(), response_time: Type.Number({ minimum: 0 }), total: Type.Number({ minimum: 0 }) }, { additionalProperties: false }),
+    ),
   },
   {
     metric: 'slowestRequests',

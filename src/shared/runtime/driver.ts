@@ -23,9 +23,7 @@ export interface PhaseRequest {
 }
 
 export type PhaseResult =
-  | { state: 'running'; checkAfterMs: number }
-  | { state: 'done'; lines: LogLine[] }
-  | { state: 'failed'; reason: string; lines: LogLine[] };
+  { state: 'running'; checkAfterMs: number } | { state: 'done'; lines: LogLine[] } | { state: 'failed'; reason: string; lines: LogLine[] };
 
 export interface MetricPoint {
   time: string;
@@ -37,7 +35,14 @@ export interface RuntimeDriver {
   /** Advances one phase of a long-running operation. */
   advance(tx: Tx, req: PhaseRequest): Promise<PhaseResult>;
   /** A metric series of a running resource between two instants. */
-  series(resourceId: string, metric: string, from: Date, to: Date, intervalSeconds: number, shape: { base: number; spread: number; running: (t: Date) => boolean }): MetricPoint[];
+  series(
+    resourceId: string,
+    metric: string,
+    from: Date,
+    to: Date,
+    intervalSeconds: number,
+    shape: { base: number; spread: number; running: (t: Date) => boolean },
+  ): MetricPoint[];
   /** An interactive shell in a running instance of a process (the process terminal). */
   openShell(spec: ShellSpec, io: ShellIO): ShellSession;
 }
@@ -84,7 +89,9 @@ export class SimulatedDriver implements RuntimeDriver {
     const p = await this.sim.progression(req.operation);
     const done = phaseDone(p, req.phaseCount, Date.now() - Date.parse(req.startedAt), req.reads);
     if (!done.done) return { state: 'running', checkAfterMs: done.checkAfterMs };
-    const lines = (PHASE_LINES[`${req.operation}:${req.phase}`]?.(req.details ?? {}) ?? [`${req.operation}: ${req.phase} finished`]).map((message) => ({ message }));
+    const lines = (PHASE_LINES[`${req.operation}:${req.phase}`]?.(req.details ?? {}) ?? [`${req.operation}: ${req.phase} finished`]).map((message) => ({
+      message,
+    }));
     const fault = await this.sim.shouldFail(tx, req.operation, req.targetId, req.phase);
     if (fault) return { state: 'failed', reason: fault, lines: [...lines.slice(0, 1), { message: fault, severity: 'error' as const }] };
     return { state: 'done', lines };
@@ -94,7 +101,14 @@ export class SimulatedDriver implements RuntimeDriver {
     return new SimulatedShell(spec, io);
   }
 
-  series(resourceId: string, metric: string, from: Date, to: Date, intervalSeconds: number, shape: { base: number; spread: number; running: (t: Date) => boolean }): MetricPoint[] {
+  series(
+    resourceId: string,
+    metric: string,
+    from: Date,
+    to: Date,
+    intervalSeconds: number,
+    shape: { base: number; spread: number; running: (t: Date) => boolean },
+  ): MetricPoint[] {
     const out: MetricPoint[] = [];
     const step = Math.max(1, intervalSeconds) * 1000;
     const start = Math.floor(from.getTime() / step) * step;

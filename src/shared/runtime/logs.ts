@@ -14,7 +14,12 @@ export interface LogLine {
 
 let seq = 0;
 
-export async function writeLogs(tx: Tx, base: { companyId: string; appId: string; kind: RuntimeLogsTable['kind']; deploymentId?: string | null }, lines: LogLine[], at = new Date()): Promise<void> {
+export async function writeLogs(
+  tx: Tx,
+  base: { companyId: string; appId: string; kind: RuntimeLogsTable['kind']; deploymentId?: string | null },
+  lines: LogLine[],
+  at = new Date(),
+): Promise<void> {
   if (!lines.length) return;
   const ts = at.toISOString();
   await tx
@@ -58,7 +63,11 @@ export async function queryLogs(tx: Tx, q: LogQuery, service: string) {
   if (q.deploymentId) s = s.where('deployment_id', '=', q.deploymentId);
   if (q.from) s = s.where('ts', '>=', new Date(q.from).toISOString());
   if (q.to) s = s.where('ts', '<=', new Date(q.to).toISOString());
-  const rows = await s.orderBy('ts', 'desc').orderBy('seq', 'desc').limit(Math.min(q.limit ?? 1000, 5000) * (q.filters ? 4 : 1)).execute();
+  const rows = await s
+    .orderBy('ts', 'desc')
+    .orderBy('seq', 'desc')
+    .limit(Math.min(q.limit ?? 1000, 5000) * (q.filters ? 4 : 1))
+    .execute();
   const needle = q.filters?.toLowerCase();
   const picked = (needle ? rows.filter((r) => r.message.toLowerCase().includes(needle) || r.severity === needle) : rows).slice(0, q.limit ?? 1000).reverse();
   return picked.map((r) => ({

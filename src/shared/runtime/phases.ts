@@ -64,7 +64,19 @@ export interface PhaseMachine<R extends PhasedRow, O, K extends PhaseJobName = P
 }
 
 /** The columns the phased tables share (the owner column is the machine's own). */
-type Columns = { id: string; company_id: string; status: string; steps: string; phase: string | null; phase_started_at: string | null; reads: number; started_at: string | null; finished_at: string | null; created_at: string; updated_at: string } & Record<OwnerColumn, string>;
+type Columns = {
+  id: string;
+  company_id: string;
+  status: string;
+  steps: string;
+  phase: string | null;
+  phase_started_at: string | null;
+  reads: number;
+  started_at: string | null;
+  finished_at: string | null;
+  created_at: string;
+  updated_at: string;
+} & Record<OwnerColumn, string>;
 
 /** The transaction seen through the shared columns, so one query serves every phased table. */
 const shared = (tx: Tx) => tx as unknown as Kysely<Record<PhasedTable, Columns>>;
@@ -89,7 +101,14 @@ export async function findPhased<R extends PhasedRow>(tx: Tx, m: PhaseMachine<R,
 }
 
 /** The build log of one of the owner's rows (404 when it is not the owner's); `service` names the owner. */
-export async function phasedLogs<R extends PhasedRow>(ctx: CallContext, m: PhaseMachine<R, unknown, PhaseJobName>, ownerId: string, id: string, service: string, query: Omit<LogQuery, 'appId' | 'kind' | 'deploymentId'>) {
+export async function phasedLogs<R extends PhasedRow>(
+  ctx: CallContext,
+  m: PhaseMachine<R, unknown, PhaseJobName>,
+  ownerId: string,
+  id: string,
+  service: string,
+  query: Omit<LogQuery, 'appId' | 'kind' | 'deploymentId'>,
+) {
   await findPhased(ctx.tx, m, ownerId, id);
   return queryLogs(ctx.tx, { appId: ownerId, kind: 'build', deploymentId: id, ...query }, service);
 }
@@ -117,7 +136,14 @@ export async function beginPhases<R extends PhasedRow>(tx: Tx, m: PhaseMachine<R
  * `extra` columns of the module's table), stops its job and logs `lines` with the closing line.
  * False when the row had moved meanwhile; the caller then does nothing more.
  */
-export async function endPhases<R extends PhasedRow>(tx: Tx, m: PhaseMachine<R, unknown, PhaseJobName>, d: R, status: FinalStatus, lines: LogLine[], extra: Record<string, string | null> = {}): Promise<boolean> {
+export async function endPhases<R extends PhasedRow>(
+  tx: Tx,
+  m: PhaseMachine<R, unknown, PhaseJobName>,
+  d: R,
+  status: FinalStatus,
+  lines: LogLine[],
+  extra: Record<string, string | null> = {},
+): Promise<boolean> {
   const now = new Date().toISOString();
   const r = await shared(tx)
     .updateTable(m.table)
@@ -127,7 +153,10 @@ export async function endPhases<R extends PhasedRow>(tx: Tx, m: PhaseMachine<R, 
     .executeTakeFirst();
   if (!Number(r.numUpdatedRows)) return false;
   await cancelJobs(tx, d.id, m.kind);
-  await logPhased(tx, m, d, [...lines, { message: `Deployment ${status}`, severity: status === 'success' ? 'info' : status === 'failed' ? 'error' : 'warning' }]);
+  await logPhased(tx, m, d, [
+    ...lines,
+    { message: `Deployment ${status}`, severity: status === 'success' ? 'info' : status === 'failed' ? 'error' : 'warning' },
+  ]);
   return true;
 }
 
@@ -200,7 +229,8 @@ export function phaseJob<R extends PhasedRow, O, K extends PhaseJobName>(app: Ap
     },
     async onFailure(tx, job, error) {
       const d = await rowById(tx, m, id(job.payload));
-      if (d && !m.final.has(d.status)) await m.finish(systemCall(app, tx, d.company_id), d, 'failed', [{ message: `Internal error: ${error.message}`, severity: 'error' }], 'Internal error');
+      if (d && !m.final.has(d.status))
+        await m.finish(systemCall(app, tx, d.company_id), d, 'failed', [{ message: `Internal error: ${error.message}`, severity: 'error' }], 'Internal error');
     },
   };
 }
@@ -210,7 +240,12 @@ export function phaseJob<R extends PhasedRow, O, K extends PhaseJobName>(app: Ap
  * the read that completes a phase advances the row before answering, so polling loops see
  * deterministic transitions. `lock` takes the module's lock on the row's queue first.
  */
-export async function countRead<R extends PhasedRow, O, D extends { id: string; status: string }>(app: AppContext, m: PhaseMachine<R, O, PhaseJobName>, d: D | undefined, lock: (tx: Tx, d: D) => Promise<void>): Promise<void> {
+export async function countRead<R extends PhasedRow, O, D extends { id: string; status: string }>(
+  app: AppContext,
+  m: PhaseMachine<R, O, PhaseJobName>,
+  d: D | undefined,
+  lock: (tx: Tx, d: D) => Promise<void>,
+): Promise<void> {
   if (!d || d.status !== 'inProgress') return;
   const p = await app.simulation.progression(m.operation);
   if (p.mode !== 'reads') return;
@@ -230,6 +265,7 @@ export async function countRead<R extends PhasedRow, O, D extends { id: string; 
 /** Cancels an active row on request (400 when it is, or has just become, final). */
 export async function cancelOnRequest<R extends PhasedRow>(ctx: CallContext, m: PhaseMachine<R, unknown, PhaseJobName>, d: R, reason: string) {
   if (m.final.has(d.status)) throw badRequest(`The deployment is already ${d.status} and cannot be cancelled`);
-  if (!(await m.finish(ctx, d, 'cancelled', [{ message: reason, severity: 'warning' }]))) throw badRequest('The deployment finished before it could be cancelled');
+  if (!(await m.finish(ctx, d, 'cancelled', [{ message: reason, severity: 'warning' }])))
+    throw badRequest('The deployment finished before it could be cancelled');
   return { message: 'Deployment cancelled' };
 }

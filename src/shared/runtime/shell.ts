@@ -82,7 +82,10 @@ export class SimulatedShell implements ShellSession {
       out = (noNewline ? args.slice(1) : args).join(' ') + (noNewline ? '' : '\n');
       this.status = 0;
     } else if (cmd === 'env' || (cmd === 'printenv' && !args.length)) {
-      out = Object.keys(this.spec.env).sort().map((k) => `${k}=${this.spec.env[k]}\n`).join('');
+      out = Object.keys(this.spec.env)
+        .sort()
+        .map((k) => `${k}=${this.spec.env[k]}\n`)
+        .join('');
       this.status = 0;
     } else if (cmd === 'printenv') {
       const found = args.filter((k) => k in this.spec.env);

@@ -33,10 +33,18 @@ export const DEFAULT_PROGRESSION: Progression = { mode: 'duration', ms: 3000 };
 export function parseProgression(spec: string | undefined): Record<string, Progression> {
   const out: Record<string, Progression> = {};
   if (!spec) return out;
-  for (const part of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const part of spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const m = /^([\w*-]+)=(immediate|duration:(\d+)|reads:(\d+))$/.exec(part);
     if (!m) throw new Error(`invalid simulation progression "${part}" (expected op=immediate|duration:<ms>|reads:<n>)`);
-    out[m[1]!] = m[2] === 'immediate' ? { mode: 'immediate' } : m[3] !== undefined ? { mode: 'duration', ms: Number(m[3]) } : { mode: 'reads', reads: Math.max(1, Number(m[4])) };
+    out[m[1]!] =
+      m[2] === 'immediate'
+        ? { mode: 'immediate' }
+        : m[3] !== undefined
+          ? { mode: 'duration', ms: Number(m[3]) }
+          : { mode: 'reads', reads: Math.max(1, Number(m[4])) };
   }
   return out;
 }
@@ -72,7 +80,14 @@ export class Simulation {
   async start(): Promise<void> {
     if (this.database.kind !== 'sqlite') return;
     this.cache = await this.load();
-    this.refresher = setInterval(() => void this.load().then((m) => (this.cache = m), () => {}), 2000);
+    this.refresher = setInterval(
+      () =>
+        void this.load().then(
+          (m) => (this.cache = m),
+          () => {},
+        ),
+      2000,
+    );
     this.refresher.unref();
   }
 
@@ -118,7 +133,8 @@ export class Simulation {
     if (!input.operation || typeof input.operation !== 'string') throw badRequest('operation is required (e.g. "deployment", "restore" or "*")');
     const probability = input.probability ?? 1;
     if (typeof probability !== 'number' || probability < 0 || probability > 1) throw badRequest('probability must be between 0 and 1');
-    if (input.remaining !== undefined && input.remaining !== null && (!Number.isInteger(input.remaining) || input.remaining < 1)) throw badRequest('remaining must be a positive integer or null');
+    if (input.remaining !== undefined && input.remaining !== null && (!Number.isInteger(input.remaining) || input.remaining < 1))
+      throw badRequest('remaining must be a positive integer or null');
     const rule: FaultRule = {
       id: newId(),
       operation: input.operation,
@@ -161,7 +177,12 @@ export class Simulation {
       if (roll() >= f.probability) continue;
       if (f.remaining !== null) {
         // Consume one use atomically; a concurrent consumer may have taken the last one.
-        const r = await tx.updateTable('sim_faults').set({ remaining: f.remaining - 1 }).where('id', '=', f.id).where('remaining', '=', f.remaining).executeTakeFirst();
+        const r = await tx
+          .updateTable('sim_faults')
+          .set({ remaining: f.remaining - 1 })
+          .where('id', '=', f.id)
+          .where('remaining', '=', f.remaining)
+          .executeTakeFirst();
         if (!Number(r.numUpdatedRows)) continue;
         if (f.remaining - 1 <= 0) await tx.deleteFrom('sim_faults').where('id', '=', f.id).execute();
       }
@@ -171,7 +192,16 @@ export class Simulation {
   }
 }
 
-function rowToRule(r: { id: string; operation: string; target_id: string | null; phase: string | null; probability: string; remaining: number | null; message: string; created_at: string }): FaultRule {
+function rowToRule(r: {
+  id: string;
+  operation: string;
+  target_id: string | null;
+  phase: string | null;
+  probability: string;
+  remaining: number | null;
+  message: string;
+  created_at: string;
+}): FaultRule {
   return { ...r, probability: Number(r.probability) };
 }
 

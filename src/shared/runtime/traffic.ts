@@ -27,14 +27,16 @@ export interface Window {
   limit?: number;
 }
 
-export type TrafficMetric = 'requestsPerMinute' | 'responseTime' | 'responseTimeAvg' | 'statusCodes' | 'topStatusCodes' | 'topCountries' | 'slowestRequests' | 'topPages';
+export type TrafficMetric =
+  'requestsPerMinute' | 'responseTime' | 'responseTimeAvg' | 'statusCodes' | 'topStatusCodes' | 'topCountries' | 'slowestRequests' | 'topPages';
 
 function range(w: Window) {
   const from = new Date(w.from);
   const to = new Date(w.to);
   if (to < from) throw badRequest('`to` must not be before `from`');
   const interval = w.interval_in_seconds ?? Math.max(60, Math.ceil((to.getTime() - from.getTime()) / 1000 / 60));
-  if ((to.getTime() - from.getTime()) / 1000 / interval > 10_000) throw badRequest('The window holds more than 10,000 intervals; use a larger interval_in_seconds');
+  if ((to.getTime() - from.getTime()) / 1000 / interval > 10_000)
+    throw badRequest('The window holds more than 10,000 intervals; use a larger interval_in_seconds');
   return { from, to, interval };
 }
 
@@ -49,7 +51,11 @@ export class TrafficMetrics {
   private series(s: TrafficSource, metric: string, w: Window, base: number, spread: number) {
     const { from, to, interval } = range(w);
     const since = s.since;
-    return this.app.runtime.series(s.id, metric, from, to, interval, { base, spread, running: (t) => since !== null && t.getTime() >= since - interval * 1000 });
+    return this.app.runtime.series(s.id, metric, from, to, interval, {
+      base,
+      spread,
+      running: (t) => since !== null && t.getTime() >= since - interval * 1000,
+    });
   }
 
   private async total(s: TrafficSource, w: Window) {
@@ -71,24 +77,45 @@ export class TrafficMetrics {
   async topStatusCodes(s: TrafficSource, w: Window) {
     const totals: Record<string, number> = {};
     for (const p of await this.statusCodes(s, w)) for (const [k, v] of Object.entries(p.value)) totals[k] = (totals[k] ?? 0) + v;
-    return top(Object.entries(totals).map(([status, total]) => ({ status, total })), w.limit);
+    return top(
+      Object.entries(totals).map(([status, total]) => ({ status, total })),
+      w.limit,
+    );
   }
 
   async topCountries(s: TrafficSource, w: Window) {
     const total = await this.total(s, w);
-    return top(total ? COUNTRIES.map(([country, share]) => ({ country, total: Math.round(total * share), response_time: Math.round(40 + 200 * seeded(s.id + country)) })) : [], w.limit);
+    return top(
+      total
+        ? COUNTRIES.map(([country, share]) => ({ country, total: Math.round(total * share), response_time: Math.round(40 + 200 * seeded(s.id + country)) }))
+        : [],
+      w.limit,
+    );
   }
 
   async topPages(s: TrafficSource, w: Window) {
     const total = await this.total(s, w);
-    const pages: [string, number][] = [['/', 0.42], ['/api/items', 0.2], ['/login', 0.12], ['/about', 0.08], ['/static/app.js', 0.1], ['/healthz', 0.08]];
+    const pages: [string, number][] = [
+      ['/', 0.42],
+      ['/api/items', 0.2],
+      ['/login', 0.12],
+      ['/about', 0.08],
+      ['/static/app.js', 0.1],
+      ['/healthz', 0.08],
+    ];
     return top(total ? pages.map(([page, share]) => ({ page, total: Math.round(total * share) })) : [], w.limit);
   }
 
   async slowestRequests(s: TrafficSource, w: Window) {
     const total = await this.total(s, w);
     if (!total) return [];
-    const reqs: [string, string][] = [['POST', '/api/checkout'], ['GET', '/api/report'], ['GET', '/api/items'], ['POST', '/login'], ['GET', '/']];
+    const reqs: [string, string][] = [
+      ['POST', '/api/checkout'],
+      ['GET', '/api/report'],
+      ['GET', '/api/items'],
+      ['POST', '/login'],
+      ['GET', '/'],
+    ];
     return reqs
       .map(([m, p], i) => ({
         id: `${m} ${p}`,
@@ -115,8 +142,24 @@ function top<T extends { total: number }>(items: T[], limit = 10): T[] {
 
 // --- Access logs -------------------------------------------------------------------------------
 
-const PAGES: [string, string, number][] = [['GET', '/', 0.42], ['GET', '/api/items', 0.2], ['POST', '/login', 0.12], ['GET', '/about', 0.08], ['GET', '/static/app.js', 0.1], ['GET', '/healthz', 0.08]];
-const COUNTRIES: [string, number][] = [['US', 0.38], ['DE', 0.17], ['GB', 0.12], ['FR', 0.09], ['IN', 0.08], ['BR', 0.06], ['JP', 0.05], ['CA', 0.05]];
+const PAGES: [string, string, number][] = [
+  ['GET', '/', 0.42],
+  ['GET', '/api/items', 0.2],
+  ['POST', '/login', 0.12],
+  ['GET', '/about', 0.08],
+  ['GET', '/static/app.js', 0.1],
+  ['GET', '/healthz', 0.08],
+];
+const COUNTRIES: [string, number][] = [
+  ['US', 0.38],
+  ['DE', 0.17],
+  ['GB', 0.12],
+  ['FR', 0.09],
+  ['IN', 0.08],
+  ['BR', 0.06],
+  ['JP', 0.05],
+  ['CA', 0.05],
+];
 const pick = <T extends unknown[]>(items: T[], r: number): T => {
   let acc = 0;
   for (const it of items) if (r < (acc += it[it.length - 1] as number)) return it;

@@ -16,29 +16,33 @@ export const COMPONENT = 'x-component';
 export const named = <T extends TSchema>(name: string, schema: T): T => Object.assign(schema, { [COMPONENT]: name });
 
 /** The error body of the contract: `{message, status, data?: {code?, message?}}`. */
-export const ErrorBody = named('Error', Type.Object(
-  {
-    message: Type.String(),
-    status: Type.Integer(),
-    data: Type.Optional(
-      Type.Object({ code: Type.Optional(Type.String()), message: Type.Optional(Type.String()) }, { additionalProperties: false }),
-    ),
-  },
-  { additionalProperties: false },
-));
+export const ErrorBody = named(
+  'Error',
+  Type.Object(
+    {
+      message: Type.String(),
+      status: Type.Integer(),
+      data: Type.Optional(Type.Object({ code: Type.Optional(Type.String()), message: Type.Optional(Type.String()) }, { additionalProperties: false })),
+    },
+    { additionalProperties: false },
+  ),
+);
 
 /** Schema-mismatch body on operations whose contract lists no 400 response: carries `data.issues`. */
-export const ValidationErrorBody = named('ValidationError', Type.Object(
-  {
-    message: Type.String(),
-    status: Type.Integer(),
-    data: Type.Object(
-      { issues: Type.Array(Type.Object({ path: Type.String(), message: Type.String() }, { additionalProperties: false })) },
-      { additionalProperties: false },
-    ),
-  },
-  { additionalProperties: false },
-));
+export const ValidationErrorBody = named(
+  'ValidationError',
+  Type.Object(
+    {
+      message: Type.String(),
+      status: Type.Integer(),
+      data: Type.Object(
+        { issues: Type.Array(Type.Object({ path: Type.String(), message: Type.String() }, { additionalProperties: false })) },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false },
+  ),
+);
 
 export const PaginationQuery = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
@@ -64,19 +68,22 @@ export const MessageResponse = named('Message', Type.Object({ message: Type.Stri
 export const IdParams = Type.Object({ id: Uuid() });
 
 /** One log line as the logs endpoints return it. */
-export const LogEntry = named('LogEntry', Type.Object(
-  {
-    id: Type.String(),
-    message: Type.String(),
-    service: Type.String(),
-    severity: Type.String(),
-    timestamp: Type.String(),
-    tags: Type.Record(Type.String(), Type.Unknown()),
-    attributes: Type.Record(Type.String(), Type.Unknown()),
-    unix_timestamp: Type.Number(),
-  },
-  { additionalProperties: false },
-));
+export const LogEntry = named(
+  'LogEntry',
+  Type.Object(
+    {
+      id: Type.String(),
+      message: Type.String(),
+      service: Type.String(),
+      severity: Type.String(),
+      timestamp: Type.String(),
+      tags: Type.Record(Type.String(), Type.Unknown()),
+      attributes: Type.Record(Type.String(), Type.Unknown()),
+      unix_timestamp: Type.Number(),
+    },
+    { additionalProperties: false },
+  ),
+);
 
 /** Query of the logs endpoints. */
 export const LogQuery = Type.Object({
@@ -91,7 +98,7 @@ export const LogsOperation = {
   querystring: LogQuery,
   success: 200,
   response: Type.Array(LogEntry),
-  errors: [400,401,403,404,429,500],
+  errors: [400, 401, 403, 404, 429, 500],
 } as const;
 
 /** The path parameters of one deployment of a service (application, static site). */

@@ -37,7 +37,11 @@ export const appReleasesDir = (root: string, appId: string) => join(root, 'relea
 export class BuildError extends Error {}
 
 /** Runs a command in its own process group, streaming its output as build log lines; rejects on a non-zero exit, timeout or abort. */
-export function runStreamed(cmd: string, args: string[], o: { cwd: string; env: Record<string, string>; log: BuildSpec['log']; deadline: number; signal: AbortSignal }): Promise<string> {
+export function runStreamed(
+  cmd: string,
+  args: string[],
+  o: { cwd: string; env: Record<string, string>; log: BuildSpec['log']; deadline: number; signal: AbortSignal },
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd: o.cwd, env: o.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -63,10 +67,13 @@ export function runStreamed(cmd: string, args: string[], o: { cwd: string; env: 
       }
     };
     let why: string | null = null;
-    const timer = setTimeout(() => {
-      why = 'the build timed out';
-      kill();
-    }, Math.max(1, o.deadline - Date.now()));
+    const timer = setTimeout(
+      () => {
+        why = 'the build timed out';
+        kill();
+      },
+      Math.max(1, o.deadline - Date.now()),
+    );
     const onAbort = () => {
       why = 'the deployment was cancelled';
       kill();
@@ -98,7 +105,11 @@ export function parseProcfile(text: string): Record<string, string> {
   return out;
 }
 
-const baseEnv = (): Record<string, string> => ({ PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', LANG: process.env.LANG ?? 'C.UTF-8' });
+const baseEnv = (): Record<string, string> => ({
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  HOME: process.env.HOME ?? '/tmp',
+  LANG: process.env.LANG ?? 'C.UTF-8',
+});
 
 /** Clones the repository into the deployment's build directory; returns the commit. */
 export async function checkout(root: string, s: BuildSpec): Promise<{ sha: string; message: string }> {
@@ -108,7 +119,13 @@ export async function checkout(root: string, s: BuildSpec): Promise<{ sha: strin
   const deadline = Date.now() + s.timeoutMs;
   const env = { ...baseEnv(), GIT_TERMINAL_PROMPT: '0' };
   await s.log([{ message: `Cloning ${s.repoUrl} (branch ${s.branch})` }]);
-  await runStreamed('git', ['clone', '--depth', '1', '--branch', s.branch, '--single-branch', s.repoUrl, 'src'], { cwd: dir, env, log: s.log, deadline, signal: s.signal });
+  await runStreamed('git', ['clone', '--depth', '1', '--branch', s.branch, '--single-branch', s.repoUrl, 'src'], {
+    cwd: dir,
+    env,
+    log: s.log,
+    deadline,
+    signal: s.signal,
+  });
   const src = join(dir, 'src');
   const quiet = async () => {};
   const sha = (await runStreamed('git', ['rev-parse', 'HEAD'], { cwd: src, env, log: quiet, deadline, signal: s.signal })).trim();

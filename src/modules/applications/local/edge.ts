@@ -54,7 +54,10 @@ export function inList(address: string, list: string[]): boolean {
 export function clientAddress(req: IncomingMessage, trusted: string[]): string {
   let addr = req.socket.remoteAddress ?? '';
   if (!trusted.length || !inList(addr, trusted)) return addr;
-  const hops = String(req.headers['x-forwarded-for'] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const hops = String(req.headers['x-forwarded-for'] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   while (hops.length) {
     addr = hops.pop()!;
     if (!inList(addr, trusted)) return addr;
@@ -62,7 +65,8 @@ export function clientAddress(req: IncomingMessage, trusted: string[]): string {
   return addr;
 }
 
-const page = (title: string, body: string) => `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head><body><h1>${title}</h1><p>${body}</p></body></html>\n`;
+const page = (title: string, body: string) =>
+  `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head><body><h1>${title}</h1><p>${body}</p></body></html>\n`;
 const escape = (s: string) => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
 
 function send(res: ServerResponse, status: number, html: string, headers: Record<string, string> = {}) {
@@ -87,7 +91,10 @@ export function createEdge(deps: EdgeDeps): Server {
 }
 
 async function handle(deps: EdgeDeps, req: IncomingMessage, res: ServerResponse) {
-  const host = String(req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '').replace(/\.$/, '');
+  const host = String(req.headers.host ?? '')
+    .toLowerCase()
+    .replace(/:\d+$/, '')
+    .replace(/\.$/, '');
   const route = host ? await deps.resolve(host) : null;
   if (!route) return send(res, 404, page('Not found', `No application is served at ${escape(host || 'this address')}.`));
   const ipr = route.ipRestriction;
@@ -125,15 +132,25 @@ function forward(g: Group, req: IncomingMessage, res: ServerResponse, tried: Set
       resolve();
     };
     const xff = [req.headers['x-forwarded-for'], req.socket.remoteAddress].filter(Boolean).join(', ');
-    const up = request({ host: '127.0.0.1', port: inst.port!, method: req.method, path: req.url, headers: { ...req.headers, 'x-forwarded-for': xff, 'x-forwarded-host': req.headers.host ?? '' }, agent: false }, (r) => {
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      r.pipe(res);
-      r.on('end', end);
-      r.on('error', () => {
-        res.destroy();
-        end();
-      });
-    });
+    const up = request(
+      {
+        host: '127.0.0.1',
+        port: inst.port!,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, 'x-forwarded-for': xff, 'x-forwarded-host': req.headers.host ?? '' },
+        agent: false,
+      },
+      (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+        r.on('end', end);
+        r.on('error', () => {
+          res.destroy();
+          end();
+        });
+      },
+    );
     up.on('error', (e: NodeJS.ErrnoException) => {
       if (res.headersSent) {
         res.destroy();

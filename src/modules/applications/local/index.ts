@@ -56,7 +56,8 @@ export class LocalRuntime {
     this.settings = localSettings(app.config);
     this.supervisor = new Supervisor(
       this.settings.root,
-      (g, i, line, stream) => this.queueLog(g, { message: line, severity: stream === 'stderr' ? 'error' : 'info', processId: i.processId, attributes: { instance: i.index } }),
+      (g, i, line, stream) =>
+        this.queueLog(g, { message: line, severity: stream === 'stderr' ? 'error' : 'info', processId: i.processId, attributes: { instance: i.index } }),
       (g, i, message, severity) => this.queueLog(g, { message, severity, processId: i.processId, attributes: { instance: i.index } }),
     );
   }
@@ -80,11 +81,17 @@ export class LocalRuntime {
     this.flushTimer = null;
     const batches = [...this.pendingLogs.values()];
     this.pendingLogs.clear();
-    for (const b of batches) await writeLogs(this.app.database.db, b.base, b.lines).catch((e: Error) => this.app.log.warn({ err: e.message }, 'runtime log lines lost'));
+    for (const b of batches)
+      await writeLogs(this.app.database.db, b.base, b.lines).catch((e: Error) => this.app.log.warn({ err: e.message }, 'runtime log lines lost'));
   }
 
   private buildLog(d: DeploymentsTable, phase: string) {
-    return (lines: LogLine[]) => writeLogs(this.app.database.db, { companyId: d.company_id, appId: d.app_id, kind: 'build', deploymentId: d.id }, lines.map((l) => ({ ...l, attributes: { phase, ...(l.attributes ?? {}) } })));
+    return (lines: LogLine[]) =>
+      writeLogs(
+        this.app.database.db,
+        { companyId: d.company_id, appId: d.app_id, kind: 'build', deploymentId: d.id },
+        lines.map((l) => ({ ...l, attributes: { phase, ...(l.attributes ?? {}) } })),
+      );
   }
 
   // ---- Phases --------------------------------------------------------------------------------
@@ -132,11 +139,24 @@ export class LocalRuntime {
       if (a.build_type === 'dockerfile') return fail('Building a Dockerfile needs the container driver, which the local runtime does not have');
       if (!d.repo_url) return fail('The application has no repository to build');
       const env = phase === 'build' ? (await envVars.resolveEnvironment(ctx, a, system, 'build')).vars : {};
-      const spec = { appId: a.id, deploymentId: d.id, repoUrl: d.repo_url, branch: d.branch ?? 'main', env, timeoutMs: this.settings.buildTimeoutMs, log, signal: new AbortController().signal };
+      const spec = {
+        appId: a.id,
+        deploymentId: d.id,
+        repoUrl: d.repo_url,
+        branch: d.branch ?? 'main',
+        env,
+        timeoutMs: this.settings.buildTimeoutMs,
+        log,
+        signal: new AbortController().signal,
+      };
       if (phase === 'checkout') {
         return async () => {
           const c = await checkout(root, spec);
-          await this.app.database.db.updateTable('deployments').set({ commit_sha: c.sha, commit_message: c.message.slice(0, 1000) }).where('id', '=', d.id).execute();
+          await this.app.database.db
+            .updateTable('deployments')
+            .set({ commit_sha: c.sha, commit_message: c.message.slice(0, 1000) })
+            .where('id', '=', d.id)
+            .execute();
         };
       }
       return async () => void (await build(root, spec, { sha: d.commit_sha ?? '', message: d.commit_message ?? '' }));
@@ -162,12 +182,20 @@ export class LocalRuntime {
     return () =>
       this.exclusive(a.id, async () => {
         await log([{ message: `Starting ${specs.length} instance(s) of release ${releaseId}` }]);
-        const g = await this.supervisor.startGroup({ appId: a.id, deploymentId: d.id, releaseId }, specs, releaseDir(root, a.id, releaseId), this.processEnv(env));
+        const g = await this.supervisor.startGroup(
+          { appId: a.id, deploymentId: d.id, releaseId },
+          specs,
+          releaseDir(root, a.id, releaseId),
+          this.processEnv(env),
+        );
         const ready = await this.supervisor.waitReady(g, this.settings.readyTimeoutMs, (i) => paths.get(i.processId) ?? null);
         const still = await this.app.database.db.selectFrom('deployments').select('status').where('id', '=', d.id).executeTakeFirst();
         if (!ready || still?.status !== 'inProgress') {
           await this.supervisor.stopGroup(g, this.settings.stopGraceMs);
-          if (!ready) throw new BuildError(`Health check failed: the new instances did not accept HTTP within ${this.settings.readyTimeoutMs} ms; the previous release keeps serving`);
+          if (!ready)
+            throw new BuildError(
+              `Health check failed: the new instances did not accept HTTP within ${this.settings.readyTimeoutMs} ms; the previous release keeps serving`,
+            );
           throw new BuildError('The deployment ended during the rollout; the previous release keeps serving');
         }
         await log([{ message: 'All instances accept HTTP; switching traffic' }]);
@@ -192,9 +220,11 @@ export class LocalRuntime {
     const prev = this.locks.get(appId) ?? Promise.resolve();
     const next = prev.catch(() => {}).then(fn);
     this.locks.set(appId, next);
-    void next.finally(() => {
-      if (this.locks.get(appId) === next) this.locks.delete(appId);
-    }).catch(() => {});
+    void next
+      .finally(() => {
+        if (this.locks.get(appId) === next) this.locks.delete(appId);
+      })
+      .catch(() => {});
     return next;
   }
 
@@ -215,7 +245,15 @@ export class LocalRuntime {
         return;
       }
       if (serving) return;
-      const current = await db.selectFrom('deployments').selectAll().where('app_id', '=', appId).where('status', '=', 'success').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
+      const current = await db
+        .selectFrom('deployments')
+        .selectAll()
+        .where('app_id', '=', appId)
+        .where('status', '=', 'success')
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(1)
+        .executeTakeFirst();
       if (!current) return;
       const releaseId = current.build_of ?? current.id;
       const info = await readRelease(this.settings.root, appId, releaseId);
@@ -235,7 +273,12 @@ export class LocalRuntime {
         }
         return { env: vars, specs, paths };
       });
-      const g = await this.supervisor.startGroup({ appId, deploymentId: current.id, releaseId }, specs, releaseDir(this.settings.root, appId, releaseId), this.processEnv(env));
+      const g = await this.supervisor.startGroup(
+        { appId, deploymentId: current.id, releaseId },
+        specs,
+        releaseDir(this.settings.root, appId, releaseId),
+        this.processEnv(env),
+      );
       // Route at once: the edge answers 502 rather than 503 for the instants before they listen.
       this.serving.set(appId, g);
       await this.supervisor.waitReady(g, this.settings.readyTimeoutMs, (i) => paths.get(i.processId) ?? null);
@@ -252,7 +295,14 @@ export class LocalRuntime {
     const suffix = `.${this.settings.baseDomain}`;
     let a: ApplicationsTable | undefined;
     if (host.endsWith(suffix) && !host.slice(0, -suffix.length).includes('.')) {
-      a = await db.selectFrom('applications').selectAll().where('name', '=', host.slice(0, -suffix.length)).orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
+      a = await db
+        .selectFrom('applications')
+        .selectAll()
+        .where('name', '=', host.slice(0, -suffix.length))
+        .orderBy('created_at')
+        .orderBy('id')
+        .limit(1)
+        .executeTakeFirst();
     } else {
       const id = await serviceOfHostname(db, host);
       a = id ? await appById(db, id) : undefined;

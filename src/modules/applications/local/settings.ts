@@ -34,7 +34,10 @@ export function localSettings(config: Config): LocalSettings {
     edgePort: int('SLIPWAY_EDGE_PORT', 8000, 0),
     edgeHost: env.SLIPWAY_EDGE_HOST || config.host,
     baseDomain: (env.SLIPWAY_BASE_DOMAIN || 'localhost').toLowerCase(),
-    trustedProxies: (env.SLIPWAY_EDGE_TRUSTED_PROXIES ?? '').split(',').map((x) => x.trim()).filter(Boolean),
+    trustedProxies: (env.SLIPWAY_EDGE_TRUSTED_PROXIES ?? '')
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
     buildTimeoutMs: int('SLIPWAY_APPS_BUILD_TIMEOUT_MS', 10 * 60_000),
     readyTimeoutMs: int('SLIPWAY_APPS_READY_TIMEOUT_MS', 60_000),
     stopGraceMs: int('SLIPWAY_APPS_STOP_GRACE_MS', 10_000),

@@ -105,10 +105,12 @@ export class Supervisor {
   private saving = Promise.resolve();
   private save(): Promise<void> {
     const entries = [...this.live].flatMap((i) => (i.child?.pid ? [{ pid: i.child.pid, start: startTimeOf(i.child.pid) ?? '' }] : []));
-    this.saving = this.saving.then(async () => {
-      await mkdir(join(this.registry, '..'), { recursive: true });
-      await writeFile(this.registry, JSON.stringify(entries));
-    }).catch(() => {});
+    this.saving = this.saving
+      .then(async () => {
+        await mkdir(join(this.registry, '..'), { recursive: true });
+        await writeFile(this.registry, JSON.stringify(entries));
+      })
+      .catch(() => {});
     return this.saving;
   }
 
@@ -116,7 +118,16 @@ export class Supervisor {
   async startGroup(g: Omit<Group, 'instances' | 'next'>, specs: InstanceSpec[], cwd: string, env: Record<string, string>): Promise<Group> {
     const group: Group = { ...g, instances: [], next: 0 };
     for (const s of specs) {
-      const inst: Instance = { ...s, port: s.type === 'web' ? await freePort() : null, child: null, startedAt: 0, restarts: 0, stopping: false, inflight: 0, exited: Promise.resolve() };
+      const inst: Instance = {
+        ...s,
+        port: s.type === 'web' ? await freePort() : null,
+        child: null,
+        startedAt: 0,
+        restarts: 0,
+        stopping: false,
+        inflight: 0,
+        exited: Promise.resolve(),
+      };
       group.instances.push(inst);
       this.spawn(group, inst, cwd, env);
     }
@@ -124,7 +135,12 @@ export class Supervisor {
   }
 
   private spawn(g: Group, i: Instance, cwd: string, env: Record<string, string>) {
-    const child = spawn('/bin/sh', ['-c', i.command], { cwd, env: { ...env, ...(i.port ? { PORT: String(i.port) } : {}) }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('/bin/sh', ['-c', i.command], {
+      cwd,
+      env: { ...env, ...(i.port ? { PORT: String(i.port) } : {}) },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     i.child = child;
     i.startedAt = Date.now();
     this.live.add(i);

@@ -49,10 +49,27 @@ export class DatabaseRuntimes {
     if (family === 'redis') {
       const r = this.settings.redis!;
       // The port is chosen when the create step claims one.
-      return { family, host: r.host, port: 0, externalHost: r.externalHost, externalPort: 0, database: requestedName, claimed: false, admin_enc: this.app.secrets.encrypt(randomBytes(24).toString('hex')) };
+      return {
+        family,
+        host: r.host,
+        port: 0,
+        externalHost: r.externalHost,
+        externalPort: 0,
+        database: requestedName,
+        claimed: false,
+        admin_enc: this.app.secrets.encrypt(randomBytes(24).toString('hex')),
+      };
     }
     const s = this.settings[family]!;
-    return { family, host: s.host, port: s.port, externalHost: s.externalHost, externalPort: s.externalPort, database: serverDatabaseName(requestedName, id), claimed: false };
+    return {
+      family,
+      host: s.host,
+      port: s.port,
+      externalHost: s.externalHost,
+      externalPort: s.externalPort,
+      database: serverDatabaseName(requestedName, id),
+      claimed: false,
+    };
   }
 
   /** What a driver needs to act on the database (with `password` instead of the stored one when given). */

@@ -48,7 +48,8 @@ export class MysqlEngine implements DatabaseEngine {
   }
 
   private account = (c: mysql.Connection, t: Target) => `${c.escape(t.user)}@'%'`;
-  private identified = (c: mysql.Connection, password: string) => (this.mariadb ? `IDENTIFIED BY PASSWORD ${c.escape(nativeHash(password))}` : `IDENTIFIED BY ${c.escape(password)}`);
+  private identified = (c: mysql.Connection, password: string) =>
+    this.mariadb ? `IDENTIFIED BY PASSWORD ${c.escape(nativeHash(password))}` : `IDENTIFIED BY ${c.escape(password)}`;
 
   async userExists(t: Target): Promise<boolean> {
     return this.conn(async (c) => (await c.query<mysql.RowDataPacket[]>('SELECT 1 FROM mysql.user WHERE User = ?', [t.user]))[0].length > 0);
@@ -59,7 +60,9 @@ export class MysqlEngine implements DatabaseEngine {
       await c.query(`CREATE DATABASE IF NOT EXISTS ${id(t.database)} CHARACTER SET utf8mb4`);
       const [rows] = await c.query<mysql.RowDataPacket[]>("SELECT 1 FROM mysql.user WHERE User = ? AND Host = '%'", [t.user]);
       // A re-run after a crash finds the user it created (the name was claimed for this database first).
-      await c.query(`${rows.length ? 'ALTER' : 'CREATE'} USER ${this.account(c, t)} ${this.identified(c, t.password)} ACCOUNT ${t.suspended ? 'LOCK' : 'UNLOCK'}`);
+      await c.query(
+        `${rows.length ? 'ALTER' : 'CREATE'} USER ${this.account(c, t)} ${this.identified(c, t.password)} ACCOUNT ${t.suspended ? 'LOCK' : 'UNLOCK'}`,
+      );
       await c.query(`GRANT ALL PRIVILEGES ON ${id(t.database)}.* TO ${this.account(c, t)}`);
     });
   }
@@ -76,7 +79,10 @@ export class MysqlEngine implements DatabaseEngine {
 
   /** Kills the sessions of the user and those using the database (their transactions roll back). */
   private async kill(c: mysql.Connection, t: Target, databases = [t.database]): Promise<void> {
-    const [rows] = await c.query<mysql.RowDataPacket[]>('SELECT ID FROM information_schema.PROCESSLIST WHERE (USER = ? OR DB IN (?)) AND ID <> CONNECTION_ID()', [t.user, databases]);
+    const [rows] = await c.query<mysql.RowDataPacket[]>(
+      'SELECT ID FROM information_schema.PROCESSLIST WHERE (USER = ? OR DB IN (?)) AND ID <> CONNECTION_ID()',
+      [t.user, databases],
+    );
     for (const r of rows) await c.query(`KILL CONNECTION ${Number(r.ID)}`).catch(() => {}); // already gone
   }
 
@@ -96,7 +102,11 @@ export class MysqlEngine implements DatabaseEngine {
     const u = new URL(this.settings.url);
     const file = join(tmpdir(), `slipway-my-${randomBytes(6).toString('hex')}.cnf`);
     const q = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
-    await writeFile(file, `[client]\nhost=${q(u.hostname.replace(/^\[|\]$/g, ''))}\nport=${u.port || 3306}\nuser=${q(decodeURIComponent(u.username))}\npassword=${q(decodeURIComponent(u.password))}\nprotocol=TCP\n`, { mode: 0o600 });
+    await writeFile(
+      file,
+      `[client]\nhost=${q(u.hostname.replace(/^\[|\]$/g, ''))}\nport=${u.port || 3306}\nuser=${q(decodeURIComponent(u.username))}\npassword=${q(decodeURIComponent(u.password))}\nprotocol=TCP\n`,
+      { mode: 0o600 },
+    );
     try {
       return await fn(file);
     } finally {
@@ -106,7 +116,13 @@ export class MysqlEngine implements DatabaseEngine {
 
   async dump(t: Target, file: string): Promise<void> {
     if (!this.dumpTool) throw new Refused('mariadb-dump/mysqldump is not installed on the Slipway host');
-    const r = await this.withOptions((cnf) => run(this.dumpTool!, [`--defaults-extra-file=${cnf}`, '--single-transaction', '--skip-lock-tables', '--no-tablespaces', '--routines', '--triggers', t.database], { stdout: file }));
+    const r = await this.withOptions((cnf) =>
+      run(
+        this.dumpTool!,
+        [`--defaults-extra-file=${cnf}`, '--single-transaction', '--skip-lock-tables', '--no-tablespaces', '--routines', '--triggers', t.database],
+        { stdout: file },
+      ),
+    );
     if (r.code !== 0) throw new Refused(`the dump failed: ${lastLine(r.stderr)}`);
   }
 
@@ -124,13 +140,20 @@ export class MysqlEngine implements DatabaseEngine {
       if (r.code !== 0) throw new Refused(`the dump could not be applied: ${lastLine(r.stderr)}`);
       await this.conn(async (c) => {
         const tables = async (schema: string) =>
-          (await c.query<mysql.RowDataPacket[]>("SELECT TABLE_NAME AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'", [schema]))[0].map((row) => String(row.n));
+          (
+            await c.query<mysql.RowDataPacket[]>("SELECT TABLE_NAME AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'", [
+              schema,
+            ])
+          )[0].map((row) => String(row.n));
         const [current, restored] = [await tables(t.database), await tables(scratch)];
         await c.query(`DROP DATABASE IF EXISTS ${id(old)}`);
         await c.query(`CREATE DATABASE ${id(old)}`);
         await this.kill(c, t, [t.database, scratch]); // open transactions would hold the tables
         await c.query('SET SESSION lock_wait_timeout = 30');
-        const moves = [...current.map((n) => `${id(t.database)}.${id(n)} TO ${id(old)}.${id(n)}`), ...restored.map((n) => `${id(scratch)}.${id(n)} TO ${id(t.database)}.${id(n)}`)];
+        const moves = [
+          ...current.map((n) => `${id(t.database)}.${id(n)} TO ${id(old)}.${id(n)}`),
+          ...restored.map((n) => `${id(scratch)}.${id(n)} TO ${id(t.database)}.${id(n)}`),
+        ];
         try {
           if (moves.length) await c.query(`RENAME TABLE ${moves.join(', ')}`);
         } catch (e) {
@@ -154,7 +177,10 @@ export class MysqlEngine implements DatabaseEngine {
 
   async usage(t: Target): Promise<Usage> {
     return this.conn(async (c) => {
-      const [rows] = await c.query<mysql.RowDataPacket[]>('SELECT COALESCE(SUM(DATA_LENGTH + INDEX_LENGTH), 0) AS size FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [t.database]);
+      const [rows] = await c.query<mysql.RowDataPacket[]>(
+        'SELECT COALESCE(SUM(DATA_LENGTH + INDEX_LENGTH), 0) AS size FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?',
+        [t.database],
+      );
       return { storage: Number(rows[0]?.size ?? 0), memory: null };
     });
   }

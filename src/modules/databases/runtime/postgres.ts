@@ -24,7 +24,11 @@ export function scramVerifier(password: string, salt = randomBytes(16), iteratio
 
 const EXTENSIONS: Record<string, string> = { enable_vector: 'vector', enable_postgis: 'postgis', enable_cron: 'pg_cron' };
 /** The extension names a database's `extensions` flags ask for. */
-export const pgExtensions = (flags: Record<string, boolean | undefined>) => Object.entries(flags).filter(([, on]) => on).map(([k]) => EXTENSIONS[k]).filter((x): x is string => !!x);
+export const pgExtensions = (flags: Record<string, boolean | undefined>) =>
+  Object.entries(flags)
+    .filter(([, on]) => on)
+    .map(([k]) => EXTENSIONS[k])
+    .filter((x): x is string => !!x);
 
 const ident = (s: string) => pg.escapeIdentifier(s);
 const literal = (s: string) => pg.escapeLiteral(s);
@@ -40,7 +44,9 @@ export class PostgresEngine implements DatabaseEngine {
   }
 
   describe(): string {
-    const missing = Object.entries(this.tools).filter(([, p]) => !p).map(([n]) => n);
+    const missing = Object.entries(this.tools)
+      .filter(([, p]) => !p)
+      .map(([n]) => n);
     return `postgresql: real on ${this.settings.host}:${this.settings.port}${missing.length ? ` (missing ${missing.join(', ')}: backups and restores fail)` : ''}`;
   }
 
@@ -61,7 +67,12 @@ export class PostgresEngine implements DatabaseEngine {
   /** Connection variables of the command-line tools (the password never appears in their arguments). */
   private toolEnv(database: string): Record<string, string> {
     const u = this.admin;
-    const env: Record<string, string> = { PGHOST: decodeURIComponent(u.hostname.replace(/^\[|\]$/g, '')), PGPORT: u.port || '5432', PGDATABASE: database, PGCONNECT_TIMEOUT: '10' };
+    const env: Record<string, string> = {
+      PGHOST: decodeURIComponent(u.hostname.replace(/^\[|\]$/g, '')),
+      PGPORT: u.port || '5432',
+      PGDATABASE: database,
+      PGCONNECT_TIMEOUT: '10',
+    };
     if (u.username) env.PGUSER = decodeURIComponent(u.username);
     if (u.password) env.PGPASSWORD = decodeURIComponent(u.password);
     const ssl = u.searchParams.get('sslmode');
@@ -85,7 +96,9 @@ export class PostgresEngine implements DatabaseEngine {
       await c.query('BEGIN');
       const exists = (await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [t.user])).rowCount! > 0;
       // A re-run after a crash finds the role it created (the name was claimed for this database first).
-      await c.query(`${exists ? 'ALTER' : 'CREATE'} ROLE ${role} ${t.suspended ? 'NOLOGIN' : 'LOGIN'} NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD ${literal(scramVerifier(t.password))}`);
+      await c.query(
+        `${exists ? 'ALTER' : 'CREATE'} ROLE ${role} ${t.suspended ? 'NOLOGIN' : 'LOGIN'} NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD ${literal(scramVerifier(t.password))}`,
+      );
       await c.query(`COMMENT ON ROLE ${role} IS ${literal(`Slipway database ${t.id}`)}`);
       await c.query('COMMIT');
       if (!(await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [t.database])).rowCount) {
@@ -100,7 +113,9 @@ export class PostgresEngine implements DatabaseEngine {
     });
     if (t.extensions.length) {
       await this.client(t.database, async (c) => {
-        const available = new Set((await c.query<{ name: string }>('SELECT name FROM pg_available_extensions WHERE name = ANY($1)', [t.extensions])).rows.map((r) => r.name));
+        const available = new Set(
+          (await c.query<{ name: string }>('SELECT name FROM pg_available_extensions WHERE name = ANY($1)', [t.extensions])).rows.map((r) => r.name),
+        );
         // Extensions the server does not have are skipped (the database still works without them).
         for (const x of t.extensions.filter((e) => available.has(e))) await c.query(`CREATE EXTENSION IF NOT EXISTS ${ident(x)}`);
       });
@@ -118,7 +133,10 @@ export class PostgresEngine implements DatabaseEngine {
   }
 
   private async terminate(c: pg.Client, t: Target): Promise<void> {
-    await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE (datname = $1 OR usename = $2) AND pid <> pg_backend_pid()', [t.database, t.user]);
+    await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE (datname = $1 OR usename = $2) AND pid <> pg_backend_pid()', [
+      t.database,
+      t.user,
+    ]);
   }
 
   async setSuspended(t: Target, suspended: boolean): Promise<void> {
@@ -152,7 +170,11 @@ export class PostgresEngine implements DatabaseEngine {
       const role = ident(t.user);
       await writeFile(`${scratch}.pre.sql`, `SET ROLE ${role};\nDROP OWNED BY ${role} CASCADE;\n`, { mode: 0o600 });
       await this.restart(t); // open sessions would hold locks on the tables being replaced
-      const r = await run(this.tool('psql'), ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction', '-f', `${scratch}.pre.sql`, '-f', `${scratch}.sql`], { env: this.toolEnv(t.database) });
+      const r = await run(
+        this.tool('psql'),
+        ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction', '-f', `${scratch}.pre.sql`, '-f', `${scratch}.sql`],
+        { env: this.toolEnv(t.database) },
+      );
       if (r.code !== 0) throw new Refused(`the dump could not be applied: ${lastLine(r.stderr)}`);
     } finally {
       await Promise.all(['.list', '.sql', '.pre.sql'].map((x) => rm(scratch + x, { force: true })));

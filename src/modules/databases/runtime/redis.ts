@@ -66,7 +66,17 @@ export class RedisEngine implements DatabaseEngine {
 
   /** A connection as Slipway's admin user (no reconnection: a failure is reported at once). */
   private async admin<T>(t: Target, fn: (r: Redis) => Promise<T>): Promise<T> {
-    const r = new Redis({ host: this.settings.bind, port: t.port!, username: ADMIN_USER, password: t.adminPassword!, lazyConnect: true, connectTimeout: 5000, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+    const r = new Redis({
+      host: this.settings.bind,
+      port: t.port!,
+      username: ADMIN_USER,
+      password: t.adminPassword!,
+      lazyConnect: true,
+      connectTimeout: 5000,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      enableOfflineQueue: false,
+    });
     r.on('error', () => {});
     try {
       await r.connect();
@@ -88,7 +98,11 @@ export class RedisEngine implements DatabaseEngine {
 
   private acl(t: Target, password = t.password): string {
     const client = t.suspended ? 'off' : 'on';
-    const users = new Map([[ADMIN_USER, `on #${sha256(t.adminPassword!)}`], ['default', `${client} #${sha256(password)}`], [t.user, `${client} #${sha256(password)}`]]);
+    const users = new Map([
+      [ADMIN_USER, `on #${sha256(t.adminPassword!)}`],
+      ['default', `${client} #${sha256(password)}`],
+      [t.user, `${client} #${sha256(password)}`],
+    ]);
     return [...users].map(([name, rules]) => `user ${name} ${rules} ~* &* +@all`).join('\n') + '\n';
   }
 
@@ -190,9 +204,10 @@ export class RedisEngine implements DatabaseEngine {
       const next = { ...t, suspended };
       await this.ensureRunning(next);
       await this.reloadUsers(next, t.password, 'user change');
-      if (suspended) await this.admin(t, async (r) => {
-        for (const user of new Set(['default', t.user])) await r.client('KILL', 'USER', user).catch(() => 0);
-      });
+      if (suspended)
+        await this.admin(t, async (r) => {
+          for (const user of new Set(['default', t.user])) await r.client('KILL', 'USER', user).catch(() => 0);
+        });
     });
   }
 
@@ -216,7 +231,8 @@ export class RedisEngine implements DatabaseEngine {
     return this.serial(t.id, async () => {
       if (!this.checkTool) throw new Refused('redis-check-rdb is not installed on the Slipway host');
       const check = await run(this.checkTool, [file]);
-      if (check.code !== 0) throw new Refused(`the snapshot cannot be loaded: ${lastLine(check.stderr) === 'no output' ? 'redis-check-rdb found errors' : lastLine(check.stderr)}`);
+      if (check.code !== 0)
+        throw new Refused(`the snapshot cannot be loaded: ${lastLine(check.stderr) === 'no output' ? 'redis-check-rdb found errors' : lastLine(check.stderr)}`);
       const dir = this.dir(t);
       await copyFile(file, join(dir, 'dump.rdb.restore'));
       await this.shutdown(t, false);
@@ -238,7 +254,10 @@ export class RedisEngine implements DatabaseEngine {
     return this.serial(t.id, async () => {
       const info = await this.admin(t, (r) => r.info('memory'));
       const memory = Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0);
-      const storage = await stat(join(this.dir(t), 'dump.rdb')).then((s) => s.size, () => 0);
+      const storage = await stat(join(this.dir(t), 'dump.rdb')).then(
+        (s) => s.size,
+        () => 0,
+      );
       return { storage, memory };
     });
   }

@@ -62,7 +62,7 @@ function secret(env: Env, name: string): string | undefined {
   try {
     return readFileSync(file, 'utf8').trim() || undefined;
   } catch (e) {
-    throw new Error(`${name}_FILE: cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new Error(`${name}_FILE: cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? 'error'})`, { cause: e });
   }
 }
 

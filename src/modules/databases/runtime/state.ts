@@ -25,6 +25,9 @@ export const runtimeState = (d: { runtime: string | null }): RuntimeState | null
 
 /** The server-side database name: the requested name made portable, then the Slipway id (unique, and found again by a re-run). */
 export function serverDatabaseName(requested: string, id: string): string {
-  const base = requested.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 40);
+  const base = requested
+    .toLowerCase()
+    .replace(/[^a-z0-9_]/g, '_')
+    .slice(0, 40);
   return `${base}_${id.replace(/-/g, '').slice(0, 12)}`;
 }

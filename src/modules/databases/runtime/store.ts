@@ -36,7 +36,12 @@ export class FileBackupStore implements BackupStore {
 
   async fetch(databaseId: string, backupId: string): Promise<string | undefined> {
     const f = this.file(databaseId, backupId);
-    return (await stat(f).then(() => true, () => false)) ? f : undefined;
+    return (await stat(f).then(
+      () => true,
+      () => false,
+    ))
+      ? f
+      : undefined;
   }
 
   async remove(databaseId: string, backupId: string): Promise<void> {
