@@ -30,6 +30,8 @@ function fromDist() {
 }
 
 if (fromDist()) {
+  // One bundled file: stack traces point at src/ through its source map.
+  process.setSourceMapsEnabled(true);
   await import('../dist/cli.js');
 } else {
   const { register } = await import('tsx/esm/api');

@@ -7,6 +7,8 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import websocket from '@fastify/websocket';
 import AjvModule from 'ajv';
 import formatsModule from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import type { Config } from './shared/config.js';
 import { createAppContext, type AppContext } from './shared/context.js';
 import { migrate, openDatabase, type Database } from './shared/db/index.js';
@@ -35,6 +37,16 @@ export interface Server {
 // ajv and ajv-formats are CommonJS modules with a `default` export.
 const Ajv = ((AjvModule as any).default ?? AjvModule) as typeof AjvModule.default;
 const addFormats = ((formatsModule as any).default ?? formatsModule) as typeof formatsModule.default;
+
+const eagerSerializers = SerializerSelector();
+/** Fastify's own serializer factory (fast-json-stringify), building each route's serializer on its first response. */
+const lazySerializers: typeof eagerSerializers = (externalSchemas, options) => {
+  const build = eagerSerializers(externalSchemas, options);
+  return (route) => {
+    let serialize: ((data: unknown) => string) | undefined;
+    return (data: unknown) => (serialize ??= build(route))(data);
+  };
+};
 
 function makeAjv(coerce: boolean, useDefaults = true) {
   const ajv = new Ajv({ allErrors: true, coerceTypes: coerce ? 'array' : false, useDefaults, removeAdditional: false, strict: false });
@@ -98,6 +110,8 @@ export async function createServer(config: Config, opts: { database?: Database; 
   };
   const fastify = Fastify({
     logger: opts.logger ?? { level: config.logLevel },
+    // Response serializers are built on first use too (see the validator compiler below).
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     requestIdHeader: false,
@@ -165,11 +179,15 @@ export async function createServer(config: Config, opts: { database?: Database; 
   const patchAjv = makeAjv(false, false);
   const paramAjv = makeAjv(true);
   fastify.setValidatorCompiler(({ schema, httpPart, method }) => {
-    const validate = (httpPart !== 'body' ? paramAjv : method === 'PATCH' ? patchAjv : bodyAjv).compile(schema);
-    return (data: unknown) =>
-      validate(data)
+    const ajv = httpPart !== 'body' ? paramAjv : method === 'PATCH' ? patchAjv : bodyAjv;
+    // Compiled on first use, so a start does not pay for every route's validators (cold start).
+    let validate: ValidateFunction | undefined;
+    return (data: unknown) => {
+      validate ??= ajv.compile(schema);
+      return validate(data)
         ? { value: data }
         : { error: Object.assign(new Error(`invalid ${httpPart}`), { validation: validate.errors, validationContext: httpPart }) };
+    };
   });
 
   fastify.addHook('onRequest', async (req, reply) => {

@@ -2,8 +2,11 @@
 // and a localhost certificate created once and kept in the data directory.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import forge from 'node-forge';
+import type Forge from 'node-forge';
+import { lazy } from './lazy.js';
 import type { Config } from './config.js';
+
+const loadForge = lazy<typeof Forge>('node-forge');
 
 export interface TlsMaterial {
   cert: string;
@@ -12,12 +15,12 @@ export interface TlsMaterial {
 }
 
 function serial(): string {
-  return '01' + forge.util.bytesToHex(forge.random.getBytesSync(15));
+  return '01' + loadForge().util.bytesToHex(loadForge().random.getBytesSync(15));
 }
 
 function makeCa() {
-  const keys = forge.pki.rsa.generateKeyPair(2048);
-  const cert = forge.pki.createCertificate();
+  const keys = loadForge().pki.rsa.generateKeyPair(2048);
+  const cert = loadForge().pki.createCertificate();
   cert.publicKey = keys.publicKey;
   cert.serialNumber = serial();
   cert.validity.notBefore = new Date(Date.now() - 60_000);
@@ -33,13 +36,13 @@ function makeCa() {
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
     { name: 'subjectKeyIdentifier' },
   ]);
-  cert.sign(keys.privateKey, forge.md.sha256.create());
+  cert.sign(keys.privateKey, loadForge().md.sha256.create());
   return { cert, keys };
 }
 
-function makeLeaf(ca: { cert: forge.pki.Certificate; key: forge.pki.rsa.PrivateKey }) {
-  const keys = forge.pki.rsa.generateKeyPair(2048);
-  const cert = forge.pki.createCertificate();
+function makeLeaf(ca: { cert: Forge.pki.Certificate; key: Forge.pki.rsa.PrivateKey }) {
+  const keys = loadForge().pki.rsa.generateKeyPair(2048);
+  const cert = loadForge().pki.createCertificate();
   cert.publicKey = keys.publicKey;
   cert.serialNumber = serial();
   cert.validity.notBefore = new Date(Date.now() - 60_000);
@@ -59,7 +62,7 @@ function makeLeaf(ca: { cert: forge.pki.Certificate; key: forge.pki.rsa.PrivateK
       ],
     },
   ]);
-  cert.sign(ca.key, forge.md.sha256.create());
+  cert.sign(ca.key, loadForge().md.sha256.create());
   return { cert, keys };
 }
 
@@ -73,17 +76,17 @@ export async function loadTls(tls: NonNullable<Config['tls']>, dataDir: string):
   const key = join(dir, 'localhost-key.pem');
   if (!existsSync(caCert) || !existsSync(caKey)) {
     const ca = makeCa();
-    writeFileSync(caKey, forge.pki.privateKeyToPem(ca.keys.privateKey), { mode: 0o600 });
-    writeFileSync(caCert, forge.pki.certificateToPem(ca.cert));
+    writeFileSync(caKey, loadForge().pki.privateKeyToPem(ca.keys.privateKey), { mode: 0o600 });
+    writeFileSync(caCert, loadForge().pki.certificateToPem(ca.cert));
   }
   if (!existsSync(cert) || !existsSync(key)) {
     const ca = {
-      cert: forge.pki.certificateFromPem(readFileSync(caCert, 'utf8')),
-      key: forge.pki.privateKeyFromPem(readFileSync(caKey, 'utf8')) as forge.pki.rsa.PrivateKey,
+      cert: loadForge().pki.certificateFromPem(readFileSync(caCert, 'utf8')),
+      key: loadForge().pki.privateKeyFromPem(readFileSync(caKey, 'utf8')) as Forge.pki.rsa.PrivateKey,
     };
     const leaf = makeLeaf(ca);
-    writeFileSync(key, forge.pki.privateKeyToPem(leaf.keys.privateKey), { mode: 0o600 });
-    writeFileSync(cert, forge.pki.certificateToPem(leaf.cert));
+    writeFileSync(key, loadForge().pki.privateKeyToPem(leaf.keys.privateKey), { mode: 0o600 });
+    writeFileSync(cert, loadForge().pki.certificateToPem(leaf.cert));
   }
   return { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8'), caPath: caCert };
 }

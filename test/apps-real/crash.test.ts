@@ -1,6 +1,6 @@
 // SIGKILL of Slipway with the local runtime: the next start kills the instances it left and serves again.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -10,10 +10,16 @@ import { freePort } from '../../src/modules/applications/local/supervisor.js';
 import { DEFAULT_CLUSTER } from '../applications/support.js';
 import { edgeGet, LOCAL_ENV, makeRepo } from './support.js';
 
+/** Whether `pid` runs: a zombie (killed, not yet reaped by whatever adopted it) does not. */
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
-    return true;
+  } catch {
+    return false;
+  }
+  try {
+    // /proc/<pid>/stat: "pid (comm) state ..."; Z is a zombie.
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return false;
   }

@@ -2,27 +2,19 @@
 // Ceph, AWS S3, R2) under `<prefix><bucket id>/<blob>`, written and read through the AWS SDK.
 // Metadata stays in Slipway's database exactly as with the embedded store.
 import type { Readable } from 'node:stream';
-import {
-  CompleteMultipartUploadCommand,
-  CopyObjectCommand,
-  CreateMultipartUploadCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-  UploadPartCopyCommand,
-  AbortMultipartUploadCommand,
-} from '@aws-sdk/client-s3';
+import type * as Sdk from '@aws-sdk/client-s3';
+import { lazy } from '../../shared/lazy.js';
 import type { BlobStore, ByteRange } from './blobs.js';
 import { S3Error } from './s3-errors.js';
 import type { UpstreamSettings } from './settings.js';
 
+const sdk = lazy<typeof Sdk>('@aws-sdk/client-s3');
+
 export class UpstreamBlobStore implements BlobStore {
   readonly kind = 's3' as const;
-  private client: S3Client;
+  private client: Sdk.S3Client;
   constructor(private s: UpstreamSettings) {
-    this.client = new S3Client({
+    this.client = new (sdk().S3Client)({
       endpoint: s.endpoint,
       region: s.region,
       forcePathStyle: s.forcePathStyle,
@@ -38,7 +30,7 @@ export class UpstreamBlobStore implements BlobStore {
 
   async put(bucketId: string, blob: string, body: Readable, size: number | null, check?: () => void): Promise<number> {
     if (size === null) throw new S3Error(411, 'MissingContentLength', 'You must provide the Content-Length HTTP header.');
-    await this.client.send(new PutObjectCommand({ Bucket: this.s.bucket, Key: this.key(bucketId, blob), Body: body, ContentLength: size }));
+    await this.client.send(new (sdk().PutObjectCommand)({ Bucket: this.s.bucket, Key: this.key(bucketId, blob), Body: body, ContentLength: size }));
     try {
       check?.();
     } catch (e) {
@@ -54,19 +46,19 @@ export class UpstreamBlobStore implements BlobStore {
     const source = (b: string) => `${Bucket}/${encodeURIComponent(this.key(bucketId, b)).replace(/%2F/g, '/')}`;
     const total = parts.reduce((n, p) => n + p.size, 0);
     if (parts.length === 1) {
-      await this.client.send(new CopyObjectCommand({ Bucket, Key, CopySource: source(parts[0]!.blob) }));
+      await this.client.send(new (sdk().CopyObjectCommand)({ Bucket, Key, CopySource: source(parts[0]!.blob) }));
       return total;
     }
-    const { UploadId } = await this.client.send(new CreateMultipartUploadCommand({ Bucket, Key }));
+    const { UploadId } = await this.client.send(new (sdk().CreateMultipartUploadCommand)({ Bucket, Key }));
     try {
       const done = [];
       for (const [i, p] of parts.entries()) {
-        const r = await this.client.send(new UploadPartCopyCommand({ Bucket, Key, UploadId, PartNumber: i + 1, CopySource: source(p.blob) }));
+        const r = await this.client.send(new (sdk().UploadPartCopyCommand)({ Bucket, Key, UploadId, PartNumber: i + 1, CopySource: source(p.blob) }));
         done.push({ PartNumber: i + 1, ETag: r.CopyPartResult?.ETag });
       }
-      await this.client.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: done } }));
+      await this.client.send(new (sdk().CompleteMultipartUploadCommand)({ Bucket, Key, UploadId, MultipartUpload: { Parts: done } }));
     } catch (e) {
-      await this.client.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId })).catch(() => {});
+      await this.client.send(new (sdk().AbortMultipartUploadCommand)({ Bucket, Key, UploadId })).catch(() => {});
       throw e;
     }
     return total;
@@ -78,7 +70,7 @@ export class UpstreamBlobStore implements BlobStore {
 
   async read(bucketId: string, blob: string, range?: ByteRange): Promise<Readable> {
     const r = await this.client.send(
-      new GetObjectCommand({ Bucket: this.s.bucket, Key: this.key(bucketId, blob), Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
+      new (sdk().GetObjectCommand)({ Bucket: this.s.bucket, Key: this.key(bucketId, blob), Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
     );
     return r.Body as Readable;
   }
@@ -86,7 +78,7 @@ export class UpstreamBlobStore implements BlobStore {
   async remove(bucketId: string, blobs: readonly string[]): Promise<void> {
     for (let i = 0; i < blobs.length; i += 1000) {
       const Objects = blobs.slice(i, i + 1000).map((b) => ({ Key: this.key(bucketId, b) }));
-      await this.client.send(new DeleteObjectsCommand({ Bucket: this.s.bucket, Delete: { Objects, Quiet: true } }));
+      await this.client.send(new (sdk().DeleteObjectsCommand)({ Bucket: this.s.bucket, Delete: { Objects, Quiet: true } }));
     }
   }
 
@@ -94,7 +86,7 @@ export class UpstreamBlobStore implements BlobStore {
   private async *list(prefix: string): AsyncGenerator<{ key: string; modified: number }> {
     let ContinuationToken: string | undefined;
     do {
-      const r = await this.client.send(new ListObjectsV2Command({ Bucket: this.s.bucket, Prefix: prefix, ContinuationToken }));
+      const r = await this.client.send(new (sdk().ListObjectsV2Command)({ Bucket: this.s.bucket, Prefix: prefix, ContinuationToken }));
       for (const o of r.Contents ?? []) if (o.Key) yield { key: o.Key, modified: o.LastModified?.getTime() ?? 0 };
       ContinuationToken = r.IsTruncated ? r.NextContinuationToken : undefined;
     } while (ContinuationToken);

@@ -7,7 +7,8 @@
 import { pipeline, type Readable } from 'node:stream';
 import type { ByteRange } from './blobs.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { XMLBuilder, XMLParser } from 'fast-xml-parser';
+import type * as Xml from 'fast-xml-parser';
+import { lazy } from '../../shared/lazy.js';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { ApiError } from '../../shared/errors.js';
@@ -50,8 +51,17 @@ const MAX_XML_BODY = 2 * 1024 * 1024;
 const OBJECT_SUBRESOURCES = ['acl', 'tagging', 'torrent', 'attributes', 'retention', 'legal-hold', 'restore', 'select'];
 const STORED_HEADERS = ['cache-control', 'content-disposition', 'content-encoding', 'content-language', 'expires'] as const;
 
-const xml = new XMLBuilder({ ignoreAttributes: false, suppressEmptyNode: false, processEntities: true });
-const xmlParser = new XMLParser({ ignoreAttributes: true, parseTagValue: false, trimValues: false, isArray: (name) => name === 'Part' || name === 'Object' });
+const loadXml = lazy<typeof Xml>('fast-xml-parser');
+let builder: Xml.XMLBuilder | undefined;
+let parser: Xml.XMLParser | undefined;
+const xml = () => (builder ??= new (loadXml().XMLBuilder)({ ignoreAttributes: false, suppressEmptyNode: false, processEntities: true }));
+const xmlParser = () =>
+  (parser ??= new (loadXml().XMLParser)({
+    ignoreAttributes: true,
+    parseTagValue: false,
+    trimValues: false,
+    isArray: (name) => name === 'Part' || name === 'Object',
+  }));
 
 // --- Addressing -------------------------------------------------------------------------------
 
@@ -135,7 +145,7 @@ const headerOf = (req: FastifyRequest, name: string): string | undefined => {
 
 function sendXml(reply: FastifyReply, status: number, body: Record<string, unknown>) {
   reply.status(status).type('application/xml');
-  return reply.send(`<?xml version="1.0" encoding="UTF-8"?>\n${xml.build(body)}`);
+  return reply.send(`<?xml version="1.0" encoding="UTF-8"?>\n${xml().build(body)}`);
 }
 
 function toS3Error(err: unknown): S3Error | null {
@@ -244,7 +254,7 @@ async function xmlBody(req: FastifyRequest, caller: Caller): Promise<Record<stri
   }
   b.check();
   try {
-    return xmlParser.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+    return xmlParser().parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
   } catch {
     throw malformedXml();
   }

@@ -2,8 +2,9 @@
 // forms. The expected signature is computed with @smithy/signature-v4 over exactly the headers the
 // client signed, and compared in constant time. The bucket's access keys are looked up here.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { Hash } from '@smithy/hash-node';
-import { SignatureV4 } from '@smithy/signature-v4';
+import type * as HashNode from '@smithy/hash-node';
+import type * as Signing from '@smithy/signature-v4';
+import { lazy } from '../../shared/lazy.js';
 import type { AppContext } from '../../shared/context.js';
 import { accessDenied, invalidArgument, invalidRequest, S3Error } from './s3-errors.js';
 import { runtime } from './runtime.js';
@@ -13,7 +14,8 @@ const MAX_SKEW_MS = 15 * 60_000;
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
-const sha256 = Hash.bind(null, 'sha256');
+const hashNode = lazy<typeof HashNode>('@smithy/hash-node');
+const signing = lazy<typeof Signing>('@smithy/signature-v4');
 
 /** What the data plane needs of an incoming request. */
 export interface SignedRequest {
@@ -30,7 +32,7 @@ export interface Caller {
   accessKey: string;
   bucketId: string;
   /** Header form only: the request's own signature (the seed of streaming chunk signatures). */
-  seed: { signature: string; signer: SignatureV4; date: Date; scope: string } | null;
+  seed: { signature: string; signer: Signing.SignatureV4; date: Date; scope: string } | null;
   /** The declared payload hash (header form) or UNSIGNED-PAYLOAD (presigned). */
   payloadHash: string;
 }
@@ -80,12 +82,13 @@ async function lookupKey(app: AppContext, accessKey: string): Promise<{ bucketId
   return { bucketId: row.bucket_id, secret: app.secrets.decrypt(row.secret_enc) };
 }
 
-function signerFor(accessKey: string, secret: string, region: string): SignatureV4 {
-  return new SignatureV4({
+function signerFor(accessKey: string, secret: string, region: string): Signing.SignatureV4 {
+  const Hash = hashNode().Hash;
+  return new (signing().SignatureV4)({
     credentials: { accessKeyId: accessKey, secretAccessKey: secret },
     region,
     service: 's3',
-    sha256,
+    sha256: Hash.bind(null, 'sha256'),
     uriEscapePath: false,
     applyChecksum: false,
   });

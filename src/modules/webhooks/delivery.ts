@@ -9,7 +9,8 @@
 // between the receiver's 2xx and that transaction repeats the attempt (same event_id).
 import { createHmac, randomBytes } from 'node:crypto';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { Agent, request } from 'undici';
+import type * as Undici from 'undici';
+import { lazy } from '../../shared/lazy.js';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import type { RecordedEvent } from '../../shared/events.js';
@@ -17,6 +18,8 @@ import { newId } from '../../shared/ids.js';
 import { outboundUrlProblem, refusedDestination } from '../../shared/net.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import type { WebhookDeliveriesTable, WebhooksTable } from './storage.js';
+
+const undici = lazy<typeof Undici>('undici');
 
 export const DELIVER = 'webhook.deliver';
 
@@ -90,7 +93,7 @@ class Refused extends Error {
 }
 
 /** A dispatcher whose DNS lookups refuse forbidden addresses, so the checked address is the one connected to. */
-export function guardedAgent(production: boolean, timeoutMs: number): Agent {
+export function guardedAgent(production: boolean, timeoutMs: number): Undici.Agent {
   const lookup = (hostname: string, options: any, cb: (...args: any[]) => void) => {
     const opts = typeof options === 'object' && options ? options : {};
     dnsLookup(hostname, { family: opts.family ?? 0, hints: opts.hints, all: true }, (err, addresses: LookupAddress[]) => {
@@ -104,7 +107,7 @@ export function guardedAgent(production: boolean, timeoutMs: number): Agent {
       cb(null, addresses[0]!.address, addresses[0]!.family);
     });
   };
-  return new Agent({
+  return new (undici().Agent)({
     // The per-attempt AbortController is the overall limit; these are backstops.
     connect: { lookup: lookup as any, timeout: timeoutMs + 1000 },
     headersTimeout: timeoutMs + 1000,
@@ -125,7 +128,7 @@ interface SendResult {
 }
 
 export async function post(
-  agent: Agent,
+  agent: Undici.Agent,
   production: boolean,
   timeoutMs: number,
   endpoint: string,
@@ -139,7 +142,7 @@ export async function post(
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
   try {
-    const res = await request(endpoint, { method: 'POST', headers, body, dispatcher: agent, signal: ac.signal, maxRedirections: 0 });
+    const res = await undici().request(endpoint, { method: 'POST', headers, body, dispatcher: agent, signal: ac.signal, maxRedirections: 0 });
     // Read at most RESPONSE_EXCERPT_BYTES, then drop the connection's remaining body.
     const chunks: Buffer[] = [];
     let size = 0;

@@ -4,7 +4,8 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type Transaction } from 'kysely';
 import SQLite from 'better-sqlite3';
-import pg from 'pg';
+import type PG from 'pg';
+import { lazy } from '../lazy.js';
 import type { DB } from './schema.js';
 import { migrationProvider } from './migrations.js';
 
@@ -12,8 +13,17 @@ export type Db = Kysely<DB>;
 export type Tx = Transaction<DB> | Kysely<DB>;
 export type DbKind = 'sqlite' | 'postgres';
 
-// Return BIGINT (int8) as a JS number: our bigints are epoch seconds and counters.
-pg.types.setTypeParser(20, (v) => Number(v));
+const loadPg = lazy<typeof PG>('pg');
+let configured = false;
+
+/** The PostgreSQL client library, loaded on first use (a SQLite start never loads it). */
+export function pgDriver(): typeof PG {
+  const pg = loadPg();
+  // Return BIGINT (int8) as a JS number: our bigints are epoch seconds and counters.
+  if (!configured) pg.types.setTypeParser(20, (v) => Number(v));
+  configured = true;
+  return pg;
+}
 
 export interface Database {
   db: Db;
@@ -23,7 +33,7 @@ export interface Database {
 
 export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): Database {
   if (opts.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
+    const pool = new (pgDriver().Pool)({ connectionString: opts.databaseUrl, max: 10 });
     // An idle connection that the server closes (restart, admin termination) must not crash the
     // process; the pool replaces it on the next query.
     pool.on('error', () => {});

@@ -8,9 +8,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import mysql from 'mysql2/promise';
+import type * as mysql from 'mysql2/promise';
+import { lazy } from '../../../shared/lazy.js';
 import { lastLine, Refused, run, which, type DatabaseEngine, type Target, type Usage } from './engine.js';
 import type { SqlSettings } from './settings.js';
+
+const driver = lazy<typeof mysql>('mysql2/promise');
 
 const id = (s: string) => `\`${s.replace(/`/g, '``')}\``;
 /** mysql_native_password's hash: `*` and the upper-case hex of SHA1(SHA1(password)). */
@@ -30,7 +33,7 @@ export class MysqlEngine implements DatabaseEngine {
   }
 
   private async conn<T>(fn: (c: mysql.Connection) => Promise<T>): Promise<T> {
-    const c = await mysql.createConnection({ uri: this.settings.url, connectTimeout: 10_000, multipleStatements: false });
+    const c = await driver().createConnection({ uri: this.settings.url, connectTimeout: 10_000, multipleStatements: false });
     c.on('error', () => {});
     try {
       if (this.mariadb === undefined) {

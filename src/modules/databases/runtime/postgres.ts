@@ -9,7 +9,8 @@ import { createHmac, createHash, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
+import { pgDriver } from '../../../shared/db/index.js';
 import { lastLine, Refused, run, which, type DatabaseEngine, type Target, type Usage } from './engine.js';
 import type { SqlSettings } from './settings.js';
 
@@ -30,8 +31,8 @@ export const pgExtensions = (flags: Record<string, boolean | undefined>) =>
     .map(([k]) => EXTENSIONS[k])
     .filter((x): x is string => !!x);
 
-const ident = (s: string) => pg.escapeIdentifier(s);
-const literal = (s: string) => pg.escapeLiteral(s);
+const ident = (s: string) => pgDriver().escapeIdentifier(s);
+const literal = (s: string) => pgDriver().escapeLiteral(s);
 
 export class PostgresEngine implements DatabaseEngine {
   readonly family = 'postgresql' as const;
@@ -54,7 +55,7 @@ export class PostgresEngine implements DatabaseEngine {
   private async client<T>(database: string | null, fn: (c: pg.Client) => Promise<T>): Promise<T> {
     const u = new URL(this.admin);
     if (database) u.pathname = `/${encodeURIComponent(database)}`;
-    const c = new pg.Client({ connectionString: u.toString(), connectionTimeoutMillis: 10_000 });
+    const c = new (pgDriver().Client)({ connectionString: u.toString(), connectionTimeoutMillis: 10_000 });
     c.on('error', () => {}); // a terminated connection is reported by the query that used it
     await c.connect();
     try {

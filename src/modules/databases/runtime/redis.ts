@@ -13,9 +13,13 @@ import { createHash } from 'node:crypto';
 import { copyFile, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { basename, dirname, join } from 'node:path';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import type * as IORedis from 'ioredis';
+import { lazy } from '../../../shared/lazy.js';
 import { lastLine, Refused, run, which, type DatabaseEngine, type Target, type Usage } from './engine.js';
 import type { RedisSettings } from './settings.js';
+
+const ioredis = lazy<typeof IORedis>('ioredis');
 
 export const ADMIN_USER = 'slipway-admin';
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -66,7 +70,7 @@ export class RedisEngine implements DatabaseEngine {
 
   /** A connection as Slipway's admin user (no reconnection: a failure is reported at once). */
   private async admin<T>(t: Target, fn: (r: Redis) => Promise<T>): Promise<T> {
-    const r = new Redis({
+    const r = new (ioredis().Redis)({
       host: this.settings.bind,
       port: t.port!,
       username: ADMIN_USER,
