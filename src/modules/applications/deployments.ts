@@ -19,6 +19,7 @@ import {
   endPhases,
   environmentLines,
   findPhased,
+  readPhased,
   logPhased,
   phaseJob,
   phasedLogs,
@@ -279,8 +280,6 @@ const machine: PhaseMachine<DeploymentsTable, ApplicationsTable, typeof ADVANCE>
 
 export const advanceJob = (app: AppContext) => phaseJob(app, machine);
 
-const findDeployment = ({ tx }: CallContext, appId: string, id: string) => findPhased(tx, machine, appId, id);
-
 /**
  * Counts a client's read of a deployment (or of its application). In `reads` progression the
  * read that completes a phase advances the deployment before answering, so polling loops see
@@ -303,9 +302,7 @@ export async function listDeployments(ctx: CallContext, appId: string, page: Pag
 /** GET of one deployment; in `reads` progression the read counts (and may advance it) first. */
 export async function getDeployment(ctx: CallContext, appId: string, id: string) {
   await findApp(ctx, appId);
-  await findDeployment(ctx, appId, id);
-  await noteRead(ctx.app, appId, id);
-  return deploymentView(await findDeployment(ctx, appId, id));
+  return deploymentView(await readPhased(ctx, machine, appId, id, noteRead));
 }
 
 export async function deploymentLogs(ctx: CallContext, appId: string, id: string, query: Omit<LogQuery, 'appId' | 'kind' | 'deploymentId'>) {
@@ -315,7 +312,7 @@ export async function deploymentLogs(ctx: CallContext, appId: string, id: string
 
 export async function cancelDeployment(ctx: CallContext, appId: string, id: string) {
   await findApp(ctx, appId);
-  return cancelOnRequest(ctx, machine, await findDeployment(ctx, appId, id), 'Cancelled on request');
+  return cancelOnRequest(ctx, machine, await findPhased(ctx.tx, machine, appId, id), 'Cancelled on request');
 }
 
 /** POST /applications/{id}/deployments: a new deployment, or a restart of the current release. */

@@ -100,6 +100,22 @@ export async function findPhased<R extends PhasedRow>(tx: Tx, m: PhaseMachine<R,
   return d as unknown as R;
 }
 
+/**
+ * GET of one of the owner's rows (404 when it is not the owner's). `note` is the module's read
+ * counter: in `reads` progression the read counts (and may advance the row) before the answer.
+ */
+export async function readPhased<R extends PhasedRow>(
+  ctx: CallContext,
+  m: PhaseMachine<R, unknown, PhaseJobName>,
+  ownerId: string,
+  id: string,
+  note: (app: AppContext, ownerId: string, id: string) => Promise<void>,
+): Promise<R> {
+  await findPhased(ctx.tx, m, ownerId, id);
+  await note(ctx.app, ownerId, id);
+  return findPhased(ctx.tx, m, ownerId, id);
+}
+
 /** The build log of one of the owner's rows (404 when it is not the owner's); `service` names the owner. */
 export async function phasedLogs<R extends PhasedRow>(
   ctx: CallContext,
