@@ -30,7 +30,7 @@ import {
 import { countProcesses } from '../processes/service.js';
 import * as envVars from '../env-vars/service.js';
 import { localRuntime } from './local/registry.js';
-import { findApp, appById, type ApplicationsTable, type DeploymentsTable } from './storage.js';
+import { findApp, appById, currentRelease, newestDeployments, type ApplicationsTable, type DeploymentsTable } from './storage.js';
 
 export const ACTIVE = ['waiting', 'inProgress'] as const;
 const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
@@ -76,15 +76,7 @@ export function deploymentView(d: DeploymentsTable) {
 
 /** The application's status follows its latest deployment that was not skipped. */
 export async function refreshAppStatus(tx: Tx, appId: string): Promise<void> {
-  const latest = await tx
-    .selectFrom('deployments')
-    .select('status')
-    .where('app_id', '=', appId)
-    .where('status', '!=', 'skipped')
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+  const latest = await newestDeployments(tx, appId).select('status').where('status', '!=', 'skipped').limit(1).executeTakeFirst();
   if (!latest) return;
   await tx
     .updateTable('applications')
@@ -333,24 +325,8 @@ export async function rollback(ctx: CallContext, appId: string) {
   const { tx } = ctx;
   const a = await findApp(ctx, appId);
   assertDeployable(a);
-  const successes = await tx
-    .selectFrom('deployments')
-    .selectAll()
-    .where('app_id', '=', a.id)
-    .where('status', '=', 'success')
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(2)
-    .execute();
-  const latest = await tx
-    .selectFrom('deployments')
-    .select(['id', 'status'])
-    .where('app_id', '=', a.id)
-    .where('status', '!=', 'skipped')
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+  const successes = await newestDeployments(tx, a.id).selectAll().where('status', '=', 'success').limit(2).execute();
+  const latest = await newestDeployments(tx, a.id).select(['id', 'status']).where('status', '!=', 'skipped').limit(1).executeTakeFirst();
   const target = latest && successes[0] && latest.id === successes[0].id ? successes[1] : successes[0];
   if (!target) throw badRequest('There is no earlier successful deployment to roll back to');
   return deploymentView(await createDeployment(ctx, a, { trigger: 'rollback', reuse: target }));
@@ -370,19 +346,6 @@ export async function deployReleaseOnto(ctx: CallContext, source: ApplicationsTa
 
 /** When the application was last deployed (its newest deployment's creation), or null. */
 export async function lastDeployedAt(tx: Tx, appId: string): Promise<string | null> {
-  const d = await tx.selectFrom('deployments').select('created_at').where('app_id', '=', appId).orderBy('created_at', 'desc').limit(1).executeTakeFirst();
+  const d = await newestDeployments(tx, appId).select('created_at').limit(1).executeTakeFirst();
   return d?.created_at ?? null;
-}
-
-/** The current release (the newest successful deployment): restarts, promotion, the process terminal's environment. */
-export async function currentRelease(tx: Tx, appId: string): Promise<DeploymentsTable | undefined> {
-  return tx
-    .selectFrom('deployments')
-    .selectAll()
-    .where('app_id', '=', appId)
-    .where('status', '=', 'success')
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
 }
