@@ -285,3 +285,29 @@ export async function cancelOnRequest<R extends PhasedRow>(ctx: CallContext, m: 
     throw badRequest('The deployment finished before it could be cancelled');
   return { message: 'Deployment cancelled' };
 }
+
+/**
+ * One step of the one-phase teardown of a service being deleted (`operation`: its progression and
+ * fault rules on the runtime). Running: when to look again. Failed: `failed` marks the service,
+ * then the reason goes to its runtime log. Done: `remove` deletes the service and what it owns.
+ */
+export async function teardownStep(
+  app: AppContext,
+  tx: Tx,
+  service: { id: string; company_id: string },
+  operation: string,
+  startedAt: string,
+  hooks: { failed(): Promise<void>; remove(): Promise<void> },
+): Promise<{ rescheduleAt: Date } | undefined> {
+  const r = await app.runtime.advance(tx, { operation, phase: 'teardown', phaseIndex: 0, phaseCount: 1, targetId: service.id, startedAt, reads: 0 });
+  if (r.state === 'running') return { rescheduleAt: new Date(Date.now() + r.checkAfterMs) };
+  if (r.state === 'failed') {
+    await hooks.failed();
+    await writeLogs(tx, { companyId: service.company_id, appId: service.id, kind: 'runtime' }, [
+      { message: `Deletion failed: ${r.reason}`, severity: 'error' },
+    ]);
+    return undefined;
+  }
+  await hooks.remove();
+  return undefined;
+}
