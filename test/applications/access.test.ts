@@ -4,20 +4,10 @@
 // sees A, gets 404 for B, and lists only A.
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
+import { TRAFFIC_METRICS } from '../helpers/simulation.js';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, listAll } from '../helpers/util.js';
 import { DEFAULT_CLUSTER, IMMEDIATE_ENV, appPath, createApp, deploy, deploymentPath, deploymentsPath, window } from './support.js';
-
-const METRICS = [
-  'requests-per-minute',
-  'response-time',
-  'response-time-avg',
-  'status-codes',
-  'top-status-codes',
-  'top-countries',
-  'slowest-requests',
-  'top-pages',
-];
 
 /** Every route of one application (with bodies that pass validation), for tenancy checks. */
 function appRoutes(appId: string, deploymentId: string): [string, string, unknown?][] {
@@ -38,7 +28,7 @@ function appRoutes(appId: string, deploymentId: string): [string, string, unknow
     ['POST', `${appPath(appId)}/deployment-hook`],
     ['PUT', `${appPath(appId)}/deployment-hook`],
     ['DELETE', `${appPath(appId)}/deployment-hook`],
-    ...METRICS.map((m): [string, string] => ['GET', `${appPath(appId)}/metrics/${m}?${window()}`]),
+    ...TRAFFIC_METRICS.map((m): [string, string] => ['GET', `${appPath(appId)}/metrics/${m}?${window()}`]),
     ['GET', `${appPath(appId)}/env-vars`],
     ['GET', `${appPath(appId)}/processes`],
     ['DELETE', appPath(appId)],
@@ -65,7 +55,7 @@ for (const kind of DB_KINDS) {
         `${deploymentPath(a.id, d.id)}/logs`,
         `${appPath(a.id)}/runtime-logs`,
         `${appPath(a.id)}/deployment-hook`,
-        ...METRICS.map((m) => `${appPath(a.id)}/metrics/${m}?${window()}`),
+        ...TRAFFIC_METRICS.map((m) => `${appPath(a.id)}/metrics/${m}?${window()}`),
       ]) {
         const r = await s.get(path, { token: viewer });
         assert.equal(r.status, 200, `${path}: ${r.text}`);

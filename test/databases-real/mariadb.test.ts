@@ -4,30 +4,37 @@
 // backup, change, restore; a broken dump; isolation between databases; deletion.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { expectError, expectStatus, waitFor } from '../helpers/util.js';
-import { backup, backupFile, body, create, GENEROUS, getDb, MYSQL_ADMIN_URL, mysqlAvailable, unique, waitStatus } from './support.js';
+import {
+  backupChangeRestore,
+  body,
+  checkRestartAborts,
+  checkSuspension,
+  create,
+  GENEROUS,
+  getDb,
+  MYSQL_ADMIN_URL,
+  mysqlAvailable,
+  restoreBrokenDump,
+  sqlConn,
+  unique,
+  waitStatus,
+  type SqlConn,
+} from './support.js';
 
 const available = await mysqlAvailable();
 
-interface Conn {
-  host: string;
-  port: number;
-  database: string;
-  user: string;
-  password: string;
-}
-
-const connect = async (c: Conn) => {
+const connect = async (c: SqlConn) => {
   const conn = await mysql.createConnection({ ...c, connectTimeout: 5000 });
   conn.on('error', () => {});
   return conn;
 };
 
-async function query<T = mysql.RowDataPacket>(c: Conn, text: string, values?: unknown[]): Promise<T[]> {
+async function query<T = mysql.RowDataPacket>(c: SqlConn, text: string, values?: unknown[]): Promise<T[]> {
   const conn = await connect(c);
   try {
     return (await conn.query(text, values))[0] as T[];
@@ -37,7 +44,7 @@ async function query<T = mysql.RowDataPacket>(c: Conn, text: string, values?: un
 }
 
 /** `<error code>: <message>` of a login attempt, or 'ok'. */
-async function login(c: Conn): Promise<string> {
+async function login(c: SqlConn): Promise<string> {
   try {
     await query(c, 'SELECT 1');
     return 'ok';
@@ -50,8 +57,8 @@ for (const kind of DB_KINDS) {
   describe(`real MariaDB databases (${kind})`, { skip: (available === true ? false : available) || (await skipUnless(kind)), timeout: 300_000 }, () => {
     let s: TestServer;
     let admin: mysql.Connection;
-    let a: Conn & { id: string };
-    const rows = async (c: Conn) => (await query<{ v: string }>(c, 'SELECT v FROM items ORDER BY v')).map((r) => r.v);
+    let a: SqlConn & { id: string };
+    const rows = async (c: SqlConn) => (await query<{ v: string }>(c, 'SELECT v FROM items ORDER BY v')).map((r) => r.v);
 
     before(async () => {
       s = await startServer({ db: kind, rateLimits: GENEROUS, env: { SLIPWAY_DB_MYSQL_URL: MYSQL_ADMIN_URL, SLIPWAY_SIM_PROGRESSION: '*=immediate' } });
@@ -73,7 +80,7 @@ for (const kind of DB_KINDS) {
       assert.match(d.db_name, /^appdata_[0-9a-f]{12}$/);
       assert.equal(d.internal_hostname, '127.0.0.1');
       assert.equal(d.internal_port, '3306');
-      a = { id: d.id, host: d.internal_hostname, port: Number(d.internal_port), database: d.db_name, user, password: 'First_pass1' };
+      a = { id: d.id, ...sqlConn(d, user, 'First_pass1') };
       await query(a, 'CREATE TABLE items (v varchar(64) PRIMARY KEY) ENGINE=InnoDB');
       await query(a, "INSERT INTO items VALUES ('one'), ('two')");
       assert.deepEqual(await rows(a), ['one', 'two']);
@@ -87,7 +94,7 @@ for (const kind of DB_KINDS) {
     it("keeps databases apart: another database's user cannot read this one", async () => {
       const user = unique('other_');
       const d = await create(s, body('mariadb', '10.11', { db_user: user, password: 'Other_pass1' }));
-      const b: Conn = { host: d.internal_hostname, port: Number(d.internal_port), database: d.db_name, user, password: 'Other_pass1' };
+      const b = sqlConn(d, user, 'Other_pass1');
       await query(b, 'CREATE TABLE secrets (v text)');
       assert.match(await login({ ...b, database: a.database }), /^ER_DBACCESS_DENIED_ERROR/);
       await assert.rejects(query(b, `SELECT * FROM \`${a.database}\`.items`), /denied/);
@@ -104,54 +111,23 @@ for (const kind of DB_KINDS) {
     });
 
     it('suspension refuses logins and closes sessions; activation allows them again', async () => {
-      const open = await connect(a);
-      expectStatus(await s.post(`/databases/${a.id}/suspend`), 200);
-      await waitFor('logins to be refused', async () => (await login(a)) !== 'ok', 20_000);
-      assert.match(await login(a), /account is locked/);
-      // The sessions are closed right after the login is turned off.
-      await waitFor(
-        'the open session to be closed',
-        () =>
-          open.query('SELECT 1').then(
-            () => false,
-            () => true,
-          ),
-        20_000,
-      );
-      await open.end().catch(() => {});
-      expectStatus(await s.post(`/databases/${a.id}/activate`), 200);
-      await waitFor('logins to be accepted', async () => (await login(a)) === 'ok', 20_000);
+      await checkSuspension(s, a.id, await connect(a), () => login(a), /account is locked/);
     });
 
     it('restart aborts an open transaction and keeps committed data', async () => {
-      const open = await connect(a);
-      await open.query('START TRANSACTION');
-      await open.query("INSERT INTO items VALUES ('uncommitted')");
-      expectStatus(await s.post(`/databases/${a.id}/restart`), 200);
-      assert.equal((await waitStatus(s, a.id, 'ready', 'error')).status, 'ready');
-      await assert.rejects(open.query('COMMIT'));
-      await open.end().catch(() => {});
+      await checkRestartAborts(s, a.id, await connect(a), 'START TRANSACTION');
       assert.deepEqual(await rows(a), ['one', 'two']);
     });
 
     it('backs up, changes, restores: the old data is back', async () => {
-      const snapshot = await backup(s, a.id);
-      assert.ok(existsSync(backupFile(s, a.id, snapshot)));
-      await query(a, "DELETE FROM items WHERE v = 'one'");
-      await query(a, "INSERT INTO items VALUES ('three')");
-      await query(a, 'CREATE TABLE later (x int)');
-      expectStatus(await s.post(`/databases/${a.id}/backups/${snapshot}/restore`), 202);
-      assert.equal((await waitStatus(s, a.id, 'ready', 'restoringFailed')).status, 'ready');
+      await backupChangeRestore(s, a.id, (sql) => query(a, sql));
       assert.deepEqual(await rows(a), ['one', 'two']);
       assert.equal((await query(a, "SHOW TABLES LIKE 'later'")).length, 0, 'a table made after the backup is gone');
       await query(a, "INSERT INTO items VALUES ('after restore')");
     });
 
     it('a broken dump ends in restoringFailed with the data unchanged', async () => {
-      const broken = await backup(s, a.id);
-      writeFileSync(backupFile(s, a.id, broken), 'CREATE TABLE items (v int);\nTHIS IS NOT SQL;\n');
-      expectStatus(await s.post(`/databases/${a.id}/backups/${broken}/restore`), 202);
-      assert.equal((await waitStatus(s, a.id, 'restoringFailed', 'ready')).status, 'restoringFailed');
+      await restoreBrokenDump(s, a.id, 'CREATE TABLE items (v int);\nTHIS IS NOT SQL;\n');
       assert.deepEqual(await rows(a), ['after restore', 'one', 'two']);
       const [scratch] = await admin.query<mysql.RowDataPacket[]>('SHOW DATABASES LIKE ?', [`${a.database}_%`]);
       assert.equal(scratch.length, 0, 'no scratch database is left');

@@ -5,25 +5,32 @@
 // another database; isolation between databases; a user name someone else has; deletion.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { expectError, expectStatus, waitFor } from '../helpers/util.js';
-import { backup, backupFile, body, create, GENEROUS, getDb, startPasswordPostgres, unique, waitStatus, type PgInstance } from './support.js';
+import {
+  backupChangeRestore,
+  body,
+  checkRestartAborts,
+  checkSuspension,
+  create,
+  GENEROUS,
+  getDb,
+  restoreBrokenDump,
+  sqlConn,
+  startPasswordPostgres,
+  unique,
+  waitStatus,
+  type PgInstance,
+  type SqlConn,
+} from './support.js';
 
 const instance = await startPasswordPostgres();
 const skipAll = typeof instance === 'string' ? instance : false;
 
-interface Conn {
-  host: string;
-  port: number;
-  database: string;
-  user: string;
-  password: string;
-}
-
-async function connect(c: Conn): Promise<pg.Client> {
+async function connect(c: SqlConn): Promise<pg.Client> {
   const client = new pg.Client({ ...c, connectionTimeoutMillis: 5000 });
   client.on('error', () => {});
   await client.connect();
@@ -31,7 +38,7 @@ async function connect(c: Conn): Promise<pg.Client> {
 }
 
 /** Runs one query as the user and closes the connection. */
-async function query<T extends pg.QueryResultRow = pg.QueryResultRow>(c: Conn, text: string, values?: unknown[]): Promise<T[]> {
+async function query<T extends pg.QueryResultRow = pg.QueryResultRow>(c: SqlConn, text: string, values?: unknown[]): Promise<T[]> {
   const client = await connect(c);
   try {
     return (await client.query<T>(text, values)).rows;
@@ -41,7 +48,7 @@ async function query<T extends pg.QueryResultRow = pg.QueryResultRow>(c: Conn, t
 }
 
 /** The error code (SQLSTATE) of a login attempt, or 'ok'. */
-async function login(c: Conn): Promise<string> {
+async function login(c: SqlConn): Promise<string> {
   try {
     await query(c, 'SELECT 1');
     return 'ok';
@@ -55,8 +62,8 @@ for (const kind of DB_KINDS) {
     const pgi = instance as PgInstance;
     let s: TestServer;
     let admin: pg.Client;
-    let a: Conn & { id: string };
-    const rows = async (c: Conn) => (await query<{ v: string }>(c, 'SELECT v FROM items ORDER BY v')).map((r) => r.v);
+    let a: SqlConn & { id: string };
+    const rows = async (c: SqlConn) => (await query<{ v: string }>(c, 'SELECT v FROM items ORDER BY v')).map((r) => r.v);
 
     before(async () => {
       s = await startServer({ db: kind, rateLimits: GENEROUS, env: { SLIPWAY_DB_POSTGRESQL_URL: pgi.url, SLIPWAY_SIM_PROGRESSION: '*=immediate' } });
@@ -76,7 +83,7 @@ for (const kind of DB_KINDS) {
       assert.equal(d.internal_hostname, '127.0.0.1');
       assert.equal(d.internal_port, String(pgi.port));
       assert.equal(d.external_hostname, null);
-      a = { id: d.id, host: d.internal_hostname, port: Number(d.internal_port), database: d.db_name, user, password: 'First_pass1' };
+      a = { id: d.id, ...sqlConn(d, user, 'First_pass1') };
       await query(a, 'CREATE TABLE items (v text PRIMARY KEY)');
       await query(a, "INSERT INTO items VALUES ('one'), ('two')");
       assert.deepEqual(await rows(a), ['one', 'two']);
@@ -97,7 +104,7 @@ for (const kind of DB_KINDS) {
     it("keeps databases apart: another database's user cannot read this one", async () => {
       const user = unique('other_');
       const d = await create(s, body('postgresql', '15', { db_user: user, password: 'Other_pass1' }));
-      const b: Conn = { host: d.internal_hostname, port: Number(d.internal_port), database: d.db_name, user, password: 'Other_pass1' };
+      const b = sqlConn(d, user, 'Other_pass1');
       await query(b, 'CREATE TABLE secrets (v text)');
       assert.equal(await login({ ...b, database: a.database }), '42501', 'connecting to the other database is refused');
       assert.equal(await login({ ...a, database: b.database }), '42501');
@@ -116,46 +123,16 @@ for (const kind of DB_KINDS) {
     });
 
     it('suspension refuses logins and closes sessions; activation allows them again', async () => {
-      const open = await connect(a);
-      expectStatus(await s.post(`/databases/${a.id}/suspend`), 200);
-      await waitFor('logins to be refused', async () => (await login(a)) === '28000', 20_000);
-      // The sessions are closed right after the login is turned off.
-      await waitFor(
-        'the open session to be closed',
-        () =>
-          open.query('SELECT 1').then(
-            () => false,
-            () => true,
-          ),
-        20_000,
-      );
-      await open.end().catch(() => {});
-      expectStatus(await s.post(`/databases/${a.id}/activate`), 200);
-      await waitFor('logins to be accepted', async () => (await login(a)) === 'ok', 20_000);
+      await checkSuspension(s, a.id, await connect(a), () => login(a), /^28000$/);
     });
 
     it('restart aborts an open transaction and keeps committed data', async () => {
-      const open = await connect(a);
-      await open.query('BEGIN');
-      await open.query("INSERT INTO items VALUES ('uncommitted')");
-      expectStatus(await s.post(`/databases/${a.id}/restart`), 200);
-      await waitStatus(s, a.id, 'ready', 'error');
-      assert.equal((await getDb(s, a.id)).status, 'ready');
-      await assert.rejects(open.query('COMMIT'));
-      await open.end().catch(() => {});
+      await checkRestartAborts(s, a.id, await connect(a), 'BEGIN');
       assert.deepEqual(await rows(a), ['one', 'two']);
     });
 
-    let snapshot: string;
     it('backs up, changes, restores: the old data is back', async () => {
-      snapshot = await backup(s, a.id);
-      assert.ok(existsSync(backupFile(s, a.id, snapshot)), 'the dump is stored under the data directory');
-      await query(a, "DELETE FROM items WHERE v = 'one'");
-      await query(a, "INSERT INTO items VALUES ('three')");
-      await query(a, 'CREATE TABLE later (x int)');
-      expectStatus(await s.post(`/databases/${a.id}/backups/${snapshot}/restore`), 202);
-      await waitStatus(s, a.id, 'ready', 'restoringFailed');
-      assert.equal((await getDb(s, a.id)).status, 'ready');
+      await backupChangeRestore(s, a.id, (sql) => query(a, sql));
       assert.deepEqual(await rows(a), ['one', 'two']);
       assert.equal((await query(a, "SELECT to_regclass('later') AS t"))[0]!.t, null, 'a table made after the backup is gone');
       // The restored objects belong to the database's user.
@@ -164,18 +141,14 @@ for (const kind of DB_KINDS) {
     });
 
     it('a broken dump ends in restoringFailed with the data unchanged', async () => {
-      const broken = await backup(s, a.id);
-      writeFileSync(backupFile(s, a.id, broken), 'PGDMP this is not a dump');
-      expectStatus(await s.post(`/databases/${a.id}/backups/${broken}/restore`), 202);
-      await waitStatus(s, a.id, 'restoringFailed', 'ready');
-      assert.equal((await getDb(s, a.id)).status, 'restoringFailed');
+      await restoreBrokenDump(s, a.id, 'PGDMP this is not a dump');
       assert.deepEqual(await rows(a), ['after restore', 'one', 'two']);
     });
 
     it('an external backup restores into another database of the same engine', async () => {
       const user = unique('dest_');
       const d = await create(s, body('postgresql', '15', { db_user: user, password: 'Dest_pass1' }));
-      const dest: Conn = { host: d.internal_hostname, port: Number(d.internal_port), database: d.db_name, user, password: 'Dest_pass1' };
+      const dest = sqlConn(d, user, 'Dest_pass1');
       // restoringFailed -> ready through a restart (backups need a ready database).
       expectStatus(await s.post(`/databases/${a.id}/restart`), 200);
       await waitStatus(s, a.id, 'ready', 'error');

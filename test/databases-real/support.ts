@@ -1,10 +1,10 @@
 // Helpers of the real-engine suites: the servers they run against (a PostgreSQL instance of their
 // own with password authentication, the machine's MariaDB, the redis-server binary), whether each
 // is there (mandatory when SLIPWAY_REQUIRE_REAL_DATABASES=1, as CI sets), and API shortcuts.
+import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
@@ -12,6 +12,7 @@ import type { TestServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { which } from '../../src/modules/databases/runtime/engine.js';
+import { freePort } from '../../src/modules/applications/local/supervisor.js';
 
 export const REQUIRE_REAL = process.env.SLIPWAY_REQUIRE_REAL_DATABASES === '1';
 export const GENEROUS = { general_write: 100_000, service_creation: 100_000, service_mutation: 100_000, deployment: 100_000, logs: 100_000, read: 100_000 };
@@ -24,17 +25,6 @@ export function unavailable(what: string, why: string): string {
   const reason = `${what} unavailable (${why}); set SLIPWAY_REQUIRE_REAL_DATABASES=1 to fail instead`;
   console.warn(`# ${reason}`);
   return reason;
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 export interface PgInstance {
@@ -169,3 +159,87 @@ export async function backup(s: TestServer, id: string): Promise<string> {
 /** Where the file store keeps a backup of the server under test. */
 export const backupFile = (s: TestServer, databaseId: string, backupId: string) =>
   join(s.app.config.dataDir, 'database-backups', databaseId, encodeURIComponent(backupId));
+
+// ---- Checks the SQL engines share (MariaDB, PostgreSQL) --------------------------------------------
+
+/** How a client reaches a SQL database as its user. */
+export interface SqlConn {
+  host: string;
+  port: number;
+  database: string;
+  user: string;
+  password: string;
+}
+
+/** The connection facts of a created database for its user. */
+export const sqlConn = (d: Created, user: string, password: string): SqlConn => ({
+  host: d.internal_hostname,
+  port: Number(d.internal_port),
+  database: d.db_name,
+  user,
+  password,
+});
+
+/** An open client session, as far as the shared checks use it. */
+export interface Session {
+  query(sql: string): Promise<unknown>;
+  end(): Promise<void>;
+}
+
+/**
+ * Suspends the database: logins are refused (`login` answers something matching `refused`) and
+ * the `open` session is closed; then activates it: logins (`'ok'`) are accepted again.
+ */
+export async function checkSuspension(s: TestServer, id: string, open: Session, login: () => Promise<string>, refused: RegExp): Promise<void> {
+  expectStatus(await s.post(`/databases/${id}/suspend`), 200);
+  await waitFor('logins to be refused', async () => refused.test(await login()), 20_000);
+  // The sessions are closed right after the login is turned off.
+  await waitFor(
+    'the open session to be closed',
+    () =>
+      open.query('SELECT 1').then(
+        () => false,
+        () => true,
+      ),
+    20_000,
+  );
+  await open.end().catch(() => {});
+  expectStatus(await s.post(`/databases/${id}/activate`), 200);
+  await waitFor('logins to be accepted', async () => (await login()) === 'ok', 20_000);
+}
+
+/** A restart aborts the transaction `open` starts (`begin`) with an uncommitted row in `items`; the database is ready again. */
+export async function checkRestartAborts(s: TestServer, id: string, open: Session, begin: string): Promise<void> {
+  await open.query(begin);
+  await open.query("INSERT INTO items VALUES ('uncommitted')");
+  expectStatus(await s.post(`/databases/${id}/restart`), 200);
+  await waitStatus(s, id, 'ready', 'error');
+  assert.equal((await getDb(s, id)).status, 'ready');
+  await assert.rejects(open.query('COMMIT'));
+  await open.end().catch(() => {});
+}
+
+/**
+ * Backs up, changes the data through `run` (deletes the row 'one' of `items`, adds 'three',
+ * creates the table `later`) and restores the backup: the database is ready. Returns the backup id.
+ */
+export async function backupChangeRestore(s: TestServer, id: string, run: (sql: string) => Promise<unknown>): Promise<string> {
+  const snapshot = await backup(s, id);
+  assert.ok(existsSync(backupFile(s, id, snapshot)), 'the dump is stored under the data directory');
+  await run("DELETE FROM items WHERE v = 'one'");
+  await run("INSERT INTO items VALUES ('three')");
+  await run('CREATE TABLE later (x int)');
+  expectStatus(await s.post(`/databases/${id}/backups/${snapshot}/restore`), 202);
+  await waitStatus(s, id, 'ready', 'restoringFailed');
+  assert.equal((await getDb(s, id)).status, 'ready');
+  return snapshot;
+}
+
+/** Restores a fresh backup whose file is replaced by `content`: the database ends in restoringFailed. */
+export async function restoreBrokenDump(s: TestServer, id: string, content: string): Promise<void> {
+  const broken = await backup(s, id);
+  writeFileSync(backupFile(s, id, broken), content);
+  expectStatus(await s.post(`/databases/${id}/backups/${broken}/restore`), 202);
+  await waitStatus(s, id, 'restoringFailed', 'ready');
+  assert.equal((await getDb(s, id)).status, 'restoringFailed');
+}

@@ -20,6 +20,7 @@ import {
   window,
   write,
 } from './support.js';
+import { createApp } from '../applications/support.js';
 import { DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 
 for (const kind of DB_KINDS) {
@@ -235,15 +236,7 @@ for (const kind of DB_KINDS) {
     it('internal connections: to a database or an application in the same cluster; list and delete', async () => {
       const d = await createDb(s);
       const other = await createDb(s);
-      const a = expectStatus(
-        await s.post('/applications', {
-          display_name: `conn app ${Date.now()}`,
-          cluster_id: DEFAULT_CLUSTER.id,
-          source: 'publicGit',
-          repo_url: 'https://github.com/x/y.git',
-        }),
-        201,
-      );
+      const a = await createApp(s);
       const c1 = expectStatus(await s.post(`/databases/${d.id}/internal-connections`, { target_id: other.id, target_type: 'database' }), 201);
       const c2 = expectStatus(await s.post(`/databases/${d.id}/internal-connections`, { target_id: a.id, target_type: 'app' }), 201);
       const l = expectStatus(await s.get(`/databases/${d.id}/internal-connections`), 200);
@@ -264,15 +257,7 @@ for (const kind of DB_KINDS) {
       const d = await createDb(s);
       const far = await createDb(s, { cluster_id: OTHER_CLUSTER.id });
       expectError(await s.post(`/databases/${d.id}/internal-connections`, { target_id: far.id, target_type: 'database' }), 400, /same cluster/);
-      const a = expectStatus(
-        await s.post('/applications', {
-          display_name: `far app ${Date.now()}`,
-          cluster_id: OTHER_CLUSTER.id,
-          source: 'publicGit',
-          repo_url: 'https://github.com/x/y.git',
-        }),
-        201,
-      );
+      const a = await createApp(s, { extra: { cluster_id: OTHER_CLUSTER.id } });
       expectError(await s.post(`/databases/${d.id}/internal-connections`, { target_id: a.id, target_type: 'app' }), 400, /same cluster/);
       // An id that names nothing is answered like a path id (404).
       expectError(await s.post(`/databases/${d.id}/internal-connections`, { target_id: MISSING, target_type: 'app' }), 404);

@@ -19,3 +19,15 @@ export function window(): string {
   const now = Date.now();
   return `from=${new Date(now - 10 * 60_000).toISOString()}&to=${new Date(now + 2 * 60_000).toISOString()}`;
 }
+
+/** The eight traffic metrics of a service (the path segment after `/metrics/`), named here rather than taken from the source. */
+export const TRAFFIC_METRICS = [
+  'requests-per-minute',
+  'response-time',
+  'response-time-avg',
+  'status-codes',
+  'top-status-codes',
+  'top-countries',
+  'slowest-requests',
+  'top-pages',
+];

@@ -4,21 +4,12 @@
 // minute's access log lines are that minute's requests).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { TRAFFIC_METRICS } from '../helpers/simulation.js';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { MISSING, expectError, expectStatus } from '../helpers/util.js';
 import { GENEROUS, IMMEDIATE_ENV, OP, deployedSite, createSite, setProgression, sitePath, window } from './support.js';
 
 const metric = (s: TestServer, id: string, name: string, query = window()) => s.get(`${sitePath(id)}/metrics/${name}?${query}`);
-const NAMES = [
-  'requests-per-minute',
-  'response-time',
-  'response-time-avg',
-  'status-codes',
-  'top-status-codes',
-  'top-countries',
-  'slowest-requests',
-  'top-pages',
-];
 
 for (const kind of DB_KINDS) {
   describe(`static sites: access logs and metrics [${kind}]`, { skip: await skipUnless(kind) }, () => {
@@ -47,7 +38,7 @@ for (const kind of DB_KINDS) {
       const site = await deployedSite(s);
       const now = Date.now();
       const win = `from=${new Date(now - 10 * 60_000).toISOString()}&to=${new Date(now + 5 * 60_000).toISOString()}&interval_in_seconds=60`;
-      for (const name of NAMES) expectStatus(await metric(s, site.id, name, win), 200);
+      for (const name of TRAFFIC_METRICS) expectStatus(await metric(s, site.id, name, win), 200);
       const rpm = expectStatus(await metric(s, site.id, 'requests-per-minute', win), 200) as { time: string; value: number }[];
       assert.ok(rpm.some((p) => p.value > 0));
       assert.ok(
@@ -112,7 +103,7 @@ for (const kind of DB_KINDS) {
       const site = await createSite(s);
       expectError(await s.get(`${sitePath(site.id)}/metrics/requests-per-minute`), 400);
       expectError(await metric(s, site.id, 'top-pages', 'from=yesterday&to=today'), 400);
-      for (const name of NAMES) expectError(await metric(s, MISSING, name), 404);
+      for (const name of TRAFFIC_METRICS) expectError(await metric(s, MISSING, name), 404);
     });
   });
 }

@@ -19,6 +19,7 @@ import {
   endPhases,
   environmentLines,
   findPhased,
+  readPhased,
   logPhased,
   phaseJob,
   phasedLogs,
@@ -29,7 +30,7 @@ import {
 import { countProcesses } from '../processes/service.js';
 import * as envVars from '../env-vars/service.js';
 import { localRuntime } from './local/registry.js';
-import { findApp, appById, type ApplicationsTable, type DeploymentsTable } from './storage.js';
+import { findApp, appById, currentRelease, newestDeployments, type ApplicationsTable, type DeploymentsTable } from './storage.js';
 
 export const ACTIVE = ['waiting', 'inProgress'] as const;
 const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
@@ -75,15 +76,7 @@ export function deploymentView(d: DeploymentsTable) {
 
 /** The application's status follows its latest deployment that was not skipped. */
 export async function refreshAppStatus(tx: Tx, appId: string): Promise<void> {
-  const latest = await tx
-    .selectFrom('deployments')
-    .select('status')
-    .where('app_id', '=', appId)
-    .where('status', '!=', 'skipped')
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+  const latest = await newestDeployments(tx, appId).select('status').where('status', '!=', 'skipped').limit(1).executeTakeFirst();
   if (!latest) return;
   await tx
     .updateTable('applications')
@@ -279,8 +272,6 @@ const machine: PhaseMachine<DeploymentsTable, ApplicationsTable, typeof ADVANCE>
 
 export const advanceJob = (app: AppContext) => phaseJob(app, machine);
 
-const findDeployment = ({ tx }: CallContext, appId: string, id: string) => findPhased(tx, machine, appId, id);
-
 /**
  * Counts a client's read of a deployment (or of its application). In `reads` progression the
  * read that completes a phase advances the deployment before answering, so polling loops see
@@ -303,9 +294,7 @@ export async function listDeployments(ctx: CallContext, appId: string, page: Pag
 /** GET of one deployment; in `reads` progression the read counts (and may advance it) first. */
 export async function getDeployment(ctx: CallContext, appId: string, id: string) {
   await findApp(ctx, appId);
-  await findDeployment(ctx, appId, id);
-  await noteRead(ctx.app, appId, id);
-  return deploymentView(await findDeployment(ctx, appId, id));
+  return deploymentView(await readPhased(ctx, machine, appId, id, noteRead));
 }
 
 export async function deploymentLogs(ctx: CallContext, appId: string, id: string, query: Omit<LogQuery, 'appId' | 'kind' | 'deploymentId'>) {
@@ -315,7 +304,7 @@ export async function deploymentLogs(ctx: CallContext, appId: string, id: string
 
 export async function cancelDeployment(ctx: CallContext, appId: string, id: string) {
   await findApp(ctx, appId);
-  return cancelOnRequest(ctx, machine, await findDeployment(ctx, appId, id), 'Cancelled on request');
+  return cancelOnRequest(ctx, machine, await findPhased(ctx.tx, machine, appId, id), 'Cancelled on request');
 }
 
 /** POST /applications/{id}/deployments: a new deployment, or a restart of the current release. */
@@ -336,24 +325,8 @@ export async function rollback(ctx: CallContext, appId: string) {
   const { tx } = ctx;
   const a = await findApp(ctx, appId);
   assertDeployable(a);
-  const successes = await tx
-    .selectFrom('deployments')
-    .selectAll()
-    .where('app_id', '=', a.id)
-    .where('status', '=', 'success')
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(2)
-    .execute();
-  const latest = await tx
-    .selectFrom('deployments')
-    .select(['id', 'status'])
-    .where('app_id', '=', a.id)
-    .where('status', '!=', 'skipped')
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+  const successes = await newestDeployments(tx, a.id).selectAll().where('status', '=', 'success').limit(2).execute();
+  const latest = await newestDeployments(tx, a.id).select(['id', 'status']).where('status', '!=', 'skipped').limit(1).executeTakeFirst();
   const target = latest && successes[0] && latest.id === successes[0].id ? successes[1] : successes[0];
   if (!target) throw badRequest('There is no earlier successful deployment to roll back to');
   return deploymentView(await createDeployment(ctx, a, { trigger: 'rollback', reuse: target }));
@@ -373,19 +346,6 @@ export async function deployReleaseOnto(ctx: CallContext, source: ApplicationsTa
 
 /** When the application was last deployed (its newest deployment's creation), or null. */
 export async function lastDeployedAt(tx: Tx, appId: string): Promise<string | null> {
-  const d = await tx.selectFrom('deployments').select('created_at').where('app_id', '=', appId).orderBy('created_at', 'desc').limit(1).executeTakeFirst();
+  const d = await newestDeployments(tx, appId).select('created_at').limit(1).executeTakeFirst();
   return d?.created_at ?? null;
-}
-
-/** The current release (the newest successful deployment): restarts, promotion, the process terminal's environment. */
-export async function currentRelease(tx: Tx, appId: string): Promise<DeploymentsTable | undefined> {
-  return tx
-    .selectFrom('deployments')
-    .selectAll()
-    .where('app_id', '=', appId)
-    .where('status', '=', 'success')
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
 }

@@ -9,6 +9,7 @@ import { enqueue, type JobKind } from '../../shared/jobs.js';
 import { insertNamed } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import { deleteLogs, writeLogs } from '../../shared/runtime/logs.js';
+import { teardownStep } from '../../shared/runtime/phases.js';
 import { CLUSTER_BY_ID } from '../resources/catalog.js';
 import { forgetService, placeService, projectExists } from '../projects/service.js';
 import { cancelActiveDeployments, createDeployment, lockApp, noteRead } from './deployments.js';
@@ -333,27 +334,19 @@ export const deleteJob = (app: AppContext): JobKind<typeof DELETE_JOB> => ({
   async run(tx, job) {
     const a = await appById(tx, job.payload.appId);
     if (!a || a.status !== 'deleting') return;
-    const r = await app.runtime.advance(tx, {
-      operation: 'app_delete',
-      phase: 'teardown',
-      phaseIndex: 0,
-      phaseCount: 1,
-      targetId: a.id,
-      startedAt: job.payload.startedAt,
-      reads: 0,
+    return teardownStep(app, tx, a, 'app_delete', job.payload.startedAt, {
+      async failed() {
+        await tx.updateTable('applications').set({ status: 'appDeletionFailed', updated_at: new Date().toISOString() }).where('id', '=', a.id).execute();
+      },
+      async remove() {
+        await app.events.signal(tx, 'application.removed', { application: a });
+        await deleteLogs(tx, a.id);
+        await tx.deleteFrom('deployments').where('app_id', '=', a.id).execute();
+        await forgetService(tx, a.id);
+        await tx.deleteFrom('applications').where('id', '=', a.id).execute();
+        await app.events.emit(tx, 'APP_DELETE', a.company_id, a);
+      },
     });
-    if (r.state === 'running') return { rescheduleAt: new Date(Date.now() + r.checkAfterMs) };
-    if (r.state === 'failed') {
-      await tx.updateTable('applications').set({ status: 'appDeletionFailed', updated_at: new Date().toISOString() }).where('id', '=', a.id).execute();
-      await writeLogs(tx, { companyId: a.company_id, appId: a.id, kind: 'runtime' }, [{ message: `Deletion failed: ${r.reason}`, severity: 'error' }]);
-      return;
-    }
-    await app.events.signal(tx, 'application.removed', { application: a });
-    await deleteLogs(tx, a.id);
-    await tx.deleteFrom('deployments').where('app_id', '=', a.id).execute();
-    await forgetService(tx, a.id);
-    await tx.deleteFrom('applications').where('id', '=', a.id).execute();
-    await app.events.emit(tx, 'APP_DELETE', a.company_id, a);
   },
 });
 

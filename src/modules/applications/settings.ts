@@ -179,6 +179,24 @@ export async function listTcpProxies(ctx: CallContext, id: string, page: Page) {
   );
 }
 
+/** 400 when the process's port already has a row in `table` (a TCP proxy, or a private port); `taken` ends the message. */
+async function assertPortUnused(
+  tx: Tx,
+  table: 'application_tcp_proxies' | 'application_private_ports',
+  appId: string,
+  body: { process_id: string; port: number },
+  taken: string,
+): Promise<void> {
+  const dup = await tx
+    .selectFrom(table)
+    .select('id')
+    .where('app_id', '=', appId)
+    .where('process_id', '=', body.process_id)
+    .where('port', '=', body.port)
+    .executeTakeFirst();
+  if (dup) throw badRequest(`Port ${body.port} of this process ${taken}`);
+}
+
 /** A public TCP proxy: the lowest free external port of the cluster (30000-30999) on the cluster's proxy hostname. */
 export async function createTcpProxy(ctx: CallContext, id: string, body: { process_id: string; port: number }) {
   const { tx, companyId } = ctx;
@@ -186,14 +204,7 @@ export async function createTcpProxy(ctx: CallContext, id: string, body: { proce
   await portProcess(tx, a.id, body.process_id);
   // External ports are allocated per cluster: one allocation at a time (and so one check of duplicates).
   await lockFor(tx, `tcp-proxies:${a.cluster_id}`);
-  const dup = await tx
-    .selectFrom('application_tcp_proxies')
-    .select('id')
-    .where('app_id', '=', a.id)
-    .where('process_id', '=', body.process_id)
-    .where('port', '=', body.port)
-    .executeTakeFirst();
-  if (dup) throw badRequest(`Port ${body.port} of this process already has a TCP proxy`);
+  await assertPortUnused(tx, 'application_tcp_proxies', a.id, body, 'already has a TCP proxy');
   const used = new Set(
     (await tx.selectFrom('application_tcp_proxies').select('external_port').where('cluster_id', '=', a.cluster_id).execute()).map((r) => r.external_port),
   );
@@ -242,14 +253,7 @@ export async function createPrivatePort(ctx: CallContext, id: string, body: { pr
   const a = await mutableApp(ctx, id);
   await portProcess(tx, a.id, body.process_id);
   await lockFor(tx, `private-ports:${a.id}`);
-  const dup = await tx
-    .selectFrom('application_private_ports')
-    .select('id')
-    .where('app_id', '=', a.id)
-    .where('process_id', '=', body.process_id)
-    .where('port', '=', body.port)
-    .executeTakeFirst();
-  if (dup) throw badRequest(`Port ${body.port} of this process is already exposed privately`);
+  await assertPortUnused(tx, 'application_private_ports', a.id, body, 'is already exposed privately');
   const now = new Date().toISOString();
   const row = {
     id: newId(),

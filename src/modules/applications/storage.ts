@@ -179,3 +179,13 @@ export async function findApp({ tx, companyId }: CallContext, id: string): Promi
 export async function appById(tx: Tx, id: string): Promise<ApplicationsTable | undefined> {
   return tx.selectFrom('applications').selectAll().where('id', '=', id).executeTakeFirst();
 }
+
+/** The application's deployments, newest first (ties by id); the caller selects and filters. */
+export function newestDeployments(tx: Tx, appId: string) {
+  return tx.selectFrom('deployments').where('app_id', '=', appId).orderBy('created_at', 'desc').orderBy('id', 'desc');
+}
+
+/** The current release (the newest successful deployment): restarts, promotion, the local runtime, the process terminal's environment. */
+export async function currentRelease(tx: Tx, appId: string): Promise<DeploymentsTable | undefined> {
+  return newestDeployments(tx, appId).selectAll().where('status', '=', 'success').limit(1).executeTakeFirst();
+}

@@ -13,16 +13,6 @@ import { armCron, JOB_TRIGGER, terminateRun } from './cron.js';
 import { DEFAULT_RESOURCE_TYPE, DEFAULT_WEB_PORT, instanceCount } from './service.js';
 import type { JobStartPolicy } from './storage.js';
 
-/** How many processes the application has (deployment log lines). */
-export async function countProcesses(tx: Tx, appId: string): Promise<number> {
-  const r = await tx
-    .selectFrom('processes')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('app_id', '=', appId)
-    .executeTakeFirst();
-  return Number(r?.n ?? 0);
-}
-
 /** The default process of a new application: one web process on port 8080, one instance. */
 async function createDefaultProcesses(tx: Tx, a: ApplicationsTable): Promise<void> {
   const now = new Date().toISOString();

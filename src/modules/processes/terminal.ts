@@ -7,8 +7,7 @@
 // 4300 unexpected server error.
 import type { RawData, WebSocket } from 'ws';
 import type { CallContext } from '../../shared/context.js';
-import { currentRelease } from '../applications/deployments.js';
-import { findApp } from '../applications/storage.js';
+import { currentRelease, findApp } from '../applications/storage.js';
 import { resolveEnvironment, systemVariables } from '../env-vars/service.js';
 import type { TERMINAL_SHELLS } from './schemas.js';
 import { findProcess } from './storage.js';

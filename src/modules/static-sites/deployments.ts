@@ -25,6 +25,7 @@ import {
   endPhases,
   environmentLines,
   findPhased,
+  readPhased,
   logPhased,
   phaseJob,
   phasedLogs,
@@ -280,8 +281,6 @@ const machine: PhaseMachine<StaticSiteDeploymentsTable, StaticSitesTable, typeof
 
 export const advanceJob = (app: AppContext) => phaseJob(app, machine);
 
-const findDeployment = ({ tx }: CallContext, siteId: string, id: string) => findPhased(tx, machine, siteId, id);
-
 /**
  * Counts a client's read of a deployment (or of its site, for the running production
  * deployment). In `reads` progression the read that completes a phase advances the deployment
@@ -308,9 +307,7 @@ export async function listDeployments(ctx: CallContext, siteId: string, page: Pa
 /** GET of one deployment; in `reads` progression the read counts (and may advance it) first. */
 export async function getDeployment(ctx: CallContext, siteId: string, id: string) {
   await findSite(ctx, siteId);
-  await findDeployment(ctx, siteId, id);
-  await noteRead(ctx.app, siteId, id);
-  return deploymentView(await findDeployment(ctx, siteId, id));
+  return deploymentView(await readPhased(ctx, machine, siteId, id, noteRead));
 }
 
 export async function deploymentLogs(ctx: CallContext, siteId: string, id: string, query: Omit<LogQuery, 'appId' | 'kind' | 'deploymentId'>) {
@@ -320,7 +317,7 @@ export async function deploymentLogs(ctx: CallContext, siteId: string, id: strin
 
 export async function cancelDeployment(ctx: CallContext, siteId: string, id: string) {
   await findSite(ctx, siteId);
-  const d = await findDeployment(ctx, siteId, id);
+  const d = await findPhased(ctx.tx, machine, siteId, id);
   return cancelOnRequest(ctx, machine, d, d.status === 'waiting' ? 'Cancelled on request before it started' : 'Cancelled on request; the build was stopped');
 }
 

@@ -10,6 +10,7 @@ import { enqueue, type JobKind } from '../../shared/jobs.js';
 import { insertNamed } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import { deleteLogs, writeLogs } from '../../shared/runtime/logs.js';
+import { teardownStep } from '../../shared/runtime/phases.js';
 import { accessLogLines, TrafficMetrics, type TrafficMetric, type TrafficSource, type Window } from '../../shared/runtime/traffic.js';
 import { forgetService, placeService, projectExists } from '../projects/service.js';
 import { cancelActiveDeployments, createDeployment, noteRead, PRODUCTION } from './deployments.js';
@@ -216,27 +217,19 @@ export const deleteJob = (app: AppContext): JobKind<typeof DELETE_JOB> => ({
   async run(tx, job) {
     const s = await siteById(tx, job.payload.siteId);
     if (!s || s.status !== 'deleting') return;
-    const r = await app.runtime.advance(tx, {
-      operation: DELETE_OPERATION,
-      phase: 'teardown',
-      phaseIndex: 0,
-      phaseCount: 1,
-      targetId: s.id,
-      startedAt: job.payload.startedAt,
-      reads: 0,
+    return teardownStep(app, tx, s, DELETE_OPERATION, job.payload.startedAt, {
+      async failed() {
+        await tx.updateTable('static_sites').set({ status: 'deletionFailed', updated_at: new Date().toISOString() }).where('id', '=', s.id).execute();
+      },
+      async remove() {
+        await app.events.signal(tx, 'static-site.removed', { site: s });
+        await deleteLogs(tx, s.id);
+        await tx.deleteFrom('static_site_deployments').where('static_site_id', '=', s.id).execute();
+        await forgetService(tx, s.id);
+        await tx.deleteFrom('static_sites').where('id', '=', s.id).execute();
+        await app.events.emit(tx, 'STATIC_SITE_DELETE', s.company_id, s);
+      },
     });
-    if (r.state === 'running') return { rescheduleAt: new Date(Date.now() + r.checkAfterMs) };
-    if (r.state === 'failed') {
-      await tx.updateTable('static_sites').set({ status: 'deletionFailed', updated_at: new Date().toISOString() }).where('id', '=', s.id).execute();
-      await writeLogs(tx, { companyId: s.company_id, appId: s.id, kind: 'runtime' }, [{ message: `Deletion failed: ${r.reason}`, severity: 'error' }]);
-      return;
-    }
-    await app.events.signal(tx, 'static-site.removed', { site: s });
-    await deleteLogs(tx, s.id);
-    await tx.deleteFrom('static_site_deployments').where('static_site_id', '=', s.id).execute();
-    await forgetService(tx, s.id);
-    await tx.deleteFrom('static_sites').where('id', '=', s.id).execute();
-    await app.events.emit(tx, 'STATIC_SITE_DELETE', s.company_id, s);
   },
 });
 

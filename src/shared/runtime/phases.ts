@@ -100,6 +100,22 @@ export async function findPhased<R extends PhasedRow>(tx: Tx, m: PhaseMachine<R,
   return d as unknown as R;
 }
 
+/**
+ * GET of one of the owner's rows (404 when it is not the owner's). `note` is the module's read
+ * counter: in `reads` progression the read counts (and may advance the row) before the answer.
+ */
+export async function readPhased<R extends PhasedRow>(
+  ctx: CallContext,
+  m: PhaseMachine<R, unknown, PhaseJobName>,
+  ownerId: string,
+  id: string,
+  note: (app: AppContext, ownerId: string, id: string) => Promise<void>,
+): Promise<R> {
+  await findPhased(ctx.tx, m, ownerId, id);
+  await note(ctx.app, ownerId, id);
+  return findPhased(ctx.tx, m, ownerId, id);
+}
+
 /** The build log of one of the owner's rows (404 when it is not the owner's); `service` names the owner. */
 export async function phasedLogs<R extends PhasedRow>(
   ctx: CallContext,
@@ -268,4 +284,30 @@ export async function cancelOnRequest<R extends PhasedRow>(ctx: CallContext, m: 
   if (!(await m.finish(ctx, d, 'cancelled', [{ message: reason, severity: 'warning' }])))
     throw badRequest('The deployment finished before it could be cancelled');
   return { message: 'Deployment cancelled' };
+}
+
+/**
+ * One step of the one-phase teardown of a service being deleted (`operation`: its progression and
+ * fault rules on the runtime). Running: when to look again. Failed: `failed` marks the service,
+ * then the reason goes to its runtime log. Done: `remove` deletes the service and what it owns.
+ */
+export async function teardownStep(
+  app: AppContext,
+  tx: Tx,
+  service: { id: string; company_id: string },
+  operation: string,
+  startedAt: string,
+  hooks: { failed(): Promise<void>; remove(): Promise<void> },
+): Promise<{ rescheduleAt: Date } | undefined> {
+  const r = await app.runtime.advance(tx, { operation, phase: 'teardown', phaseIndex: 0, phaseCount: 1, targetId: service.id, startedAt, reads: 0 });
+  if (r.state === 'running') return { rescheduleAt: new Date(Date.now() + r.checkAfterMs) };
+  if (r.state === 'failed') {
+    await hooks.failed();
+    await writeLogs(tx, { companyId: service.company_id, appId: service.id, kind: 'runtime' }, [
+      { message: `Deletion failed: ${r.reason}`, severity: 'error' },
+    ]);
+    return undefined;
+  }
+  await hooks.remove();
+  return undefined;
 }

@@ -16,7 +16,7 @@ import * as envVars from '../../env-vars/service.js';
 import { serviceOfHostname } from '../../domains/service.js';
 import { runnableProcesses } from '../../processes/service.js';
 import { edgeSettings } from '../settings.js';
-import { appById, type ApplicationsTable, type DeploymentsTable } from '../storage.js';
+import { appById, currentRelease, type ApplicationsTable, type DeploymentsTable } from '../storage.js';
 import { appReleasesDir, build, BuildError, checkout, commandOf, readRelease, releaseDir, buildDir } from './build.js';
 import { createEdge, type Route } from './edge.js';
 import { localSettings, type LocalSettings } from './settings.js';
@@ -245,15 +245,7 @@ export class LocalRuntime {
         return;
       }
       if (serving) return;
-      const current = await db
-        .selectFrom('deployments')
-        .selectAll()
-        .where('app_id', '=', appId)
-        .where('status', '=', 'success')
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(1)
-        .executeTakeFirst();
+      const current = await currentRelease(db, appId);
       if (!current) return;
       const releaseId = current.build_of ?? current.id;
       const info = await readRelease(this.settings.root, appId, releaseId);
