@@ -11,7 +11,7 @@ import { paginate, type Page } from '../../shared/pagination.js';
 import { deleteLogs, writeLogs } from '../../shared/runtime/logs.js';
 import { teardownStep } from '../../shared/runtime/phases.js';
 import { CLUSTER_BY_ID } from '../resources/catalog.js';
-import { forgetService, placeService, projectExists } from '../projects/service.js';
+import { forgetService, placeService } from '../projects/service.js';
 import { cancelActiveDeployments, createDeployment, lockApp, noteRead } from './deployments.js';
 import { appById, findApp, type ApplicationsTable } from './storage.js';
 
@@ -136,7 +136,6 @@ export interface CreateInput {
 export async function createApp(ctx: CallContext, input: CreateInput) {
   const { tx, app, companyId } = ctx;
   const cluster = checkCluster(input.cluster_id);
-  if (input.project_id && !(await projectExists(ctx, input.project_id))) throw badRequest(`Unknown project_id ${input.project_id}`);
   const now = new Date().toISOString();
   const fields: Omit<ApplicationsTable, Named> = {
     id: newId(),

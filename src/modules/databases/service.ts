@@ -9,7 +9,7 @@ import { insertNamed } from '../../shared/naming.js';
 import { ipList } from '../../shared/net.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
-import { placeService, projectExists } from '../projects/service.js';
+import { placeService } from '../projects/service.js';
 import { CLUSTER_BY_ID, DATABASE_RESOURCE_TYPE_BY_ID, DATABASE_RESOURCE_TYPES } from '../resources/catalog.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { stepBackup } from './backups.js';
@@ -46,10 +46,6 @@ export async function listDatabases({ tx, companyId, scope }: CallContext, page:
       resource_type_name: DATABASE_RESOURCE_TYPE_BY_ID.get(resource_type_id)?.name ?? null,
     })),
   };
-}
-
-async function checkProject(ctx: CallContext, projectId: string | null | undefined) {
-  if (projectId && !(await projectExists(ctx, projectId))) throw badRequest(`Unknown project_id ${projectId}`);
 }
 
 function checkResourceType(id: string) {
@@ -99,7 +95,6 @@ export async function createDatabase(ctx: CallContext, input: CreateInput) {
   if (!versions.includes(input.version)) throw badRequest(`Unsupported ${input.type} version "${input.version}" (supported: ${versions.join(', ')})`);
   if (input.extensions && input.type !== 'postgresql' && Object.values(input.extensions).some(Boolean))
     throw badRequest('extensions apply only to postgresql databases');
-  await checkProject(ctx, input.project_id);
   const id = newId();
   const dbUser = input.db_user ?? (input.type === 'redis' || input.type === 'valkey' ? 'default' : input.db_name);
   // A real server: the database gets a name of its own there (db_name of the representation).
@@ -164,7 +159,6 @@ export async function updateDatabase(ctx: CallContext, id: string, input: { disp
   const d = await lockDatabase(ctx, id);
   assertNotDeleting(d);
   if (input.resource_type_id !== undefined) checkResourceType(input.resource_type_id);
-  await checkProject(ctx, input.project_id);
   const now = new Date().toISOString();
   const patch: Partial<DatabasesTable> = { ...written(d), updated_at: now };
   if (input.display_name !== undefined) patch.display_name = input.display_name;

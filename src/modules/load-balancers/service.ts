@@ -24,7 +24,7 @@ import { outboundUrlProblem } from '../../shared/net.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
 import { provisionSystemDomain, removeServiceDomains } from '../domains/service.js';
-import { forgetService, placeService, projectExists } from '../projects/service.js';
+import { forgetService, placeService } from '../projects/service.js';
 import {
   findLoadBalancer,
   lockLoadBalancer,
@@ -86,13 +86,8 @@ export async function listLoadBalancers({ tx, companyId, scope }: CallContext, p
   return { ...res, data: res.data.map(view) };
 }
 
-async function checkProject(ctx: CallContext, projectId: string | null | undefined) {
-  if (projectId && !(await projectExists(ctx, projectId))) throw badRequest(`Unknown project_id ${projectId}`);
-}
-
 export async function createLoadBalancer(ctx: CallContext, input: { display_name: string; type?: LoadBalancerType; project_id?: string | null }) {
   const { tx, companyId } = ctx;
-  await checkProject(ctx, input.project_id);
   const t = now();
   const fields: Omit<LoadBalancersTable, 'name'> = {
     id: newId(),
@@ -116,7 +111,6 @@ export async function getLoadBalancer(ctx: CallContext, id: string) {
 export async function updateLoadBalancer(ctx: CallContext, id: string, input: { display_name?: string; type?: LoadBalancerType; project_id?: string | null }) {
   const { tx } = ctx;
   const lb = await lockLoadBalancer(ctx, id);
-  await checkProject(ctx, input.project_id);
   if (input.type === 'GEO' && lb.type !== 'GEO') {
     const missing = await tx
       .selectFrom('load_balancer_destinations')

@@ -8,7 +8,7 @@ import { newId } from '../../shared/ids.js';
 import { uniqueName } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
-import { forgetService, placeService, projectExists } from '../projects/service.js';
+import { forgetService, placeService } from '../projects/service.js';
 import { claimHostname, hostnameOf, releaseHostname } from './domains.js';
 import { decodeBound, deleteObjectRows, encodeBound, listEntries, sweepLater } from './objects.js';
 import { runtime } from './runtime.js';
@@ -101,16 +101,11 @@ export async function listBuckets(ctx: CallContext, page: Page) {
   return { ...res, data };
 }
 
-async function checkProject(ctx: CallContext, projectId: string | null | undefined) {
-  if (projectId && !(await projectExists(ctx, projectId))) throw badRequest(`Unknown project_id ${projectId}`);
-}
-
 export async function createBucket(
   ctx: CallContext,
   input: { display_name: string; location?: Location; jurisdiction?: Jurisdiction; public_access?: boolean; project_id?: string | null },
 ) {
   const { tx, app, companyId } = ctx;
-  await checkProject(ctx, input.project_id);
   const id = newId();
   const now = new Date().toISOString();
   const name = await uniqueName(
@@ -147,7 +142,6 @@ export async function getBucket(ctx: CallContext, id: string) {
 export async function updateBucket(ctx: CallContext, id: string, input: { display_name?: string; project_id?: string | null }) {
   const { tx } = ctx;
   const b = await findBucket(ctx, id);
-  await checkProject(ctx, input.project_id);
   const patch: Partial<ObjectStoragesTable> = { updated_at: new Date().toISOString() };
   if (input.display_name !== undefined) patch.display_name = input.display_name;
   if (input.project_id !== undefined && input.project_id !== b.project_id) {

@@ -13,7 +13,7 @@ import { paginate, type Page } from '../../shared/pagination.js';
 import { deployReleaseOnto, lastDeployedAt } from '../applications/deployments.js';
 import { cloneApp, deleteApp, setAppProject } from '../applications/service.js';
 import { findApp } from '../applications/storage.js';
-import { forgetService, placeService, projectExists } from '../projects/service.js';
+import { forgetService, placeService } from '../projects/service.js';
 import { findPipeline, findStage, stagesOf, type PipelineAppsTable, type PipelinesTable, type PipelineStagesTable } from './storage.js';
 
 export const EXPIRE_JOB = 'pipeline.preview-expire';
@@ -111,14 +111,9 @@ function newStage(p: PipelinesTable, fields: Pick<PipelineStagesTable, 'display_
   };
 }
 
-async function checkProject(ctx: CallContext, projectId: string | null | undefined) {
-  if (projectId && !(await projectExists(ctx, projectId))) throw badRequest(`Unknown project_id ${projectId}`);
-}
-
 /** A new pipeline has two stages: Dev (standard) and Production (prod). */
 export async function createPipeline(ctx: CallContext, body: { display_name: string; type: PipelinesTable['type']; project_id?: string }) {
   const { tx, companyId } = ctx;
-  await checkProject(ctx, body.project_id);
   const now = new Date().toISOString();
   const p: PipelinesTable = {
     id: newId(),
@@ -168,7 +163,6 @@ export async function updatePipeline(ctx: CallContext, id: string, u: UpdateInpu
   await findPipeline(ctx, id);
   await lockPipeline(tx, id);
   const p = await findPipeline(ctx, id);
-  await checkProject(ctx, u.project_id);
   const now = new Date().toISOString();
   let stages = await stagesOf(ctx, id);
   if (u.stage_order) {

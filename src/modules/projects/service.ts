@@ -26,7 +26,8 @@ export async function listProjects({ tx, companyId, scope }: CallContext, page: 
 const lookup = ({ tx, companyId }: CallContext, id: string) =>
   tx.selectFrom('projects').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
 
-async function find(ctx: CallContext, id: string): Promise<ProjectsTable> {
+/** The caller's company's project `id`, or the path id's 404 (also for services that name a project_id). */
+export async function requireProject(ctx: CallContext, id: string): Promise<ProjectsTable> {
   const p = await lookup(ctx, id);
   if (!p) throw notFound('Project');
   return p;
@@ -36,11 +37,6 @@ async function find(ctx: CallContext, id: string): Promise<ProjectsTable> {
 export async function projectSummary(ctx: CallContext, id: string) {
   const p = await lookup(ctx, id);
   return p && { id: p.id, name: p.name, display_name: p.display_name };
-}
-
-/** Whether the caller's company has project `id` (for services that name a project_id). */
-export async function projectExists(ctx: CallContext, id: string): Promise<boolean> {
-  return !!(await lookup(ctx, id));
 }
 
 export async function createProject({ tx, companyId }: CallContext, displayName: string) {
@@ -58,7 +54,7 @@ export async function createProject({ tx, companyId }: CallContext, displayName:
 
 export async function getProject(ctx: CallContext, id: string) {
   const { tx, app } = ctx;
-  const p = await find(ctx, id);
+  const p = await requireProject(ctx, id);
   const links = await tx.selectFrom('project_services').selectAll().where('project_id', '=', id).orderBy('created_at').orderBy('service_id').execute();
   const services = [];
   for (const l of links) {
@@ -70,7 +66,7 @@ export async function getProject(ctx: CallContext, id: string) {
 
 export async function updateProject(ctx: CallContext, id: string, displayName: string) {
   const { tx } = ctx;
-  const p = await find(ctx, id);
+  const p = await requireProject(ctx, id);
   const updated = { ...p, display_name: displayName, updated_at: new Date().toISOString() };
   await tx.updateTable('projects').set({ display_name: displayName, updated_at: updated.updated_at }).where('id', '=', id).execute();
   return view(updated);
@@ -78,7 +74,7 @@ export async function updateProject(ctx: CallContext, id: string, displayName: s
 
 export async function deleteProject(ctx: CallContext, id: string) {
   const { tx } = ctx;
-  await find(ctx, id);
+  await requireProject(ctx, id);
   await tx.deleteFrom('project_services').where('project_id', '=', id).execute();
   await tx.deleteFrom('projects').where('id', '=', id).execute();
   return { message: 'Project deleted' };
@@ -92,7 +88,7 @@ function kindOf(app: AppContext, type: string) {
 
 export async function addService(ctx: CallContext, id: string, serviceId: string, type: string) {
   const { tx, app, companyId } = ctx;
-  await find(ctx, id);
+  await requireProject(ctx, id);
   const s = await kindOf(app, type).find(ctx, serviceId);
   if (!s) throw notFound('Service');
   await tx
@@ -105,7 +101,7 @@ export async function addService(ctx: CallContext, id: string, serviceId: string
 
 export async function removeService(ctx: CallContext, id: string, serviceId: string, type: string) {
   const { tx, app } = ctx;
-  await find(ctx, id);
+  await requireProject(ctx, id);
   kindOf(app, type);
   const res = await tx
     .deleteFrom('project_services')
@@ -119,9 +115,12 @@ export async function removeService(ctx: CallContext, id: string, serviceId: str
 
 /**
  * Puts a service into project `projectId` (null: into none), leaving any project it was in. Service
- * modules call it on create (with the project_id they checked with `projectExists`) and on moves.
+ * modules call it on create and on moves; a project the company does not have is the path id's 404
+ * (the router's reference check answers it first; this one holds inside the transaction).
  */
-export async function placeService({ tx, companyId }: CallContext, serviceId: string, type: string, projectId: string | null): Promise<void> {
+export async function placeService(ctx: CallContext, serviceId: string, type: string, projectId: string | null): Promise<void> {
+  const { tx, companyId } = ctx;
+  if (projectId) await requireProject(ctx, projectId);
   await forgetService(tx, serviceId);
   if (projectId)
     await tx

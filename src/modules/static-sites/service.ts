@@ -12,7 +12,7 @@ import { paginate, type Page } from '../../shared/pagination.js';
 import { deleteLogs, writeLogs } from '../../shared/runtime/logs.js';
 import { teardownStep } from '../../shared/runtime/phases.js';
 import { accessLogLines, TrafficMetrics, type TrafficMetric, type TrafficSource, type Window } from '../../shared/runtime/traffic.js';
-import { forgetService, placeService, projectExists } from '../projects/service.js';
+import { forgetService, placeService } from '../projects/service.js';
 import { cancelActiveDeployments, createDeployment, noteRead, PRODUCTION } from './deployments.js';
 import { checkBranch, checkDeployPaths, checkRepoUrl, gitTypeFor, type GitType } from './git.js';
 import { findSite, siteById, type StaticSitesTable } from './storage.js';
@@ -68,7 +68,6 @@ const bit = (v: boolean | undefined, dflt: boolean) => ((v ?? dflt) ? 1 : 0);
 /** Creates the site with a unique name and system hostname, then queues its first production deployment. */
 export async function createSite(ctx: CallContext, input: CreateInput) {
   const { tx, app, companyId } = ctx;
-  if (input.project_id && !(await projectExists(ctx, input.project_id))) throw badRequest(`Unknown project_id ${input.project_id}`);
   const source = input.source ?? 'privateGit';
   checkRepoUrl(input.repo_url);
   const branch = checkBranch(input.default_branch);

@@ -9,7 +9,7 @@ import type { Tx } from '../../shared/db/index.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { paginate, type Page } from '../../shared/pagination.js';
-import { projectExists } from '../projects/service.js';
+import { requireProject } from '../projects/service.js';
 import type { UsageAlertTriggersTable, UsageAlertsTable } from './storage.js';
 
 const MAX_TRIGGERS = 10;
@@ -101,7 +101,7 @@ interface CreateAlertInput {
 export async function createAlert(ctx: CallContext, input: CreateAlertInput) {
   const { tx, companyId } = ctx;
   const projectId = input.project_id ?? null;
-  if (projectId && !(await projectExists(ctx, projectId))) throw badRequest(`Project ${projectId} does not exist in this company`);
+  if (projectId) await requireProject(ctx, projectId);
   checkEmails(input.emails);
   checkTriggers(input.triggers);
   const now = new Date().toISOString();
