@@ -216,9 +216,21 @@ export async function claimHostname(ctx: CallContext, hostname: string, owner: {
   throw await taken(tx, companyId, h);
 }
 
+/** The hostnames services claimed with claimHostname, by service id (one query for a page of services). */
+export async function claimedHostnamesOf(tx: Tx, serviceIds: readonly string[]): Promise<Map<string, string>> {
+  if (!serviceIds.length) return new Map();
+  const rows = await tx
+    .selectFrom('domains')
+    .select(['service_id', 'hostname'])
+    .where('service_id', 'in', [...serviceIds])
+    .where('type', '=', 'CDN')
+    .execute();
+  return new Map(rows.map((r) => [r.service_id, r.hostname]));
+}
+
 /** The hostname a service claimed with claimHostname, if any. */
 export async function claimedHostnameOf(tx: Tx, serviceId: string): Promise<string | null> {
-  return (await tx.selectFrom('domains').select('hostname').where('service_id', '=', serviceId).where('type', '=', 'CDN').executeTakeFirst())?.hostname ?? null;
+  return (await claimedHostnamesOf(tx, [serviceId])).get(serviceId) ?? null;
 }
 
 /** The service that claimed `hostname` with claimHostname, if any. */

@@ -3,7 +3,7 @@
 // balancers' domains live in the same registry).
 import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { claimantOf, claimedHostnameOf, claimHostname as claim, releaseHostname as release } from '../domains/service.js';
+import { claimantOf, claimedHostnameOf, claimedHostnamesOf, claimHostname as claim, releaseHostname as release } from '../domains/service.js';
 
 /** Claims `hostname` for bucket `bucketId`; 400 when another service holds it. */
 export async function claimHostname(ctx: CallContext, bucketId: string, hostname: string): Promise<void> {
@@ -20,6 +20,9 @@ export async function releaseHostname(ctx: CallContext, bucketId: string): Promi
 
 /** The hostname a bucket holds, if any. */
 export const hostnameOf = (tx: Tx, bucketId: string) => claimedHostnameOf(tx, bucketId);
+
+/** The hostnames of a page of buckets, by bucket id. */
+export const hostnamesOf = (tx: Tx, bucketIds: readonly string[]) => claimedHostnamesOf(tx, bucketIds);
 
 /** The bucket a hostname is claimed for. */
 export const bucketOfHostname = (tx: Tx, hostname: string) => claimantOf(tx, hostname);

@@ -9,7 +9,7 @@ import { uniqueName } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
 import { forgetService, placeService } from '../projects/service.js';
-import { claimHostname, hostnameOf, releaseHostname } from './domains.js';
+import { claimHostname, hostnameOf, hostnamesOf, releaseHostname } from './domains.js';
 import { decodeBound, deleteObjectRows, encodeBound, listEntries, sweepLater } from './objects.js';
 import { runtime } from './runtime.js';
 import { PATH_PREFIX } from './settings.js';
@@ -93,11 +93,14 @@ export async function listBuckets(ctx: CallContext, page: Page) {
   let q = tx.selectFrom('object_storages').selectAll().where('company_id', '=', companyId);
   if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
   const res = await paginate(q, page, { column: 'name', id: 'id' });
-  const data = [];
-  for (const b of res.data) {
-    const { company_id, project_id, ...item } = view(b, await hostnameOf(tx, b.id));
-    data.push(item);
-  }
+  const hostnames = await hostnamesOf(
+    tx,
+    res.data.map((b) => b.id),
+  );
+  const data = res.data.map((b) => {
+    const { company_id, project_id, ...item } = view(b, hostnames.get(b.id) ?? null);
+    return item;
+  });
   return { ...res, data };
 }
 
