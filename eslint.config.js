@@ -6,7 +6,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default defineConfig([
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'data/', '.tmp/'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', 'data/', '.tmp/', 'web/dist/', 'web/src/schema.d.ts', 'test-artifacts/'] },
   js.configs.recommended,
   tseslint.configs.recommended,
   {
@@ -23,4 +23,6 @@ export default defineConfig([
       '@typescript-eslint/no-explicit-any': 'off',
     },
   },
+  // The dashboard runs in the browser.
+  { files: ['web/src/**/*.{ts,tsx}'], languageOptions: { globals: { ...globals.browser } } },
 ]);

@@ -1,0 +1,551 @@
+// An application: its deployments (polled while any is in progress), trigger / cancel / rollback,
+// build logs and runtime logs that follow as they grow, processes and scaling, cron runs,
+// environment variables (hidden until revealed), domains with DNS instructions, settings, metrics.
+import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { api, call } from '../api.js';
+import { useCan } from '../auth.js';
+import { Chart, metricWindow } from '../Chart.js';
+import { ActionButton, Badge, Empty, ErrorBox, Loaded, Secret, Section, useAction, when } from '../ui.js';
+
+const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
+
+export function ApplicationPage({ id }: { id: string }) {
+  const path = { params: { path: { id } } };
+  const app = useQuery({ queryKey: ['applications', id], queryFn: () => call(api.GET('/applications/{id}', path)), refetchInterval: 5_000 });
+  const canUpdate = useCan('APP:UPDATE', id);
+  const suspend = useAction(() => call(api.POST('/applications/{id}/suspend', path)), [['applications', id]]);
+  const activate = useAction(() => call(api.POST('/applications/{id}/activate', path)), [['applications', id]]);
+  return (
+    <main>
+      <Loaded q={app} label="application">
+        {(a) => (
+          <>
+            <div className="page-head">
+              <h1>{a.display_name}</h1>
+              <Badge status={a.is_suspended ? 'suspended' : (a.status ?? undefined)} />
+              <span className="muted small">{a.name}</span>
+              {canUpdate ? (
+                <div className="actions">
+                  {a.is_suspended ? (
+                    <ActionButton label="Activate" run={() => activate.mutate()} pending={activate.isPending} />
+                  ) : (
+                    <ActionButton label="Suspend" run={() => suspend.mutate()} pending={suspend.isPending} confirm="Suspend this application?" />
+                  )}
+                </div>
+              ) : null}
+            </div>
+            <ErrorBox error={suspend.error ?? activate.error} />
+            <p className="muted">
+              Source: {a.source} {a.docker_image ?? a.repo_url ?? ''}
+            </p>
+          </>
+        )}
+      </Loaded>
+      <Deployments id={id} />
+      <RuntimeLogs id={id} />
+      <Processes id={id} />
+      <EnvVars id={id} />
+      <Domains id={id} />
+      <Settings id={id} />
+      <Metrics id={id} />
+    </main>
+  );
+}
+
+function Deployments({ id }: { id: string }) {
+  const path = { params: { path: { id } } };
+  const can = useCan('APP:UPDATE', id);
+  const list = useQuery({
+    queryKey: ['deployments', id],
+    queryFn: () => call(api.GET('/applications/{id}/deployments', { params: { path: { id }, query: { limit: 20 } } })),
+    // Live status: poll quickly while a deployment runs, slowly otherwise.
+    refetchInterval: (q) => ((q.state.data?.data ?? []).some((d) => !FINAL.has(String(d.status))) ? 1_500 : 8_000),
+  });
+  const [selected, setSelected] = useState<string | null>(null);
+  const trigger = useAction(
+    () => call(api.POST('/applications/{id}/deployments', { ...path, body: {} })),
+    [['deployments', id]],
+    (d) => setSelected(d.id),
+  );
+  const rollback = useAction(
+    () => call(api.POST('/applications/{id}/deployments/rollback', path)),
+    [['deployments', id]],
+    (d: any) => setSelected(d?.id ?? null),
+  );
+  const cancel = useAction(
+    (deploymentId: string) =>
+      call(api.POST('/applications/{id}/deployments/{deployment_id}/cancel', { params: { path: { id, deployment_id: deploymentId } } })),
+    [['deployments', id]],
+  );
+  const shown = selected ?? list.data?.data[0]?.id ?? null;
+  return (
+    <Section
+      title="Deployments"
+      id="deployments"
+      actions={
+        can ? (
+          <>
+            <ActionButton label="Deploy" run={() => trigger.mutate()} pending={trigger.isPending} />
+            <ActionButton label="Roll back" run={() => rollback.mutate()} pending={rollback.isPending} confirm="Roll back to the last successful deployment?" />
+          </>
+        ) : null
+      }
+    >
+      <ErrorBox error={trigger.error ?? rollback.error ?? cancel.error} />
+      <Loaded q={list} label="deployments">
+        {(d) =>
+          d.data.length ? (
+            <div className="table-wrap">
+              <table>
+                <thead>
+                  <tr>
+                    <th>Status</th>
+                    <th>Trigger</th>
+                    <th>Started</th>
+                    <th>Finished</th>
+                    <th>
+                      <span className="sr-only">Actions</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {d.data.map((dep) => (
+                    <tr key={dep.id} data-deployment={dep.id} aria-current={dep.id === shown ? 'true' : undefined}>
+                      <td>
+                        <Badge status={dep.status ?? undefined} />
+                      </td>
+                      <td>{String(dep.trigger ?? dep.type ?? '')}</td>
+                      <td>{when(dep.started_at ?? dep.created_at)}</td>
+                      <td>{when(dep.finished_at)}</td>
+                      <td className="actions">
+                        <button type="button" className="link" onClick={() => setSelected(dep.id)}>
+                          Logs
+                        </button>
+                        {can && !FINAL.has(String(dep.status)) ? (
+                          <ActionButton label="Cancel" run={() => cancel.mutate(dep.id)} pending={cancel.isPending} danger />
+                        ) : null}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          ) : (
+            <Empty>No deployments yet.</Empty>
+          )
+        }
+      </Loaded>
+      {shown ? <BuildLogs id={id} deploymentId={shown} running={!FINAL.has(String(list.data?.data.find((x) => x.id === shown)?.status))} /> : null}
+    </Section>
+  );
+}
+
+interface LogLine {
+  id: string;
+  message: string;
+  timestamp: string;
+  severity?: string;
+}
+
+/** A log view that keeps to the bottom while new lines arrive (unless the reader scrolled up). */
+function LogView({ lines, label }: { lines: LogLine[]; label: string }) {
+  const ref = useRef<HTMLPreElement>(null);
+  const stick = useRef(true);
+  useEffect(() => {
+    const el = ref.current;
+    if (el && stick.current) el.scrollTop = el.scrollHeight;
+  }, [lines.length]);
+  if (!lines.length) return <Empty>No log lines yet.</Empty>;
+  return (
+    <pre
+      ref={ref}
+      className="logs"
+      tabIndex={0}
+      aria-label={label}
+      aria-live="polite"
+      onScroll={(e) => {
+        const el = e.currentTarget;
+        stick.current = el.scrollTop + el.clientHeight >= el.scrollHeight - 8;
+      }}
+    >
+      {lines.map((l) => (
+        <div key={l.id} className={`log log-${l.severity ?? 'info'}`}>
+          <span className="muted">{new Date(l.timestamp).toLocaleTimeString()} </span>
+          {l.message}
+        </div>
+      ))}
+    </pre>
+  );
+}
+
+function BuildLogs({ id, deploymentId, running }: { id: string; deploymentId: string; running: boolean }) {
+  const logs = useQuery({
+    queryKey: ['deployment-logs', id, deploymentId],
+    queryFn: () =>
+      call(
+        api.GET('/applications/{id}/deployments/{deployment_id}/logs', {
+          params: { path: { id, deployment_id: deploymentId }, query: { limit: 1000 } },
+        }),
+      ),
+    refetchInterval: running ? 1_500 : false,
+  });
+  const { refetch } = logs;
+  // One last read when the deployment finishes, for the lines written at its end.
+  useEffect(() => {
+    if (!running) void refetch();
+  }, [running, refetch]);
+  return (
+    <div data-logs="build">
+      <h3>Build and deploy log</h3>
+      <Loaded q={logs} label="logs">
+        {(l) => <LogView lines={[...(l as LogLine[])].sort((a, b) => a.timestamp.localeCompare(b.timestamp))} label="Deployment log" />}
+      </Loaded>
+    </div>
+  );
+}
+
+function RuntimeLogs({ id }: { id: string }) {
+  const [follow, setFollow] = useState(true);
+  const logs = useQuery({
+    queryKey: ['runtime-logs', id],
+    queryFn: () => call(api.GET('/applications/{id}/runtime-logs', { params: { path: { id }, query: { limit: 500 } } })),
+    refetchInterval: follow ? 3_000 : false,
+  });
+  return (
+    <Section
+      title="Runtime logs"
+      id="runtime-logs"
+      actions={
+        <label className="inline">
+          <input type="checkbox" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> Follow
+        </label>
+      }
+    >
+      <Loaded q={logs} label="logs">
+        {(l) => <LogView lines={[...(l as LogLine[])].sort((a, b) => a.timestamp.localeCompare(b.timestamp))} label="Runtime log" />}
+      </Loaded>
+    </Section>
+  );
+}
+
+function Processes({ id }: { id: string }) {
+  const can = useCan('APP:UPDATE', id);
+  const list = useQuery({ queryKey: ['processes', id], queryFn: () => call(api.GET('/applications/{id}/processes', { params: { path: { id } } })) });
+  const scale = useAction(
+    (v: { pid: string; count: number }) =>
+      call(
+        api.PATCH('/applications/{id}/processes/{process_id}', {
+          params: { path: { id, process_id: v.pid } },
+          body: { scaling_strategy: { type: 'manual', config: { instanceCount: v.count } } },
+        }),
+      ),
+    [['processes', id]],
+  );
+  const run = useAction(
+    (pid: string) => call(api.POST('/applications/{id}/processes/{process_id}/trigger', { params: { path: { id, process_id: pid } } })),
+    [['processes', id]],
+  );
+  return (
+    <Section title="Processes" id="processes">
+      <ErrorBox error={scale.error ?? run.error} />
+      <Loaded q={list} label="processes">
+        {(d) =>
+          d.data.length ? (
+            <ul className="rows">
+              {d.data.map((p) => {
+                const s = p.scaling_strategy as any;
+                const count = s?.type === 'manual' ? s.config?.instanceCount : undefined;
+                return (
+                  <li key={p.id} className="row" data-process={p.key}>
+                    <strong>{p.display_name ?? p.key}</strong>
+                    <span className="muted small">
+                      {String(p.type ?? '')} {p.entrypoint}
+                    </span>
+                    {p.schedule ? <span>cron {String(p.schedule)}</span> : null}
+                    <span>
+                      {s?.type === 'horizontal'
+                        ? `autoscale ${s.config?.minInstanceCount}–${s.config?.maxInstanceCount}`
+                        : count !== undefined
+                          ? `${count} instance${count === 1 ? '' : 's'}`
+                          : ''}
+                    </span>
+                    {can && p.schedule ? <ActionButton label="Run now" run={() => run.mutate(p.id)} pending={run.isPending} /> : null}
+                    {can && !p.schedule && count !== undefined ? (
+                      <span className="actions">
+                        <button
+                          type="button"
+                          data-write
+                          aria-label={`Scale ${p.key} down`}
+                          disabled={count <= 0}
+                          onClick={() => scale.mutate({ pid: p.id, count: count - 1 })}
+                        >
+                          −
+                        </button>
+                        <button type="button" data-write aria-label={`Scale ${p.key} up`} onClick={() => scale.mutate({ pid: p.id, count: count + 1 })}>
+                          +
+                        </button>
+                      </span>
+                    ) : null}
+                    {p.schedule ? <CronRuns id={id} processId={p.id} /> : null}
+                  </li>
+                );
+              })}
+            </ul>
+          ) : (
+            <Empty>No processes (they appear after the first deployment).</Empty>
+          )
+        }
+      </Loaded>
+    </Section>
+  );
+}
+
+/** A cron process's runs of the last hour, from its exit-code series (the API's record of runs). */
+function CronRuns({ id, processId }: { id: string; processId: string }) {
+  const runs = useQuery({
+    queryKey: ['cron-runs', id, processId],
+    queryFn: () =>
+      call(api.GET('/applications/{id}/processes/{process_id}/metrics/exit-codes', { params: { path: { id, process_id: processId }, query: metricWindow() } })),
+    refetchInterval: 10_000,
+  });
+  return (
+    <div className="cron-runs" data-cron-runs={processId}>
+      <Loaded q={runs} label="runs">
+        {(items) =>
+          items.length ? (
+            <ul className="small">
+              {items.slice(-5).map((r) => (
+                <li key={r.time}>
+                  {when(r.time)}: exit {r.value}
+                  {r.description ? ` (${r.description})` : ''}
+                </li>
+              ))}
+            </ul>
+          ) : (
+            <span className="muted small">No runs in the last hour.</span>
+          )
+        }
+      </Loaded>
+    </div>
+  );
+}
+
+function EnvVars({ id }: { id: string }) {
+  const can = useCan('APP:UPDATE', id);
+  const list = useQuery({ queryKey: ['env-vars', id], queryFn: () => call(api.GET('/applications/{id}/env-vars', { params: { path: { id } } })) });
+  const [key, setKey] = useState('');
+  const [value, setValue] = useState('');
+  const add = useAction(
+    () => call(api.POST('/applications/{id}/env-vars', { params: { path: { id } }, body: { key, value, is_runtime: true, is_buildtime: false } })),
+    [['env-vars', id]],
+    () => {
+      setKey('');
+      setValue('');
+    },
+  );
+  const remove = useAction(
+    (envId: string) => call(api.DELETE('/applications/{id}/env-vars/{env_var_id}', { params: { path: { id, env_var_id: envId } } })),
+    [['env-vars', id]],
+  );
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    add.mutate();
+  };
+  return (
+    <Section title="Environment variables" id="env-vars">
+      <ErrorBox error={add.error ?? remove.error} />
+      <Loaded q={list} label="variables">
+        {(d) =>
+          d.data.length ? (
+            <ul className="rows">
+              {d.data.map((v) => (
+                <li key={v.id} className="row">
+                  <code>{v.key}</code>
+                  <Secret value={v.value} label={`value of ${v.key}`} />
+                  {can ? <ActionButton label="Delete" danger run={() => remove.mutate(v.id)} confirm={`Delete ${v.key}?`} /> : null}
+                </li>
+              ))}
+            </ul>
+          ) : (
+            <Empty>No variables.</Empty>
+          )
+        }
+      </Loaded>
+      {can ? (
+        <form className="inline-form" onSubmit={submit} aria-label="Add variable">
+          <label>
+            Key <input value={key} onChange={(e) => setKey(e.target.value)} required pattern="[A-Za-z_][A-Za-z0-9_]*" />
+          </label>
+          <label>
+            Value <input type="password" value={value} onChange={(e) => setValue(e.target.value)} required />
+          </label>
+          <button type="submit" data-write disabled={add.isPending}>
+            Add
+          </button>
+        </form>
+      ) : null}
+    </Section>
+  );
+}
+
+function Domains({ id }: { id: string }) {
+  const can = useCan('APP:UPDATE', id);
+  const list = useQuery({
+    queryKey: ['domains', id],
+    queryFn: () => call(api.GET('/applications/{id}/domains', { params: { path: { id } } })),
+    refetchInterval: 15_000,
+  });
+  const [name, setName] = useState('');
+  const add = useAction(
+    () => call(api.POST('/applications/{id}/domains', { params: { path: { id } }, body: { domain_name: name } })),
+    [['domains', id]],
+    () => setName(''),
+  );
+  const refresh = useAction(
+    (domainId: string) => call(api.POST('/applications/{id}/domains/{domain_id}/refresh-status', { params: { path: { id, domain_id: domainId } } })),
+    [['domains', id]],
+  );
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    add.mutate();
+  };
+  return (
+    <Section title="Domains" id="domains">
+      <ErrorBox error={add.error ?? refresh.error} />
+      <Loaded q={list} label="domains">
+        {(d) =>
+          d.data.length ? (
+            <ul className="rows">
+              {d.data.map((dom) => (
+                <li key={dom.id} className="row col">
+                  <div>
+                    <strong>{dom.name}</strong> <Badge status={dom.status} /> {dom.is_primary ? <span className="badge">primary</span> : null}
+                    {can ? <ActionButton label="Check DNS" run={() => refresh.mutate(dom.id)} /> : null}
+                  </div>
+                  {Array.isArray(dom.dns_records) && dom.dns_records.length ? (
+                    <div className="table-wrap">
+                      <table>
+                        <caption>DNS records to create</caption>
+                        <thead>
+                          <tr>
+                            <th>Type</th>
+                            <th>Name</th>
+                            <th>Value</th>
+                          </tr>
+                        </thead>
+                        <tbody>
+                          {(dom.dns_records as any[]).map((r, i) => (
+                            <tr key={i}>
+                              <td>{r.type}</td>
+                              <td>
+                                <code>{r.name ?? r.host}</code>
+                              </td>
+                              <td>
+                                <code>{r.value ?? r.content}</code>
+                              </td>
+                            </tr>
+                          ))}
+                        </tbody>
+                      </table>
+                    </div>
+                  ) : null}
+                </li>
+              ))}
+            </ul>
+          ) : (
+            <Empty>No custom domains.</Empty>
+          )
+        }
+      </Loaded>
+      {can ? (
+        <form className="inline-form" onSubmit={submit} aria-label="Add domain">
+          <label>
+            Domain <input value={name} onChange={(e) => setName(e.target.value)} required placeholder="www.example.com" />
+          </label>
+          <button type="submit" data-write disabled={add.isPending}>
+            Add domain
+          </button>
+        </form>
+      ) : null}
+    </Section>
+  );
+}
+
+function Settings({ id }: { id: string }) {
+  const can = useCan('APP:UPDATE', id);
+  const app = useQuery({ queryKey: ['applications', id], queryFn: () => call(api.GET('/applications/{id}', { params: { path: { id } } })) });
+  const [name, setName] = useState<string | null>(null);
+  const save = useAction(
+    (body: Record<string, unknown>) => call(api.PATCH('/applications/{id}', { params: { path: { id } }, body: body as any })),
+    [['applications', id]],
+    () => setName(null),
+  );
+  return (
+    <Section title="Settings" id="settings">
+      <Loaded q={app}>
+        {(a) => (
+          <form
+            className="settings"
+            onSubmit={(e) => {
+              e.preventDefault();
+              save.mutate({ display_name: name ?? a.display_name });
+            }}
+          >
+            <label htmlFor="set-name">Display name</label>
+            <input id="set-name" value={name ?? a.display_name} onChange={(e) => setName(e.target.value)} disabled={!can} />
+            <label className="inline">
+              <input type="checkbox" checked={a.auto_deploy} disabled={!can} onChange={(e) => save.mutate({ auto_deploy: e.target.checked })} /> Deploy on every
+              push
+            </label>
+            <label className="inline">
+              <input type="checkbox" checked={a.build_cache_enabled} disabled={!can} onChange={(e) => save.mutate({ build_cache_enabled: e.target.checked })} />{' '}
+              Build cache
+            </label>
+            {can ? (
+              <button type="submit" data-write disabled={save.isPending}>
+                Save
+              </button>
+            ) : null}
+            <ErrorBox error={save.error} />
+          </form>
+        )}
+      </Loaded>
+    </Section>
+  );
+}
+
+const APP_METRICS = [
+  { metric: 'requests-per-minute', title: 'Requests per minute', unit: '' },
+  { metric: 'response-time', title: 'Response time', unit: ' ms' },
+] as const;
+
+function Metrics({ id }: { id: string }) {
+  const [range] = useState(metricWindow);
+  return (
+    <Section title="Metrics" id="metrics">
+      <div className="charts">
+        {APP_METRICS.map((m) => (
+          <MetricChart key={m.metric} path={`/applications/${id}/metrics/${m.metric}`} title={m.title} unit={m.unit} range={range} />
+        ))}
+      </div>
+    </Section>
+  );
+}
+
+export function MetricChart({ path, title, unit, range }: { path: string; title: string; unit?: string; range: { from: string; to: string } }) {
+  const q = useQuery({
+    queryKey: ['metric', path, range],
+    // One point a minute; database metrics require the interval, application metrics accept it.
+    queryFn: () => call<any>((api.GET as any)(path, { params: { query: { ...range, interval_in_seconds: 60 } } })),
+    staleTime: 60_000,
+  });
+  return (
+    <Loaded q={q} label={title}>
+      {(d) => {
+        const points = (Array.isArray(d) ? d : (d?.data ?? [])).filter((p: any) => typeof p?.value === 'number' && p.time);
+        return <Chart title={title} points={points} unit={unit} />;
+      }}
+    </Loaded>
+  );
+}

@@ -1,0 +1,148 @@
+// Shared building blocks: status badges, the loading / empty / error states every view shows,
+// buttons that run a mutation and report its failure, a reveal toggle and a copy button.
+import { useState, type ReactNode } from 'react';
+import { useMutation, useQueryClient, type QueryKey, type UseQueryResult } from '@tanstack/react-query';
+import { ApiError } from './api.js';
+
+const TONE: Record<string, string> = {
+  success: 'ok',
+  deploymentSuccess: 'ok',
+  ready: 'ok',
+  active: 'ok',
+  running: 'ok',
+  delivered: 'ok',
+  enabled: 'ok',
+  available: 'ok',
+  failed: 'bad',
+  error: 'bad',
+  deploymentFailed: 'bad',
+  cancelled: 'muted',
+  skipped: 'muted',
+  suspended: 'muted',
+  disabled: 'muted',
+};
+
+export function Badge({ status }: { status: string | null | undefined }) {
+  const s = status ?? 'unknown';
+  const tone =
+    TONE[s] ?? TONE[s.toLowerCase()] ?? (/fail|error/i.test(s) ? 'bad' : /pending|progress|ing$|queued|building|deploying/i.test(s) ? 'busy' : 'neutral');
+  return (
+    <span className={`badge badge-${tone}`} data-status={s}>
+      {s}
+    </span>
+  );
+}
+
+export function ErrorBox({ error }: { error: unknown }) {
+  if (!error) return null;
+  const e = error as Error;
+  const forbidden = e instanceof ApiError && e.status === 403;
+  return (
+    <div role="alert" className="error">
+      {forbidden ? <strong>Not allowed (403): </strong> : e instanceof ApiError ? <strong>Error {e.status}: </strong> : null}
+      {e.message}
+    </div>
+  );
+}
+
+/** Renders a query's loading and error states, then `children(data)`. */
+export function Loaded<T>({ q, children, label }: { q: UseQueryResult<T>; children: (data: T) => ReactNode; label?: string }) {
+  if (q.isPending)
+    return (
+      <p className="loading" aria-busy="true">
+        Loading{label ? ` ${label}` : ''}…
+      </p>
+    );
+  if (q.isError) return <ErrorBox error={q.error} />;
+  return <>{children(q.data)}</>;
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <p className="empty">{children}</p>;
+}
+
+export function Section({ title, actions, children, id }: { title: string; actions?: ReactNode; children: ReactNode; id?: string }) {
+  return (
+    <section className="card" aria-labelledby={id ? `${id}-h` : undefined} data-section={id}>
+      <div className="card-head">
+        <h2 id={id ? `${id}-h` : undefined}>{title}</h2>
+        {actions ? <div className="actions">{actions}</div> : null}
+      </div>
+      {children}
+    </section>
+  );
+}
+
+/** A mutation that invalidates `invalidate` when done; its error is shown by `MutationError`. */
+export function useAction<V = void, R = unknown>(fn: (v: V) => Promise<R>, invalidate: QueryKey[] = [], onDone?: (r: R) => void) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: fn,
+    onSuccess: async (r) => {
+      onDone?.(r);
+      await Promise.all(invalidate.map((k) => qc.invalidateQueries({ queryKey: k })));
+    },
+  });
+}
+
+export function ActionButton({
+  label,
+  run,
+  pending,
+  confirm,
+  danger,
+}: {
+  label: string;
+  run: () => void;
+  pending?: boolean;
+  confirm?: string;
+  danger?: boolean;
+}) {
+  return (
+    <button
+      type="button"
+      className={danger ? 'danger' : undefined}
+      data-write
+      disabled={pending}
+      onClick={() => {
+        if (confirm && !window.confirm(confirm)) return;
+        run();
+      }}
+    >
+      {pending ? `${label}…` : label}
+    </button>
+  );
+}
+
+export function Secret({ value, label }: { value: string; label: string }) {
+  const [shown, setShown] = useState(false);
+  return (
+    <span className="secret">
+      <code data-secret={shown ? 'shown' : 'hidden'}>{shown ? value : '••••••••'}</code>
+      <button type="button" className="link" aria-pressed={shown} aria-label={`${shown ? 'Hide' : 'Reveal'} ${label}`} onClick={() => setShown(!shown)}>
+        {shown ? 'Hide' : 'Reveal'}
+      </button>
+    </span>
+  );
+}
+
+export function CopyButton({ text }: { text: string }) {
+  const [done, setDone] = useState(false);
+  return (
+    <button
+      type="button"
+      onClick={async () => {
+        try {
+          await navigator.clipboard.writeText(text);
+          setDone(true);
+        } catch {
+          setDone(false);
+        }
+      }}
+    >
+      {done ? 'Copied' : 'Copy'}
+    </button>
+  );
+}
+
+export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
