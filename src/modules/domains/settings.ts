@@ -1,6 +1,6 @@
 // Operator settings of the domains area (`SLIPWAY_DOMAINS_*` environment variables).
 import { isIP } from 'node:net';
-import type { Config } from '../../shared/config.js';
+import { intSetting, type Config } from '../../shared/config.js';
 
 export interface DomainSettings {
   /** `simulated`: the simulated runtime decides verification; `real`: DNS lookups (node:dns) do. */
@@ -25,12 +25,7 @@ export function domainSettings(config: Config): DomainSettings {
   const env = config.domains.env;
   const dns = env.SLIPWAY_DOMAINS_DNS || 'simulated';
   if (dns !== 'simulated' && dns !== 'real') throw new Error(`SLIPWAY_DOMAINS_DNS must be "simulated" or "real" (got "${dns}")`);
-  const num = (name: string, d: number) => {
-    const v = env[name];
-    if (v === undefined || v === '') return d;
-    if (!/^\d+$/.test(v) || Number(v) < 1) throw new Error(`${name} must be a positive integer (got "${v}")`);
-    return Number(v);
-  };
+  const num = (name: string, d: number) => intSetting(env, name, d);
   const edgeIpv4 = env.SLIPWAY_DOMAINS_EDGE_IPV4 || '192.0.2.10';
   if (isIP(edgeIpv4) !== 4) throw new Error(`SLIPWAY_DOMAINS_EDGE_IPV4 must be an IPv4 address (got "${edgeIpv4}")`);
   const s: DomainSettings = {

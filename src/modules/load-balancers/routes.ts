@@ -7,6 +7,7 @@ import { ref, type Reference } from '../../shared/http/references.js';
 import { pageOf } from '../../shared/pagination.js';
 import * as c from './schemas.js';
 import * as svc from './service.js';
+import { registerEdge } from './edge.js';
 
 export { migrations, tables } from './storage.js';
 
@@ -77,6 +78,7 @@ export const operations = [
 
 export function setup(app: AppContext): void {
   app.services.register({ type: svc.KIND, find: svc.loadBalancerSummary });
+  registerEdge(app);
   // A removed application stops being a destination (the choice for deleted services: see README).
   app.events.on('application.removed', async (tx, { application: a }) => svc.removeDestinationsTo(tx, a.id));
   app.events.on('static-site.removed', async (tx, { site }) => svc.removeDestinationsTo(tx, site.id));

@@ -9,6 +9,7 @@ import { liveBlobs } from './storage.js';
 import { SWEEP_JOB, sweepJob } from './objects.js';
 import { createRuntime, runtime } from './runtime.js';
 import { registerS3, rewriteUrl as rewriteS3Url } from './s3.js';
+import { registerEdge } from './edge.js';
 import * as c from './schemas.js';
 import * as svc from './service.js';
 
@@ -107,6 +108,7 @@ export function setup(app: AppContext): void {
   createRuntime(app);
   app.jobs.register(SWEEP_JOB, sweepJob(app));
   app.services.register({ type: 'object-storage', find: (ctx, id) => svc.bucketSummary(ctx, id) });
+  registerEdge(app);
 }
 
 /** Routes `<bucket>.<base domain>` and CDN hostnames to the data plane (see s3.ts). */

@@ -14,7 +14,7 @@ import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { badRequest } from '../../shared/errors.js';
-import { newId, slugify } from '../../shared/ids.js';
+import { newId } from '../../shared/ids.js';
 import { enqueue, runNow } from '../../shared/jobs.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { LogLine, LogQuery } from '../../shared/runtime/logs.js';
@@ -34,7 +34,8 @@ import {
   type PhaseMachine,
 } from '../../shared/runtime/phases.js';
 import * as envVars from '../env-vars/service.js';
-import { checkBranch } from './git.js';
+import { checkBranch, previewLabel } from './git.js';
+import { staticRuntime } from './local/registry.js';
 import { findSite, siteById, type SiteStatus, type StaticSiteDeploymentsTable, type StaticSitesTable } from './storage.js';
 import { deploymentListView, deploymentView } from './views.js';
 
@@ -42,7 +43,7 @@ export const ADVANCE = 'static-site-deployment.advance';
 /** The simulated runtime's operation name (progression and fault rules). */
 export const OPERATION = 'static_site_deployment';
 const ACTIVE = ['waiting', 'inProgress'] as const;
-const FINAL = new Set(['success', 'failed', 'cancelled']);
+const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
 export const PRODUCTION = 'production';
 
 declare module '../../shared/jobs.js' {
@@ -52,7 +53,7 @@ declare module '../../shared/jobs.js' {
   }
 }
 
-const SITE_STATUS: Record<StaticSiteDeploymentsTable['status'], SiteStatus> = {
+const SITE_STATUS: Record<Exclude<StaticSiteDeploymentsTable['status'], 'skipped'>, SiteStatus> = {
   waiting: 'deploymentInProgress',
   inProgress: 'deploymentInProgress',
   success: 'deploymentSuccess',
@@ -67,18 +68,19 @@ async function lockLane(tx: Tx, siteId: string, lane: string): Promise<void> {
   await lockFor(tx, `static-site-deployments:${siteId}:${lane}`);
 }
 
-/** The site's status follows its latest production deployment; previews never change it. */
+/** The site's status follows its latest production deployment that was not skipped; previews never change it. */
 async function refreshSiteStatus(tx: Tx, siteId: string): Promise<void> {
   const latest = await tx
     .selectFrom('static_site_deployments')
     .select('status')
     .where('static_site_id', '=', siteId)
     .where('lane', '=', PRODUCTION)
+    .where('status', '!=', 'skipped')
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(1)
     .executeTakeFirst();
-  if (!latest) return;
+  if (!latest || latest.status === 'skipped') return;
   await tx
     .updateTable('static_sites')
     .set({ status: SITE_STATUS[latest.status] })
@@ -96,7 +98,7 @@ const startLines = (d: StaticSiteDeploymentsTable): LogLine[] => [
 
 /** Where a deployment is served: the site's hostname, or a per-branch preview hostname. */
 export const servedAt = (s: StaticSitesTable, d: Pick<StaticSiteDeploymentsTable, 'is_preview' | 'branch'>) =>
-  d.is_preview ? `https://${slugify(d.branch ?? 'preview', 40)}--${s.hostname}` : `https://${s.hostname}`;
+  d.is_preview ? `https://${previewLabel(d.branch ?? 'preview')}--${s.hostname}` : `https://${s.hostname}`;
 
 /** Refuses to deploy a site that is being (or failed to be) deleted. */
 function assertDeployable(s: StaticSitesTable): void {
@@ -196,6 +198,8 @@ async function finish(
   const { tx, app } = ctx;
   await lockLane(tx, d.static_site_id, d.lane);
   if (!(await endPhases(tx, machine, d, status, lines, { build_error: buildError }))) return false;
+  // A real build of a cancelled deployment stops here and now (the commands of its phase are killed).
+  if (status === 'cancelled') staticRuntime(app)?.cancel(d.id);
   if (!d.is_preview) await refreshSiteStatus(tx, d.static_site_id);
   await app.events.emit(tx, 'STATIC_SITE_DEPLOY', d.company_id, { siteId: d.static_site_id, deploymentId: d.id });
   // The deployments waiting in this lane may start now rather than at their next check.
@@ -252,6 +256,7 @@ const machine: PhaseMachine<StaticSiteDeploymentsTable, StaticSitesTable, typeof
   final: FINAL,
   owner: (tx, d) => siteById(tx, d.static_site_id),
   start: tryStart,
+  advance: (ctx, d, s, req) => staticRuntime(ctx.app)?.advance(ctx, d, s, req),
   async request(_tx, d, s) {
     return {
       targetId: s.id,

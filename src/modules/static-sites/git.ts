@@ -1,19 +1,24 @@
 // Validation of what a static site says about its Git source: repository URL, provider, branch
 // names and deploy path patterns. Every refusal is a 400 naming the field.
 import { badRequest } from '../../shared/errors.js';
+import { slugify } from '../../shared/ids.js';
 
 export type GitType = 'github' | 'bitbucket' | 'gitlab';
 
 const HOSTS: Record<string, GitType> = { 'github.com': 'github', 'gitlab.com': 'gitlab', 'bitbucket.org': 'bitbucket' };
 
-/** An http(s) repository URL with a host and a path (`https://github.com/org/site`). */
-export function checkRepoUrl(url: string): URL {
+/**
+ * An http(s) repository URL with a host and a path (`https://github.com/org/site`); with `local`
+ * (SLIPWAY_RUNTIME=local, where builds clone for real) also a `file://` repository on this machine.
+ */
+export function checkRepoUrl(url: string, local = false): URL {
   let u: URL;
   try {
     u = new URL(url);
   } catch {
     throw badRequest(`repo_url "${url}" is not a URL; use the repository's https address (for example https://github.com/acme/site)`);
   }
+  if (local && u.protocol === 'file:' && u.pathname.length > 1) return u;
   if ((u.protocol !== 'https:' && u.protocol !== 'http:') || !u.hostname || u.pathname.replace(/\/+$/, '').split('/').filter(Boolean).length < 2)
     throw badRequest(`repo_url "${url}" must be an http(s) repository address with an owner and a name (for example https://github.com/acme/site)`);
   return u;
@@ -23,9 +28,9 @@ export function checkRepoUrl(url: string): URL {
  * The provider of a private repository: the given one, or the one its host names. Public
  * repositories have none (null), as the contract says.
  */
-export function gitTypeFor(source: 'privateGit' | 'publicGit', repoUrl: string, given: GitType | null | undefined): GitType | null {
+export function gitTypeFor(source: 'privateGit' | 'publicGit', repoUrl: string, given: GitType | null | undefined, local = false): GitType | null {
   if (source === 'publicGit') return null;
-  const detected = HOSTS[checkRepoUrl(repoUrl).hostname.toLowerCase()];
+  const detected = HOSTS[checkRepoUrl(repoUrl, local).hostname.toLowerCase()];
   if (given) return given;
   if (!detected) throw badRequest(`git_type is required for a private repository whose provider cannot be told from its host (${repoUrl})`);
   return detected;
@@ -67,3 +72,6 @@ export function checkDeployPaths(allow: string[], ignore: string[]): void {
   if (allow.length && ignore.length)
     throw badRequest('allow_deploy_paths and ignore_deploy_paths cannot both be set: use one list (send the other as [] to clear it)');
 }
+
+/** The label of a preview branch in hostnames (`<label>--<site>`): lower case, runs of other characters as one '-'. */
+export const previewLabel = (branch: string) => slugify(branch, 40);

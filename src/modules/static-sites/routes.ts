@@ -9,6 +9,8 @@ import * as c from './schemas.js';
 import * as svc from './service.js';
 import * as dep from './deployments.js';
 import { registerStaticSiteEvents } from './events.js';
+import { setupStaticRuntime } from './local/index.js';
+import { staticRuntime } from './local/registry.js';
 import { migrations, tables } from './storage.js';
 
 export { migrations, tables };
@@ -108,4 +110,10 @@ export function setup(app: AppContext): void {
   app.jobs.register(svc.DELETE_JOB, svc.deleteJob(app));
   app.services.register({ type: 'static-site', find: svc.siteSummary });
   registerStaticSiteEvents(app);
+  setupStaticRuntime(app);
+}
+
+/** Real static sites: build directories of deployments that ended while Slipway was down are removed. */
+export async function start(app: AppContext): Promise<void> {
+  await staticRuntime(app)?.start();
 }

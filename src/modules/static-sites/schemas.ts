@@ -53,7 +53,7 @@ export const StaticSite = Type.Object(
 const deploymentFields = {
   id: Uuid(),
   static_site_id: Uuid(),
-  status: Nullable(StringEnum(['waiting', 'inProgress', 'success', 'failed', 'cancelled'])),
+  status: Nullable(StringEnum(['waiting', 'inProgress', 'success', 'failed', 'cancelled', 'skipped'])),
   type: Nullable(StringEnum(['manual', 'automatic'])),
   repo_url: Nullable(Type.String()),
   branch: Nullable(Type.String()),

@@ -11,7 +11,8 @@ import { insertNamed } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import { deleteLogs, writeLogs } from '../../shared/runtime/logs.js';
 import { teardownStep } from '../../shared/runtime/phases.js';
-import { accessLogLines, TrafficMetrics, type TrafficMetric, type TrafficSource, type Window } from '../../shared/runtime/traffic.js';
+import { accessLog, trafficMetric as metricOf } from '../../shared/edge/traffic.js';
+import type { TrafficMetric, TrafficSource, Window } from '../../shared/runtime/traffic.js';
 import { forgetService, placeService } from '../projects/service.js';
 import { cancelActiveDeployments, createDeployment, noteRead, PRODUCTION } from './deployments.js';
 import { checkBranch, checkDeployPaths, checkRepoUrl, gitTypeFor, type GitType } from './git.js';
@@ -69,7 +70,8 @@ const bit = (v: boolean | undefined, dflt: boolean) => ((v ?? dflt) ? 1 : 0);
 export async function createSite(ctx: CallContext, input: CreateInput) {
   const { tx, app, companyId } = ctx;
   const source = input.source ?? 'privateGit';
-  checkRepoUrl(input.repo_url);
+  const local = app.config.runtime === 'local';
+  checkRepoUrl(input.repo_url, local);
   const branch = checkBranch(input.default_branch);
   if (!branch) throw badRequest('default_branch must name a branch');
   const allow = input.allow_deploy_paths ?? [];
@@ -86,7 +88,7 @@ export async function createSite(ctx: CallContext, input: CreateInput) {
     default_branch: branch,
     auto_deploy: bit(input.auto_deploy, true),
     is_preview_enabled: bit(input.is_preview_enabled, false),
-    git_type: gitTypeFor(source, input.repo_url, input.git_type),
+    git_type: gitTypeFor(source, input.repo_url, input.git_type, local),
     install_command: input.install_command ?? null,
     build_command: input.build_command ?? null,
     published_directory: input.published_directory ?? null,
@@ -161,7 +163,8 @@ export async function updateSite(ctx: CallContext, id: string, u: UpdateInput) {
   const b = (v: boolean | undefined, cur: number) => (v === undefined ? cur : v ? 1 : 0);
   const source = u.source ?? s.source;
   const repoUrl = u.repo_url ?? s.repo_url;
-  if (u.repo_url !== undefined) checkRepoUrl(u.repo_url);
+  const local = app.config.runtime === 'local';
+  if (u.repo_url !== undefined) checkRepoUrl(u.repo_url, local);
   if (u.default_branch !== undefined) checkBranch(u.default_branch);
   const allow = u.allow_deploy_paths ?? (JSON.parse(s.allow_deploy_paths) as string[]);
   const ignore = u.ignore_deploy_paths ?? (JSON.parse(s.ignore_deploy_paths) as string[]);
@@ -184,7 +187,7 @@ export async function updateSite(ctx: CallContext, id: string, u: UpdateInput) {
     error_file: pick('error_file'),
     source,
     repo_url: repoUrl,
-    git_type: gitTypeFor(source, repoUrl, provider),
+    git_type: gitTypeFor(source, repoUrl, provider, local),
     git_lfs_enabled: b(u.git_lfs_enabled, s.git_lfs_enabled),
     allow_deploy_paths: JSON.stringify(allow),
     ignore_deploy_paths: JSON.stringify(ignore),
@@ -242,11 +245,15 @@ export async function togglePrettyUrls(ctx: CallContext, id: string) {
   return { is_turned_on: on === 1 };
 }
 
-/** Purges the site's edge cache: recorded on the site (`cache_purged_at`) and in its runtime log. */
+/**
+ * Purges the site's edge cache: at once in this process; the others serve nothing cached before
+ * `cache_purged_at`. Recorded in the site's runtime log.
+ */
 export async function purgeCache(ctx: CallContext, id: string) {
   const { tx } = ctx;
   const s = await findSite(ctx, id);
   await tx.updateTable('static_sites').set({ cache_purged_at: new Date().toISOString() }).where('id', '=', id).execute();
+  ctx.app.edge?.cache.purge(s.id);
   await writeLogs(tx, { companyId: s.company_id, appId: s.id, kind: 'runtime' }, [{ message: `Edge cache purged for ${s.hostname}` }]);
   return { message: 'Cache purge started' };
 }
@@ -268,13 +275,13 @@ async function trafficOf(tx: Tx, s: StaticSitesTable): Promise<TrafficSource> {
 
 export async function accessLogs(ctx: CallContext, id: string, q: { from?: string; to?: string; filters?: string; limit?: number }) {
   const s = await findSite(ctx, id);
-  return accessLogLines(ctx.app, await trafficOf(ctx.tx, s), q);
+  return accessLog(ctx.app, await trafficOf(ctx.tx, s), q);
 }
 
 /** One traffic metric of the caller's static site over a window. */
 export async function trafficMetric(ctx: CallContext, id: string, metric: TrafficMetric, w: Window) {
   const s = await findSite(ctx, id);
-  return new TrafficMetrics(ctx.app)[metric](await trafficOf(ctx.tx, s), w);
+  return metricOf(ctx.app, await trafficOf(ctx.tx, s), metric, w);
 }
 
 /** The service registry's view of a static site (projects, domains). Sites have no region. */

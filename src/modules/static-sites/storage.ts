@@ -47,7 +47,8 @@ export interface StaticSiteDeploymentsTable {
   id: string;
   static_site_id: string;
   company_id: string;
-  status: 'waiting' | 'inProgress' | 'success' | 'failed' | 'cancelled';
+  /** `skipped`: no changed file was a deploy path (real builds only). */
+  status: 'waiting' | 'inProgress' | 'success' | 'failed' | 'cancelled' | 'skipped';
   type: 'manual' | 'automatic';
   /** What started it: `initial` (site creation), `manual`, `rollback`. */
   trigger: string;
@@ -172,4 +173,21 @@ export async function findSite({ tx, companyId }: CallContext, id: string): Prom
 /** A static site by id whatever its company (background work that starts from its own rows). */
 export async function siteById(tx: Tx, id: string): Promise<StaticSitesTable | undefined> {
   return tx.selectFrom('static_sites').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * The latest successful deployment of a lane (`production` or `preview:<branch>`): what the lane
+ * serves (its release is `build_of ?? id`), and the commit later deployments compare with.
+ */
+export async function latestRelease(tx: Tx, siteId: string, lane: string) {
+  return tx
+    .selectFrom('static_site_deployments')
+    .select(['id', 'build_of', 'commit_sha'])
+    .where('static_site_id', '=', siteId)
+    .where('lane', '=', lane)
+    .where('status', '=', 'success')
+    .orderBy('finished_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
 }

@@ -23,7 +23,11 @@ export interface PhaseRequest {
 }
 
 export type PhaseResult =
-  { state: 'running'; checkAfterMs: number } | { state: 'done'; lines: LogLine[] } | { state: 'failed'; reason: string; lines: LogLine[] };
+  | { state: 'running'; checkAfterMs: number }
+  | { state: 'done'; lines: LogLine[] }
+  | { state: 'failed'; reason: string; lines: LogLine[] }
+  /** The operation has nothing to do (a static site deployment whose commit changes no deploy path): it ends `skipped`. */
+  | { state: 'skipped'; lines: LogLine[] };
 
 export interface MetricPoint {
   time: string;

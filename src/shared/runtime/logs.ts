@@ -42,6 +42,16 @@ export async function writeLogs(
     .execute();
 }
 
+/** The build log of a deployment as a real build writes it: each line as it comes, tagged with its phase. */
+export function buildLogOf(db: Tx, d: { companyId: string; ownerId: string; deploymentId: string }, phase: string) {
+  return (lines: LogLine[]) =>
+    writeLogs(
+      db,
+      { companyId: d.companyId, appId: d.ownerId, kind: 'build', deploymentId: d.deploymentId },
+      lines.map((l) => ({ ...l, attributes: { phase, ...(l.attributes ?? {}) } })),
+    );
+}
+
 /** Removes every log line of a service (its deletion). */
 export async function deleteLogs(tx: Tx, appId: string): Promise<void> {
   await tx.deleteFrom('runtime_logs').where('app_id', '=', appId).execute();

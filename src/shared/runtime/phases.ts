@@ -19,7 +19,7 @@ export type PhasedTable = 'deployments' | 'static_site_deployments';
 export type OwnerColumn = 'app_id' | 'static_site_id';
 /** Job kinds that drive one phased row. */
 export type PhaseJobName = { [K in JobName]: JobMap[K] extends { deploymentId: string } ? K : never }[JobName];
-export type FinalStatus = 'success' | 'failed' | 'cancelled';
+export type FinalStatus = 'success' | 'failed' | 'cancelled' | 'skipped';
 
 /** What the machinery reads of a row. */
 export interface PhasedRow {
@@ -171,7 +171,7 @@ export async function endPhases<R extends PhasedRow>(
   await cancelJobs(tx, d.id, m.kind);
   await logPhased(tx, m, d, [
     ...lines,
-    { message: `Deployment ${status}`, severity: status === 'success' ? 'info' : status === 'failed' ? 'error' : 'warning' },
+    { message: `Deployment ${status}`, severity: status === 'success' || status === 'skipped' ? 'info' : status === 'failed' ? 'error' : 'warning' },
   ]);
   return true;
 }
@@ -215,6 +215,10 @@ export async function stepPhases<R extends PhasedRow, O>(app: AppContext, tx: Tx
   const lines: LogLine[] = result.lines.map((l) => ({ ...l, attributes: { phase } }));
   if (result.state === 'failed') {
     if (await m.finish(ctx, d, 'failed', lines, result.reason)) await m.failed?.(ctx, d, owner);
+    return undefined;
+  }
+  if (result.state === 'skipped') {
+    await m.finish(ctx, d, 'skipped', lines);
     return undefined;
   }
   if (m.phaseLines) lines.push(...(await m.phaseLines(ctx, d, owner, phase)));

@@ -30,7 +30,7 @@ export interface Window {
 export type TrafficMetric =
   'requestsPerMinute' | 'responseTime' | 'responseTimeAvg' | 'statusCodes' | 'topStatusCodes' | 'topCountries' | 'slowestRequests' | 'topPages';
 
-function range(w: Window) {
+export function windowRange(w: Window) {
   const from = new Date(w.from);
   const to = new Date(w.to);
   if (to < from) throw badRequest('`to` must not be before `from`');
@@ -49,7 +49,7 @@ export class TrafficMetrics {
   constructor(private app: AppContext) {}
 
   private series(s: TrafficSource, metric: string, w: Window, base: number, spread: number) {
-    const { from, to, interval } = range(w);
+    const { from, to, interval } = windowRange(w);
     const since = s.since;
     return this.app.runtime.series(s.id, metric, from, to, interval, {
       base,
@@ -136,7 +136,7 @@ function split(n: number, seed: string): Record<string, number> {
   return { '200': Math.max(0, Math.round(n) - errors - redirects - missing), '301': redirects, '404': missing, '500': errors };
 }
 
-function top<T extends { total: number }>(items: T[], limit = 10): T[] {
+export function top<T extends { total: number }>(items: T[], limit = 10): T[] {
   return items.sort((x, y) => y.total - x.total).slice(0, limit);
 }
 

@@ -1,0 +1,29 @@
+// Buckets as load balancer destinations on the edge (SLIPWAY_RUNTIME=local): a bucket's public
+// objects are read through its CDN hostname, which this server's data plane serves (s3.ts), so the
+// edge forwards the request to the API server with that Host. A bucket without a CDN domain has no
+// public objects: the load balancer sees it as unable to answer (403 when asked directly).
+import type { AppContext } from '../../shared/context.js';
+import type { EdgeSite } from '../../shared/edge/index.js';
+import { page, sendPage } from '../../shared/edge/pages.js';
+import { proxy } from '../../shared/edge/proxy.js';
+import { hostnameOf } from './domains.js';
+
+async function bucketSite(app: AppContext, id: string): Promise<EdgeSite | null> {
+  const db = app.database.db;
+  const b = await db.selectFrom('object_storages').select(['id', 'company_id']).where('id', '=', id).executeTakeFirst();
+  if (!b) return null;
+  const host = await hostnameOf(db, b.id);
+  return {
+    owner: { kind: 'object-storage', id: b.id, companyId: b.company_id },
+    serve: async (req, res, info) => {
+      if (!host) return info.fallible ? 'refused' : sendPage(res, 403, page('Forbidden', 'This bucket has no public objects.'));
+      const outcome = await proxy(req, res, { url: new URL(app.baseUrl), host });
+      if (outcome === 'refused') return info.fallible ? 'refused' : sendPage(res, 502, page('Bad gateway', 'The object storage could not be reached.'));
+    },
+  };
+}
+
+/** Registers buckets with the edge, by id only (their own hostnames are the API server's). */
+export function registerEdge(app: AppContext): void {
+  app.edge?.register({ kind: 'object-storage', resolve: async () => null, byId: (id) => bucketSite(app, id) });
+}

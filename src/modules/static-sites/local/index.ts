@@ -1,0 +1,223 @@
+// Static sites for real (SLIPWAY_RUNTIME=local): the phases of a deployment (checkout, build,
+// publish; local/build.ts) run here instead of on the simulated driver, as background tasks that the
+// deployment's job polls (src/shared/runtime/tasks.ts: a restart runs the phase again), and the
+// edge serves the sites' releases (local/serve.ts) through its response cache.
+//
+// What a host names: `<name>.<base domain>` the oldest site of that name (unless an application of
+// that name claimed it: applications register with the edge first), `<branch>--<name>.<base domain>`
+// the latest preview release of that branch (git.ts `previewLabel`), the site's own `hostname`
+// (and `<branch>--<hostname>`), and its verified, enabled custom domains. Production serves the
+// release of the latest successful production deployment; a failed or skipped one changes nothing.
+import { readdir, rm } from 'node:fs/promises';
+import type { AppContext, CallContext } from '../../../shared/context.js';
+import type { EdgeSite } from '../../../shared/edge/index.js';
+import { page, sendPage } from '../../../shared/edge/pages.js';
+import type { PhaseRequest, PhaseResult } from '../../../shared/runtime/driver.js';
+import { buildLogOf } from '../../../shared/runtime/logs.js';
+import { PhaseTasks, type TaskEnd } from '../../../shared/runtime/tasks.js';
+import { BuildError } from '../../../shared/runtime/build.js';
+import * as envVars from '../../env-vars/service.js';
+import { serviceOfHostname } from '../../domains/service.js';
+import { previewLabel } from '../git.js';
+import { latestRelease, siteById, type StaticSiteDeploymentsTable, type StaticSitesTable } from '../storage.js';
+import { buildDir, buildSite, checkoutSite, isPublished, publishSite, releaseDir, siteReleasesDir, type SiteBuild } from './build.js';
+import { runtimes } from './registry.js';
+import { serveRelease } from './serve.js';
+import { siteSettings, type SiteSettings } from './settings.js';
+
+const PRODUCTION = 'production';
+
+export class StaticRuntime {
+  readonly settings: SiteSettings;
+  private tasks: PhaseTasks;
+
+  constructor(private app: AppContext) {
+    this.settings = siteSettings(app.config);
+    this.tasks = new PhaseTasks(app);
+  }
+
+  // ---- Phases --------------------------------------------------------------------------------
+
+  /** Advances a deployment's phase: starts its task once, then reports it until it ends. */
+  advance(ctx: CallContext, d: StaticSiteDeploymentsTable, s: StaticSitesTable, req: PhaseRequest): Promise<PhaseResult> {
+    return this.tasks.advance(`${d.id}:${req.phase}`, (signal) => this.prepare(ctx, d, s, req.phase, signal));
+  }
+
+  /** Kills the commands of a cancelled deployment's running phase (in this process). */
+  cancel(deploymentId: string): void {
+    this.tasks.abort(deploymentId);
+  }
+
+  /** Reads what a phase needs (inside the step's transaction) and returns the work to run outside it. */
+  private async prepare(
+    ctx: CallContext,
+    d: StaticSiteDeploymentsTable,
+    s: StaticSitesTable,
+    phase: string,
+    signal: AbortSignal,
+  ): Promise<() => Promise<TaskEnd>> {
+    const root = this.settings.root;
+    if (phase === 'publish' && d.build_of) {
+      const ok = isPublished(root, s.id, d.build_of);
+      return async () => {
+        if (!ok) throw new BuildError(`The release of deployment ${d.build_of} is not on this machine (built by another runtime); deploy again`);
+      };
+    }
+    if (!d.repo_url)
+      return async () => {
+        throw new BuildError('The deployment has no repository');
+      };
+    const system = envVars.systemVariables(ctx.app.config.brandPrefix, s, { ...d, docker_image_url: null });
+    const env = phase === 'build' ? (await envVars.resolveSiteEnvironment(ctx, s, { is_preview: d.is_preview === 1, branch: d.branch }, system)).vars : {};
+    const previous = phase === 'checkout' ? await latestRelease(ctx.tx, s.id, d.lane) : undefined;
+    const spec: SiteBuild = {
+      siteId: s.id,
+      deploymentId: d.id,
+      repoUrl: d.repo_url,
+      branch: d.branch ?? s.default_branch,
+      rootDirectory: s.root_directory,
+      installCommand: s.install_command,
+      buildCommand: s.build_command,
+      publishedDirectory: s.published_directory,
+      nodeVersion: s.node_version,
+      lfs: s.git_lfs_enabled === 1,
+      env,
+      previousSha: previous?.commit_sha ?? null,
+      allow: JSON.parse(s.allow_deploy_paths) as string[],
+      ignore: JSON.parse(s.ignore_deploy_paths) as string[],
+      timeoutMs: this.settings.buildTimeoutMs,
+      log: buildLogOf(this.app.database.db, { companyId: d.company_id, ownerId: d.static_site_id, deploymentId: d.id }, phase),
+      signal,
+    };
+    // A failed phase ends the deployment: what it left in the build directory goes.
+    const dropOnFailure = (work: () => Promise<TaskEnd>) => () =>
+      work().catch(async (e: unknown) => {
+        await rm(buildDir(root, d.id), { recursive: true, force: true });
+        throw e;
+      });
+    if (phase === 'checkout')
+      return dropOnFailure(async () => {
+        const c = await checkoutSite(root, spec);
+        await this.app.database.db
+          .updateTable('static_site_deployments')
+          .set({ commit_sha: c.sha, commit_message: c.message.slice(0, 1000) })
+          .where('id', '=', d.id)
+          .execute();
+        return c.skipped ? { skipped: c.skipped } : undefined;
+      });
+    if (phase === 'build') return dropOnFailure(() => buildSite(root, spec));
+    return dropOnFailure(() => publishSite(root, spec, d.commit_sha ?? ''));
+  }
+
+  // ---- The edge ------------------------------------------------------------------------------
+
+  /** The lane of the preview branch whose label is `label` (latest successful first), or undefined. */
+  private async previewLane(siteId: string, label: string): Promise<string | undefined> {
+    const rows = await this.app.database.db
+      .selectFrom('static_site_deployments')
+      .select(['lane', 'branch'])
+      .where('static_site_id', '=', siteId)
+      .where('is_preview', '=', 1)
+      .where('status', '=', 'success')
+      .orderBy('finished_at', 'desc')
+      .limit(500)
+      .execute();
+    return rows.find((r) => previewLabel(r.branch ?? '') === label)?.lane;
+  }
+
+  /** The edge site of a static site's lane (null: unknown, being deleted, or no such preview). */
+  private async site(s: StaticSitesTable | undefined, preview?: string): Promise<EdgeSite | null> {
+    if (!s || s.status === 'deleting' || s.status === 'deletionFailed') return null;
+    const lane = preview === undefined ? PRODUCTION : await this.previewLane(s.id, preview);
+    if (!lane) return null;
+    const edge = this.app.edge!;
+    const root = this.settings.root;
+    return {
+      owner: { kind: 'static-site', id: s.id, companyId: s.company_id },
+      serve: async (req, res, info) => {
+        const latest = await latestRelease(this.app.database.db, s.id, lane);
+        const releaseId = latest && (latest.build_of ?? latest.id);
+        if (!releaseId || !isPublished(root, s.id, releaseId))
+          return sendPage(res, 503, page('Not published', 'This site has no release on this machine yet.'), { 'retry-after': '5' });
+        const opts = { indexFile: s.index_file || 'index.html', errorFile: s.error_file, pretty: s.pretty_urls === 1 };
+        // The release and the site's settings (pretty URLs, index and error files) are part of the key.
+        const scope = { owner: s.id, version: `${releaseId}:${s.updated_at}`, purgedAt: s.cache_purged_at };
+        await edge.cache.serve(req, res, info, scope, () => serveRelease(req, res, releaseDir(root, s.id, releaseId), opts));
+      },
+    };
+  }
+
+  private oldestNamed(name: string) {
+    return this.app.database.db.selectFrom('static_sites').selectAll().where('name', '=', name).orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
+  }
+
+  private byHostname(hostname: string) {
+    return this.app.database.db.selectFrom('static_sites').selectAll().where('hostname', '=', hostname).executeTakeFirst();
+  }
+
+  /** The static site (and preview branch) a hostname names. */
+  private async route(host: string): Promise<EdgeSite | null> {
+    const label = this.app.edge!.systemLabel(host);
+    const split = (h: string) => {
+      const i = h.indexOf('--');
+      return i > 0 ? { preview: h.slice(0, i), rest: h.slice(i + 2) } : null;
+    };
+    if (label) {
+      const p = split(label);
+      return p ? this.site(await this.oldestNamed(p.rest), p.preview) : this.site(await this.oldestNamed(label));
+    }
+    const own = await this.byHostname(host);
+    if (own) return this.site(own);
+    const p = split(host);
+    if (p) {
+      const s = await this.byHostname(p.rest);
+      if (s) return this.site(s, p.preview);
+    }
+    const id = await serviceOfHostname(this.app.database.db, host);
+    return id ? this.site(await siteById(this.app.database.db, id)) : null;
+  }
+
+  /** Registers the static sites' hostnames with the edge (from setup(), after the applications). */
+  registerEdge(): void {
+    this.app.edge!.register({
+      kind: 'static-site',
+      resolve: (host) => this.route(host),
+      byId: async (id) => this.site(await siteById(this.app.database.db, id)),
+    });
+  }
+
+  // ---- Housekeeping --------------------------------------------------------------------------
+
+  /** Removes a deleted site's releases and cached responses. */
+  async forget(siteId: string): Promise<void> {
+    this.app.edge?.cache.purge(siteId);
+    await rm(siteReleasesDir(this.settings.root, siteId), { recursive: true, force: true });
+  }
+
+  /** Removes build directories of deployments that no longer run (cancelled, or ended while Slipway was down). */
+  async start(): Promise<void> {
+    let dirs: string[];
+    try {
+      dirs = await readdir(`${this.settings.root}/builds`);
+    } catch {
+      return;
+    }
+    if (!dirs.length) return;
+    const running = new Set(
+      (await this.app.database.db.selectFrom('static_site_deployments').select('id').where('id', 'in', dirs).where('status', '=', 'inProgress').execute()).map(
+        (r) => r.id,
+      ),
+    );
+    for (const id of dirs) if (!running.has(id)) await rm(buildDir(this.settings.root, id), { recursive: true, force: true });
+  }
+}
+
+/** Wires real static sites into a server when SLIPWAY_RUNTIME=local (from the module's setup). */
+export function setupStaticRuntime(app: AppContext): void {
+  if (app.config.runtime !== 'local' || !app.edge) return;
+  const rt = new StaticRuntime(app);
+  runtimes.set(app, rt);
+  rt.registerEdge();
+  // The releases go with the site (were the deletion's transaction to roll back, the site would need deploying again).
+  app.events.on('static-site.removed', async (_tx, { site }) => void rt.forget(site.id).catch(() => {}));
+}

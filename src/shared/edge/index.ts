@@ -1,0 +1,253 @@
+// The HTTP edge (SLIPWAY_RUNTIME=local): one server on SLIPWAY_EDGE_PORT that routes each request by
+// its Host header to a *site* — an application's instances, a static site's release, a load
+// balancer's destinations — found by the edge services that modules register in their setup().
+// The edge applies what every site shares (IP restriction 403, maintenance 503 with Retry-After, the
+// 404 for unknown hosts, 502 when the site fails) and tells listeners about every request served
+// (access logs and traffic metrics). What a site serves is the registering module's business.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
+import { clientAddress, inList } from '../net.js';
+import { edgeSettings, type EdgeSettings } from './settings.js';
+import type { Config } from '../config.js';
+import { badGateway, escapeHtml, page, sendPage } from './pages.js';
+import { clientGeo, type LatLon } from './geo.js';
+import { TrafficRecorder } from './traffic.js';
+import type { Database } from '../db/index.js';
+import { EdgeCache } from './cache.js';
+
+export const RETRY_AFTER_SECONDS = 60;
+
+/** The service a site belongs to (for access logs and metrics). */
+export interface EdgeOwner {
+  kind: string;
+  id: string;
+  companyId: string;
+}
+
+export interface EdgeRequest {
+  /** The Host header, lower case, without port or trailing dot. */
+  host: string;
+  /** The client's address (X-Forwarded-For only from trusted proxies). */
+  clientIp: string;
+  /** Set by a site that answered from a cache. */
+  cached?: boolean;
+  /** Load balancers a request went through already (cycle guard). */
+  via?: string[];
+  /**
+   * Set by a load balancer: a site that cannot answer at all (not running, every upstream refused
+   * the connection) returns 'refused' without answering, so the balancer can try another destination.
+   */
+  fallible?: boolean;
+  /** The client's country (ISO 3166 alpha-2) from the operator's trusted header, or null. */
+  country: string | null;
+  /** The client's location from the operator's trusted headers (coordinates, else the country's centroid), or null. */
+  location: LatLon | null;
+}
+
+export interface EdgeSite {
+  owner: EdgeOwner;
+  ipRestriction?: { type: 'allow' | 'deny'; is_enabled: boolean; ip_list: string[] } | null;
+  maintenance?: { is_enabled: boolean; page_url: string | null } | null;
+  /** Answers the request (the edge turns a thrown error into 502); 'refused' only when `info.fallible`. */
+  serve(req: IncomingMessage, res: ServerResponse, info: EdgeRequest): Promise<void | 'refused'>;
+}
+
+/** What a module registers: how its hostnames (and, for load balancer destinations, its ids) map to sites. */
+export interface EdgeService {
+  kind: string;
+  /** The site a hostname names, or null when it names none of this module's resources. */
+  resolve(host: string): Promise<EdgeSite | null>;
+  /** The site of one resource by id (a load balancer's destination), or null. */
+  byId?(id: string): Promise<EdgeSite | null>;
+}
+
+/** One request the edge answered, for access logs and metrics. */
+export interface Served {
+  owner: EdgeOwner;
+  method: string;
+  path: string;
+  status: number;
+  bytes: number;
+  durationMs: number;
+  clientIp: string;
+  host: string;
+  userAgent: string;
+  referer: string;
+  cached: boolean;
+  country: string | null;
+  at: Date;
+}
+
+export class Edge {
+  readonly settings: EdgeSettings;
+  /** The response cache sites may answer through (src/shared/edge/cache.ts). */
+  readonly cache: EdgeCache;
+  port = 0;
+  private server: Server | null = null;
+  private services: EdgeService[] = [];
+  private listeners: ((s: Served) => void)[] = [];
+  /** Every answered request, stored in batches for access logs and traffic metrics. */
+  readonly traffic: TrafficRecorder;
+
+  constructor(
+    config: Config,
+    private log: FastifyBaseLogger,
+    database: Database,
+  ) {
+    this.settings = edgeSettings(config);
+    this.traffic = new TrafficRecorder(database, log, this.settings.trafficRetentionDays);
+    this.onServed((s) => this.traffic.record(s));
+    this.cache = new EdgeCache(this.settings.cacheBytes);
+  }
+
+  /** Adds a module's hostnames (in setup()); services are asked in the order they registered. */
+  register(service: EdgeService): void {
+    this.services.push(service);
+  }
+
+  /** Calls `fn` after every answered request (in setup()). */
+  onServed(fn: (s: Served) => void): void {
+    this.listeners.push(fn);
+  }
+
+  /** The system hostname of a service named `name`. */
+  systemHost(name: string): string {
+    return `${name}.${this.settings.baseDomain}`;
+  }
+
+  /** The `<label>` of a `<label>.<base domain>` host, or null. */
+  systemLabel(host: string): string | null {
+    const suffix = `.${this.settings.baseDomain}`;
+    if (!host.endsWith(suffix)) return null;
+    const label = host.slice(0, -suffix.length);
+    return label && !label.includes('.') ? label : null;
+  }
+
+  /** The site of a resource of a kind, by id (load balancer destinations). */
+  async site(kind: string, id: string): Promise<EdgeSite | null> {
+    const s = this.services.find((x) => x.kind === kind);
+    return s?.byId ? s.byId(id) : null;
+  }
+
+  private async resolve(host: string): Promise<EdgeSite | null> {
+    for (const s of this.services) {
+      const site = await s.resolve(host);
+      if (site) return site;
+    }
+    return null;
+  }
+
+  /** Applies a site's IP restriction and maintenance mode, then lets it answer (a load balancer's destination is reported on its own too). */
+  async dispatch(site: EdgeSite, req: IncomingMessage, res: ServerResponse, info: EdgeRequest): Promise<void | 'refused'> {
+    if (!info.via?.length) return this.answer(site, req, res, info);
+    const cancel = this.track(site, req, res, info);
+    const outcome = await this.answer(site, req, res, info);
+    if (outcome === 'refused') cancel();
+    return outcome;
+  }
+
+  private async answer(site: EdgeSite, req: IncomingMessage, res: ServerResponse, info: EdgeRequest): Promise<void | 'refused'> {
+    const ipr = site.ipRestriction;
+    if (ipr?.is_enabled) {
+      const listed = inList(info.clientIp, ipr.ip_list);
+      if (ipr.type === 'allow' ? !listed : listed) return sendPage(res, 403, page('Forbidden', 'Your address may not reach this service.'));
+    }
+    if (site.maintenance?.is_enabled) {
+      const url = site.maintenance.page_url;
+      const body = url
+        ? `<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=${escapeHtml(url)}"><title>Maintenance</title></head><body><p>This service is under maintenance: <a href="${escapeHtml(url)}">${escapeHtml(url)}</a></p></body></html>\n`
+        : page('Under maintenance', 'This service is under maintenance. Please try again later.');
+      return sendPage(res, 503, body, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+    }
+    return site.serve(req, res, info);
+  }
+
+  /**
+   * Reports the request to the listeners once its response is done, as served by `site` (a load
+   * balancer's destination is reported too, as well as the load balancer). Returns a function that
+   * cancels the report (the site refused and another answers).
+   */
+  private track(site: EdgeSite, req: IncomingMessage, res: ServerResponse, info: EdgeRequest): () => void {
+    if (!this.listeners.length) return () => {};
+    const started = performance.now();
+    let bytes = 0;
+    let cancelled = false;
+    const write = res.write.bind(res);
+    const end = res.end.bind(res);
+    const count = (chunk: unknown) => {
+      if (typeof chunk === 'string') bytes += Buffer.byteLength(chunk);
+      else if (chunk instanceof Uint8Array) bytes += chunk.byteLength;
+    };
+    res.write = ((chunk: unknown, ...rest: never[]) => (count(chunk), write(chunk as never, ...rest))) as typeof res.write;
+    res.end = ((chunk?: unknown, ...rest: never[]) => (typeof chunk !== 'function' && count(chunk), end(chunk as never, ...rest))) as typeof res.end;
+    res.once('close', () => {
+      if (cancelled) return;
+      const served: Served = {
+        owner: site.owner,
+        method: req.method ?? 'GET',
+        path: req.url ?? '/',
+        status: res.headersSent ? res.statusCode : 499,
+        bytes,
+        durationMs: performance.now() - started,
+        clientIp: info.clientIp,
+        host: info.host,
+        userAgent: String(req.headers['user-agent'] ?? ''),
+        referer: String(req.headers.referer ?? ''),
+        cached: !!info.cached,
+        country: info.country,
+        at: new Date(),
+      };
+      for (const l of this.listeners) {
+        try {
+          l(served);
+        } catch (e) {
+          this.log.warn({ err: (e as Error).message }, 'edge listener failed');
+        }
+      }
+    });
+    return () => {
+      cancelled = true;
+      res.write = write;
+      res.end = end;
+    };
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse) {
+    const host = String(req.headers.host ?? '')
+      .toLowerCase()
+      .replace(/:\d+$/, '')
+      .replace(/\.$/, '');
+    const { country, location } = clientGeo(req, this.settings);
+    const info: EdgeRequest = { host, clientIp: clientAddress(req, this.settings.trustedProxies), country, location };
+    const site = host ? await this.resolve(host) : null;
+    if (!site) return sendPage(res, 404, page('Not found', `Nothing is served at ${escapeHtml(host || 'this address')}.`));
+    this.track(site, req, res, info);
+    if ((await this.dispatch(site, req, res, info)) === 'refused') badGateway(res);
+  }
+
+  async start(): Promise<void> {
+    const server = createServer((req, res) => {
+      void this.handle(req, res).catch((e: Error) => {
+        this.log.warn({ err: e.message }, 'edge request failed');
+        badGateway(res);
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.settings.port, this.settings.host, () => resolve());
+    });
+    this.server = server;
+    this.port = (server.address() as { port: number }).port;
+    this.traffic.start();
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    if (!server) return;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeAllConnections();
+    await closed;
+    await this.traffic.stop();
+  }
+}

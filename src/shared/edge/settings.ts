@@ -1,0 +1,43 @@
+// Operator settings of the HTTP edge (README "Real applications"): where it listens, the base domain
+// of system hostnames, which proxies' X-Forwarded-For it believes, and the size of its cache.
+import { intSetting, type Config } from '../config.js';
+
+export interface EdgeSettings {
+  /** Port of the HTTP edge (SLIPWAY_EDGE_PORT; 0 = any free port; default 8000). */
+  port: number;
+  /** Address the edge binds (SLIPWAY_EDGE_HOST; default the API's host). */
+  host: string;
+  /** Services are reached at `<name>.<baseDomain>` (SLIPWAY_BASE_DOMAIN; default localhost). */
+  baseDomain: string;
+  /** Addresses or CIDR ranges whose X-Forwarded-For the edge believes (SLIPWAY_EDGE_TRUSTED_PROXIES, comma-separated). */
+  trustedProxies: string[];
+  /**
+   * A request header carrying the client's coordinates as "lat,lon" (SLIPWAY_EDGE_GEO_HEADER, e.g.
+   * set by a CDN in front of the edge; lower case; none by default). Only set it when every request
+   * comes through something that overwrites it: clients can send any header.
+   */
+  geoHeader: string | null;
+  /** A request header carrying the client's ISO country code (SLIPWAY_EDGE_COUNTRY_HEADER, e.g. cf-ipcountry; none by default). */
+  countryHeader: string | null;
+  /** Days the edge keeps its request records (access logs, metrics; SLIPWAY_EDGE_TRAFFIC_RETENTION_DAYS; default 7). */
+  trafficRetentionDays: number;
+  /** Memory of the edge's response cache, in bytes (SLIPWAY_EDGE_CACHE_MB; default 64; 0 turns it off). */
+  cacheBytes: number;
+}
+
+export function edgeSettings(config: Config): EdgeSettings {
+  const env = config.apps.env;
+  return {
+    port: intSetting(env, 'SLIPWAY_EDGE_PORT', 8000, 0),
+    host: env.SLIPWAY_EDGE_HOST || config.host,
+    baseDomain: (env.SLIPWAY_BASE_DOMAIN || 'localhost').toLowerCase(),
+    trustedProxies: (env.SLIPWAY_EDGE_TRUSTED_PROXIES ?? '')
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+    geoHeader: env.SLIPWAY_EDGE_GEO_HEADER?.trim().toLowerCase() || null,
+    countryHeader: env.SLIPWAY_EDGE_COUNTRY_HEADER?.trim().toLowerCase() || null,
+    trafficRetentionDays: intSetting(env, 'SLIPWAY_EDGE_TRAFFIC_RETENTION_DAYS', 7),
+    cacheBytes: intSetting(env, 'SLIPWAY_EDGE_CACHE_MB', 64, 0) * 1024 * 1024,
+  };
+}
