@@ -5,52 +5,21 @@
 // no role or database that no Slipway database accounts for, and deleting everything leaves none.
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import pg from 'pg';
-import { call, startChild, type ChildServer } from '../helpers/process.js';
 import { sleep, waitFor } from '../helpers/util.js';
-import { body, startPasswordPostgres, unique, type PgInstance } from './support.js';
+import { body, crashable, startPasswordPostgres, unique, type PgInstance } from './support.js';
 
 const instance = await startPasswordPostgres();
-const FINAL = new Set(['ready', 'error', 'restoringFailed', 'passwordChangeFailed', 'dbDeletionFailed']);
 
 describe(
   'real PostgreSQL databases survive SIGKILL of Slipway during create and restore',
   { skip: typeof instance === 'string' ? instance : false, timeout: 300_000 },
   () => {
     const pgi = instance as PgInstance;
-    const dir = mkdtempSync(join(tmpdir(), 'slipway-real-crash-'));
-    const token = `svl_${randomBytes(32).toString('hex')}`;
-    const env = {
-      DATA_DIR: dir,
-      SLIPWAY_BOOTSTRAP_TOKEN: token,
-      SLIPWAY_SECRET_KEY: 'real-crash-secret',
-      SLIPWAY_DB_POSTGRESQL_URL: pgi.url,
-      SLIPWAY_SIM_PROGRESSION: '*=immediate',
-    };
-    let child: ChildServer | undefined;
-    const api = async (method: string, path: string, expected: number, b?: unknown) => {
-      const r = await call(child!.baseUrl, method, path, token, b);
-      assert.equal(r.status, expected, `${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
-      return r.body;
-    };
-    const restart = async () => {
-      await child?.stop('SIGKILL');
-      child = await startChild([], env);
-    };
-    const waitFinal = (id: string) =>
-      waitFor(
-        `database ${id} to reach a final status`,
-        async () => {
-          const d = await api('GET', `/databases/${id}`, 200);
-          return FINAL.has(d.status) ? d : undefined;
-        },
-        60_000,
-        50,
-      );
+    const h = crashable({ SLIPWAY_DB_POSTGRESQL_URL: pgi.url });
+    const { api, waitFinal } = h;
+    const restart = () => h.restart();
     const admin = async <T>(fn: (c: pg.Client) => Promise<T>) => {
       const c = new pg.Client({ connectionString: pgi.url });
       await c.connect();
@@ -72,14 +41,14 @@ describe(
       }));
 
     after(async () => {
-      await child?.stop('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
+      await h.child?.stop('SIGKILL');
+      rmSync(h.dir, { recursive: true, force: true });
       if (typeof instance !== 'string') instance.stop();
     });
 
     it('creations interrupted at several moments finish or fail cleanly, leaving no orphan', async () => {
       const ids: { id: string; user: string }[] = [];
-      child = await startChild([], env);
+      await restart();
       for (const delay of [0, 5, 20, 50, 100, 200]) {
         const user = unique('crash_');
         const d = await api('POST', '/databases', 201, body('postgresql', '15', { db_name: 'crash', db_user: user, password: 'Crash_pass1' }));
@@ -144,10 +113,7 @@ describe(
     });
 
     it('deleting every database leaves nothing on the server', async () => {
-      const list = (await api('GET', '/databases?limit=100', 200)) as { data: { id: string }[] };
-      for (const d of list.data) await api('DELETE', `/databases/${d.id}`, 200);
-      for (const d of list.data)
-        await waitFor(`deletion of ${d.id}`, async () => (await call(child!.baseUrl, 'GET', `/databases/${d.id}`, token)).status === 404, 60_000);
+      await h.deleteAll();
       const server = await onServer();
       assert.deepEqual(
         server.roles.filter((r) => r.startsWith('crash_')),

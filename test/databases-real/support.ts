@@ -8,6 +8,7 @@ import { chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
+import { call, startChild, type ChildServer } from '../helpers/process.js';
 import type { TestServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
@@ -242,4 +243,46 @@ export async function restoreBrokenDump(s: TestServer, id: string, content: stri
   expectStatus(await s.post(`/databases/${id}/backups/${broken}/restore`), 202);
   await waitStatus(s, id, 'restoringFailed', 'ready');
   assert.equal((await getDb(s, id)).status, 'restoringFailed');
+}
+
+// ---- Crash tests ----------------------------------------------------------------------------
+
+/** Statuses an operation ends in. */
+const FINAL = new Set(['ready', 'error', 'restoringFailed', 'passwordChangeFailed', 'dbDeletionFailed']);
+
+/** A `slipway serve` child on a data directory of its own, SIGKILLed and started again at will. */
+export function crashable(env: Record<string, string>) {
+  const dir = mkdtempSync(join(tmpdir(), 'slipway-real-crash-'));
+  const token = `svl_${randomBytes(32).toString('hex')}`;
+  const full = { ...env, DATA_DIR: dir, SLIPWAY_BOOTSTRAP_TOKEN: token, SLIPWAY_SECRET_KEY: 'real-crash-secret', SLIPWAY_SIM_PROGRESSION: '*=immediate' };
+  const h = {
+    dir,
+    child: undefined as ChildServer | undefined,
+    async api(method: string, path: string, expected: number, b?: unknown) {
+      const r = await call(h.child!.baseUrl, method, path, token, b);
+      assert.equal(r.status, expected, `${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
+      return r.body;
+    },
+    async restart() {
+      await h.child?.stop('SIGKILL');
+      h.child = await startChild([], full, 120_000); // generous: the machine may be busy
+    },
+    waitFinal: (id: string) =>
+      waitFor(
+        `database ${id} to reach a final status`,
+        async () => {
+          const d = await h.api('GET', `/databases/${id}`, 200);
+          return FINAL.has(d.status) ? d : undefined;
+        },
+        60_000,
+        50,
+      ),
+    async deleteAll() {
+      const list = (await h.api('GET', '/databases?limit=100', 200)) as { data: { id: string }[] };
+      for (const d of list.data) await h.api('DELETE', `/databases/${d.id}`, 200);
+      for (const d of list.data)
+        await waitFor(`deletion of ${d.id}`, async () => (await call(h.child!.baseUrl, 'GET', `/databases/${d.id}`, token)).status === 404, 60_000);
+    },
+  };
+  return h;
 }

@@ -16,6 +16,7 @@ import { findDatabase, lockDatabase, lockDatabaseId, type DatabaseBackupsTable, 
 
 export const BACKUP_JOB = 'database.backup';
 export const RUNTIME_BACKUP_JOB = 'database.runtime.backup';
+export const RUNTIME_REMOVE_JOB = 'database.runtime.remove-dump';
 
 declare module '../../shared/jobs.js' {
   interface JobMap {
@@ -23,6 +24,8 @@ declare module '../../shared/jobs.js' {
     'database.backup': { databaseId: string; backupId: string };
     /** Takes the pending backup `backupId` of a database served by a real engine (real.ts). */
     'database.runtime.backup': { databaseId: string; backupId: string };
+    /** Removes the dump of a deleted backup from the platform bucket it was written to (after the commit). */
+    'database.runtime.remove-dump': { databaseId: string; backupId: string; bucketId: string };
   }
 }
 
@@ -45,6 +48,28 @@ const stamp = (t: Date) => t.toISOString().replace(/[-:]/g, '').replace('T', '-'
 /** The external backup id: `YYYYMMDD-HHMMSS_<kind>_<engine><major>_<name>.sql.gz`. */
 function externalBackupId(at: Date, kind: 'manual' | 'daily', d: Pick<DatabasesTable, 'type' | 'version'>, name: string) {
   return `${stamp(at)}_${kind}_${EXTERNAL_BACKUP_ENGINES[d.type]}${engineMajor(d.version)}_${slugify(name, 60)}.sql.gz`;
+}
+
+/** An external backup id not yet used by the database: two dumps with one name in one second take the next second. */
+async function freeExternalId(tx: Tx, d: DatabasesTable, at: Date, kind: 'manual' | 'daily', name: string): Promise<string> {
+  let id = externalBackupId(at, kind, d, name);
+  for (let i = 1; await tx.selectFrom('database_backups').select('id').where('database_id', '=', d.id).where('id', '=', id).executeTakeFirst(); i++)
+    id = externalBackupId(new Date(at.getTime() + i * 1000), kind, d, name);
+  return id;
+}
+
+/** Starts a dump of the database to the backup target: manual ones are kept until deleted, daily ones 7 days. */
+async function startExternalBackup(tx: Tx, d: DatabasesTable, targetId: string, type: 'manual' | 'daily', name: string, at: Date) {
+  await startBackup(tx, d, {
+    id: await freeExternalId(tx, d, at, type, name),
+    external: 1,
+    target_id: targetId,
+    name,
+    display_name: name,
+    type,
+    created_at: at.toISOString(),
+    expires_at: new Date(at.getTime() + (type === 'daily' ? RETENTION.daily : 3650 * DAY)).toISOString(),
+  });
 }
 
 function assertCanBackUp(d: DatabasesTable) {
@@ -239,7 +264,9 @@ export async function createBackup(ctx: CallContext, id: string, displayName: st
 
 /**
  * The scheduled daily backup of a database (schedule.ts), taken the way a manual one is (a real
- * engine dumps for real). Answers why it was skipped when the database cannot be backed up now.
+ * engine dumps for real), and a daily external dump to each of its backup targets (kept 7 days
+ * like daily backups; the 5-backup limit of a target counts manual ones only). Answers why it was
+ * skipped when the database cannot be backed up now.
  */
 export async function takeDailyBackup(tx: Tx, d: DatabasesTable): Promise<{ id: string } | { skipped: string }> {
   try {
@@ -261,6 +288,9 @@ export async function takeDailyBackup(tx: Tx, d: DatabasesTable): Promise<{ id: 
     created_at: now.toISOString(),
     expires_at: new Date(now.getTime() + RETENTION.daily).toISOString(),
   });
+  if (!EXTERNAL_BACKUP_ENGINES[d.type]) return { id };
+  const targets = await tx.selectFrom('database_backup_targets').select('id').where('database_id', '=', d.id).orderBy('created_at').orderBy('id').execute();
+  for (const t of targets) await startExternalBackup(tx, d, t.id, 'daily', d.name, now);
   return { id };
 }
 
@@ -270,8 +300,12 @@ export async function deleteBackup(ctx: CallContext, id: string, backupId: strin
   if (external) assertExternalBackups(d);
   const b = await findBackup(tx, d.id, backupId, external);
   if (b.status === 'pending') throw badRequest('The backup is still being taken; delete it once it is complete');
+  const rt = runtimes(ctx.app);
+  const bucketId = d.runtime ? await rt.bucketOf(tx, b) : null;
   await tx.deleteFrom('database_backups').where('database_id', '=', d.id).where('id', '=', b.id).execute();
-  if (d.runtime) await runtimes(ctx.app).store.remove(d.id, b.id);
+  // A bucket is written in transactions of its own: its dump goes once this one commits.
+  if (bucketId) await enqueue(tx, { kind: RUNTIME_REMOVE_JOB, payload: { databaseId: d.id, backupId: b.id, bucketId }, subjectId: bucketId, maxAttempts: 20 });
+  else if (d.runtime) await rt.store.remove(d.id, b.id);
   return { message: external ? 'External database backup deleted' : 'Database backup deleted' };
 }
 
@@ -330,21 +364,7 @@ export async function createExternalBackup(ctx: CallContext, id: string, input: 
     .executeTakeFirst();
   if (Number(count?.n ?? 0) >= MAX_MANUAL_BACKUPS_PER_TARGET)
     throw badRequest(`The backup target already holds ${MAX_MANUAL_BACKUPS_PER_TARGET} manual backups (the maximum); delete one first`);
-  const now = new Date();
-  let backupId = externalBackupId(now, 'manual', d, input.name);
-  // Two dumps with the same name in the same second: the later one takes the next second.
-  for (let i = 1; await tx.selectFrom('database_backups').select('id').where('database_id', '=', d.id).where('id', '=', backupId).executeTakeFirst(); i++)
-    backupId = externalBackupId(new Date(now.getTime() + i * 1000), 'manual', d, input.name);
-  await startBackup(tx, d, {
-    id: backupId,
-    external: 1,
-    target_id: target.id,
-    name: input.name,
-    display_name: input.name,
-    type: 'manual',
-    created_at: now.toISOString(),
-    expires_at: new Date(now.getTime() + 3650 * DAY).toISOString(),
-  });
+  await startExternalBackup(tx, d, target.id, 'manual', input.name, new Date());
   return { message: 'External database backup started' };
 }
 

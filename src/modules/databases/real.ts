@@ -11,7 +11,7 @@ import type { AppContext } from '../../shared/context.js';
 import type { Db, Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { cancelJobs, enqueue, type Job, type JobKind, type Outcome } from '../../shared/jobs.js';
-import { abandonBackup, endBackup, RUNTIME_BACKUP_JOB } from './backups.js';
+import { abandonBackup, endBackup, RUNTIME_BACKUP_JOB, RUNTIME_REMOVE_JOB } from './backups.js';
 import { FAILED_STATUS, finish, removeDeleted, RUNTIME_OPERATION_JOB, type OperationPayload } from './operations.js';
 import { isTransient, Refused } from './runtime/engine.js';
 import { runtimes } from './runtime/index.js';
@@ -23,7 +23,7 @@ export const RUNTIME_SYNC_JOB = 'database.runtime.sync';
 
 declare module '../../shared/jobs.js' {
   interface JobMap {
-    /** Makes the server match the database's suspension (logins refused or allowed again). */
+    /** Makes the server match the database's suspension (logins refused or allowed again) and access (external, IP restriction). */
     'database.runtime.sync': { databaseId: string };
   }
 }
@@ -62,9 +62,17 @@ async function act(app: AppContext, d: DatabasesTable, state: RuntimeState, oper
       }
       case 'restore': {
         const b = payload.backup;
-        const file = b && (await rt.store.fetch(b.database_id, b.id));
+        const row =
+          b &&
+          (await app.database.db.selectFrom('database_backups').selectAll().where('database_id', '=', b.database_id).where('id', '=', b.id).executeTakeFirst());
+        const store = rt.storeIn(row ? await rt.bucketOf(app.database.db, row) : null);
+        const file = b && (await store.fetch(b.database_id, b.id));
         if (!b || !file) throw new Refused('the backup file is missing');
-        await engine.restore(target, file);
+        try {
+          await engine.restore(target, file);
+        } finally {
+          await store.release(file);
+        }
         return { data_version: b.data_version };
       }
       case 'database_delete':
@@ -170,12 +178,13 @@ async function runBackup(app: AppContext, job: Job<typeof RUNTIME_BACKUP_JOB>): 
   if (!b || b.status !== 'pending' || !d) return;
   const rt = runtimes(app);
   const state = runtimeState(d)!;
+  const store = rt.storeIn(await rt.bucketOf(db, b));
   let size: number | null = null;
   const result = await attempt(async () => {
-    const file = await rt.store.scratch();
+    const file = await store.scratch();
     try {
       await rt.engine(state.family).dump(rt.target(d, state), file);
-      size = await rt.store.put(d.id, b.id, file);
+      size = await store.put(d.id, b.id, file);
     } finally {
       await rm(file, { force: true }); // gone already when kept
     }
@@ -194,24 +203,34 @@ async function runBackup(app: AppContext, job: Job<typeof RUNTIME_BACKUP_JOB>): 
     return Number(r.numUpdatedRows) > 0;
   });
   // Abandoned meanwhile (the database is being deleted): the dump is not kept.
-  if (!recorded && result.ok) await rt.store.remove(databaseId, backupId);
+  if (!recorded && result.ok) await store.remove(databaseId, backupId);
 }
 
-/** Makes the server match the stored suspension; runs again when it changed meanwhile. */
+/** What the sync job makes the server match: suspension, external access and IP restriction. */
+const wanted = (d: DatabasesTable) => JSON.stringify([d.is_suspended, d.external_enabled, d.ip_enabled, d.ip_type, d.ip_list]);
+
+/** Makes the server match the stored suspension and access; runs again when they changed meanwhile. */
 async function runSync(app: AppContext, job: Job<typeof RUNTIME_SYNC_JOB>): Promise<Outcome<typeof RUNTIME_SYNC_JOB>> {
   const d = await load(app.database.db, job.payload.databaseId);
   const state = d && runtimeState(d);
-  // Not yet on the server: the creation applies the suspension itself. Being deleted: moot.
-  if (!d || !state?.claimed || d.status === 'deleting' || d.operation === 'database_create') return;
+  if (!d || !state || d.status === 'deleting') return; // being deleted: moot
+  // The creation applies what it read when it began; a change made meanwhile follows once it ends.
+  if (d.operation === 'database_create') return { rescheduleAt: new Date(Date.now() + 500) };
+  if (!state.claimed) return;
   const rt = runtimes(app);
-  const result = await attempt(() => rt.engine(state.family).setSuspended(rt.target(d, state), d.is_suspended === 1));
-  if (!result.ok) app.log.warn({ database: d.id, reason: result.reason }, 'database suspension could not be applied on the server');
+  const engine = rt.engine(state.family);
+  const target = rt.target(d, state);
+  const result = await attempt(async () => {
+    await engine.setSuspended(target, target.suspended);
+    await engine.setAccess(target);
+  });
+  if (!result.ok) app.log.warn({ database: d.id, reason: result.reason }, 'database suspension or access could not be applied on the server');
   const now = await load(app.database.db, d.id);
-  if (now && now.is_suspended !== d.is_suspended) return { rescheduleAt: new Date() };
+  if (now && wanted(now) !== wanted(d)) return { rescheduleAt: new Date() };
 }
 
-/** After a suspension or activation (same transaction): the server follows once it commits. */
-export async function syncSuspension(tx: Tx, databaseId: string): Promise<void> {
+/** After a suspension, activation or access change (same transaction): the server follows once it commits. */
+export async function syncServer(tx: Tx, databaseId: string): Promise<void> {
   await cancelJobs(tx, databaseId, RUNTIME_SYNC_JOB);
   await enqueue(tx, { kind: RUNTIME_SYNC_JOB, payload: { databaseId }, subjectId: databaseId, maxAttempts: 20 });
 }
@@ -247,4 +266,8 @@ export function registerRuntimeJobs(app: AppContext): void {
   app.jobs.register(RUNTIME_OPERATION_JOB, operation);
   app.jobs.register(RUNTIME_BACKUP_JOB, backup);
   app.jobs.register(RUNTIME_SYNC_JOB, sync);
+  app.jobs.register(RUNTIME_REMOVE_JOB, {
+    transactional: false,
+    run: async (_db, job) => runtimes(app).storeIn(job.payload.bucketId).remove(job.payload.databaseId, job.payload.backupId),
+  });
 }

@@ -13,6 +13,7 @@
 //
 // Periods (milliseconds, positive integers): SLIPWAY_DB_DAILY_BACKUP_MS (default one day) and
 // SLIPWAY_DB_BACKUP_SWEEP_MS (default one hour).
+import { intSetting } from '../../shared/config.js';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
@@ -39,16 +40,9 @@ export interface ScheduleSettings {
   sweepMs: number;
 }
 
-function positive(env: Record<string, string | undefined>, name: string, fallback: number): number {
-  const v = env[name];
-  if (v === undefined || v === '') return fallback;
-  if (!/^\d+$/.test(v) || Number(v) <= 0) throw new Error(`${name} must be a positive integer (milliseconds), got "${v}"`);
-  return Number(v);
-}
-
 export function scheduleSettings(app: AppContext): ScheduleSettings {
   const env = app.config.databases.env;
-  return { dailyMs: positive(env, 'SLIPWAY_DB_DAILY_BACKUP_MS', 24 * 3600 * 1000), sweepMs: positive(env, 'SLIPWAY_DB_BACKUP_SWEEP_MS', 3600 * 1000) };
+  return { dailyMs: intSetting(env, 'SLIPWAY_DB_DAILY_BACKUP_MS', 24 * 3600 * 1000), sweepMs: intSetting(env, 'SLIPWAY_DB_BACKUP_SWEEP_MS', 3600 * 1000) };
 }
 
 /** Statuses after which a database takes no more daily backups (its chain ends, and is not re-armed). */
@@ -109,7 +103,15 @@ export async function sweepExpiredBackups(app: AppContext, limit = SWEEP_BATCH):
   const expired = await db
     .selectFrom('database_backups')
     .innerJoin('databases', 'databases.id', 'database_backups.database_id')
-    .select(['database_backups.id', 'database_backups.database_id', 'database_backups.company_id', 'database_backups.status', 'databases.runtime'])
+    .select([
+      'database_backups.id',
+      'database_backups.database_id',
+      'database_backups.company_id',
+      'database_backups.status',
+      'database_backups.external',
+      'database_backups.target_id',
+      'databases.runtime',
+    ])
     .where('database_backups.expires_at', '<', now)
     .where('database_backups.status', '!=', 'pending')
     .orderBy('database_backups.expires_at')
@@ -135,7 +137,10 @@ export async function sweepExpiredBackups(app: AppContext, limit = SWEEP_BATCH):
       return true;
     });
     if (!hidden) continue;
-    if (b.runtime) await runtimes(app).store.remove(b.database_id, b.id);
+    if (b.runtime)
+      await runtimes(app)
+        .storeIn(await runtimes(app).bucketOf(db, b))
+        .remove(b.database_id, b.id);
     await db.deleteFrom('database_backups').where('database_id', '=', b.database_id).where('id', '=', b.id).where('status', '=', 'failed').execute();
     removed++;
   }

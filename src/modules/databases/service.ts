@@ -13,7 +13,7 @@ import { placeService } from '../projects/service.js';
 import { CLUSTER_BY_ID, DATABASE_RESOURCE_TYPE_BY_ID, DATABASE_RESOURCE_TYPES } from '../resources/catalog.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { stepBackup } from './backups.js';
-import { serverUsage, syncSuspension } from './real.js';
+import { serverUsage, syncServer } from './real.js';
 import { armDailyBackup } from './schedule.js';
 import { runtimes } from './runtime/index.js';
 import { runtimeState, type RuntimeState } from './runtime/state.js';
@@ -206,7 +206,7 @@ export async function setSuspended(ctx: CallContext, id: string, suspended: bool
     .set({ is_suspended: suspended ? 1 : 0, updated_at: new Date().toISOString() })
     .where('id', '=', d.id)
     .execute();
-  if (d.runtime) await syncSuspension(tx, d.id);
+  if (d.runtime) await syncServer(tx, d.id);
   await app.events.emit(tx, 'DATABASE_UPDATE', companyId, d);
   return { message: suspended ? 'Database suspended' : 'Database activated' };
 }
@@ -246,6 +246,7 @@ export async function toggleExternalConnection(ctx: CallContext, id: string) {
   if (d.status === 'creating') throw badRequest('The database is being created; toggle its external connection once it is ready');
   const enabled = d.external_enabled ? 0 : 1;
   await tx.updateTable('databases').set({ external_enabled: enabled, updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
+  if (d.runtime) await syncServer(tx, d.id);
   await app.events.emit(tx, 'DATABASE_UPDATE', companyId, d);
   return { message: enabled ? 'External connection enabled' : 'External connection disabled' };
 }
@@ -266,6 +267,7 @@ export async function updateIpRestriction(ctx: CallContext, id: string, input: {
     .set({ ip_type: input.type, ip_enabled: input.is_enabled ? 1 : 0, ip_list: JSON.stringify(list), updated_at: new Date().toISOString() })
     .where('id', '=', d.id)
     .execute();
+  if (d.runtime) await syncServer(tx, d.id);
   await app.events.emit(tx, 'DATABASE_UPDATE', companyId, d);
   return ipRestrictionView(await findDatabase(ctx, id));
 }

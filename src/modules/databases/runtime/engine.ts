@@ -22,6 +22,17 @@ export interface Target {
   /** Redis: the port of the database's own server and Slipway's admin password on it. */
   port?: number;
   adminPassword?: string;
+  /** Who may connect: see `Access`. */
+  access: Access;
+}
+
+/**
+ * Who may connect to a database: internal clients always; with `external`, others too, limited by
+ * the IP restriction when one is enabled (`mode` and its addresses or CIDR ranges).
+ */
+export interface Access {
+  external: boolean;
+  restriction: { mode: 'allow' | 'deny'; entries: string[] } | null;
 }
 
 export class Refused extends Error {}
@@ -43,6 +54,8 @@ export interface DatabaseEngine {
   setPassword(t: Target, password: string): Promise<void>;
   /** Suspended: logins refused and open sessions closed; else logins allowed again. */
   setSuspended(t: Target, suspended: boolean): Promise<void>;
+  /** Makes the server enforce `t.access` where the engine can (see the README for what each enforces). */
+  setAccess(t: Target): Promise<void>;
   /** Ends every session of the database (open transactions are rolled back); data is kept. */
   restart(t: Target): Promise<void>;
   /** Writes a dump of the database to `file`. */

@@ -3,18 +3,20 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { AppContext } from '../../../shared/context.js';
-import type { DatabasesTable, DatabaseType } from '../storage.js';
+import type { Db, Tx } from '../../../shared/db/index.js';
+import type { DatabaseBackupsTable, DatabasesTable, DatabaseType } from '../storage.js';
 import type { DatabaseEngine, Target } from './engine.js';
 import { MysqlEngine } from './mysql.js';
 import { pgExtensions, PostgresEngine } from './postgres.js';
 import { RedisEngine } from './redis.js';
 import { FAMILY, runtimeSettings, type EngineFamily, type RuntimeSettings } from './settings.js';
 import { runtimeState, serverDatabaseName, type RuntimeState } from './state.js';
-import { FileBackupStore, type BackupStore } from './store.js';
+import { BucketBackupStore, FileBackupStore, type BackupStore } from './store.js';
 
 export class DatabaseRuntimes {
   readonly settings: RuntimeSettings;
-  readonly store: BackupStore;
+  /** The platform's own backups, and external ones whose target is not one of the platform's buckets. */
+  readonly store: FileBackupStore;
   private engines: Partial<Record<EngineFamily, DatabaseEngine>> = {};
 
   constructor(private app: AppContext) {
@@ -31,6 +33,16 @@ export class DatabaseRuntimes {
     if (!e) throw new Error(`no ${family} server is configured for this database (SLIPWAY_DB_* settings)`);
     return e;
   }
+
+  /** The platform bucket holding a backup (its target's, for an external backup to one), or null: the file store. */
+  async bucketOf(db: Db | Tx, b: Pick<DatabaseBackupsTable, 'external' | 'target_id'>): Promise<string | null> {
+    if (!b.external || !b.target_id) return null;
+    const t = await db.selectFrom('database_backup_targets').select('object_storage_id').where('id', '=', b.target_id).executeTakeFirst();
+    return t?.object_storage_id ?? null;
+  }
+
+  /** The store of backups in this bucket (null: the file store). */
+  storeIn = (bucketId: string | null): BackupStore => (bucketId ? new BucketBackupStore(this.app, bucketId, this.store) : this.store);
 
   /** Whether new databases of this type are created on a real server. */
   isReal = (type: DatabaseType) => !!FAMILY[type] && !!this.engines[FAMILY[type]!];
@@ -83,6 +95,10 @@ export class DatabaseRuntimes {
       extensions: d.type === 'postgresql' ? pgExtensions(JSON.parse(d.extensions) as Record<string, boolean>) : [],
       port: state.port || undefined,
       adminPassword: state.admin_enc ? this.app.secrets.decrypt(state.admin_enc) : undefined,
+      access: {
+        external: d.external_enabled === 1,
+        restriction: d.ip_enabled ? { mode: d.ip_type, entries: JSON.parse(d.ip_list) as string[] } : null,
+      },
     };
   }
 

@@ -4,7 +4,8 @@
 // computed here, so no statement the server might log holds a password. Dumps are pg_dump's
 // custom format; a restore turns the dump into SQL first (a broken or incompatible dump stops
 // there) and replays it as the owner in one transaction that first drops everything the owner had:
-// it commits whole or not at all.
+// it commits whole or not at all. External access and IP restrictions are recorded, not enforced:
+// that takes pg_hba.conf, which belongs to the server's operator, not to Slipway.
 import { createHmac, createHash, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -145,6 +146,10 @@ export class PostgresEngine implements DatabaseEngine {
       await c.query(`ALTER ROLE ${ident(t.user)} ${suspended ? 'NOLOGIN' : 'LOGIN'}`);
       if (suspended) await this.terminate(c, t);
     });
+  }
+
+  async setAccess(): Promise<void> {
+    // Recorded only (see the head of this file).
   }
 
   async restart(t: Target): Promise<void> {

@@ -110,12 +110,20 @@ export class RedisEngine implements DatabaseEngine {
     return [...users].map(([name, rules]) => `user ${name} ${rules} ~* &* +@all`).join('\n') + '\n';
   }
 
+  /** The addresses the server listens on: the internal one, and with external access the external one too. */
+  private binds(t: Target): string[] {
+    const { bind, externalBind } = this.settings;
+    if (!t.access.external || externalBind === bind) return [bind];
+    // A wildcard covers the internal address (binding both would collide on the port).
+    return ['0.0.0.0', '::', '*'].includes(externalBind) ? [externalBind] : [bind, externalBind];
+  }
+
   private async writeFiles(t: Target, password = t.password): Promise<void> {
     const dir = this.dir(t);
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const conf = [
       `port ${t.port}`,
-      `bind ${this.settings.bind}`,
+      `bind ${this.binds(t).join(' ')}`,
       'protected-mode no',
       'daemonize no',
       `dir ${dir}`,
@@ -212,6 +220,23 @@ export class RedisEngine implements DatabaseEngine {
         await this.admin(t, async (r) => {
           for (const user of new Set(['default', t.user])) await r.client('KILL', 'USER', user).catch(() => 0);
         });
+    });
+  }
+
+  /**
+   * External access moves the listening addresses (CONFIG SET bind, no restart). Redis has no rule
+   * per client address, so IP restrictions are not enforced.
+   */
+  setAccess(t: Target): Promise<void> {
+    return this.serial(t.id, async () => {
+      await this.ensureRunning(t);
+      await this.writeFiles(t);
+      try {
+        await this.admin(t, (r) => r.config('SET', 'bind', this.binds(t).join(' ')));
+      } catch (e) {
+        throw new Refused(`the server refused the listening addresses: ${(e as Error).message}`);
+      }
+      this.wanted.set(t.id, t);
     });
   }
 

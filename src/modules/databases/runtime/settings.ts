@@ -7,10 +7,14 @@
 //   SLIPWAY_DB_<ENGINE>_HOST / _PORT      what clients are told (internal); default: the URL's host/port
 //   SLIPWAY_DB_<ENGINE>_EXTERNAL_HOST / _EXTERNAL_PORT   the same for external connections
 //   SLIPWAY_DB_REDIS_BIN                  a redis-server or valkey-server binary (serves redis and valkey)
+//   SLIPWAY_DB_MYSQL_INTERNAL_CLIENTS     addresses/CIDRs internal clients connect from (default: the
+//                                         loopback addresses when the server is on this host, else any)
 //   SLIPWAY_DB_REDIS_BIND                 address the servers listen on (default 127.0.0.1)
+//   SLIPWAY_DB_REDIS_EXTERNAL_BIND        address they also listen on with external access (default 0.0.0.0)
 //   SLIPWAY_DB_REDIS_HOST / _EXTERNAL_HOST   what clients are told (default: the bind address)
 //   SLIPWAY_DB_REDIS_PORTS                port range of the servers, `low-high` (default 16380-16479)
 import { readFileSync } from 'node:fs';
+import { isIpOrCidr } from '../../../shared/net.js';
 import type { DatabaseType } from '../storage.js';
 
 /** The engine families a real server can serve. */
@@ -36,11 +40,15 @@ export interface Endpoints {
 export interface SqlSettings extends Endpoints {
   /** The admin connection URL (secret). */
   url: string;
+  /** MySQL: the addresses or CIDR ranges internal clients connect from (`%`: any). */
+  internalClients: string[];
 }
 
 export interface RedisSettings {
   bin: string;
   bind: string;
+  /** Where the servers also listen while a database's external access is on. */
+  externalBind: string;
   host: string;
   externalHost: string;
   ports: [number, number];
@@ -88,8 +96,22 @@ function sql(env: Env, engine: 'POSTGRESQL' | 'MYSQL', protocols: string[], defa
   if (!protocols.includes(u.protocol)) throw new Error(`${name} must start with ${protocols.map((p) => `${p}//`).join(' or ')}`);
   const host = env[`SLIPWAY_DB_${engine}_HOST`] || u.hostname;
   const p = port(env, `SLIPWAY_DB_${engine}_PORT`, Number(u.port || defaultPort));
+  const clients = env[`SLIPWAY_DB_${engine}_INTERNAL_CLIENTS`];
+  const bad = clients?.split(',').filter((c) => c.trim() && !isIpOrCidr(c.trim()) && c.trim() !== '%');
+  if (bad?.length) throw new Error(`SLIPWAY_DB_${engine}_INTERNAL_CLIENTS: not an address or CIDR range: ${bad.join(', ')}`);
+  // A server on this host sees Slipway's applications come from the loopback addresses; elsewhere
+  // their address is not known here, so any address counts as internal until the setting says.
+  const local = ['localhost', '127.0.0.1', '::1', '[::1]'].includes(u.hostname);
   return {
     url,
+    internalClients: clients
+      ? clients
+          .split(',')
+          .map((c) => c.trim())
+          .filter(Boolean)
+      : local
+        ? ['127.0.0.1', '::1']
+        : ['%'],
     host,
     port: p,
     externalHost: env[`SLIPWAY_DB_${engine}_EXTERNAL_HOST`] || host,
@@ -112,7 +134,14 @@ export function runtimeSettings(env: Env): RuntimeSettings {
     if (!m || lo < 1 || hi > 65535 || lo > hi) throw new Error(`SLIPWAY_DB_REDIS_PORTS must be a range low-high (got "${range}")`);
     const bind = env.SLIPWAY_DB_REDIS_BIND || '127.0.0.1';
     const host = env.SLIPWAY_DB_REDIS_HOST || bind;
-    out.redis = { bin, bind, host, externalHost: env.SLIPWAY_DB_REDIS_EXTERNAL_HOST || host, ports: [lo, hi] };
+    out.redis = {
+      bin,
+      bind,
+      externalBind: env.SLIPWAY_DB_REDIS_EXTERNAL_BIND || '0.0.0.0',
+      host,
+      externalHost: env.SLIPWAY_DB_REDIS_EXTERNAL_HOST || host,
+      ports: [lo, hi],
+    };
   }
   return out;
 }
