@@ -1,6 +1,6 @@
 // SIGKILL of Slipway with the local runtime: the next start kills the instances it left and serves again.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -8,22 +8,8 @@ import { startChild, ok } from '../helpers/process.js';
 import { waitFor } from '../helpers/util.js';
 import { freePort } from '../../src/modules/applications/local/supervisor.js';
 import { DEFAULT_CLUSTER } from '../applications/support.js';
-import { edgeGet, LOCAL_ENV, makeRepo } from './support.js';
-
-/** Whether `pid` runs: a zombie (killed, not yet reaped by whatever adopted it) does not. */
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    // /proc/<pid>/stat: "pid (comm) state ..."; Z is a zombie.
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
+import { cron } from '../processes/support.js';
+import { alive, edgeGet, LOCAL_ENV, makeRepo } from './support.js';
 
 describe('local runtime after SIGKILL (sqlite)', () => {
   it('the restarted server kills the old instance and serves the application again', async () => {
@@ -32,7 +18,7 @@ describe('local runtime after SIGKILL (sqlite)', () => {
     const token = `svl_${'a'.repeat(64)}`;
     const env = { ...LOCAL_ENV, SLIPWAY_EDGE_PORT: String(edgePort), SLIPWAY_BOOTSTRAP_TOKEN: token, SLIPWAY_SECRET_KEY: 'k', DATA_DIR: dataDir };
     const repo = makeRepo('c1');
-    let server = await startChild([], env);
+    let server = await startChild([], env, 120_000);
     const a = await ok(server.baseUrl, token, 'POST', '/applications', 201, {
       display_name: 'crash app',
       cluster_id: DEFAULT_CLUSTER.id,
@@ -40,6 +26,11 @@ describe('local runtime after SIGKILL (sqlite)', () => {
       git_type: 'github',
       repo_url: repo.url,
       default_branch: 'main',
+    });
+    // A cron process whose run is going when the server dies.
+    const out = mkdtempSync(join(tmpdir(), 'slipway-crash-out-'));
+    const c = await ok(server.baseUrl, token, 'POST', `/applications/${a.id}/processes`, 200, {
+      ...cron('long', { schedule: '0 0 1 1 *', entrypoint: `echo $$ > ${out}/run.pid; exec sleep 60` }),
     });
     const d = await ok(server.baseUrl, token, 'POST', `/applications/${a.id}/deployments`, 200, {});
     await waitFor(
@@ -52,9 +43,14 @@ describe('local runtime after SIGKILL (sqlite)', () => {
     const before = await edgeGet(edgePort, host);
     assert.equal(before.status, 200);
     const oldPid = Number(before.body.split(' ')[1]);
+    await ok(server.baseUrl, token, 'POST', `/applications/${a.id}/processes/${c.id}/trigger`, 200);
+    const runPid = await waitFor(
+      'the cron run to start',
+      () => (existsSync(`${out}/run.pid`) && Number(readFileSync(`${out}/run.pid`, 'utf8').trim())) || undefined,
+    );
     await server.stop('SIGKILL');
     assert.ok(alive(oldPid), 'the instance outlives a SIGKILLed server (its own process group)');
-    server = await startChild([], env);
+    server = await startChild([], env, 120_000);
     try {
       assert.ok(!alive(oldPid), 'the old instance was killed at start');
       const again = await waitFor('the application to serve again', async () => {
@@ -63,6 +59,19 @@ describe('local runtime after SIGKILL (sqlite)', () => {
       });
       assert.match(again.body, /^c1 /);
       assert.notEqual(Number(again.body.split(' ')[1]), oldPid);
+      // The run that was going ended cleanly: its process killed, the run terminated (cancelled).
+      assert.ok(!alive(runPid), 'the cron run was killed at start');
+      const codes = await ok(
+        server.baseUrl,
+        token,
+        'GET',
+        `/applications/${a.id}/processes/${c.id}/metrics/exit-codes?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z`,
+        200,
+      );
+      assert.deepEqual(
+        codes.map((e: { value: string; description: string }) => [e.value, e.description]),
+        [['143', 'cancelled']],
+      );
     } finally {
       await server.stop();
     }

@@ -1,7 +1,6 @@
 // The local runtime end to end: real builds from git, supervised processes, the edge.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { localRuntime } from '../../src/modules/applications/local/index.js';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo } from './support.js';
@@ -12,7 +11,7 @@ for (const kind of DB_KINDS) {
     let port: number;
     before(async () => {
       s = await startServer({ db: kind, env: LOCAL_ENV });
-      port = localRuntime(s.app)!.edgePort;
+      port = s.app.edge!.port;
     });
     after(() => s.close());
 

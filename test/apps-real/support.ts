@@ -1,6 +1,6 @@
 // Helpers of the local-runtime suites: small Node apps as local git repositories, and requests through the edge.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'node:http';
@@ -16,7 +16,7 @@ export const serverJs = (version: string, crash = false) =>
     ? `console.error('boom'); process.exit(1);\n`
     : `require('http').createServer((req, res) => { res.end('${version} ' + process.pid); }).listen(process.env.PORT, () => console.log('listening on ' + process.env.PORT));\n`;
 
-const git = (cwd: string, ...args: string[]) =>
+export const git = (cwd: string, ...args: string[]) =>
   execFileSync('git', args, {
     cwd,
     stdio: 'pipe',
@@ -25,18 +25,19 @@ const git = (cwd: string, ...args: string[]) =>
     .toString()
     .trim();
 
-/** A git repository (branch main) with a package.json and server.js; returns its file:// URL and a committer. */
-export function makeRepo(version: string) {
+/** A git repository (branch main) with a package.json and server.js (and `files`); returns its file:// URL and a committer. */
+export function makeRepo(version: string, files: Record<string, string> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'slipway-app-'));
   git(dir, 'init', '-q', '-b', 'main');
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'demo', version: '1.0.0', scripts: { start: 'node server.js' } }));
-  const commit = (v: string, crash = false) => {
+  const commit = (v: string, crash = false, files: Record<string, string> = {}) => {
     writeFileSync(join(dir, 'server.js'), serverJs(v, crash));
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
     git(dir, 'add', '.');
     git(dir, 'commit', '-q', '-m', `version ${v}`);
     return git(dir, 'rev-parse', 'HEAD');
   };
-  const first = commit(version);
+  const first = commit(version, false, files);
   return { url: `file://${dir}`, dir, commit, first };
 }
 
@@ -68,19 +69,41 @@ export async function deploy(s: TestServer, appId: string, path = 'deployments',
   );
 }
 
-/** A GET through the edge with a Host header. */
-export function edgeGet(
-  port: number,
-  host: string,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
+export interface EdgeResponse {
+  status: number;
+  body: string;
+  /** The body's bytes as received (not decoded). */
+  raw: Buffer;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+/** A request through the edge with a Host header (GET of `/` unless told). */
+export function edgeGet(port: number, host: string, headers: Record<string, string> = {}, path = '/', method = 'GET'): Promise<EdgeResponse> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/', headers: { host, ...headers }, agent: false }, (res) => {
-      let body = '';
-      res.on('data', (c) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body, headers: res.headers }));
+    const req = request({ host: '127.0.0.1', port, path, method, headers: { host, ...headers }, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        resolve({ status: res.statusCode!, body: raw.toString(), raw, headers: res.headers });
+      });
     });
     req.on('error', reject);
     req.end();
   });
+}
+
+/** Whether `pid` runs: a zombie (killed, not yet reaped by whatever adopted it) does not. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    // /proc/<pid>/stat: "pid (comm) state ..."; Z is a zombie.
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
 }

@@ -1,10 +1,12 @@
 // Runtime logs and traffic metrics of an application, served from what the runtime driver
-// produced: log lines it wrote, and deterministic simulated traffic while the app is running
+// produced: log lines it wrote, and the requests the edge answered (src/shared/edge/traffic.ts)
+// or, without an edge, deterministic simulated traffic while the app is running
 // (src/shared/runtime/traffic.ts, shared with static sites).
 import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { queryLogs, type LogQuery } from '../../shared/runtime/logs.js';
-import { TrafficMetrics, type TrafficMetric, type TrafficSource, type Window } from '../../shared/runtime/traffic.js';
+import { trafficMetric as metricOf } from '../../shared/edge/traffic.js';
+import type { TrafficMetric, TrafficSource, Window } from '../../shared/runtime/traffic.js';
 import { findApp, type ApplicationsTable } from './storage.js';
 
 /** When the app started running (its first successful deployment), or null. */
@@ -29,7 +31,7 @@ export async function trafficOf(tx: Tx, a: ApplicationsTable): Promise<TrafficSo
 /** One traffic metric of the caller's application `appId` over a window. */
 export async function trafficMetric(ctx: CallContext, appId: string, metric: TrafficMetric, w: Window) {
   const a = await findApp(ctx, appId);
-  return new TrafficMetrics(ctx.app)[metric](await trafficOf(ctx.tx, a), w);
+  return metricOf(ctx.app, await trafficOf(ctx.tx, a), metric, w);
 }
 
 /** The runtime log lines of the caller's application `appId`. */

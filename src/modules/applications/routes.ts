@@ -258,9 +258,9 @@ export async function stop(app: AppContext): Promise<void> {
 }
 
 export function banner(app: AppContext): string[] {
-  const rt = localRuntime(app);
-  return rt
-    ? [`applications run for real (local runtime); edge at http://${rt.settings.baseDomain}:${rt.edgePort} (<app name>.${rt.settings.baseDomain})`]
+  const edge = app.edge;
+  return edge
+    ? [`applications run for real (local runtime); edge at http://${edge.settings.baseDomain}:${edge.port} (<app name>.${edge.settings.baseDomain})`]
     : [];
 }
 

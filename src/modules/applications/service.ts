@@ -79,7 +79,7 @@ export async function listApps({ tx, companyId, scope }: CallContext, page: Page
     .select(['id', 'name', 'display_name', 'status', 'type', 'source', 'is_suspended', 'created_at', 'updated_at'])
     .where('company_id', '=', companyId);
   if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
-  const res = await paginate(q, page);
+  const res = await paginate(q, page, undefined, scope ? undefined : { tx, table: 'applications', companyId });
   return { ...res, data: res.data.map((r) => ({ ...r, is_suspended: bool(r.is_suspended) })) };
 }
 
@@ -111,13 +111,15 @@ type Named = 'name' | 'namespace' | 'temp_domain';
  * Inserts an application whose name (and so namespace and temporary domain) derives from its
  * display name, unique in the company even under concurrent creates (the unique index decides).
  */
-async function insertApp({ tx }: CallContext, fields: Omit<ApplicationsTable, Named>): Promise<ApplicationsTable> {
+async function insertApp({ tx, app }: CallContext, fields: Omit<ApplicationsTable, Named>): Promise<ApplicationsTable> {
   const clusterName = CLUSTER_BY_ID.get(fields.cluster_id)?.name ?? 'local';
+  // With the local runtime the edge serves `<name>.<base domain>`: that is the system domain.
+  const baseDomain = app.edge?.settings.baseDomain;
   return insertNamed(tx, 'applications', fields.company_id, fields.display_name, (name) => ({
     ...fields,
     name,
     namespace: `app-${name}-${randomBytes(4).toString('hex')}`,
-    temp_domain: `${name}-${randomBytes(3).toString('hex')}.${clusterName}.slipway.app`,
+    temp_domain: baseDomain ? `${name}.${baseDomain}` : `${name}-${randomBytes(3).toString('hex')}.${clusterName}.slipway.app`,
   }));
 }
 

@@ -13,7 +13,7 @@ import { seeded } from '../../shared/runtime/driver.js';
 import { processOf } from '../processes/service.js';
 import { CLUSTER_BY_ID } from '../resources/catalog.js';
 import { trafficOf } from './observability.js';
-import { accessLogLines } from '../../shared/runtime/traffic.js';
+import { accessLog } from '../../shared/edge/traffic.js';
 import { assertMutable } from './service.js';
 import { findApp, type ApplicationsTable } from './storage.js';
 import type { ApplicationSettingsTable } from './settings-storage.js';
@@ -39,10 +39,18 @@ async function settingsOf(tx: Tx, a: ApplicationsTable): Promise<ApplicationSett
   return (await tx.selectFrom('application_settings').selectAll().where('app_id', '=', a.id).executeTakeFirst()) ?? defaults(a);
 }
 
-/** What the edge enforces for an application: maintenance mode and IP restriction. */
+/**
+ * What the edge enforces for an application: maintenance mode and IP restriction; and whether it
+ * answers through the edge cache (`cdn`: the settings' last change is part of the cache key, so
+ * turning the CDN off and on again starts from an empty cache).
+ */
 export async function edgeSettings(tx: Tx, a: ApplicationsTable) {
   const s = await settingsOf(tx, a);
-  return { maintenance: maintenanceView(s), ipRestriction: ipView(s) };
+  return {
+    maintenance: maintenanceView(s),
+    ipRestriction: ipView(s),
+    cdn: { enabled: bool(s.cdn_enabled), purgedAt: s.cache_purged_at, version: s.updated_at },
+  };
 }
 
 /** Writes `changes` over the current settings (inserting the row on first change); returns the result. */
@@ -137,22 +145,25 @@ export async function toggleCdn(ctx: CallContext, id: string) {
   const a = await mutableApp(ctx, id);
   const cur = await settingsOf(tx, a);
   const s = await saveSettings(tx, a, { cdn_enabled: cur.cdn_enabled ? 0 : 1 });
+  ctx.app.edge?.cache.purge(a.id);
   return { is_turned_on: bool(s.cdn_enabled) };
 }
 
+/** Empties the application's edge cache: at once in this process, through `cache_purged_at` in the others. */
 export async function purgeCache(ctx: CallContext, id: string) {
   const { tx } = ctx;
   const a = await mutableApp(ctx, id);
   await saveSettings(tx, a, { cache_purged_at: new Date().toISOString() });
+  ctx.app.edge?.cache.purge(a.id);
   return { message: 'Cache purge started' };
 }
 
 // --- Access logs -------------------------------------------------------------------------------
 
-/** Simulated HTTP access log lines (src/shared/runtime/traffic.ts): none before the first successful deployment or while suspended. */
+/** HTTP access log lines: the edge's records, or simulated ones without an edge (none before the first successful deployment or while suspended). */
 export async function accessLogs(ctx: CallContext, id: string, q: { from?: string; to?: string; filters?: string; limit?: number }) {
   const a = await findApp(ctx, id);
-  return accessLogLines(ctx.app, await trafficOf(ctx.tx, a), q);
+  return accessLog(ctx.app, await trafficOf(ctx.tx, a), q);
 }
 
 // --- TCP proxies and private ports -------------------------------------------------------------

@@ -3,6 +3,7 @@ import type { Kysely, Migration } from 'kysely';
 import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { notFound } from '../../shared/errors.js';
+import { countedTable } from '../../shared/pagination.js';
 
 export interface ApplicationsTable {
   id: string;
@@ -161,6 +162,10 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('deployments_app').on('deployments').columns(['app_id', 'created_at', 'id']).execute();
       await db.schema.createIndex('deployments_app_status').on('deployments').columns(['app_id', 'status']).execute();
     },
+  },
+  /** The company's application count and list version, kept by triggers (src/shared/pagination.ts). */
+  '192_applications_counted': {
+    up: (db: Kysely<any>) => countedTable(db, 'applications'),
   },
 };
 

@@ -24,6 +24,7 @@ import { newId } from '../../shared/ids.js';
 import { cancelJobs, enqueue, type Job, type JobKind, type Outcome } from '../../shared/jobs.js';
 import { writeLogs, type LogLine } from '../../shared/runtime/logs.js';
 import type { Progression } from '../../shared/runtime/simulation.js';
+import { localRuntime } from '../applications/local/registry.js';
 import { appById, type ApplicationsTable } from '../applications/storage.js';
 import { nextFire } from './schedule.js';
 import type { ProcessesTable, ProcessRunsTable, TerminationReason } from './storage.js';
@@ -108,15 +109,23 @@ interface StartOptions {
   trigger: ProcessRunsTable['trigger'];
   fireKey: string;
   scheduledFor: string | null;
-  durationMs: number;
+  /** Simulated run length; null: a real process runs it (local runtime) and its exit ends the run. */
+  durationMs: number | null;
+}
+
+interface Started {
+  outcome: 'started' | 'skipped' | 'duplicate';
+  runId?: string;
+  /** Runs this start terminated (concurrency policy Replace): their processes are to be killed. */
+  replaced: string[];
 }
 
 /**
  * Starts a run of a cron (or job) process under its concurrency policy. Idempotent per fire key:
  * a step that runs again after its commit finds the run (or the skip) already recorded.
  */
-async function startRun(tx: Tx, app: AppContext, p: ProcessesTable, o: StartOptions): Promise<'started' | 'skipped' | 'duplicate'> {
-  if (await tx.selectFrom('process_runs').select('id').where('fire_key', '=', o.fireKey).executeTakeFirst()) return 'duplicate';
+async function startRun(tx: Tx, app: AppContext, p: ProcessesTable, o: StartOptions): Promise<Started> {
+  if (await tx.selectFrom('process_runs').select('id').where('fire_key', '=', o.fireKey).executeTakeFirst()) return { outcome: 'duplicate', replaced: [] };
   const now = new Date();
   const nowIso = now.toISOString();
   const base = {
@@ -145,18 +154,17 @@ async function startRun(tx: Tx, app: AppContext, p: ProcessesTable, o: StartOpti
         'warning',
       ),
     );
-    return 'skipped';
+    return { outcome: 'skipped', replaced: [] };
   }
-  for (const r of running) await terminateRun(tx, p, r, 'replaced', 'replaced by a new run (concurrency policy Replace)');
+  const replaced: string[] = [];
+  for (const r of running) if (await terminateRun(tx, p, r, 'replaced', 'replaced by a new run (concurrency policy Replace)')) replaced.push(r.id);
 
   const runId = newId();
   await tx
     .insertInto('process_runs')
     .values({ ...base, id: runId, status: 'running', ended_at: null, exit_code: null, termination_reason: null })
     .execute();
-  const limitMs = p.type === 'cron' && p.max_run_time_seconds ? p.max_run_time_seconds * 1000 : 0;
-  const deadline = limitMs > 0 && o.durationMs > limitMs;
-  const endsIn = deadline ? limitMs : o.durationMs;
+  const limitMs = maxRunTimeMs(p);
   await writeLogs(
     tx,
     ...runLog(
@@ -165,28 +173,103 @@ async function startRun(tx: Tx, app: AppContext, p: ProcessesTable, o: StartOpti
       { run_id: runId, trigger: o.trigger, ...(limitMs ? { max_run_time_seconds: p.max_run_time_seconds } : {}) },
     ),
   );
+  if (o.durationMs === null) return { outcome: 'started', runId, replaced };
+  const deadline = limitMs > 0 && o.durationMs > limitMs;
+  const endsIn = deadline ? limitMs : o.durationMs;
   if (endsIn <= 0) await finishRun(tx, app, runId, false);
   else await enqueue(tx, { kind: JOB_FINISH, payload: { runId, deadline }, runAt: new Date(now.getTime() + endsIn), subjectId: p.id });
-  return 'started';
+  return { outcome: 'started', runId, replaced };
+}
+
+/** The maximum run time of a cron process in ms (0: none; job processes have none). */
+export const maxRunTimeMs = (p: Pick<ProcessesTable, 'type' | 'max_run_time_seconds'>) =>
+  p.type === 'cron' && p.max_run_time_seconds ? p.max_run_time_seconds * 1000 : 0;
+
+/**
+ * The local runtime: hands a started run to a real process (after the start committed) and kills
+ * the processes of the runs the start replaced. The exit of the process ends the run (`endRealRun`).
+ */
+function handOver(app: AppContext, p: ProcessesTable, s: Started | undefined, deploymentId?: string): void {
+  const rt = localRuntime(app);
+  if (!rt || !s) return;
+  for (const id of s.replaced) rt.killRun(id);
+  if (s.outcome === 'started' && s.runId) {
+    const runId = s.runId;
+    rt.startRun({ runId, process: p, deploymentId }, (exit) => endRealRun(app, runId, exit));
+  }
+}
+
+/** Ends a run from its real process's exit: 0 completed, the time limit deadlineExceeded (137), else failed with the exit code. */
+export async function endRealRun(app: AppContext, runId: string, exit: { code: number; timedOut: boolean; note?: string }): Promise<void> {
+  await app.database.db.transaction().execute((tx) =>
+    closeRun(tx, app, runId, async (p) => {
+      if (exit.timedOut)
+        return {
+          exit: EXIT_DEADLINE,
+          reason: 'deadlineExceeded',
+          status: 'terminated',
+          detail: `: exceeded the maximum run time of ${p.max_run_time_seconds} s; its process group was killed`,
+        };
+      if (exit.code === 0) return { exit: 0, reason: 'completed', status: 'completed', detail: '' };
+      return { exit: exit.code, reason: 'failed', status: 'failed', detail: exit.note ? `: ${exit.note}` : '' };
+    }),
+  );
+}
+
+/**
+ * The local runtime starts: runs recorded as running had their processes killed with the previous
+ * Slipway (or never started); they end as terminated (cancelled), each with a runtime log line.
+ */
+export async function endInterruptedRuns(app: AppContext, before: string): Promise<number> {
+  return app.database.db.transaction().execute(async (tx) => {
+    const runs = await tx.selectFrom('process_runs').selectAll().where('status', '=', 'running').where('started_at', '<', before).execute();
+    let n = 0;
+    for (const r of runs) {
+      const p = await tx.selectFrom('processes').selectAll().where('id', '=', r.process_id).executeTakeFirst();
+      if (p && (await terminateRun(tx, p, r, 'cancelled', 'Slipway restarted while it ran'))) n++;
+    }
+    return n;
+  });
+}
+
+/** A job process run by a deployment itself (the local runtime's `beforeDeployment` jobs): records its start; the caller runs it. */
+export async function startDeploymentRun(app: AppContext, p: ProcessesTable, deploymentId: string): Promise<Started> {
+  return app.database.db
+    .transaction()
+    .execute((tx) => startRun(tx, app, p, { trigger: 'deployment', fireKey: `deployment:${deploymentId}:${p.id}`, scheduledFor: null, durationMs: null }));
 }
 
 /** Ends a running run: max run time reached (137), a `cron` fault rule (1), or success (0). */
 async function finishRun(tx: Tx, app: AppContext, runId: string, deadline: boolean): Promise<void> {
+  await closeRun(tx, app, runId, async (p) => {
+    if (deadline)
+      return {
+        exit: EXIT_DEADLINE,
+        reason: 'deadlineExceeded',
+        status: 'terminated',
+        detail: `: exceeded the maximum run time of ${p.max_run_time_seconds} s and was terminated`,
+      };
+    const fault = await app.simulation.shouldFail(tx, 'cron', p.id, 'run');
+    return fault
+      ? { exit: EXIT_FAILED, reason: 'failed', status: 'failed', detail: `: ${fault}` }
+      : { exit: 0, reason: 'completed', status: 'completed', detail: '' };
+  });
+}
+
+interface RunEnd {
+  exit: number;
+  reason: TerminationReason;
+  status: ProcessRunsTable['status'];
+  detail: string;
+}
+
+/** Ends a run that is still running with the end `decide` gives, and logs it (nothing when it ended meanwhile). */
+async function closeRun(tx: Tx, app: AppContext, runId: string, decide: (p: ProcessesTable) => Promise<RunEnd>): Promise<void> {
   const run = await locking(app, tx.selectFrom('process_runs').selectAll().where('id', '=', runId)).executeTakeFirst();
-  if (!run || run.status !== 'running') return;
+  if (!run || run.status !== 'running') return; // replaced or cancelled meanwhile
   const p = await tx.selectFrom('processes').selectAll().where('id', '=', run.process_id).executeTakeFirst();
   if (!p) return;
-  let exit = 0;
-  let reason: TerminationReason = 'completed';
-  let status: ProcessRunsTable['status'] = 'completed';
-  let detail = '';
-  if (deadline) {
-    [exit, reason, status] = [EXIT_DEADLINE, 'deadlineExceeded', 'terminated'];
-    detail = `: exceeded the maximum run time of ${p.max_run_time_seconds} s and was terminated`;
-  } else {
-    const fault = await app.simulation.shouldFail(tx, 'cron', p.id, 'run');
-    if (fault) [exit, reason, status, detail] = [EXIT_FAILED, 'failed', 'failed', `: ${fault}`];
-  }
+  const { exit, reason, status, detail } = await decide(p);
   const r = await tx
     .updateTable('process_runs')
     .set({ status, ended_at: new Date().toISOString(), exit_code: exit, termination_reason: reason })
@@ -220,8 +303,9 @@ const appIsLive = (a: ApplicationsTable | undefined) => !!a && a.status === 'dep
  * start a no-op and the tick only reschedules.
  */
 async function runTick(app: AppContext, job: Job<typeof JOB_TICK>): Promise<Outcome<typeof JOB_TICK>> {
-  const durationMs = runDurationMs(await app.simulation.progression('cron'));
-  return app.database.db.transaction().execute(async (tx): Promise<Outcome<typeof JOB_TICK>> => {
+  const durationMs = await runLength(app);
+  let started: { p: ProcessesTable; s: Started } | undefined;
+  const outcome = await app.database.db.transaction().execute(async (tx): Promise<Outcome<typeof JOB_TICK>> => {
     if (!(await app.jobs.owns(tx, job.id))) return;
     const p = await lockedProcess(tx, app, job.payload.processId);
     if (!p || p.type !== 'cron' || p.cron_token !== job.payload.token || !p.schedule || !p.time_zone) return; // superseded or gone
@@ -229,11 +313,21 @@ async function runTick(app: AppContext, job: Job<typeof JOB_TICK>): Promise<Outc
     if (!appRow || appRow.is_suspended || appRow.status === 'deleting') return; // the chain stops; a rollout re-arms it
     // Only fires while a successful deployment is running; during a redeploy the chain waits.
     if (appIsLive(appRow))
-      await startRun(tx, app, p, { trigger: 'schedule', fireKey: `${p.id}@${job.payload.fireAt}`, scheduledFor: job.payload.fireAt, durationMs });
+      started = {
+        p,
+        s: await startRun(tx, app, p, { trigger: 'schedule', fireKey: `${p.id}@${job.payload.fireAt}`, scheduledFor: job.payload.fireAt, durationMs }),
+      };
     const next = nextFire(p.schedule, p.time_zone, new Date(Math.max(Date.now(), Date.parse(job.payload.fireAt))));
     if (!next) return;
     return { rescheduleAt: next, payload: { ...job.payload, fireAt: next.toISOString() } };
   });
+  if (started) handOver(app, started.p, started.s);
+  return outcome;
+}
+
+/** A run's length: simulated from the `cron` progression, or null when the local runtime runs real processes. */
+async function runLength(app: AppContext): Promise<number | null> {
+  return localRuntime(app) ? null : runDurationMs(await app.simulation.progression('cron'));
 }
 
 /** The last attempt of a tick failed: the chain stops; say so in the runtime log (a rollout re-arms it). */
@@ -254,8 +348,8 @@ async function tickFailed(tx: Tx, job: Job<typeof JOB_TICK>, error: Error): Prom
 
 /** `cron.trigger`: one run outside the schedule (not transactional, for the same reason as ticks). */
 async function runTrigger(app: AppContext, job: Job<typeof JOB_TRIGGER>): Promise<void> {
-  const durationMs = runDurationMs(await app.simulation.progression('cron'));
-  await app.database.db.transaction().execute(async (tx) => {
+  const durationMs = await runLength(app);
+  const started = await app.database.db.transaction().execute(async (tx) => {
     if (!(await app.jobs.owns(tx, job.id))) return;
     const p = await lockedProcess(tx, app, job.payload.processId);
     if (!p || (p.type !== 'cron' && p.type !== 'job')) return;
@@ -267,8 +361,9 @@ async function runTrigger(app: AppContext, job: Job<typeof JOB_TRIGGER>): Promis
       await writeLogs(tx, ...runLog(p, `Run of ${p.key} not started: the application is not running`, { trigger: job.payload.trigger }, 'warning'));
       return;
     }
-    await startRun(tx, app, p, { trigger: job.payload.trigger, fireKey: `job:${job.id}`, scheduledFor: null, durationMs });
+    return { p, s: await startRun(tx, app, p, { trigger: job.payload.trigger, fireKey: `job:${job.id}`, scheduledFor: null, durationMs }) };
   });
+  if (started) handOver(app, started.p, started.s, job.payload.deploymentId);
 }
 
 /** `cron.finish` (in the engine's transaction). */

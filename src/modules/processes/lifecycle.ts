@@ -10,7 +10,8 @@ import { cancelJobs, enqueue } from '../../shared/jobs.js';
 import { writeLogs, type LogLine } from '../../shared/runtime/logs.js';
 import type { ApplicationsTable } from '../applications/storage.js';
 import { armCron, JOB_TRIGGER, terminateRun } from './cron.js';
-import { DEFAULT_RESOURCE_TYPE, DEFAULT_WEB_PORT, instanceCount } from './service.js';
+import { localRuntime } from '../applications/local/registry.js';
+import { DEFAULT_RESOURCE_TYPE, DEFAULT_WEB_PORT, deploymentJobs, instanceCount } from './service.js';
 import type { JobStartPolicy } from './storage.js';
 
 /** The default process of a new application: one web process on port 8080, one instance. */
@@ -101,14 +102,10 @@ async function onRollout(tx: Tx, app: AppContext, a: ApplicationsTable, deployme
  * deployment starts, `afterFailedDeployment` when one fails (`afterSuccessDeployment` is onRollout's).
  */
 async function onDeploymentMoment(tx: Tx, app: AppContext, a: ApplicationsTable, deploymentId: string, moment: 'started' | 'failed'): Promise<void> {
+  // The local runtime runs `beforeDeployment` jobs itself, to completion, in the rollout.
+  if (moment === 'started' && localRuntime(app)) return;
   const policy: JobStartPolicy = moment === 'started' ? 'beforeDeployment' : 'afterFailedDeployment';
-  const jobs = await tx
-    .selectFrom('processes')
-    .selectAll()
-    .where('app_id', '=', a.id)
-    .where('type', '=', 'job')
-    .where('job_start_policy', '=', policy)
-    .execute();
+  const jobs = await deploymentJobs(tx, a.id, policy);
   if (!jobs.length) return;
   for (const p of jobs) await enqueue(tx, { kind: JOB_TRIGGER, payload: { processId: p.id, trigger: 'deployment', deploymentId }, subjectId: p.id });
   const when = moment === 'started' ? 'as the deployment starts' : 'after the failed deployment';

@@ -1,7 +1,9 @@
 // Process metrics: CPU and memory usage and limits and instance counts (simulated series shaped by
-// the process's resource type, zero while it does not run), and the exit codes of cron and job runs.
+// the process's resource type, zero while it does not run; with the local runtime usage and
+// instances are measured from the real processes), and the exit codes of cron and job runs.
 import type { CallContext } from '../../shared/context.js';
 import { ApiError, badRequest } from '../../shared/errors.js';
+import { localRuntime } from '../applications/local/registry.js';
 import { findApp } from '../applications/storage.js';
 import { DEFAULT_RESOURCE_TYPE, instanceCount, resourceType } from './service.js';
 import { findProcess } from './storage.js';
@@ -49,6 +51,10 @@ export async function processMetric(
     running = (t) => live && spans.some(([a, b]) => t.getTime() >= a && t.getTime() <= b);
     instances = 1;
   }
+  // The local runtime measures usage and instances from the real processes; limits stay the resource type's.
+  const local = localRuntime(app);
+  if (local && (metric === 'cpu-usage' || metric === 'memory-usage' || metric === 'instance-count'))
+    return local.usageSeries(p.id, metric, from, to, q.interval_in_seconds);
   const cores = rt.cpu_limit / 1000;
   const bytes = rt.memory_limit * 1024 * 1024;
   const shape = {

@@ -356,6 +356,19 @@ export async function processOf(tx: Tx, appId: string, processId: string): Promi
 }
 
 /** What a real runtime starts of an application: its web and worker processes with their command and instance count. */
+/** The job processes of an application with a start policy (the local runtime runs `beforeDeployment` jobs in the rollout). */
+export async function deploymentJobs(tx: Tx, appId: string, policy: JobStartPolicy): Promise<ProcessesTable[]> {
+  return tx
+    .selectFrom('processes')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('type', '=', 'job')
+    .where('job_start_policy', '=', policy)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
 export async function runnableProcesses(
   tx: Tx,
   appId: string,

@@ -1,12 +1,14 @@
 // The process terminal: GET /applications/{id}/processes/{process_id}/terminal upgraded to a
 // WebSocket. Text messages from the client are the shell's stdin; the shell's output comes back as
 // text messages. The runtime driver gives the shell (the simulated one is a small fake shell with
-// the process's resolved runtime environment). Sessions close after `terminal.idleMs` without
+// the process's resolved runtime environment); the local runtime gives a real one in the release
+// directory. Sessions close after `terminal.idleMs` without
 // input and after `terminal.maxMs` in all. Close codes follow the contract: 4000 application or
 // process not found, 4001 no running instance, 4003 the shell ended (exit, idle or maximum time),
 // 4300 unexpected server error.
 import type { RawData, WebSocket } from 'ws';
 import type { CallContext } from '../../shared/context.js';
+import { localRuntime } from '../applications/local/registry.js';
 import { currentRelease, findApp } from '../applications/storage.js';
 import { resolveEnvironment, systemVariables } from '../env-vars/service.js';
 import type { TERMINAL_SHELLS } from './schemas.js';
@@ -52,10 +54,10 @@ export async function openTerminal(socket: WebSocket, ctx: CallContext, appId: s
     if (notice) send(`\n${notice}\n`);
     if (socket.readyState === socket.OPEN) socket.close(CLOSE.closed, reason);
   };
-  const session = app.runtime.openShell(
-    { shell, hostname: `${a.name}-${p.key}-${p.id.slice(0, 5)}`, env: env.vars },
-    { output: send, exit: (status) => end(`Shell exited with status ${status}`) },
-  );
+  const spec = { shell, hostname: `${a.name}-${p.key}-${p.id.slice(0, 5)}`, env: env.vars };
+  const io = { output: send, exit: (status: number) => end(`Shell exited with status ${status}`) };
+  // The local runtime gives a real shell in the release directory; otherwise the driver's.
+  const session = localRuntime(app)?.openShell(a.id, release.build_of ?? release.id, spec, io) ?? app.runtime.openShell(spec, io);
   const idleNotice = `Session closed: no input for ${Math.round(idleMs / 1000)} s`;
   let idle = setTimeout(() => end('Idle timeout', idleNotice), idleMs);
   const max = setTimeout(() => end('Maximum session time reached', `Session closed: it reached its maximum length of ${Math.round(maxMs / 1000)} s`), maxMs);

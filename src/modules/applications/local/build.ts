@@ -3,11 +3,13 @@
 // the Procfile, and turn the result into an immutable release directory
 // (`<root>/releases/<app>/<deployment>`). Every command's output is streamed into the build log
 // line by line as it happens. Nothing here holds a database transaction.
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { LogLine } from '../../../shared/runtime/logs.js';
+import { baseEnv, BuildError, cloneBranch, runStreamed, type BuildLog } from '../../../shared/runtime/build.js';
+
+export { BuildError };
 
 export interface BuildSpec {
   appId: string;
@@ -18,9 +20,11 @@ export interface BuildSpec {
   env: Record<string, string>;
   timeoutMs: number;
   /** Writes build log lines (streamed). */
-  log: (lines: LogLine[]) => Promise<void>;
+  log: BuildLog;
   /** Aborted when the deployment is cancelled. */
   signal: AbortSignal;
+  /** The application's build cache (build_cache_enabled), or null. */
+  cacheDir: string | null;
 }
 
 export interface ReleaseInfo {
@@ -33,67 +37,7 @@ export interface ReleaseInfo {
 export const buildDir = (root: string, deploymentId: string) => join(root, 'builds', deploymentId);
 export const releaseDir = (root: string, appId: string, releaseId: string) => join(root, 'releases', appId, releaseId);
 export const appReleasesDir = (root: string, appId: string) => join(root, 'releases', appId);
-
-export class BuildError extends Error {}
-
-/** Runs a command in its own process group, streaming its output as build log lines; rejects on a non-zero exit, timeout or abort. */
-export function runStreamed(
-  cmd: string,
-  args: string[],
-  o: { cwd: string; env: Record<string, string>; log: BuildSpec['log']; deadline: number; signal: AbortSignal },
-): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: o.cwd, env: o.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let pending = Promise.resolve();
-    const feed = (severity: LogLine['severity']) => {
-      let partial = '';
-      return (chunk: Buffer) => {
-        const text = partial + chunk.toString();
-        out += chunk.toString();
-        const lines = text.split('\n');
-        partial = lines.pop() ?? '';
-        const msgs = lines.filter((l) => l.trim()).map((message): LogLine => ({ message, severity }));
-        if (msgs.length) pending = pending.then(() => o.log(msgs)).catch(() => {});
-      };
-    };
-    child.stdout!.on('data', feed('info'));
-    child.stderr!.on('data', feed('info'));
-    const kill = () => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    };
-    let why: string | null = null;
-    const timer = setTimeout(
-      () => {
-        why = 'the build timed out';
-        kill();
-      },
-      Math.max(1, o.deadline - Date.now()),
-    );
-    const onAbort = () => {
-      why = 'the deployment was cancelled';
-      kill();
-    };
-    o.signal.addEventListener('abort', onAbort, { once: true });
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(new BuildError(`${cmd}: ${e.message}`));
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      o.signal.removeEventListener('abort', onAbort);
-      void pending.then(() => {
-        if (why) reject(new BuildError(`${cmd} ${args.join(' ')}: ${why}`));
-        else if (code !== 0) reject(new BuildError(`${cmd} ${args.join(' ')} exited with code ${code}`));
-        else resolve(out);
-      });
-    });
-  });
-}
+export const appCacheDir = (root: string, appId: string) => join(root, 'cache', appId);
 
 /** Parses a Procfile (`key: command` lines). */
 export function parseProcfile(text: string): Record<string, string> {
@@ -105,33 +49,12 @@ export function parseProcfile(text: string): Record<string, string> {
   return out;
 }
 
-const baseEnv = (): Record<string, string> => ({
-  PATH: process.env.PATH ?? '/usr/bin:/bin',
-  HOME: process.env.HOME ?? '/tmp',
-  LANG: process.env.LANG ?? 'C.UTF-8',
-});
-
 /** Clones the repository into the deployment's build directory; returns the commit. */
 export async function checkout(root: string, s: BuildSpec): Promise<{ sha: string; message: string }> {
   const dir = buildDir(root, s.deploymentId);
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
-  const deadline = Date.now() + s.timeoutMs;
-  const env = { ...baseEnv(), GIT_TERMINAL_PROMPT: '0' };
-  await s.log([{ message: `Cloning ${s.repoUrl} (branch ${s.branch})` }]);
-  await runStreamed('git', ['clone', '--depth', '1', '--branch', s.branch, '--single-branch', s.repoUrl, 'src'], {
-    cwd: dir,
-    env,
-    log: s.log,
-    deadline,
-    signal: s.signal,
-  });
-  const src = join(dir, 'src');
-  const quiet = async () => {};
-  const sha = (await runStreamed('git', ['rev-parse', 'HEAD'], { cwd: src, env, log: quiet, deadline, signal: s.signal })).trim();
-  const message = (await runStreamed('git', ['log', '-1', '--format=%s'], { cwd: src, env, log: quiet, deadline, signal: s.signal })).trim();
-  await s.log([{ message: `Checked out commit ${sha.slice(0, 7)}: ${message}` }]);
-  return { sha, message };
+  return cloneBranch(dir, { repoUrl: s.repoUrl, branch: s.branch, log: s.log, deadline: Date.now() + s.timeoutMs, signal: s.signal });
 }
 
 /** Builds the checked-out source and moves it into its release directory (immutable from then on). */
@@ -139,14 +62,28 @@ export async function build(root: string, s: BuildSpec, commit: { sha: string; m
   const src = join(buildDir(root, s.deploymentId), 'src');
   if (!existsSync(src)) throw new BuildError('The checkout is missing; deploy again');
   const deadline = Date.now() + s.timeoutMs;
-  const env = { ...baseEnv(), ...s.env, CI: 'true' };
+  const env: Record<string, string> = { ...baseEnv(), ...s.env, CI: 'true' };
   const run = (args: string[]) => runStreamed('npm', args, { cwd: src, env, log: s.log, deadline, signal: s.signal });
   const pkgPath = join(src, 'package.json');
   if (existsSync(pkgPath)) {
     const pkg = JSON.parse(await readFile(pkgPath, 'utf8')) as { scripts?: Record<string, string> };
     const lock = existsSync(join(src, 'package-lock.json')) || existsSync(join(src, 'npm-shrinkwrap.json'));
-    await s.log([{ message: `Node.js project detected; installing dependencies with npm ${lock ? 'ci' : 'install'}` }]);
-    await run(lock ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund']);
+    const key = await dependencyKey(src);
+    if (s.cacheDir) env.npm_config_cache = join(s.cacheDir, 'npm');
+    if (s.cacheDir && (await restoreDependencies(s.cacheDir, src, key))) {
+      await s.log([{ message: 'Build cache used: package.json and the lock file are unchanged; dependencies reused from the previous build' }]);
+    } else {
+      await s.log([
+        {
+          message: s.cacheDir
+            ? `Build cache: no reusable dependencies (first build or changed lock file); npm's download cache is ${env.npm_config_cache}`
+            : 'Build cache disabled: dependencies are installed from scratch',
+        },
+      ]);
+      await s.log([{ message: `Node.js project detected; installing dependencies with npm ${lock ? 'ci' : 'install'}` }]);
+      await run(lock ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund']);
+      if (s.cacheDir) await saveDependencies(s.cacheDir, src, key);
+    }
     if (pkg.scripts?.build) {
       await s.log([{ message: 'Running npm run build' }]);
       await run(['run', 'build']);
@@ -165,6 +102,36 @@ export async function build(root: string, s: BuildSpec, commit: { sha: string; m
   await rm(buildDir(root, s.deploymentId), { recursive: true, force: true });
   await s.log([{ message: `Release ${s.deploymentId} ready` }]);
   return info;
+}
+
+/** What the installed dependencies depend on: package.json and the lock file. */
+async function dependencyKey(src: string): Promise<string> {
+  const h = createHash('sha256');
+  for (const f of ['package.json', 'package-lock.json', 'npm-shrinkwrap.json']) {
+    h.update(`${f}\0`);
+    if (existsSync(join(src, f))) h.update(await readFile(join(src, f)));
+  }
+  return h.digest('hex');
+}
+
+/** Copies the cached node_modules into the checkout when they were installed for the same key; true when reused. */
+async function restoreDependencies(cacheDir: string, src: string, key: string): Promise<boolean> {
+  const dir = join(cacheDir, 'deps');
+  const saved = await readFile(join(dir, 'key'), 'utf8').catch(() => null);
+  if (saved !== key) return false;
+  await rm(join(src, 'node_modules'), { recursive: true, force: true });
+  if (existsSync(join(dir, 'node_modules'))) await cp(join(dir, 'node_modules'), join(src, 'node_modules'), { recursive: true, verbatimSymlinks: true });
+  return true;
+}
+
+/** Keeps a copy of the installed node_modules for the next build (replacing the previous copy). */
+async function saveDependencies(cacheDir: string, src: string, key: string): Promise<void> {
+  const dir = join(cacheDir, 'deps');
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  if (existsSync(join(src, 'node_modules'))) await cp(join(src, 'node_modules'), join(dir, 'node_modules'), { recursive: true, verbatimSymlinks: true });
+  // The key last: a copy cut short is never taken for a complete one.
+  await writeFile(join(dir, 'key'), key);
 }
 
 /** The release's facts, or undefined when the directory is missing (e.g. built by the simulated runtime). */

@@ -5,23 +5,32 @@
 // the next poll starts the phase again (every phase can run twice: the checkout starts from an
 // empty directory, a release directory is replaced whole, a rollout stops what it started).
 // Suspension, activation and deletion reach the processes through the `app.runtime.sync` job.
+import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import type { Server } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppContext, CallContext } from '../../../shared/context.js';
 import { systemCall } from '../../../shared/context.js';
-import type { PhaseRequest, PhaseResult } from '../../../shared/runtime/driver.js';
-import { writeLogs, type LogLine } from '../../../shared/runtime/logs.js';
+import type { MetricPoint, PhaseRequest, PhaseResult } from '../../../shared/runtime/driver.js';
+import { buildLogOf, writeLogs, type LogLine } from '../../../shared/runtime/logs.js';
+import type { ShellIO, ShellSession, ShellSpec } from '../../../shared/runtime/shell.js';
 import { enqueue, type JobKind } from '../../../shared/jobs.js';
+import { PhaseTasks } from '../../../shared/runtime/tasks.js';
 import * as envVars from '../../env-vars/service.js';
 import { serviceOfHostname } from '../../domains/service.js';
-import { runnableProcesses } from '../../processes/service.js';
+import { endInterruptedRuns, endRealRun, maxRunTimeMs, startDeploymentRun } from '../../processes/cron.js';
+import { deploymentJobs, runnableProcesses } from '../../processes/service.js';
+import type { ProcessesTable } from '../../processes/storage.js';
 import { edgeSettings } from '../settings.js';
 import { appById, currentRelease, type ApplicationsTable, type DeploymentsTable } from '../storage.js';
-import { appReleasesDir, build, BuildError, checkout, commandOf, readRelease, releaseDir, buildDir } from './build.js';
-import { createEdge, type Route } from './edge.js';
+import { appCacheDir, appReleasesDir, build, BuildError, checkout, commandOf, readRelease, releaseDir, buildDir, type ReleaseInfo } from './build.js';
+import type { EdgeRequest, EdgeSite } from '../../../shared/edge/index.js';
+import { badGateway } from '../../../shared/edge/pages.js';
+import { Hibernation } from './hibernation.js';
 import { localSettings, type LocalSettings } from './settings.js';
 import { runtimes } from './registry.js';
-import { Supervisor, type Group, type InstanceSpec } from './supervisor.js';
+import { UsageSampler } from './usage.js';
+import { openLocalShell } from './shell.js';
+import { Supervisor, type Group, type InstanceSpec, type OneOff } from './supervisor.js';
 
 export const SYNC_JOB = 'app.runtime.sync';
 
@@ -32,28 +41,34 @@ declare module '../../../shared/jobs.js' {
   }
 }
 
-type Outcome = { ok: true } | { ok: false; reason: string };
-interface Task {
-  phase: string;
-  outcome?: Outcome;
-}
-
 export { localRuntime } from './registry.js';
 
 export class LocalRuntime {
   readonly settings: LocalSettings;
   readonly supervisor: Supervisor;
-  private tasks = new Map<string, Task>();
+  readonly hibernation: Hibernation;
+  private tasks: PhaseTasks;
   private serving = new Map<string, Group>();
   /** Applications whose processes are being changed (one change at a time per application). */
   private locks = new Map<string, Promise<unknown>>();
-  private edge: Server | null = null;
-  edgePort = 0;
   private pendingLogs = new Map<string, { base: Parameters<typeof writeLogs>[1]; lines: LogLine[] }>();
   private flushTimer: NodeJS.Timeout | null = null;
+  /** Cron and job runs whose processes run now, by run id. */
+  private runs = new Map<string, { appId: string; processId: string; run: OneOff }>();
+  private stopped = false;
+  /** Runs to kill as soon as their process starts (killed while still being set up). */
+  private doomed = new Set<string>();
+  private usage = new UsageSampler();
+  private usageTimer: NodeJS.Timeout | null = null;
+  /** Runs start once the previous Slipway's leftovers are dealt with (`start`). */
+  private readonly createdAt = new Date().toISOString();
+  private boot!: () => void;
+  private booted = new Promise<void>((resolve) => (this.boot = resolve));
 
   constructor(private app: AppContext) {
+    this.tasks = new PhaseTasks(app);
     this.settings = localSettings(app.config);
+    this.hibernation = new Hibernation(app, this);
     this.supervisor = new Supervisor(
       this.settings.root,
       (g, i, line, stream) =>
@@ -69,9 +84,12 @@ export class LocalRuntime {
   /** Runtime log lines are written in small batches (one short transaction each). */
   private queueLog(g: Group, line: LogLine) {
     const companyId = this.companyOf.get(g.appId);
-    if (!companyId) return;
-    const key = `${g.appId}:${g.deploymentId}`;
-    const entry = this.pendingLogs.get(key) ?? { base: { companyId, appId: g.appId, kind: 'runtime' as const, deploymentId: g.deploymentId }, lines: [] };
+    if (companyId) this.queueLine({ companyId, appId: g.appId, kind: 'runtime', deploymentId: g.deploymentId }, line);
+  }
+
+  private queueLine(base: Parameters<typeof writeLogs>[1], line: LogLine) {
+    const key = `${base.appId}:${base.kind}:${base.deploymentId ?? ''}`;
+    const entry = this.pendingLogs.get(key) ?? { base, lines: [] };
     entry.lines.push(line);
     this.pendingLogs.set(key, entry);
     this.flushTimer ??= setTimeout(() => void this.flushLogs(), 100);
@@ -85,51 +103,54 @@ export class LocalRuntime {
       await writeLogs(this.app.database.db, b.base, b.lines).catch((e: Error) => this.app.log.warn({ err: e.message }, 'runtime log lines lost'));
   }
 
-  private buildLog(d: DeploymentsTable, phase: string) {
-    return (lines: LogLine[]) =>
-      writeLogs(
-        this.app.database.db,
-        { companyId: d.company_id, appId: d.app_id, kind: 'build', deploymentId: d.id },
-        lines.map((l) => ({ ...l, attributes: { phase, ...(l.attributes ?? {}) } })),
-      );
-  }
-
   // ---- Phases --------------------------------------------------------------------------------
 
   /** Advances a deployment's phase: starts its task once, then reports it until it ends. */
-  async advance(ctx: CallContext, d: DeploymentsTable, a: ApplicationsTable, req: PhaseRequest): Promise<PhaseResult> {
-    const key = `${d.id}:${req.phase}`;
-    let task = this.tasks.get(key);
-    if (!task) {
-      task = { phase: req.phase };
-      this.tasks.set(key, task);
-      const t = task;
-      let work: () => Promise<void>;
-      try {
-        work = await this.prepare(ctx, d, a, req.phase);
-      } catch (e) {
-        this.tasks.delete(key);
-        throw e;
-      }
-      void work()
-        .then(() => (t.outcome = { ok: true }))
-        .catch((e: Error) => {
-          if (!(e instanceof BuildError)) this.app.log.warn({ err: e, deployment: d.id }, 'local runtime phase failed');
-          t.outcome = { ok: false, reason: e.message };
+  advance(ctx: CallContext, d: DeploymentsTable, a: ApplicationsTable, req: PhaseRequest): Promise<PhaseResult> {
+    return this.tasks.advance(`${d.id}:${req.phase}`, async (signal) => {
+      const work = await this.prepare(ctx, d, a, req.phase, signal);
+      return async () => {
+        const watch = this.watchCancel(d, req.phase, signal);
+        try {
+          await work();
+        } finally {
+          clearInterval(watch);
+          if (signal.aborted) await this.dropBuild(d.id);
+        }
+      };
+    });
+  }
+
+  /**
+   * While a phase runs, looks at its deployment (committed state, so it works whatever server
+   * cancelled it): once it is final (cancelled) the phase's command (clone, build, a
+   * `beforeDeployment` job) is killed with its process group.
+   */
+  private watchCancel(d: DeploymentsTable, phase: string, signal: AbortSignal): NodeJS.Timeout {
+    const timer = setInterval(() => {
+      void this.app.database.db
+        .selectFrom('deployments')
+        .select('status')
+        .where('id', '=', d.id)
+        .executeTakeFirst()
+        .then(async (row) => {
+          if (signal.aborted || (row && row.status === 'inProgress')) return;
+          this.tasks.abort(d.id);
+          await buildLogOf(
+            this.app.database.db,
+            { companyId: d.company_id, ownerId: d.app_id, deploymentId: d.id },
+            phase,
+          )([{ message: `The deployment ended during the ${phase}: its command was stopped`, severity: 'warning' }]);
         })
-        .finally(() => this.app.jobs.wake());
-    }
-    if (!task.outcome) return { state: 'running', checkAfterMs: 100 };
-    // The result is reported until the deployment moves on; then the task is forgotten.
-    setTimeout(() => this.tasks.delete(key), 60_000).unref();
-    if (task.outcome.ok) return { state: 'done', lines: [] };
-    return { state: 'failed', reason: task.outcome.reason, lines: [{ message: task.outcome.reason, severity: 'error' }] };
+        .catch(() => {});
+    }, this.settings.cancelCheckMs);
+    return timer.unref();
   }
 
   /** Reads what a phase needs (inside the step's transaction) and returns the work to run outside it. */
-  private async prepare(ctx: CallContext, d: DeploymentsTable, a: ApplicationsTable, phase: string): Promise<() => Promise<void>> {
+  private async prepare(ctx: CallContext, d: DeploymentsTable, a: ApplicationsTable, phase: string, signal: AbortSignal): Promise<() => Promise<void>> {
     const root = this.settings.root;
-    const log = this.buildLog(d, phase);
+    const log = buildLogOf(this.app.database.db, { companyId: d.company_id, ownerId: d.app_id, deploymentId: d.id }, phase);
     const fail = (message: string) => async () => {
       throw new BuildError(message);
     };
@@ -147,7 +168,8 @@ export class LocalRuntime {
         env,
         timeoutMs: this.settings.buildTimeoutMs,
         log,
-        signal: new AbortController().signal,
+        signal,
+        cacheDir: a.build_cache_enabled ? appCacheDir(root, a.id) : null,
       };
       if (phase === 'checkout') {
         return async () => {
@@ -178,9 +200,11 @@ export class LocalRuntime {
       paths.set(p.id, p.readinessPath);
       for (let i = 0; i < p.instances; i++) specs.push({ processId: p.id, key: p.key, type: p.type, command, index: i });
     }
+    const jobs = await deploymentJobs(ctx.tx, a.id, 'beforeDeployment');
     this.companyOf.set(a.id, a.company_id);
     return () =>
       this.exclusive(a.id, async () => {
+        for (const p of jobs) await this.runBeforeDeployment(p, d, info, releaseDir(root, a.id, releaseId), this.processEnv(env), log, signal);
         await log([{ message: `Starting ${specs.length} instance(s) of release ${releaseId}` }]);
         const g = await this.supervisor.startGroup(
           { appId: a.id, deploymentId: d.id, releaseId },
@@ -203,6 +227,149 @@ export class LocalRuntime {
         this.serving.set(a.id, g);
         if (old) await this.retire(old);
       });
+  }
+
+  /**
+   * A `beforeDeployment` job process: runs to completion in the new release before any instance
+   * starts, its output in the deployment's build log; a non-zero exit fails the deployment (the
+   * previous release keeps serving). The run is recorded like the process's other runs.
+   */
+  private async runBeforeDeployment(
+    p: ProcessesTable,
+    d: DeploymentsTable,
+    info: ReleaseInfo,
+    cwd: string,
+    env: Record<string, string>,
+    log: (l: LogLine[]) => Promise<void>,
+    signal: AbortSignal,
+  ) {
+    if (signal.aborted) throw new BuildError('The deployment ended before its jobs ran');
+    const command = commandOf(p, info);
+    if (!command) {
+      await log([{ message: `Job process ${p.key} has no command (no entrypoint, no Procfile entry); not run`, severity: 'warning', processId: p.id }]);
+      return;
+    }
+    const started = await startDeploymentRun(this.app, p, d.id);
+    if (started.outcome === 'skipped')
+      throw new BuildError(`Job process ${p.key} could not run before the rollout: its previous run is still running; the previous release keeps serving`);
+    await log([{ message: `Running job process ${p.key} before the rollout: ${command}`, processId: p.id }]);
+    let chain = Promise.resolve();
+    const attributes = started.runId ? { run_id: started.runId } : {};
+    const one = this.supervisor.runOnce({
+      command,
+      cwd,
+      env,
+      limitMs: 0,
+      line: (message, stream) => {
+        chain = chain.then(() => log([{ message, severity: stream === 'stderr' ? 'error' : 'info', processId: p.id, attributes }]));
+      },
+    });
+    const stop = () => one.kill();
+    signal.addEventListener('abort', stop);
+    const exit = await one.done;
+    signal.removeEventListener('abort', stop);
+    await chain;
+    if (started.runId) await endRealRun(this.app, started.runId, exit);
+    if (exit.code !== 0)
+      throw new BuildError(
+        `Job process ${p.key} exited with code ${exit.code} before the rollout; the deployment stops and the previous release keeps serving`,
+      );
+    await log([{ message: `Job process ${p.key} completed`, processId: p.id }]);
+  }
+
+  // ---- Terminal ----------------------------------------------------------------------------------
+
+  /** A real shell in the release's directory with the process's environment; undefined when the release is not on this machine. */
+  openShell(appId: string, releaseId: string, spec: ShellSpec, io: ShellIO): ShellSession | undefined {
+    const dir = releaseDir(this.settings.root, appId, releaseId);
+    if (!existsSync(dir)) return undefined;
+    return openLocalShell(spec, dir, this.processEnv(spec.env), io);
+  }
+
+  // ---- Metrics ---------------------------------------------------------------------------------
+
+  /** Samples CPU and memory of every instance and run (process id -> process groups). */
+  private sampleUsage(): void {
+    const groups = new Map<string, number[]>();
+    const add = (processId: string, pid: number | undefined) => {
+      if (!pid) return;
+      const list = groups.get(processId);
+      if (list) list.push(pid);
+      else groups.set(processId, [pid]);
+    };
+    for (const g of this.serving.values())
+      for (const i of g.instances) if (i.child && i.child.exitCode === null && i.child.signalCode === null) add(i.processId, i.child.pid);
+    for (const r of this.runs.values()) add(r.processId, r.run.child.pid);
+    this.usage.sample(groups);
+  }
+
+  /** Measured CPU (cores), memory (bytes) or running instances of a process (a fresh sample first when the last is old). */
+  usageSeries(processId: string, metric: 'cpu-usage' | 'memory-usage' | 'instance-count', from: Date, to: Date, intervalSeconds: number): MetricPoint[] {
+    if (this.usage.staleAfter(1000)) this.sampleUsage();
+    return this.usage.series(processId, metric, from, to, intervalSeconds);
+  }
+
+  // ---- Cron and job runs ------------------------------------------------------------------------
+
+  /**
+   * Runs a started cron or job run as a real process in the application's current release, with
+   * its runtime environment; `onExit` ends the run. Output goes to the runtime log (a job run by a
+   * deployment: to that deployment's log).
+   */
+  startRun(
+    r: { runId: string; process: ProcessesTable; deploymentId?: string },
+    onExit: (exit: { code: number; timedOut: boolean; note?: string }) => Promise<void>,
+  ): void {
+    const p = r.process;
+    void (async () => {
+      await this.booted;
+      const setup = await this.runSetup(p);
+      if (typeof setup === 'string') return onExit({ code: 127, timedOut: false, note: setup });
+      const base = {
+        companyId: p.company_id,
+        appId: p.app_id,
+        kind: r.deploymentId ? ('build' as const) : ('runtime' as const),
+        deploymentId: r.deploymentId ?? null,
+      };
+      const one = this.supervisor.runOnce({
+        ...setup,
+        limitMs: maxRunTimeMs(p),
+        line: (message, stream) =>
+          this.queueLine(base, { message, severity: stream === 'stderr' ? 'error' : 'info', processId: p.id, attributes: { run_id: r.runId } }),
+      });
+      this.runs.set(r.runId, { appId: p.app_id, processId: p.id, run: one });
+      // Replaced (or its application stopped) while it was being set up.
+      if (this.doomed.delete(r.runId)) one.kill();
+      const exit = await one.done;
+      this.runs.delete(r.runId);
+      this.doomed.delete(r.runId);
+      if (!this.stopped) await onExit(exit);
+    })().catch((e: Error) => this.app.log.warn({ err: e.message, run: r.runId }, 'cron run failed to start or end'));
+  }
+
+  /** Kills the process of a run (replaced, or its application stopped). */
+  killRun(runId: string): void {
+    const r = this.runs.get(runId);
+    if (r) r.run.kill();
+    else this.doomed.add(runId);
+  }
+
+  /** Where and how a run of the process runs, or why it cannot. */
+  private async runSetup(p: ProcessesTable): Promise<{ command: string; cwd: string; env: Record<string, string> } | string> {
+    return this.app.database.db.transaction().execute(async (tx) => {
+      const a = await appById(tx, p.app_id);
+      const current = await currentRelease(tx, p.app_id);
+      if (!a || !current) return 'the application has no running release';
+      if (a.is_suspended || a.status === 'deleting') return 'the application is not running';
+      const releaseId = current.build_of ?? current.id;
+      const info = await readRelease(this.settings.root, a.id, releaseId);
+      if (!info) return `the release of deployment ${releaseId} is not on this machine`;
+      const command = commandOf(p, info);
+      if (!command) return `process ${p.key} has no command (no entrypoint, no Procfile entry)`;
+      const ctx = systemCall(this.app, tx, a.company_id);
+      const env = (await envVars.resolveEnvironment(ctx, a, envVars.systemVariables(this.app.config.brandPrefix, a, current), 'runtime')).vars;
+      return { command, cwd: releaseDir(this.settings.root, a.id, releaseId), env: this.processEnv(env) };
+    });
   }
 
   private processEnv(env: Record<string, string>): Record<string, string> {
@@ -237,11 +404,15 @@ export class LocalRuntime {
       const a = await appById(db, appId);
       const serving = this.serving.get(appId);
       if (!a || a.is_suspended || a.status === 'deleting') {
+        for (const r of this.runs.values()) if (r.appId === appId) r.run.kill();
         if (serving) {
           this.serving.delete(appId);
           await this.supervisor.stopGroup(serving, this.settings.stopGraceMs);
         }
-        if (!a) await rm(appReleasesDir(this.settings.root, appId), { recursive: true, force: true });
+        if (!a) {
+          await rm(appReleasesDir(this.settings.root, appId), { recursive: true, force: true });
+          await rm(appCacheDir(this.settings.root, appId), { recursive: true, force: true });
+        }
         return;
       }
       if (serving) return;
@@ -282,25 +453,62 @@ export class LocalRuntime {
     return this.serving.get(appId);
   }
 
-  private async route(host: string): Promise<Route | null> {
+  /** The applications with a serving group. */
+  servingApps(): string[] {
+    return [...this.serving.keys()];
+  }
+
+  /** Stops an application's processes until the next request (hibernation.ts); false when it has requests in flight or is not serving. */
+  hibernate(appId: string): Promise<boolean> {
+    return this.exclusive(appId, async () => {
+      const g = this.serving.get(appId);
+      if (!g || g.instances.some((i) => i.inflight > 0)) return false;
+      this.serving.delete(appId);
+      await this.supervisor.stopGroup(g, this.settings.stopGraceMs);
+      return true;
+    });
+  }
+
+  /** The edge site of an application (null: unknown or being deleted). */
+  private async site(a: ApplicationsTable | undefined): Promise<EdgeSite | null> {
+    if (!a || a.status === 'deleting') return null;
+    const { maintenance, ipRestriction, cdn } = await edgeSettings(this.app.database.db, a);
+    const serve = (req: IncomingMessage, res: ServerResponse, info: EdgeRequest) => this.hibernation.serve(a, req, res, info);
+    return {
+      owner: { kind: 'app', id: a.id, companyId: a.company_id },
+      maintenance,
+      ipRestriction,
+      // With the CDN on, responses the application marks cacheable are answered from the edge cache.
+      serve: cdn.enabled
+        ? (req, res, info) =>
+            this.app.edge!.cache.serve(req, res, info, { owner: a.id, version: cdn.version, purgedAt: cdn.purgedAt }, async () => {
+              if ((await serve(req, res, info)) === 'refused') badGateway(res, 'The application could not be reached.');
+            })
+        : serve,
+    };
+  }
+
+  /** The application a hostname names: `<name>.<base domain>` (the oldest of that name), or a verified custom domain. */
+  private async route(host: string): Promise<EdgeSite | null> {
     const db = this.app.database.db;
-    const suffix = `.${this.settings.baseDomain}`;
+    const label = this.app.edge!.systemLabel(host);
     let a: ApplicationsTable | undefined;
-    if (host.endsWith(suffix) && !host.slice(0, -suffix.length).includes('.')) {
-      a = await db
-        .selectFrom('applications')
-        .selectAll()
-        .where('name', '=', host.slice(0, -suffix.length))
-        .orderBy('created_at')
-        .orderBy('id')
-        .limit(1)
-        .executeTakeFirst();
+    if (label) {
+      a = await db.selectFrom('applications').selectAll().where('name', '=', label).orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
     } else {
       const id = await serviceOfHostname(db, host);
       a = id ? await appById(db, id) : undefined;
     }
-    if (!a || a.status === 'deleting') return null;
-    return { appId: a.id, ...(await edgeSettings(db, a)) };
+    return this.site(a);
+  }
+
+  /** Registers the applications' hostnames with the edge (from setup()). */
+  registerEdge(): void {
+    this.app.edge!.register({
+      kind: 'app',
+      resolve: (host) => this.route(host),
+      byId: async (id) => this.site(await appById(this.app.database.db, id)),
+    });
   }
 
   // ---- Start and stop ------------------------------------------------------------------------
@@ -308,20 +516,21 @@ export class LocalRuntime {
   async start(): Promise<void> {
     const killed = await this.supervisor.killOrphans();
     if (killed) this.app.log.warn({ killed }, 'killed application processes left by a previous run');
-    this.edge = createEdge({ resolve: (h) => this.route(h), serving: (id) => this.serving.get(id), trustedProxies: this.settings.trustedProxies });
-    await new Promise<void>((resolve, reject) => {
-      this.edge!.once('error', reject);
-      this.edge!.listen(this.settings.edgePort, this.settings.edgeHost, () => resolve());
-    });
-    this.edgePort = (this.edge.address() as { port: number }).port;
+    this.usageTimer = setInterval(() => this.sampleUsage(), this.settings.metricsIntervalMs).unref();
+    const ended = await endInterruptedRuns(this.app, this.createdAt);
+    if (ended) this.app.log.warn({ ended }, 'cron and job runs interrupted by the previous run ended');
+    this.boot();
     // Every application that was serving serves again (its current release, started afresh).
     const apps = await this.app.database.db.selectFrom('applications').select('id').where('is_suspended', '=', 0).execute();
     for (const a of apps) void this.sync(a.id).catch((e: Error) => this.app.log.warn({ err: e.message, app: a.id }, 'could not start the application'));
+    this.hibernation.start();
   }
 
   async stop(): Promise<void> {
-    await new Promise<void>((resolve) => (this.edge ? this.edge.close(() => resolve()) : resolve()));
-    this.edge?.closeAllConnections();
+    this.hibernation.stop();
+    this.stopped = true;
+    if (this.usageTimer) clearInterval(this.usageTimer);
+    for (const r of this.runs.values()) r.run.kill();
     await Promise.all([...this.serving.values()].map((g) => this.supervisor.stopGroup(g, this.settings.stopGraceMs)));
     this.serving.clear();
     if (this.flushTimer) clearTimeout(this.flushTimer);
@@ -339,6 +548,7 @@ export function setupLocalRuntime(app: AppContext): void {
   if (app.config.runtime !== 'local') return;
   const rt = new LocalRuntime(app);
   runtimes.set(app, rt);
+  rt.registerEdge();
   const sync: JobKind<typeof SYNC_JOB> = { transactional: false, run: async (_db, job) => void (await rt.sync(job.payload.appId)) };
   app.jobs.register(SYNC_JOB, sync);
   const later = async (tx: Parameters<typeof enqueue>[0], appId: string) => void (await enqueue(tx, { kind: SYNC_JOB, payload: { appId }, subjectId: appId }));

@@ -3,11 +3,13 @@
 // go to the runtime log. Live instances are listed in `<root>/instances.json` (pid and kernel start
 // time), so a Slipway that was killed finds and kills what it left behind when it starts again.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { constants as osConstants } from 'node:os';
+import { statFields } from './usage.js';
 
 export interface InstanceSpec {
   processId: string;
@@ -55,11 +57,21 @@ export function freePort(): Promise<number> {
 
 /** The kernel start time of a process (field 22 of /proc/<pid>/stat), or null when it is gone. */
 function startTimeOf(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
-  } catch {
-    return null;
+  return statFields(pid)?.[19] ?? null;
+}
+
+/** Calls `line` with each non-blank output line of a child (a last line without a newline too). */
+function eachLine(child: ChildProcess, line: (text: string, stream: 'stdout' | 'stderr') => void) {
+  for (const stream of ['stdout', 'stderr'] as const) {
+    let partial = '';
+    child[stream]!.on('data', (chunk: Buffer) => {
+      const lines = (partial + chunk.toString()).split('\n');
+      partial = lines.pop() ?? '';
+      for (const l of lines) if (l.trim()) line(l, stream);
+    });
+    child[stream]!.on('end', () => {
+      if (partial.trim()) line(partial, stream);
+    });
   }
 }
 
@@ -72,8 +84,18 @@ function killGroup(pid: number | undefined, signal: NodeJS.Signals) {
   }
 }
 
+/** A process that runs to completion (a cron or job run). */
+export interface OneOff {
+  child: ChildProcess;
+  /** Resolves with the exit code (128 + signal number when a signal ended it) and whether the time limit killed it. */
+  done: Promise<{ code: number; timedOut: boolean }>;
+  /** Kills its process group now. */
+  kill(): void;
+}
+
 export class Supervisor {
-  private live = new Set<Instance>();
+  /** What runs now (instances and one-off processes), for the registry of pids. */
+  private live = new Set<{ child: ChildProcess | null }>();
   private registry: string;
   constructor(
     root: string,
@@ -98,20 +120,24 @@ export class Supervisor {
       n++;
       for (let i = 0; i < 50 && startTimeOf(e.pid) === e.start; i++) await sleep(20);
     }
-    await this.save();
+    this.save();
     return n;
   }
 
-  private saving = Promise.resolve();
-  private save(): Promise<void> {
+  /**
+   * Records what runs now. Written synchronously at once after each spawn and exit (a small file),
+   * so a Slipway killed right after starting a process still finds it; replaced whole by a rename,
+   * so a kill mid-write never leaves a half-written list.
+   */
+  private save(): void {
     const entries = [...this.live].flatMap((i) => (i.child?.pid ? [{ pid: i.child.pid, start: startTimeOf(i.child.pid) ?? '' }] : []));
-    this.saving = this.saving
-      .then(async () => {
-        await mkdir(join(this.registry, '..'), { recursive: true });
-        await writeFile(this.registry, JSON.stringify(entries));
-      })
-      .catch(() => {});
-    return this.saving;
+    try {
+      mkdirSync(join(this.registry, '..'), { recursive: true });
+      writeFileSync(`${this.registry}.tmp`, JSON.stringify(entries));
+      renameSync(`${this.registry}.tmp`, this.registry);
+    } catch {
+      /* the next save tries again */
+    }
   }
 
   /** Starts the instances of a release (web instances on free ports). */
@@ -144,20 +170,13 @@ export class Supervisor {
     i.child = child;
     i.startedAt = Date.now();
     this.live.add(i);
-    void this.save();
-    for (const stream of ['stdout', 'stderr'] as const) {
-      let partial = '';
-      child[stream]!.on('data', (chunk: Buffer) => {
-        const lines = (partial + chunk.toString()).split('\n');
-        partial = lines.pop() ?? '';
-        for (const l of lines) if (l.trim()) this.sink(g, i, l, stream);
-      });
-    }
+    this.save();
+    eachLine(child, (l, stream) => this.sink(g, i, l, stream));
     i.exited = new Promise((resolve) => {
       child.on('error', (e) => this.note(g, i, `Instance ${i.key}#${i.index} could not start: ${e.message}`, 'error'));
       child.on('close', (code, signal) => {
         this.live.delete(i);
-        void this.save();
+        this.save();
         resolve();
         if (i.stopping) return;
         // An instance that ran a while starts over with a short delay.
@@ -170,6 +189,46 @@ export class Supervisor {
         }, delay).unref();
       });
     });
+  }
+
+  /**
+   * Runs a command to completion in its own process group (a cron or job run). The time limit
+   * (0 = none) is enforced by killing the whole group with SIGKILL.
+   */
+  runOnce(o: {
+    command: string;
+    cwd: string;
+    env: Record<string, string>;
+    limitMs: number;
+    line: (text: string, stream: 'stdout' | 'stderr') => void;
+  }): OneOff {
+    const child = spawn('/bin/sh', ['-c', o.command], { cwd: o.cwd, env: o.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const entry = { child };
+    this.live.add(entry);
+    this.save();
+    eachLine(child, o.line);
+    let timedOut = false;
+    const timer =
+      o.limitMs > 0
+        ? setTimeout(() => {
+            timedOut = true;
+            killGroup(child.pid, 'SIGKILL');
+          }, o.limitMs)
+        : null;
+    const done = new Promise<{ code: number; timedOut: boolean }>((resolve) => {
+      child.on('error', (e) => {
+        o.line(`could not start: ${e.message}`, 'stderr');
+      });
+      child.on('close', (code, signal) => {
+        if (timer) clearTimeout(timer);
+        // Whatever the shell started in its group goes with it.
+        killGroup(child.pid, 'SIGKILL');
+        this.live.delete(entry);
+        this.save();
+        resolve({ code: code ?? 128 + (signal ? (osConstants.signals[signal] ?? 9) : 9), timedOut });
+      });
+    });
+    return { child, done, kill: () => killGroup(child.pid, 'SIGKILL') };
   }
 
   /** Waits until every web instance answers HTTP (any status; the readiness probe's path must answer below 400); false on timeout. */
