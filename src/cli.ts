@@ -97,6 +97,7 @@ async function serve(flags: Flags) {
     '',
     `  Slipway is serving the Hosting Platform API v3 at ${base}/v3`,
     `  OpenAPI document: ${base}/v3/openapi.json`,
+    `  Dashboard: ${base}/ (sign in with an API key)`,
     `  Storage: ${server.app.database.kind === 'postgres' ? 'PostgreSQL (DATABASE_URL)' : `SQLite in ${config.dataDir}`}`,
     server.tlsCaPath
       ? `  HTTPS with a local CA: trust ${server.tlsCaPath}`
@@ -161,15 +162,15 @@ async function admin(positional: string[], flags: Flags) {
         break;
       }
       case 'suspend':
-        out(await tx((t) => accounts.setCompanyStatus(t, need('company'), 'suspended')));
+        out(await tx((t) => accounts.setCompanyStatus(app, t, need('company'), 'suspended')));
         break;
       case 'resume':
-        out(await tx((t) => accounts.setCompanyStatus(t, need('company'), 'active')));
+        out(await tx((t) => accounts.setCompanyStatus(app, t, need('company'), 'active')));
         break;
       case 'maintenance': {
         const on = positional[2];
         if (on !== 'on' && on !== 'off') throw new Error('usage: slipway admin maintenance on|off --company <id>');
-        out(await tx((t) => accounts.setCompanyStatus(t, need('company'), on === 'on' ? 'maintenance' : 'active')));
+        out(await tx((t) => accounts.setCompanyStatus(app, t, need('company'), on === 'on' ? 'maintenance' : 'active')));
         break;
       }
       case 'approve-device':

@@ -91,6 +91,21 @@ for (const kind of DB_KINDS) {
       assert.equal((await s.get('/api-keys/me', { token })).status, 200);
     });
 
+    it('the answer after a suspension, a resumption or a key toggle already reflects it, every time', async () => {
+      const { companyId, token } = await s.newCompany();
+      const k = await s.newKey({ companyId, capabilities: [{ permission: 'PROJECT:READ' }] });
+      for (let i = 0; i < 15; i++) {
+        assert.equal((await s.get('/projects', { token })).status, 200, `round ${i}: active`);
+        assert.equal((await s.admin('POST', `/companies/${companyId}/suspend`)).status, 200);
+        assert.equal((await s.get('/projects', { token })).status, 403, `round ${i}: suspended`);
+        assert.equal((await s.admin('POST', `/companies/${companyId}/resume`)).status, 200);
+        assert.equal((await s.get('/projects', { token: k.token })).status, 200, `round ${i}: key enabled`);
+        assert.equal((await s.post(`/api-keys/${k.id}/toggle`, {}, { token })).status, 200);
+        assert.equal((await s.get('/projects', { token: k.token })).status, 401, `round ${i}: key disabled`);
+        assert.equal((await s.post(`/api-keys/${k.id}/toggle`, {}, { token })).status, 200);
+      }
+    });
+
     it('a company under maintenance gets 403 on writes while reads still work', async () => {
       const { companyId, token } = await s.newCompany();
       const name = unique('maint');

@@ -28,8 +28,9 @@ export async function findCompany(tx: Tx, id: string): Promise<CompaniesTable> {
   return c;
 }
 
-export async function setCompanyStatus(tx: Tx, id: string, status: CompanyStatus) {
+export async function setCompanyStatus(app: AppContext, tx: Tx, id: string, status: CompanyStatus) {
   const c = await findCompany(tx, id);
+  await app.keys.changing(tx);
   const updated_at = new Date().toISOString();
   await tx.updateTable('companies').set({ status, updated_at }).where('id', '=', id).execute();
   return { ...c, status, updated_at };

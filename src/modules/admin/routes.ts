@@ -31,7 +31,11 @@ export function registerAdmin(fastify: FastifyInstance, app: AppContext): void {
         if (!m || !hashesEqual(hashToken(m[1]!), hashToken(token))) throw unauthorized('A valid operator token is required');
       });
       const db = app.database.db;
-      const tx = <T>(fn: (t: typeof db) => Promise<T>) => db.transaction().execute((t) => fn(t as unknown as typeof db));
+      const tx = async <T>(fn: (t: typeof db) => Promise<T>) => {
+        const result = await db.transaction().execute((t) => fn(t as unknown as typeof db));
+        await app.keys.announced();
+        return result;
+      };
 
       r.get('/companies', async () => ({ data: await accounts.listCompanies(db) }));
       r.post('/companies', async (req, reply) => {
@@ -61,7 +65,7 @@ export function registerAdmin(fastify: FastifyInstance, app: AppContext): void {
         return reply.status(201).send({ id: key.id, name: key.name, token: key.token });
       });
       const setStatus = (status: accounts.CompanyStatus) => async (req: { params: unknown }) =>
-        tx((t) => accounts.setCompanyStatus(t, (req.params as { id: string }).id, status));
+        tx((t) => accounts.setCompanyStatus(app, t, (req.params as { id: string }).id, status));
       r.post('/companies/:id/suspend', setStatus('suspended'));
       r.post('/companies/:id/resume', setStatus('active'));
       r.post('/companies/:id/maintenance', setStatus('maintenance'));

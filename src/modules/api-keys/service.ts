@@ -130,6 +130,7 @@ export async function updateKey(ctx: CallContext, id: string, patch: { name?: st
     assertGrantable(ctx.grants, roleIds, caps);
   }
   const updated = { name: patch.name ?? row.name, role_ids: JSON.stringify(roleIds), capabilities: JSON.stringify(caps), updated_at: new Date().toISOString() };
+  await ctx.app.keys.changing(tx);
   await tx.updateTable('api_keys').set(updated).where('id', '=', id).execute();
   return toView({ ...row, ...updated });
 }
@@ -145,6 +146,7 @@ export async function toggleKey(ctx: CallContext, id: string) {
   assertManageable(row, ctx.grants);
   if (row.id === ctx.actor && row.is_enabled) throw badRequest('A key cannot disable itself; use another key');
   const is_enabled = row.is_enabled ? 0 : 1;
+  await ctx.app.keys.changing(tx);
   await tx.updateTable('api_keys').set({ is_enabled, updated_at: new Date().toISOString() }).where('id', '=', id).execute();
   return { message: is_enabled ? 'API key enabled' : 'API key disabled', is_enabled: !!is_enabled };
 }
@@ -157,6 +159,7 @@ export async function rotateKey(ctx: CallContext, id: string, graceHours: number
   const token = generateToken(app.config.brandPrefix);
   const now = new Date();
   const graceUntil = graceHours > 0 ? new Date(now.getTime() + graceHours * 3600_000).toISOString() : null;
+  await app.keys.changing(tx);
   await tx
     .updateTable('api_keys')
     .set({
@@ -176,6 +179,7 @@ export async function deleteKey(ctx: CallContext, id: string) {
   assertManageable(await findKey(ctx, id), ctx.grants);
   if (id === ctx.actor) throw badRequest('A key cannot delete itself; use another key');
   const now = new Date().toISOString();
+  await ctx.app.keys.changing(tx);
   await tx.updateTable('api_keys').set({ deleted_at: now, is_enabled: 0, updated_at: now, old_token_hash: null }).where('id', '=', id).execute();
   return { message: 'API key deleted' };
 }

@@ -45,7 +45,7 @@ export async function admit(app: AppContext, limiter: RateLimiter, req: FastifyR
   let auth: AuthContext | undefined;
   if (!anonymous) {
     try {
-      auth = await authenticate(app.database.db, req.headers.authorization);
+      auth = await authenticate(app.database.db, app.keys, req.headers.authorization);
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
       const s = await limiter.hit(`ip:${req.ip}`, 'unauthenticated');
@@ -155,6 +155,7 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
             return result;
           });
           app.jobs.wake();
+          await app.keys.announced();
           return send(reply, c.success, body);
         } catch (e) {
           if (e instanceof Replay) {

@@ -1,0 +1,169 @@
+// The API keys (and their companies) that requests presented, kept in memory so a read does not
+// look them up again. A change to a key or a company reaches every process at once through the
+// database: triggers (migration 190_auth_changes) bump a generation row on SQLite, which each
+// request reads (one indexed row, in-process), and send a NOTIFY on PostgreSQL, which each
+// process LISTENs for. While the LISTEN connection is down the cache is bypassed, and so it is in
+// the process that makes a change from the moment it announces it (`changing`, inside its
+// transaction) until that transaction's NOTIFY comes back: its own next request sees the change.
+import { CompiledQuery, sql } from 'kysely';
+import type PG from 'pg';
+import type { Grants } from './rbac.js';
+import type { ApiKeysTable, CompaniesTable } from '../db/schema.js';
+import { pgDriver, type Database, type Tx } from '../db/index.js';
+
+export const AUTH_CHANNEL = 'slipway_auth_changed';
+
+export interface KeyRows {
+  key: ApiKeysTable;
+  company: CompaniesTable | undefined;
+  /** Matched through the previous token of a rotated key. */
+  viaOld: boolean;
+  /** Computed from the key's roles and capabilities on first use. */
+  grants?: Grants;
+}
+
+interface Entry {
+  rows: KeyRows;
+  generation: number;
+  loadedAt: number;
+}
+
+/** Entries are also re-read after this long, so nothing lives on past a missed change. */
+const MAX_AGE_MS = 60_000;
+const MAX_ENTRIES = 10_000;
+/** How long a change announced by `changing` bypasses the cache when no NOTIFY comes (a rollback). */
+const PENDING_MS = 10_000;
+/** Read on every request on SQLite: compiled once. */
+const GENERATION = CompiledQuery.raw('SELECT n FROM auth_generation WHERE id = 1');
+
+export class KeyCache {
+  private entries = new Map<string, Entry>();
+  /** SQLite: the database's generation; PostgreSQL: changes seen by the listener. */
+  private generation = 0;
+  private listener: PG.Client | undefined;
+  private listening = false;
+  private stopped = false;
+  private retry: NodeJS.Timeout | undefined;
+  /** PostgreSQL: this process's transactions that change keys or companies, until their NOTIFY (deadline). */
+  private pending = new Map<string, number>();
+  private waiters: (() => void)[] = [];
+
+  constructor(
+    private database: Database,
+    private databaseUrl: string | undefined,
+  ) {}
+
+  /** PostgreSQL: opens the LISTEN connection (the cache serves once it is up). */
+  async start(): Promise<void> {
+    if (this.database.kind !== 'postgres' || !this.databaseUrl) return;
+    await this.listen().catch(() => this.reconnectLater());
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    this.listening = false;
+    const l = this.listener;
+    this.listener = undefined;
+    await l?.end().catch(() => {});
+  }
+
+  private async listen(): Promise<void> {
+    const client = new (pgDriver().Client)({ connectionString: this.databaseUrl });
+    client.on('notification', (n) => {
+      if (n.payload) this.pending.delete(n.payload);
+      this.invalidate();
+      for (const w of this.waiters.splice(0)) w();
+    });
+    client.on('error', () => this.lost(client));
+    client.on('end', () => this.lost(client));
+    await client.connect();
+    await client.query(`LISTEN ${AUTH_CHANNEL}`);
+    if (this.stopped) return void (await client.end());
+    this.listener = client;
+    // Whatever changed while nobody listened: start empty.
+    this.invalidate();
+    this.listening = true;
+  }
+
+  private lost(client: PG.Client) {
+    if (this.listener !== client) return;
+    this.listener = undefined;
+    this.listening = false;
+    this.invalidate();
+    client.end().catch(() => {});
+    this.reconnectLater();
+  }
+
+  private reconnectLater() {
+    if (this.stopped) return;
+    this.retry = setTimeout(() => void this.listen().catch(() => this.reconnectLater()), 1000);
+    this.retry.unref();
+  }
+
+  /**
+   * Called inside a transaction that changes an API key or a company (the triggers announce the
+   * change to other processes): from now until the change is announced back, this process reads
+   * keys from the database, so no answer after the commit relies on what was true before it.
+   */
+  async changing(tx: Tx): Promise<void> {
+    if (this.database.kind !== 'postgres') return;
+    const { rows } = await sql<{ id: string }>`SELECT txid_current()::text AS id`.execute(tx);
+    this.pending.set(rows[0]!.id, Date.now() + PENDING_MS);
+    this.invalidate();
+  }
+
+  /**
+   * Resolves once every change announced by `changing` has come back as a NOTIFY (at most
+   * `timeoutMs`): called after a commit, before answering, so that the other processes, which get
+   * the same NOTIFY at the same moment, have it too by the time the client's next request arrives.
+   */
+  async announced(timeoutMs = 2000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.settled(Date.now()) && this.listening && Date.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        this.waiters.push(resolve);
+        setTimeout(resolve, 50).unref();
+      });
+    }
+  }
+
+  private settled(now: number): boolean {
+    for (const [id, until] of this.pending) if (until <= now) this.pending.delete(id);
+    return this.pending.size === 0;
+  }
+
+  private invalidate() {
+    this.generation++;
+    this.entries.clear();
+  }
+
+  /**
+   * The key whose current or previous token hashes to `hash`, with its company, from memory when
+   * nothing changed since it was read; `load` reads them from the database otherwise, and what it
+   * read is kept when `keep` says so.
+   */
+  async get(hash: string, load: () => Promise<KeyRows | undefined>, keep: (rows: KeyRows) => boolean, now = Date.now()): Promise<KeyRows | undefined> {
+    let usable: boolean;
+    if (this.database.kind === 'sqlite') {
+      const { rows } = await this.database.db.executeQuery<{ n: number }>(GENERATION);
+      const g = Number(rows[0]?.n ?? 0);
+      if (g !== this.generation) {
+        this.entries.clear();
+        this.generation = g;
+      }
+      usable = true;
+    } else usable = this.listening && (this.pending.size === 0 || this.settled(now));
+    if (!usable) return load();
+    const e = this.entries.get(hash);
+    if (e && e.generation === this.generation && now - e.loadedAt < MAX_AGE_MS) return e.rows;
+    // A change noticed while loading makes what was loaded unsafe to keep.
+    const generation = this.generation;
+    const rows = await load();
+    if (rows && keep(rows) && generation === this.generation) {
+      if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
+      this.entries.set(hash, { rows, generation, loadedAt: now });
+    }
+    return rows;
+  }
+}
