@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import websocket from '@fastify/websocket';
 import AjvModule from 'ajv';
 import formatsModule from 'ajv-formats';
@@ -14,6 +14,7 @@ import { createAppContext, type AppContext } from './shared/context.js';
 import { migrate, openDatabase, type Database } from './shared/db/index.js';
 import { ApiError, SCHEMA_MISMATCH } from './shared/errors.js';
 import { buildOpenApi } from './shared/http/openapi.js';
+import { dashboard, findDashboardDir } from './shared/http/dashboard.js';
 import type { Operation } from './shared/http/operation.js';
 import { parseJsonBody } from './shared/http/input.js';
 import { admit, registerOperations } from './shared/http/router.js';
@@ -47,6 +48,19 @@ const lazySerializers: typeof eagerSerializers = (externalSchemas, options) => {
     return (data: unknown) => (serialize ??= build(route))(data);
   };
 };
+
+/**
+ * One log line per request, when it completes (method, URL, status, time), instead of Fastify's
+ * two: the log line was a measurable share of a read's cost.
+ */
+class OneLinePerRequest extends LogController {
+  override incomingRequest(): void {}
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = { method: request.method, url: request.url, statusCode: reply.statusCode, responseTime: reply.elapsedTime };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
+}
 
 function makeAjv(coerce: boolean, useDefaults = true) {
   const ajv = new Ajv({ allErrors: true, coerceTypes: coerce ? 'array' : false, useDefaults, removeAdditional: false, strict: false });
@@ -110,6 +124,7 @@ export async function createServer(config: Config, opts: { database?: Database; 
   };
   const fastify = Fastify({
     logger: opts.logger ?? { level: config.logLevel },
+    logController: new OneLinePerRequest(),
     // Response serializers are built on first use too (see the validator compiler below).
     schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
     bodyLimit: config.bodyLimit,
@@ -235,8 +250,11 @@ export async function createServer(config: Config, opts: { database?: Database; 
     });
   });
 
+  // The web dashboard answers GET requests no route matched (outside the API's prefixes).
+  const serveDashboard = dashboard(config.dashboardDir ?? findDashboardDir());
   fastify.setNotFoundHandler(async (req, reply) => {
     if (req.url.startsWith('/v3/')) await admit(app, limiter, req, reply);
+    else if (await serveDashboard(req, reply)) return reply;
     return reply.status(404).send({ message: `No route ${req.method} ${req.url.split('?')[0]}`, status: 404 });
   });
 
@@ -266,7 +284,9 @@ export async function createServer(config: Config, opts: { database?: Database; 
 
   const boot = await bootstrap(app);
   await app.simulation.start();
+  await app.keys.start();
   await app.jobs.start();
+  await app.edge?.start();
   for (const m of modules) await m.start?.(app);
   const sweeper = setInterval(() => {
     void limiter.sweep().catch(() => {});
@@ -293,8 +313,11 @@ export async function createServer(config: Config, opts: { database?: Database; 
       clearInterval(sweeper);
       await fastify.close();
       await app.jobs.stop();
+      await app.edge?.stop();
       for (const m of modules) await m.stop?.(app);
       app.simulation.stop();
+      await app.keys.stop();
+      await app.limiter.close();
       if (!opts.database) await database.close();
     },
   };

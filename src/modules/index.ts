@@ -64,7 +64,14 @@ export const modules: Module[] = [
     stop: applications.stop,
     banner: applications.banner,
   },
-  { name: 'static-sites', operations: staticSites.operations, tables: staticSites.tables, migrations: staticSites.migrations, setup: staticSites.setup },
+  {
+    name: 'static-sites',
+    operations: staticSites.operations,
+    tables: staticSites.tables,
+    migrations: staticSites.migrations,
+    setup: staticSites.setup,
+    start: staticSites.start,
+  },
   { name: 'processes', operations: processes.operations, tables: processes.tables, migrations: processes.migrations, setup: processes.setup },
   { name: 'env-vars', operations: envVars.operations, tables: envVars.tables, migrations: envVars.migrations, setup: envVars.setup },
   {

@@ -26,10 +26,22 @@ export interface Config {
   secretKey?: string;
   brandPrefix: string;
   rateLimits: RateLimitConfig;
+  /**
+   * Where rate-limit counters live (SLIPWAY_RATE_LIMIT_STORE): `memory` (one process), `redis`
+   * (REDIS_URL, shared), `database` (the database, shared). Default: redis when REDIS_URL is set,
+   * else database on PostgreSQL, else memory.
+   */
+  rateLimitStore: 'memory' | 'redis' | 'database';
+  /** Redis for shared rate-limit counters (REDIS_URL). */
+  redisUrl?: string;
+  /** Prefix of this installation's Redis keys (SLIPWAY_REDIS_PREFIX, default `slipway:`). */
+  redisPrefix: string;
   bodyLimit: number;
   /** Limits and timeouts of the HTTP server (README: "Limits and timeouts"). */
   http: HttpLimits;
   publicUrl?: string;
+  /** The web dashboard's built files (default: web/dist of this package). */
+  dashboardDir?: string;
   jobs: { concurrency: number; leaseMs: number; pollMs: number; retryBaseMs: number };
   /**
    * Webhook delivery settings (read here because tests pass their environment to loadConfig,
@@ -45,7 +57,7 @@ export interface Config {
   simulation: { progression: Record<string, Progression>; faults: Omit<FaultRule, 'id' | 'created_at'>[] };
   /** How applications run: `simulated` (default) or `local` (built from git and run as supervised processes; README "Real applications"). */
   runtime: 'simulated' | 'local';
-  /** Settings of the local application runtime (`SLIPWAY_EDGE_*`, `SLIPWAY_BASE_DOMAIN`, `SLIPWAY_APPS_*`), parsed by src/modules/applications/local/settings.ts. */
+  /** Settings of the local runtime (`SLIPWAY_EDGE_*`, `SLIPWAY_BASE_DOMAIN`, `SLIPWAY_APPS_*`, `SLIPWAY_SITES_*`), parsed by the runtimes' settings.ts files and src/shared/edge/settings.ts. */
   apps: { env: Record<string, string | undefined> };
   /** Length of a "day" in preview apps' stale_app_days (shortened in tests). */
   previewDayMs: number;
@@ -83,13 +95,19 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   maxConnectionsPerIp: 256,
 };
 
+/**
+ * An integer setting of the operator's environment (`d` when unset), checked at start: anything
+ * but digits, or a value below `min`, stops the server with a message naming the variable.
+ */
+export function intSetting(env: Record<string, string | undefined>, name: string, d: number, min = 1): number {
+  const v = env[name];
+  if (v === undefined || v === '') return d;
+  if (!/^\d+$/.test(v) || Number(v) < min) throw new Error(`${name} must be ${min === 1 ? 'a positive integer' : `an integer >= ${min}`} (got "${v}")`);
+  return Number(v);
+}
+
 function httpLimits(env: NodeJS.ProcessEnv, trustProxy: boolean): HttpLimits {
-  const int = (name: string, d: number, min = 0) => {
-    const v = env[name];
-    if (v === undefined || v === '') return d;
-    if (!/^\d+$/.test(v) || Number(v) < min) throw new Error(`${name} must be an integer >= ${min} (got "${v}")`);
-    return Number(v);
-  };
+  const int = (name: string, d: number, min = 0) => intSetting(env, name, d, min);
   const requestTimeoutMs = int('SLIPWAY_REQUEST_TIMEOUT_MS', DEFAULT_HTTP_LIMITS.requestTimeoutMs, 1);
   return {
     maxJsonDepth: int('SLIPWAY_MAX_JSON_DEPTH', DEFAULT_HTTP_LIMITS.maxJsonDepth, 1),
@@ -158,11 +176,17 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
   const runtime = str('runtime', 'SLIPWAY_RUNTIME') ?? 'simulated';
   if (runtime !== 'simulated' && runtime !== 'local') throw new Error(`unknown runtime "${runtime}" (expected "simulated" or "local")`);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid port "${str('port', 'PORT')}"`);
+  const databaseUrl = str('database-url', 'DATABASE_URL');
+  const redisUrl = env.REDIS_URL || undefined;
+  const rateLimitStore = env.SLIPWAY_RATE_LIMIT_STORE || (redisUrl ? 'redis' : databaseUrl ? 'database' : 'memory');
+  if (rateLimitStore !== 'memory' && rateLimitStore !== 'redis' && rateLimitStore !== 'database')
+    throw new Error(`unknown SLIPWAY_RATE_LIMIT_STORE "${rateLimitStore}" (expected memory, redis or database)`);
+  if (rateLimitStore === 'redis' && !redisUrl) throw new Error('SLIPWAY_RATE_LIMIT_STORE=redis needs REDIS_URL');
   return {
     port,
     host: str('host', 'HOST') ?? '127.0.0.1',
     dataDir: resolve(str('data-dir', 'DATA_DIR') ?? './data'),
-    databaseUrl: str('database-url', 'DATABASE_URL'),
+    databaseUrl,
     logLevel: str('log-level', 'LOG_LEVEL') ?? 'info',
     production: flags.production === true || env.NODE_ENV === 'production',
     trustProxy,
@@ -172,9 +196,13 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     secretKey: env.SLIPWAY_SECRET_KEY || undefined,
     brandPrefix: (env.SLIPWAY_BRAND_PREFIX || 'svl').toLowerCase(),
     rateLimits,
+    rateLimitStore,
+    redisUrl,
+    redisPrefix: env.SLIPWAY_REDIS_PREFIX || 'slipway:',
     bodyLimit: Number(env.SLIPWAY_BODY_LIMIT || 1024 * 1024),
     http: httpLimits(env, trustProxy),
     publicUrl: str('public-url', 'SLIPWAY_PUBLIC_URL'),
+    dashboardDir: env.SLIPWAY_DASHBOARD_DIR || undefined,
     jobs: {
       concurrency: Number(env.SLIPWAY_JOB_CONCURRENCY || 8),
       leaseMs: Number(env.SLIPWAY_JOB_LEASE_MS || 15_000),
@@ -190,22 +218,23 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
       faults: parseFaults(env.SLIPWAY_SIM_FAULTS),
     },
     runtime,
-    apps: { env: { ...pickEnv(env, 'SLIPWAY_EDGE_'), ...pickEnv(env, 'SLIPWAY_APPS_'), SLIPWAY_BASE_DOMAIN: env.SLIPWAY_BASE_DOMAIN } },
-    previewDayMs: positive(env, 'SLIPWAY_PREVIEW_DAY_MS', 86_400_000),
+    apps: {
+      env: {
+        ...pickEnv(env, 'SLIPWAY_EDGE_'),
+        ...pickEnv(env, 'SLIPWAY_APPS_'),
+        ...pickEnv(env, 'SLIPWAY_SITES_'),
+        SLIPWAY_BASE_DOMAIN: env.SLIPWAY_BASE_DOMAIN,
+      },
+    },
+    previewDayMs: intSetting(env, 'SLIPWAY_PREVIEW_DAY_MS', 86_400_000),
     terminal: {
-      idleMs: positive(env, 'SLIPWAY_TERMINAL_IDLE_MS', 10 * 60_000),
-      maxMs: positive(env, 'SLIPWAY_TERMINAL_MAX_MS', 60 * 60_000),
+      idleMs: intSetting(env, 'SLIPWAY_TERMINAL_IDLE_MS', 10 * 60_000),
+      maxMs: intSetting(env, 'SLIPWAY_TERMINAL_MAX_MS', 60 * 60_000),
     },
   };
 }
 
 /** A positive integer setting, or its default. */
-function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const v = env[name];
-  if (v === undefined || v === '') return fallback;
-  if (!/^\d+$/.test(v) || Number(v) <= 0) throw new Error(`${name} must be a positive integer (milliseconds), got "${v}"`);
-  return Number(v);
-}
 
 /** The variables of `env` whose names start with `prefix` (a module parses its own settings). */
 function pickEnv(env: NodeJS.ProcessEnv, prefix: string): Record<string, string | undefined> {

@@ -10,7 +10,9 @@ import { ServiceRegistry } from './services.js';
 import { JobEngine } from './jobs.js';
 import { Simulation } from './runtime/simulation.js';
 import { SimulatedDriver, type RuntimeDriver } from './runtime/driver.js';
-import { RateLimiter } from './ratelimit.js';
+import { counterStore, RateLimiter } from './ratelimit.js';
+import { KeyCache } from './auth/keycache.js';
+import { Edge } from './edge/index.js';
 
 export interface AppContext {
   config: Config;
@@ -23,10 +25,14 @@ export interface AppContext {
   simulation: Simulation;
   runtime: RuntimeDriver;
   limiter: RateLimiter;
+  /** API keys presented by requests, kept until they or their company change. */
+  keys: KeyCache;
   /** Webhook events and in-transaction signals between modules. */
   events: EventBus;
   /** The base URL clients reach this server on (without /v3). */
   baseUrl: string;
+  /** The HTTP edge serving applications, static sites and load balancers (SLIPWAY_RUNTIME=local only). */
+  edge: Edge | null;
 }
 
 /** Builds the shared services around a configuration and an open database. */
@@ -41,9 +47,11 @@ export function createAppContext(config: Config, database: Database, log: Fastif
     jobs: new JobEngine(database, log, config.jobs),
     simulation,
     runtime: new SimulatedDriver(simulation),
-    limiter: new RateLimiter(database.db, config.rateLimits),
+    limiter: new RateLimiter(counterStore(config, database.db), config.rateLimits),
+    keys: new KeyCache(database, config.databaseUrl),
     events: new EventBus(),
     baseUrl,
+    edge: config.runtime === 'local' ? new Edge(config, log, database) : null,
   };
 }
 

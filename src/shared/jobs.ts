@@ -210,15 +210,19 @@ export class JobEngine {
     this.polling = true;
     let claimed = 0;
     try {
+      // One statement claims as many due jobs as there are free slots (a burst of deliveries or
+      // deployments costs one claim per batch, not one per job).
       while (!this.stopped && this.running.size < this.concurrency) {
-        const row = await this.claim();
-        if (!row) break;
-        claimed++;
-        const p = this.execute(row).finally(() => {
-          this.running.delete(p);
-          this.wake();
-        });
-        this.running.add(p);
+        const rows = await this.claim(this.concurrency - this.running.size);
+        if (!rows.length) break;
+        claimed += rows.length;
+        for (const row of rows) {
+          const p = this.execute(row).finally(() => {
+            this.running.delete(p);
+            this.wake();
+          });
+          this.running.add(p);
+        }
       }
     } catch (e) {
       this.log.error({ err: e }, 'job poll failed');
@@ -228,24 +232,33 @@ export class JobEngine {
     }
   }
 
-  private async claim(): Promise<JobsTable | undefined> {
+  /**
+   * Claims up to `limit` jobs: those whose lease expired (their worker died) first, then the due
+   * queued ones in order of run_at. Each is one UPDATE ... RETURNING; the queued one walks the
+   * index (status, run_at, id) and stops after `limit` rows.
+   */
+  private async claim(limit: number): Promise<JobsTable[]> {
     const now = new Date();
     const nowIso = now.toISOString();
     const lease = new Date(now.getTime() + this.leaseMs).toISOString();
     const kinds = [...this.kinds.keys()];
-    if (!kinds.length) return undefined;
+    if (!kinds.length) return [];
     const lock = this.database.kind === 'postgres' ? sql` FOR UPDATE SKIP LOCKED` : sql``;
-    const r = await sql<JobsTable>`
+    const take = async (due: ReturnType<typeof sql>, n: number) =>
+      (
+        await sql<JobsTable>`
       UPDATE jobs SET status = 'running', lease_owner = ${this.workerId}, lease_expires_at = ${lease},
         attempts = attempts + 1, updated_at = ${nowIso}
-      WHERE id = (
-        SELECT id FROM jobs
-        WHERE kind IN (${sql.join(kinds)})
-          AND ((status = 'queued' AND run_at <= ${nowIso}) OR (status = 'running' AND lease_expires_at < ${nowIso}))
-        ORDER BY run_at, id LIMIT 1${lock}
+      WHERE id IN (
+        SELECT id FROM jobs WHERE kind IN (${sql.join(kinds)}) AND ${due} ORDER BY run_at, id LIMIT ${n}${lock}
       )
-      RETURNING *`.execute(this.database.db);
-    return r.rows[0];
+      RETURNING *`.execute(this.database.db)
+      ).rows;
+    const orphaned = await take(sql`status = 'running' AND lease_expires_at < ${nowIso}`, limit);
+    if (orphaned.length >= limit) return orphaned;
+    const queued = await take(sql`status = 'queued' AND run_at <= ${nowIso}`, limit - orphaned.length);
+    // RETURNING does not keep the subquery's order.
+    return [...orphaned, ...queued.sort((a, b) => (a.run_at < b.run_at ? -1 : a.run_at > b.run_at ? 1 : a.id < b.id ? -1 : 1))];
   }
 
   private async execute(row: JobsTable): Promise<void> {

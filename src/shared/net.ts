@@ -1,6 +1,8 @@
 // Address validation shared by IP restrictions (applications, databases), and the classification of
 // outbound destinations (webhook endpoints, load balancers' external URLs) with ipaddr.js.
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
+import type { IncomingMessage } from 'node:http';
 import ipaddr, { type IPv4, type IPv6 } from 'ipaddr.js';
 import { badRequest } from './errors.js';
 
@@ -20,6 +22,49 @@ export function ipList(entries: string[]): string[] {
   const bad = entries.filter((e) => !isIpOrCidr(e.trim()));
   if (bad.length) throw badRequest(`Invalid IP address or CIDR range: ${bad.slice(0, 5).join(', ')}`);
   return [...new Set(entries.map((e) => e.trim()))];
+}
+
+/** An address as ipaddr.js reads it (IPv4-mapped IPv6 as IPv4), or null. */
+function parseClient(a: string): IPv4 | IPv6 | null {
+  try {
+    const ip = ipaddr.parse(a.trim());
+    return ip.kind() === 'ipv6' && (ip as IPv6).isIPv4MappedAddress() ? (ip as IPv6).toIPv4Address() : ip;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether an address is in a list of addresses and CIDR ranges. */
+export function inList(address: string, list: string[]): boolean {
+  const ip = parseClient(address);
+  if (!ip) return false;
+  return list.some((entry) => {
+    try {
+      if (entry.includes('/')) {
+        const [range, bits] = ipaddr.parseCIDR(entry);
+        return ip.kind() === range.kind() && ip.match([range, bits]);
+      }
+      const other = parseClient(entry);
+      return !!other && other.kind() === ip.kind() && other.toString() === ip.toString();
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** A request's client address: the socket's, or (from a trusted proxy) the last X-Forwarded-For entry that is not a trusted proxy. */
+export function clientAddress(req: IncomingMessage, trusted: string[]): string {
+  let addr = req.socket.remoteAddress ?? '';
+  if (!trusted.length || !inList(addr, trusted)) return addr;
+  const hops = String(req.headers['x-forwarded-for'] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  while (hops.length) {
+    addr = hops.pop()!;
+    if (!inList(addr, trusted)) return addr;
+  }
+  return addr;
 }
 
 // ---- Outbound destinations (SSRF) ------------------------------------------------------------
@@ -103,4 +148,25 @@ export function outboundUrlProblem(url: string, production: boolean, opts: { lab
     if (why) return `${label} not allowed: ${why}`;
   } else if (host === 'metadata.google.internal' || host === 'metadata') return `${label} not allowed: cloud-metadata host`;
   return null;
+}
+
+/**
+ * A DNS lookup (for http.request / undici `connect.lookup`) that fails with an error of `code` when
+ * a host name resolves to an address `refusedDestination` refuses, so the address checked is the
+ * address connected to (webhook deliveries, load balancers' external destinations).
+ */
+export function guardedLookup(production: boolean, code: string) {
+  return (hostname: string, options: any, cb: (...args: any[]) => void) => {
+    const opts = typeof options === 'object' && options ? options : {};
+    dnsLookup(hostname, { family: opts.family ?? 0, hints: opts.hints, all: true }, (err, addresses: LookupAddress[]) => {
+      if (err) return cb(err);
+      for (const a of addresses) {
+        const why = refusedDestination(a.address, production);
+        if (why) return cb(Object.assign(new Error(`refused to connect: ${hostname} resolves to ${why}`), { code }));
+      }
+      if (!addresses.length) return cb(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }));
+      if (opts.all) return cb(null, addresses);
+      cb(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
 }

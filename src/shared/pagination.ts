@@ -1,6 +1,13 @@
 // Offset pagination with a stable order (created_at, id) served by an index on
 // (company_id, created_at, id).
-import type { SelectQueryBuilder } from 'kysely';
+//
+// A company's whole list of a counted table (`countedTable` in the table's migration) costs the
+// same at any offset: triggers keep the number of rows per company and a version that changes
+// with every insert and delete (`list_counts`), so the total is one row read, and deep offsets
+// start from bookmarks (the sort key of every BOOKMARK_EVERY-th row, kept in memory per version)
+// and skip fewer than BOOKMARK_EVERY rows from there.
+import { PostgresAdapter, sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import type { Tx } from './db/index.js';
 
 export interface Page {
   limit: number;
@@ -18,22 +25,147 @@ export interface PageResult<T> {
   limit: number;
 }
 
-/** Runs `base` twice: once counted, once ordered and sliced. */
+/** The highest total a list reports (and the highest offset it accepts). */
+const MAX_TOTAL = 10000;
+const BOOKMARK_EVERY = 250;
+
+/** A company's whole list of a counted table: the total and the deep offsets need not scan. */
+export interface Counted {
+  tx: Tx;
+  table: CountedTable;
+  companyId: string;
+}
+
+/** Tables whose rows per company are counted by triggers (see `countedTable`). */
+export type CountedTable = 'projects' | 'applications';
+
+export interface ListCountsTable {
+  tbl: string;
+  company_id: string;
+  n: number;
+  version: number;
+}
+
+declare module './db/schema.js' {
+  interface DB {
+    list_counts: ListCountsTable;
+  }
+}
+
+interface Bookmarks {
+  version: number;
+  /** keys[k]: [created_at, id] of the row at position k * BOOKMARK_EVERY. */
+  keys: [string, string][];
+}
+const bookmarks = new Map<string, Bookmarks>();
+const MAX_BOOKMARKED_LISTS = 1000;
+
+/**
+ * Runs `base` twice: once counted, once ordered and sliced. `counted`: `base` is the company's
+ * whole list of that table (no further filter), so the count and the deep offsets come from
+ * `list_counts` and the bookmarks.
+ */
 export async function paginate<DB, TB extends keyof DB, O>(
   base: SelectQueryBuilder<DB, TB, O>,
   page: Page,
   order: { column: string; id: string; direction?: 'asc' | 'desc' } = { column: 'created_at', id: 'id' },
+  counted?: Counted,
 ): Promise<PageResult<O>> {
-  const countRow = await (base as any)
-    .clearSelect()
-    .select((eb: any) => eb.fn.countAll().as('n'))
-    .executeTakeFirst();
-  const total = Number(countRow?.n ?? 0);
-  const data = await (base as any)
-    .orderBy(order.column, order.direction ?? 'asc')
-    .orderBy(order.id, order.direction ?? 'asc')
-    .limit(page.limit)
-    .offset(page.offset)
+  const b = base as any;
+  const direction = order.direction ?? 'asc';
+  let total: number;
+  let from: [string, string] | undefined;
+  let skip = page.offset;
+  if (counted) {
+    const stats = await listStats(counted);
+    total = stats.n;
+    if (page.offset >= BOOKMARK_EVERY && page.offset < total && direction === 'asc' && order.column === 'created_at') {
+      const marks = await bookmarksOf(counted, stats.version);
+      const k = Math.min(Math.floor(page.offset / BOOKMARK_EVERY), marks.length - 1);
+      if (k > 0) {
+        from = marks[k]!;
+        skip = page.offset - k * BOOKMARK_EVERY;
+      }
+    }
+  } else {
+    const countRow = await b
+      .clearSelect()
+      .select((eb: any) => eb.fn.countAll().as('n'))
+      .executeTakeFirst();
+    total = Number(countRow?.n ?? 0);
+  }
+  let q = b;
+  if (from) q = q.where(sql`(${sql.ref(order.column)}, ${sql.ref(order.id)})`, '>=', sql`(${from[0]}, ${from[1]})`);
+  const data = await q.orderBy(order.column, direction).orderBy(order.id, direction).limit(page.limit).offset(skip).execute();
+  return { data, total: Math.min(total, MAX_TOTAL), offset: page.offset, limit: page.limit };
+}
+
+async function listStats(c: Counted): Promise<{ n: number; version: number }> {
+  const row = await c.tx.selectFrom('list_counts').select(['n', 'version']).where('tbl', '=', c.table).where('company_id', '=', c.companyId).executeTakeFirst();
+  return { n: Number(row?.n ?? 0), version: Number(row?.version ?? 0) };
+}
+
+/** The sort keys at every BOOKMARK_EVERY-th position of the list as of `version` (read once per version). */
+async function bookmarksOf(c: Counted, version: number): Promise<[string, string][]> {
+  const id = `${c.table}:${c.companyId}`;
+  const known = bookmarks.get(id);
+  if (known && known.version === version) return known.keys;
+  const r = await sql<{ created_at: string; id: string }>`
+    SELECT created_at, id FROM (
+      SELECT created_at, id, row_number() OVER (ORDER BY created_at, id) AS rn FROM ${sql.table(c.table)} WHERE company_id = ${c.companyId}
+    ) AS ranked WHERE (rn - 1) % ${BOOKMARK_EVERY} = 0 AND rn <= ${MAX_TOTAL + 1} ORDER BY rn`.execute(c.tx);
+  const keys = r.rows.map((row) => [row.created_at, row.id] as [string, string]);
+  if (bookmarks.size >= MAX_BOOKMARKED_LISTS) bookmarks.delete(bookmarks.keys().next().value!);
+  bookmarks.set(id, { version, keys });
+  return keys;
+}
+
+/**
+ * Triggers that keep `list_counts` for `table` (rows per company, and a version changed by every
+ * insert and delete), and the counts of the rows already there. For a table's own migration.
+ */
+export async function countedTable(db: Kysely<any>, table: CountedTable): Promise<void> {
+  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    await sql.raw(`CREATE TRIGGER ${table}_counted AFTER INSERT OR DELETE ON ${table} FOR EACH ROW EXECUTE FUNCTION slipway_list_count()`).execute(db);
+  } else {
+    await sql
+      .raw(
+        `CREATE TRIGGER ${table}_counted_insert AFTER INSERT ON ${table} BEGIN
+          INSERT INTO list_counts (tbl, company_id, n, version) VALUES ('${table}', NEW.company_id, 1, 1)
+          ON CONFLICT (tbl, company_id) DO UPDATE SET n = n + 1, version = version + 1; END`,
+      )
+      .execute(db);
+    await sql
+      .raw(
+        `CREATE TRIGGER ${table}_counted_delete AFTER DELETE ON ${table} BEGIN
+          UPDATE list_counts SET n = n - 1, version = version + 1 WHERE tbl = '${table}' AND company_id = OLD.company_id; END`,
+      )
+      .execute(db);
+  }
+  await sql
+    .raw(`INSERT INTO list_counts (tbl, company_id, n, version) SELECT '${table}', company_id, count(*), 0 FROM ${table} GROUP BY company_id`)
+    .execute(db);
+}
+
+/** The `list_counts` table and, on PostgreSQL, the trigger function `countedTable` uses. */
+export async function createListCounts(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createTable('list_counts')
+    .addColumn('tbl', 'varchar(64)', (c) => c.notNull())
+    .addColumn('company_id', 'varchar(36)', (c) => c.notNull())
+    .addColumn('n', 'integer', (c) => c.notNull())
+    .addColumn('version', 'bigint', (c) => c.notNull())
+    .addPrimaryKeyConstraint('list_counts_pk', ['tbl', 'company_id'])
     .execute();
-  return { data, total: Math.min(total, 10000), offset: page.offset, limit: page.limit };
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+  await sql`CREATE FUNCTION slipway_list_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_OP = 'INSERT' THEN
+        INSERT INTO list_counts (tbl, company_id, n, version) VALUES (TG_TABLE_NAME, NEW.company_id, 1, 1)
+        ON CONFLICT (tbl, company_id) DO UPDATE SET n = list_counts.n + 1, version = list_counts.version + 1;
+      ELSE
+        UPDATE list_counts SET n = n - 1, version = version + 1 WHERE tbl = TG_TABLE_NAME AND company_id = OLD.company_id;
+      END IF;
+      RETURN NULL;
+    END $$`.execute(db);
 }

@@ -1,9 +1,16 @@
-// Rate limiting with windows that open at a bucket's first request, counted in the database, so every server process on one
-// PostgreSQL shares them. Tiers and limits follow the specification (Limits -> Rate limits).
+// Rate limiting with windows that open at a bucket's first request. Tiers and limits follow the
+// specification (Limits -> Rate limits). Where the counters live is a configuration choice
+// (README "Rate-limit counters"): in this process's memory (one server process), in Redis
+// (REDIS_URL; one atomic script per request) or in the database (one upsert per request, shared
+// by every process on one PostgreSQL). Each store counts exactly: one atomic step decides.
 import { sql } from 'kysely';
+import type * as IORedis from 'ioredis';
 import type { Db } from './db/index.js';
-import type { RateLimitConfig } from './config.js';
+import type { Config, RateLimitConfig } from './config.js';
 import { ApiError } from './errors.js';
+import { lazy } from './lazy.js';
+
+const ioredis = lazy<typeof IORedis>('ioredis');
 
 export type Tier = 'service_creation' | 'service_mutation' | 'deployment' | 'general_write' | 'logs' | 'read';
 
@@ -32,23 +39,53 @@ export function bucketFor(tier: Tier, companyId: string, operationId: string, se
   return `c:${companyId}:${tier}:${operationId}`;
 }
 
-export class RateLimiter {
-  constructor(
-    private db: Db,
-    private limits: RateLimitConfig,
-  ) {}
+/** One counted request: the bucket's count in its window, and the seconds until that window ends. */
+interface Counted {
+  count: number;
+  reset: number;
+}
 
-  /**
-   * Counts one request against `bucket`; throws 429 (with headers) once the window's limit is
-   * passed. A window opens with the first request of a bucket and lasts the tier's length
-   * (x-ratelimit-reset counts down to its end); the next request after it opens a new one. One
-   * upsert decides, so processes sharing PostgreSQL share the count.
-   */
-  async hit(bucket: string, tier: Tier | 'unauthenticated', now = Date.now()): Promise<RateState> {
-    const window = TIER_WINDOW_SECONDS[tier];
-    const limit = this.limits[tier];
+/** Where the counters live. `count` adds one to `bucket` in its current window (opening one if none is open). */
+export interface CounterStore {
+  count(bucket: string, windowSeconds: number, now: number): Promise<Counted>;
+  /** Drops windows that have ended (the stores that keep them). */
+  sweep(now: number): Promise<void>;
+  /** The buckets counted now (tests and diagnostics). */
+  buckets(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/** Counters in this process: exact for one server process, nothing to share. */
+export class MemoryStore implements CounterStore {
+  private windows = new Map<string, { start: number; count: number; ends: number }>();
+
+  async count(bucket: string, windowSeconds: number, now: number): Promise<Counted> {
     const nowSec = Math.floor(now / 1000);
-    const expired = sql`rate_windows.window_start + ${window} <= ${nowSec}`;
+    let w = this.windows.get(bucket);
+    if (!w || w.ends <= nowSec) this.windows.set(bucket, (w = { start: nowSec, count: 0, ends: nowSec + windowSeconds }));
+    w.count++;
+    return { count: w.count, reset: Math.max(1, w.ends - nowSec) };
+  }
+
+  async sweep(now: number): Promise<void> {
+    const nowSec = Math.floor(now / 1000);
+    for (const [bucket, w] of this.windows) if (w.ends <= nowSec) this.windows.delete(bucket);
+  }
+
+  async buckets(): Promise<string[]> {
+    return [...this.windows.keys()];
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** Counters in the database: one upsert decides, so processes sharing PostgreSQL share the count. */
+export class DatabaseStore implements CounterStore {
+  constructor(private db: Db) {}
+
+  async count(bucket: string, windowSeconds: number, now: number): Promise<Counted> {
+    const nowSec = Math.floor(now / 1000);
+    const expired = sql`rate_windows.window_start + ${windowSeconds} <= ${nowSec}`;
     const r = await sql<{ count: number; window_start: number }>`
       INSERT INTO rate_windows (bucket, window_start, count) VALUES (${bucket}, ${nowSec}, 1)
       ON CONFLICT (bucket) DO UPDATE SET
@@ -56,8 +93,80 @@ export class RateLimiter {
         window_start = CASE WHEN ${expired} THEN ${nowSec} ELSE rate_windows.window_start END
       RETURNING count, window_start`.execute(this.db);
     const row = r.rows[0]!;
-    const count = Number(row.count);
-    const reset = Math.max(1, Number(row.window_start) + window - nowSec);
+    return { count: Number(row.count), reset: Math.max(1, Number(row.window_start) + windowSeconds - nowSec) };
+  }
+
+  /** Drops windows that ended more than an hour ago. */
+  async sweep(now: number): Promise<void> {
+    const cutoff = Math.floor(now / 1000) - 2 * 3600;
+    await this.db.deleteFrom('rate_windows').where('window_start', '<', cutoff).execute();
+  }
+
+  async buckets(): Promise<string[]> {
+    return (await this.db.selectFrom('rate_windows').select('bucket').execute()).map((r) => r.bucket);
+  }
+
+  async close(): Promise<void> {}
+}
+
+/**
+ * INCR, and on a window's first request PEXPIRE: atomic as one script, so every process counts
+ * against the same window. Returns the count and the milliseconds the window has left.
+ */
+const COUNT_SCRIPT = `
+local n = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if n == 1 or ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {n, ttl}`;
+
+/** Counters in Redis (REDIS_URL): one script per request; windows expire by themselves. */
+export class RedisStore implements CounterStore {
+  private redis: IORedis.Redis;
+  private prefix: string;
+
+  constructor(url: string, prefix: string) {
+    this.prefix = `${prefix}rl:`;
+    this.redis = new (ioredis().Redis)(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
+    // A lost connection surfaces as failing commands (500s), not as an unhandled 'error' event.
+    this.redis.on('error', () => {});
+    this.redis.defineCommand('slipwayCount', { numberOfKeys: 1, lua: COUNT_SCRIPT });
+  }
+
+  async count(bucket: string, windowSeconds: number): Promise<Counted> {
+    const [n, ttl] = (await (this.redis as any).slipwayCount(this.prefix + bucket, windowSeconds * 1000)) as [number, number];
+    return { count: Number(n), reset: Math.max(1, Math.ceil(Number(ttl) / 1000)) };
+  }
+
+  async sweep(): Promise<void> {}
+
+  async buckets(): Promise<string[]> {
+    const keys = await this.redis.keys(`${this.prefix}*`);
+    return keys.map((k) => k.slice(this.prefix.length));
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+  }
+}
+
+export class RateLimiter {
+  constructor(
+    private store: CounterStore,
+    private limits: RateLimitConfig,
+  ) {}
+
+  /**
+   * Counts one request against `bucket`; throws 429 (with headers) once the window's limit is
+   * passed. A window opens with the first request of a bucket and lasts the tier's length
+   * (x-ratelimit-reset counts down to its end); the next request after it opens a new one.
+   */
+  async hit(bucket: string, tier: Tier | 'unauthenticated', now = Date.now()): Promise<RateState> {
+    const window = TIER_WINDOW_SECONDS[tier];
+    const limit = this.limits[tier];
+    const { count, reset } = await this.store.count(bucket, window, now);
     const state = { limit, remaining: Math.max(0, limit - count), reset };
     if (count > limit) {
       throw new ApiError(
@@ -70,11 +179,25 @@ export class RateLimiter {
     return state;
   }
 
-  /** Drops windows that ended more than an hour ago. */
-  async sweep(now = Date.now()): Promise<void> {
-    const cutoff = Math.floor(now / 1000) - 2 * 3600;
-    await this.db.deleteFrom('rate_windows').where('window_start', '<', cutoff).execute();
+  sweep(now = Date.now()): Promise<void> {
+    return this.store.sweep(now);
   }
+
+  /** The buckets counted now. */
+  buckets(): Promise<string[]> {
+    return this.store.buckets();
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+}
+
+export function counterStore(config: Pick<Config, 'rateLimitStore' | 'redisUrl' | 'redisPrefix'>, db: Db): CounterStore {
+  const kind = config.rateLimitStore;
+  if (kind === 'redis') return new RedisStore(config.redisUrl!, config.redisPrefix);
+  if (kind === 'database') return new DatabaseStore(db);
+  return new MemoryStore();
 }
 
 export function headersFor(s: RateState): Record<string, string> {

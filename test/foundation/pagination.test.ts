@@ -1,7 +1,9 @@
 // Offset pagination: the {data,total,offset,limit} envelope, the default and bounds of limit and
-// offset, and windows that are stable, disjoint and together cover every item in order.
+// offset, and windows that are stable, disjoint and together cover every item in order (also
+// deep in a long list, where pages start from bookmarks).
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError } from '../helpers/util.js';
 
@@ -103,6 +105,47 @@ for (const kind of DB_KINDS) {
       assert.equal(keys.body.total, 1);
       assert.equal(keys.body.data.length, 1);
       expectError(await s.get('/api-keys?limit=101', { token }), 400);
+    });
+
+    it('deep offsets of a long list: the same pages, totals and order as a scan, before and after rows come and go', async () => {
+      // 1,200 projects written straight to the database (the triggers count them), in groups that
+      // share a created_at, so the id decides within a group; listed 100 at a time.
+      const { companyId, token: own } = await s.newCompany();
+      const db = s.app.database.db;
+      const rows = Array.from({ length: 1200 }, (_, i) => {
+        const at = new Date(Date.UTC(2030, 0, 1, 0, 0, Math.floor(i / 7))).toISOString();
+        return { id: randomUUID() as string, company_id: companyId, name: `deep-${i}`, display_name: `Deep ${i}`, created_at: at, updated_at: at };
+      });
+      for (let i = 0; i < rows.length; i += 200)
+        await db
+          .insertInto('projects')
+          .values(rows.slice(i, i + 200))
+          .execute();
+      const expected = (list: typeof rows) =>
+        [...list].sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? -1 : 1) : a.created_at < b.created_at ? -1 : 1));
+      const check = async (list: typeof rows) => {
+        const want = expected(list).map((r) => r.id);
+        for (const offset of [0, 249, 250, 251, 499, 500, 777, 1000, 1099, want.length - 1, want.length, 1300]) {
+          const r = await s.get(`/projects?limit=100&offset=${offset}`, { token: own });
+          assert.equal(r.status, 200);
+          assert.equal(r.body.total, want.length, `total at offset ${offset}`);
+          assert.deepEqual(
+            r.body.data.map((p: Item) => p.id),
+            want.slice(offset, offset + 100),
+            `page at offset ${offset}`,
+          );
+        }
+      };
+      await check(rows);
+      // Removing and adding rows changes what every deep page holds.
+      const gone = new Set(rows.filter((_, i) => i % 5 === 0).map((r) => r.id));
+      await db
+        .deleteFrom('projects')
+        .where('id', 'in', [...gone])
+        .execute();
+      const kept = rows.filter((r) => !gone.has(r.id));
+      const added = (await s.post('/projects', { display_name: 'Newest' }, { token: own })).body as Item;
+      await check([...kept, { ...added, company_id: companyId, name: 'newest', updated_at: added.created_at }]);
     });
   });
 }

@@ -7,7 +7,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { DB_KINDS, skipUnless, useServer, type Response } from '../helpers/server.js';
+import { DB_KINDS, REDIS_URL, redisSkip, skipUnless, useServer, type Response } from '../helpers/server.js';
 import { expectError } from '../helpers/util.js';
 import { assertCommonHeaders, awaitFreshWindow } from './support.js';
 
@@ -27,9 +27,21 @@ function assert429(r: Response, limit: number) {
   assert.equal(Number(retry), h.reset, 'retry-after matches x-ratelimit-reset');
 }
 
-for (const kind of DB_KINDS) {
-  describe(`rate limits [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    const s = useServer({ db: kind, rateLimits: { read: READ, general_write: WRITE, unauthenticated: UNAUTH } });
+// Each storage with its default counter store (SQLite: memory, PostgreSQL: the database), and
+// the Redis store.
+const SETUPS = [
+  ...DB_KINDS.map((kind) => ({ kind, label: kind as string, env: {} as Record<string, string>, skip: skipUnless(kind) })),
+  {
+    kind: 'sqlite' as const,
+    label: 'sqlite, counters in Redis',
+    env: { REDIS_URL, SLIPWAY_RATE_LIMIT_STORE: 'redis', SLIPWAY_REDIS_PREFIX: `slipway-test-${randomUUID()}:` },
+    skip: redisSkip(),
+  },
+];
+
+for (const { kind, label, env, skip } of SETUPS) {
+  describe(`rate limits [${label}]`, { skip: await skip }, () => {
+    const s = useServer({ db: kind, env, rateLimits: { read: READ, general_write: WRITE, unauthenticated: UNAUTH } });
 
     it('success and error responses carry x-ratelimit-limit, -remaining and -reset', async () => {
       await awaitFreshWindow();

@@ -1,73 +1,159 @@
 // Several server processes on one PostgreSQL: shared state, one bootstrap, shared rate-limit
-// counters and shared idempotency records.
+// counters (in the database, or in Redis) and shared idempotency records; a change to a key made
+// through one process reaches the other's key cache at once.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPgDatabase, skipUnless } from '../helpers/server.js';
+import { createPgDatabase, REDIS_URL, redisSkip, skipUnless } from '../helpers/server.js';
 import { call, startChild, type ChildServer } from '../helpers/process.js';
 
-describe('two server processes on one PostgreSQL', { skip: await skipUnless('postgres') }, () => {
-  const token = `svl_${randomBytes(32).toString('hex')}`;
+/**
+ * Registers hooks that start two `slipway serve` processes on one new PostgreSQL database (with
+ * `extra` in their environment; started together when `together`, so they race for migrations and
+ * the bootstrap) and stop them; the handle is usable from tests.
+ */
+function twoServers(extra: Record<string, string>, together = false) {
+  const s = { token: `svl_${randomBytes(32).toString('hex')}`, a: undefined as unknown as ChildServer, b: undefined as unknown as ChildServer };
   let db: Awaited<ReturnType<typeof createPgDatabase>>;
-  let a: ChildServer;
-  let b: ChildServer;
   let dir: string;
-
   before(async () => {
     db = await createPgDatabase();
     dir = mkdtempSync(join(tmpdir(), 'slipway-mp-'));
-    const env = { DATABASE_URL: db.url, SLIPWAY_BOOTSTRAP_TOKEN: token, SLIPWAY_SECRET_KEY: 'shared-secret', SLIPWAY_RATE_GENERAL_WRITE: '4', DATA_DIR: dir };
-    // Started together: they race for migrations and the bootstrap.
-    [a, b] = await Promise.all([startChild([], env), startChild([], env)]);
+    const env = { DATABASE_URL: db.url, SLIPWAY_BOOTSTRAP_TOKEN: s.token, SLIPWAY_SECRET_KEY: 'shared-secret', DATA_DIR: dir, ...extra };
+    if (together) [s.a, s.b] = await Promise.all([startChild([], env), startChild([], env)]);
+    else {
+      s.a = await startChild([], env);
+      s.b = await startChild([], env);
+    }
   });
   after(async () => {
-    await Promise.all([a?.stop(), b?.stop()]);
+    await Promise.all([s.a?.stop(), s.b?.stop()]);
     await db?.drop();
     rmSync(dir, { recursive: true, force: true });
   });
+  return s;
+}
+
+describe('two server processes on one PostgreSQL', { skip: await skipUnless('postgres') }, () => {
+  const s = twoServers({ SLIPWAY_RATE_GENERAL_WRITE: '4' }, true);
 
   it('bootstraps exactly once', async () => {
-    const printed = [a.output(), b.output()].filter((o) => o.includes('First start'));
+    const printed = [s.a.output(), s.b.output()].filter((o) => o.includes('First start'));
     assert.equal(printed.length, 1);
-    const keys = await call(a.baseUrl, 'GET', '/api-keys', token);
+    const keys = await call(s.a.baseUrl, 'GET', '/api-keys', s.token);
     assert.equal(keys.status, 200);
     assert.equal(keys.body.total, 1);
   });
 
   it('a write through one process is read through the other', async () => {
-    const created = await call(a.baseUrl, 'POST', '/projects', token, { display_name: 'Shared' });
+    const created = await call(s.a.baseUrl, 'POST', '/projects', s.token, { display_name: 'Shared' });
     assert.equal(created.status, 201);
-    const read = await call(b.baseUrl, 'GET', `/projects/${created.body.id}`, token);
+    const read = await call(s.b.baseUrl, 'GET', `/projects/${created.body.id}`, s.token);
     assert.equal(read.status, 200);
     assert.equal(read.body.display_name, 'Shared');
-    const updated = await call(b.baseUrl, 'PATCH', `/projects/${created.body.id}`, token, { display_name: 'Renamed' });
+    const updated = await call(s.b.baseUrl, 'PATCH', `/projects/${created.body.id}`, s.token, { display_name: 'Renamed' });
     assert.equal(updated.status, 200);
-    assert.equal((await call(a.baseUrl, 'GET', `/projects/${created.body.id}`, token)).body.display_name, 'Renamed');
+    assert.equal((await call(s.a.baseUrl, 'GET', `/projects/${created.body.id}`, s.token)).body.display_name, 'Renamed');
   });
 
   it('rate-limit counters are shared between processes', async () => {
     // createProjectV3 has a limit of 4 per minute here; one was used by the previous test.
     const statuses = [];
-    for (const s of [a, b, a, b]) statuses.push((await call(s.baseUrl, 'POST', '/projects', token, { display_name: 'Counted' })).status);
+    for (const x of [s.a, s.b, s.a, s.b]) statuses.push((await call(x.baseUrl, 'POST', '/projects', s.token, { display_name: 'Counted' })).status);
     assert.deepEqual(statuses, [201, 201, 201, 429]);
-    const r = await call(a.baseUrl, 'POST', '/projects', token, { display_name: 'Counted' });
+    const r = await call(s.a.baseUrl, 'POST', '/projects', s.token, { display_name: 'Counted' });
     assert.equal(r.status, 429);
     assert.ok(Number(r.headers.get('retry-after')) > 0);
   });
 
   it('an Idempotency-Key used on one process is replayed by the other', async () => {
-    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': `k-${randomBytes(4).toString('hex')}` };
+    const headers = { authorization: `Bearer ${s.token}`, 'content-type': 'application/json', 'idempotency-key': `k-${randomBytes(4).toString('hex')}` };
     const body = JSON.stringify({ name: 'idem key', role_ids: [], capabilities: [{ permission: 'PROJECT:READ' }] });
-    const first = await fetch(`${a.baseUrl}/v3/api-keys`, { method: 'POST', headers, body });
-    const second = await fetch(`${b.baseUrl}/v3/api-keys`, { method: 'POST', headers, body });
+    const first = await fetch(`${s.a.baseUrl}/v3/api-keys`, { method: 'POST', headers, body });
+    const second = await fetch(`${s.b.baseUrl}/v3/api-keys`, { method: 'POST', headers, body });
     assert.equal(first.status, 201);
     assert.equal(second.status, 201);
     assert.equal(second.headers.get('idempotent-replayed'), 'true');
     assert.deepEqual(await second.json(), await first.json());
-    const keys = await call(b.baseUrl, 'GET', '/api-keys', token);
+    const keys = await call(s.b.baseUrl, 'GET', '/api-keys', s.token);
     assert.equal(keys.body.data.filter((k: { name: string }) => k.name === 'idem key').length, 1);
+  });
+});
+
+describe('API keys cached by two server processes on one PostgreSQL', { skip: await skipUnless('postgres') }, () => {
+  const s = twoServers({});
+
+  /** A new key (any read permission), used once on each process so both have it cached. */
+  async function cachedKey() {
+    const k = await call(s.a.baseUrl, 'POST', '/api-keys', s.token, {
+      name: `k-${randomBytes(3).toString('hex')}`,
+      capabilities: [{ permission: 'PROJECT:READ' }],
+    });
+    assert.equal(k.status, 201, JSON.stringify(k.body));
+    for (const x of [s.a, s.b, s.a, s.b]) assert.equal((await call(x.baseUrl, 'GET', '/projects', k.body.token)).status, 200);
+    return k.body as { id: string; token: string };
+  }
+
+  it('a key disabled through one process is refused by the other at once, and works again once enabled', async () => {
+    const k = await cachedKey();
+    assert.equal((await call(s.a.baseUrl, 'POST', `/api-keys/${k.id}/toggle`, s.token)).status, 200);
+    const refused = await call(s.b.baseUrl, 'GET', '/projects', k.token);
+    assert.equal(refused.status, 401);
+    assert.match(refused.body.message, /disabled/);
+    assert.equal((await call(s.a.baseUrl, 'GET', '/projects', k.token)).status, 401);
+    assert.equal((await call(s.b.baseUrl, 'POST', `/api-keys/${k.id}/toggle`, s.token)).status, 200);
+    assert.equal((await call(s.a.baseUrl, 'GET', '/projects', k.token)).status, 200);
+    assert.equal((await call(s.b.baseUrl, 'GET', '/projects', k.token)).status, 200);
+  });
+
+  it('a key rotated through one process: the other refuses the old token at once and accepts the new one', async () => {
+    const k = await cachedKey();
+    const rotated = await call(s.a.baseUrl, 'POST', `/api-keys/${k.id}/rotate`, s.token, {});
+    assert.equal(rotated.status, 200);
+    const old = await call(s.b.baseUrl, 'GET', '/projects', k.token);
+    assert.equal(old.status, 401);
+    assert.equal((await call(s.b.baseUrl, 'GET', '/projects', rotated.body.token)).status, 200);
+    assert.equal((await call(s.a.baseUrl, 'GET', '/projects', k.token)).status, 401);
+  });
+
+  it('a key deleted through one process is refused by the other at once', async () => {
+    const k = await cachedKey();
+    assert.equal((await call(s.b.baseUrl, 'DELETE', `/api-keys/${k.id}`, s.token)).status, 200);
+    for (const x of [s.a, s.b]) {
+      const r = await call(x.baseUrl, 'GET', '/projects', k.token);
+      assert.equal(r.status, 401);
+      assert.match(r.body.message, /deleted/);
+    }
+  });
+});
+
+describe('rate-limit counters in Redis shared by two server processes', { skip: (await skipUnless('postgres')) || (await redisSkip()) }, () => {
+  const s = twoServers({
+    REDIS_URL,
+    SLIPWAY_REDIS_PREFIX: `slipway-test-${randomBytes(6).toString('hex')}:`,
+    SLIPWAY_RATE_GENERAL_WRITE: '3',
+    SLIPWAY_RATE_READ: '5',
+  });
+
+  it('counts every request of both processes exactly, with the same window', async () => {
+    const statuses = [];
+    const remaining = [];
+    for (const x of [s.a, s.b, s.a, s.b]) {
+      const r = await call(x.baseUrl, 'POST', '/projects', s.token, { display_name: 'Counted' });
+      statuses.push(r.status);
+      remaining.push(r.headers.get('x-ratelimit-remaining'));
+    }
+    assert.deepEqual(statuses, [201, 201, 201, 429]);
+    assert.deepEqual(remaining, ['2', '1', '0', '0']);
+    const reads = [];
+    for (const x of [s.b, s.a, s.b, s.a, s.b, s.a]) reads.push((await call(x.baseUrl, 'GET', '/projects', s.token)).status);
+    assert.deepEqual(reads, [200, 200, 200, 200, 200, 429]);
+    const r = await call(s.b.baseUrl, 'GET', '/projects', s.token);
+    const retry = Number(r.headers.get('retry-after'));
+    assert.ok(retry >= 1 && retry <= 60, `retry-after ${retry}`);
+    assert.equal(r.headers.get('x-ratelimit-reset'), String(retry));
   });
 });

@@ -20,7 +20,7 @@ const view = (p: ProjectsTable) => ({
 export async function listProjects({ tx, companyId, scope }: CallContext, page: Page) {
   let q = tx.selectFrom('projects').select(['id', 'name', 'display_name', 'created_at', 'updated_at']).where('company_id', '=', companyId);
   if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
-  return paginate(q, page);
+  return paginate(q, page, undefined, scope ? undefined : { tx, table: 'projects', companyId });
 }
 
 const lookup = ({ tx, companyId }: CallContext, id: string) =>

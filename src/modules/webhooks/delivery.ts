@@ -8,14 +8,13 @@
 // attempt that was already recorded and moves on to the next one. Delivery is at-least-once: a crash
 // between the receiver's 2xx and that transaction repeats the attempt (same event_id).
 import { createHmac, randomBytes } from 'node:crypto';
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import type * as Undici from 'undici';
 import { lazy } from '../../shared/lazy.js';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import type { RecordedEvent } from '../../shared/events.js';
 import { newId } from '../../shared/ids.js';
-import { outboundUrlProblem, refusedDestination } from '../../shared/net.js';
+import { guardedLookup, outboundUrlProblem, refusedDestination } from '../../shared/net.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import type { WebhookDeliveriesTable, WebhooksTable } from './storage.js';
 
@@ -88,25 +87,9 @@ export const refusedAddress = (address: string, production: boolean): string | n
 export const endpointProblem = (endpoint: string, production: boolean): string | null =>
   outboundUrlProblem(endpoint, production, { label: 'endpoint', httpsInProduction: true });
 
-class Refused extends Error {
-  code = 'EWEBHOOKREFUSED';
-}
-
 /** A dispatcher whose DNS lookups refuse forbidden addresses, so the checked address is the one connected to. */
 export function guardedAgent(production: boolean, timeoutMs: number): Undici.Agent {
-  const lookup = (hostname: string, options: any, cb: (...args: any[]) => void) => {
-    const opts = typeof options === 'object' && options ? options : {};
-    dnsLookup(hostname, { family: opts.family ?? 0, hints: opts.hints, all: true }, (err, addresses: LookupAddress[]) => {
-      if (err) return cb(err);
-      for (const a of addresses) {
-        const why = refusedAddress(a.address, production);
-        if (why) return cb(new Refused(`refused to connect: ${hostname} resolves to ${why}`));
-      }
-      if (!addresses.length) return cb(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }));
-      if (opts.all) return cb(null, addresses);
-      cb(null, addresses[0]!.address, addresses[0]!.family);
-    });
-  };
+  const lookup = guardedLookup(production, 'EWEBHOOKREFUSED');
   return new (undici().Agent)({
     // The per-attempt AbortController is the overall limit; these are backstops.
     connect: { lookup: lookup as any, timeout: timeoutMs + 1000 },

@@ -1,6 +1,7 @@
 // Schema migrations, run at start (Kysely's migrator takes a lock, so several processes
 // starting together on one PostgreSQL apply each migration once). Append, never edit.
-import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import { countedTable, createListCounts } from '../pagination.js';
+import { PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 
 const m001: Migration = {
   async up(db: Kysely<any>) {
@@ -174,12 +175,94 @@ const m090: Migration = {
   },
 };
 
+/** Requests the HTTP edge answered (SLIPWAY_RUNTIME=local): access logs and traffic metrics. */
+const m200: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable('edge_requests')
+      .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+      .addColumn('service_id', 'varchar(36)', (c) => c.notNull())
+      .addColumn('company_id', 'varchar(36)', (c) => c.notNull())
+      .addColumn('at_ms', 'bigint', (c) => c.notNull())
+      .addColumn('method', 'varchar(16)', (c) => c.notNull())
+      .addColumn('path', 'text', (c) => c.notNull())
+      .addColumn('status', 'integer', (c) => c.notNull())
+      .addColumn('bytes', 'bigint', (c) => c.notNull())
+      .addColumn('duration_ms', 'double precision', (c) => c.notNull())
+      .addColumn('client_ip', 'varchar(64)', (c) => c.notNull())
+      .addColumn('host', 'text', (c) => c.notNull())
+      .addColumn('user_agent', 'text', (c) => c.notNull())
+      .addColumn('referer', 'text', (c) => c.notNull())
+      .addColumn('country', 'varchar(2)')
+      .addColumn('cached', 'integer', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('edge_requests_service').on('edge_requests').columns(['service_id', 'at_ms']).execute();
+    await db.schema.createIndex('edge_requests_at').on('edge_requests').column('at_ms').execute();
+  },
+};
+
+/** The key columns whose change must reach every process's key cache at once. */
+const KEY_COLUMNS = 'token_hash, old_token_hash, old_token_expired_at, is_enabled, deleted_at, expired_at, role_ids, capabilities, company_id';
+
+/**
+ * Changes to API keys and companies announce themselves (src/shared/auth/keycache.ts): on SQLite a
+ * generation row that requests compare, on PostgreSQL a NOTIFY (sent at commit) to the processes
+ * listening, naming the changing transaction. Rate-limit windows on PostgreSQL become UNLOGGED: counters are rewritten on every
+ * request and need no crash safety (a crash forgets at most the open windows).
+ */
+const m190: Migration = {
+  async up(db: Kysely<any>) {
+    const pg = db.getExecutor().adapter instanceof PostgresAdapter;
+    await db.schema
+      .createTable('auth_generation')
+      .addColumn('id', 'integer', (c) => c.primaryKey())
+      .addColumn('n', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.insertInto('auth_generation').values({ id: 1, n: 0 }).execute();
+    if (pg) {
+      await sql`CREATE FUNCTION slipway_auth_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN PERFORM pg_notify('slipway_auth_changed', txid_current()::text); RETURN NULL; END $$`.execute(db);
+      await sql
+        .raw(`CREATE TRIGGER api_keys_changed AFTER UPDATE OF ${KEY_COLUMNS} OR DELETE ON api_keys FOR EACH STATEMENT EXECUTE FUNCTION slipway_auth_changed()`)
+        .execute(db);
+      await sql`CREATE TRIGGER companies_changed AFTER UPDATE OR DELETE ON companies FOR EACH STATEMENT EXECUTE FUNCTION slipway_auth_changed()`.execute(db);
+      await sql`ALTER TABLE rate_windows SET UNLOGGED`.execute(db);
+      return;
+    }
+    const bump = 'UPDATE auth_generation SET n = n + 1 WHERE id = 1;';
+    await sql.raw(`CREATE TRIGGER api_keys_changed AFTER UPDATE OF ${KEY_COLUMNS} ON api_keys BEGIN ${bump} END`).execute(db);
+    await sql.raw(`CREATE TRIGGER api_keys_deleted AFTER DELETE ON api_keys BEGIN ${bump} END`).execute(db);
+    await sql.raw(`CREATE TRIGGER companies_changed AFTER UPDATE ON companies BEGIN ${bump} END`).execute(db);
+    await sql.raw(`CREATE TRIGGER companies_deleted AFTER DELETE ON companies BEGIN ${bump} END`).execute(db);
+  },
+};
+
+/** Rows per company and list versions of the counted tables (src/shared/pagination.ts); projects are one. */
+const m191: Migration = {
+  async up(db: Kysely<any>) {
+    await createListCounts(db);
+    await countedTable(db, 'projects');
+  },
+};
+
+/** Due jobs in claim order straight from an index (a batch claim stops after its rows). */
+const m193: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema.createIndex('jobs_claim').on('jobs').columns(['status', 'run_at', 'id']).execute();
+    await db.schema.dropIndex('jobs_due').execute();
+  },
+};
+
 /** Foundation migrations; modules contribute theirs through `Module.migrations`. */
 export const coreMigrations: Record<string, Migration> = {
   '001_foundation': m001,
   '002_jobs': m002,
   '003_runtime': m003,
   '090_rate_windows': m090,
+  '190_auth_changes': m190,
+  '191_list_counts': m191,
+  '193_jobs_claim': m193,
+  '200_edge_traffic': m200,
 };
 
 export function migrationProvider(extra: Record<string, Migration> = {}): MigrationProvider {

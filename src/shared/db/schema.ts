@@ -113,6 +113,13 @@ export interface DB {
   rate_windows: RateWindowsTable;
   idempotency_keys: IdempotencyKeysTable;
   settings: SettingsTable;
+  auth_generation: AuthGenerationTable;
+}
+
+/** One row counting changes to API keys and companies (triggers; src/shared/auth/keycache.ts). */
+export interface AuthGenerationTable {
+  id: number;
+  n: number;
 }
 
 export interface SimProgressionTable {
@@ -147,7 +154,28 @@ export interface RuntimeLogsTable {
   attributes: string;
 }
 
+/** One request the HTTP edge answered (src/shared/edge/traffic.ts). */
+export interface EdgeRequestsTable {
+  id: string;
+  /** The application, static site or load balancer that answered (no foreign key: records outlive nothing but their retention). */
+  service_id: string;
+  company_id: string;
+  at_ms: number;
+  method: string;
+  path: string;
+  status: number;
+  bytes: number;
+  duration_ms: number;
+  client_ip: string;
+  host: string;
+  user_agent: string;
+  referer: string;
+  country: string | null;
+  cached: number;
+}
+
 export interface DB {
+  edge_requests: EdgeRequestsTable;
   sim_progression: SimProgressionTable;
   sim_faults: SimFaultsTable;
   runtime_logs: RuntimeLogsTable;
