@@ -13,7 +13,8 @@ export interface ChildServer {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export function startChild(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<ChildServer> {
+/** `keepOutput: false` stops collecting the output once the server has started (a benchmark's request log). */
+export function startChild(args: string[], env: Record<string, string>, timeoutMs = 30_000, keepOutput = true): Promise<ChildServer> {
   const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--log-level', 'warn', ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -27,6 +28,10 @@ export function startChild(args: string[], env: Record<string, string>, timeoutM
       const m = /serving the Hosting Platform API v3 at (\S+)\/v3/.exec(out);
       if (m) {
         clearTimeout(timer);
+        if (!keepOutput) {
+          child.stdout!.off('data', onData).resume();
+          child.stderr!.off('data', onData).resume();
+        }
         resolve({
           child,
           baseUrl: m[1]!,

@@ -15,6 +15,7 @@
 import { before, after } from 'node:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -66,6 +67,24 @@ export const DB_KINDS: DbKind[] = ['sqlite', 'postgres'];
 export async function skipUnless(kind: DbKind): Promise<boolean | string> {
   if (kind === 'sqlite') return false;
   return (await postgresAvailable()) ? false : 'PostgreSQL not reachable (set SLIPWAY_REQUIRE_POSTGRES=1 to fail instead)';
+}
+
+/** The Redis of the rate-limit counter tests (REDIS_URL, default the local one). */
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const REQUIRE_REDIS = process.env.SLIPWAY_REQUIRE_REDIS === '1';
+
+/** `skip` option for suites that need Redis: a reason when it does not answer PING (unless SLIPWAY_REQUIRE_REDIS=1). */
+export async function redisSkip(): Promise<false | string> {
+  const u = new URL(REDIS_URL);
+  const answered = await new Promise<boolean>((resolve) => {
+    const socket = connect({ host: u.hostname, port: Number(u.port || 6379) }, () => socket.write('PING\r\n'));
+    socket.setTimeout(5000, () => (socket.destroy(), resolve(false)));
+    socket.once('data', (d) => (socket.destroy(), resolve(d.toString().startsWith('+PONG'))));
+    socket.once('error', () => resolve(false));
+  });
+  if (answered) return false;
+  if (REQUIRE_REDIS) throw new Error(`Redis is required (SLIPWAY_REQUIRE_REDIS=1) but does not answer at ${REDIS_URL}`);
+  return `Redis not reachable at ${REDIS_URL} (set SLIPWAY_REQUIRE_REDIS=1 to fail instead)`;
 }
 
 export async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
