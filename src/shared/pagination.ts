@@ -5,9 +5,11 @@
 // same at any offset: triggers keep the number of rows per company and a version that changes
 // with every insert and delete (`list_counts`), so the total is one row read, and deep offsets
 // start from bookmarks (the sort key of every BOOKMARK_EVERY-th row, kept in memory per version)
-// and skip fewer than BOOKMARK_EVERY rows from there.
+// and skip fewer than BOOKMARK_EVERY rows from there. On SQLite such a page is also kept in memory
+// until the database's content changes (`contentVersion`): a list polled while nothing is written
+// costs no query at all.
 import { PostgresAdapter, sql, type Kysely, type SelectQueryBuilder } from 'kysely';
-import type { Tx } from './db/index.js';
+import { contentVersion, type Tx } from './db/index.js';
 
 export interface Page {
   limit: number;
@@ -29,7 +31,10 @@ export interface PageResult<T> {
 const MAX_TOTAL = 10000;
 const BOOKMARK_EVERY = 250;
 
-/** A company's whole list of a counted table: the total and the deep offsets need not scan. */
+/**
+ * A company's whole list of a counted table: the total and the deep offsets need not scan. Every
+ * counted list of one table selects the same columns (pages are cached per table, not per query).
+ */
 export interface Counted {
   tx: Tx;
   table: CountedTable;
@@ -60,6 +65,15 @@ interface Bookmarks {
 const bookmarks = new Map<string, Bookmarks>();
 const MAX_BOOKMARKED_LISTS = 1000;
 
+interface CachedPage {
+  content: string;
+  data: unknown[];
+  total: number;
+}
+/** SQLite: counted pages as of a content version (see `contentVersion`). */
+const pages = new Map<string, CachedPage>();
+const MAX_CACHED_PAGES = 2000;
+
 /**
  * Runs `base` twice: once counted, once ordered and sliced. `counted`: `base` is the company's
  * whole list of that table (no further filter), so the count and the deep offsets come from
@@ -71,8 +85,30 @@ export async function paginate<DB, TB extends keyof DB, O>(
   order: { column: string; id: string; direction?: 'asc' | 'desc' } = { column: 'created_at', id: 'id' },
   counted?: Counted,
 ): Promise<PageResult<O>> {
-  const b = base as any;
   const direction = order.direction ?? 'asc';
+  const content = counted && contentVersion(counted.tx);
+  if (!content) return page_(base, page, order, direction, counted);
+  const key = `${counted!.table}\0${counted!.companyId}\0${page.offset}\0${page.limit}\0${order.column}\0${order.id}\0${direction}`;
+  let hit = pages.get(key);
+  if (hit?.content !== content) {
+    const r = await page_(base, page, order, direction, counted);
+    hit = { content, data: r.data, total: r.total };
+    pages.delete(key);
+    if (pages.size >= MAX_CACHED_PAGES) pages.delete(pages.keys().next().value!);
+    pages.set(key, hit);
+  }
+  // Copies: a caller may change the rows it gets.
+  return { data: hit.data.map((r) => ({ ...(r as object) })) as O[], total: hit.total, offset: page.offset, limit: page.limit };
+}
+
+async function page_<DB, TB extends keyof DB, O>(
+  base: SelectQueryBuilder<DB, TB, O>,
+  page: Page,
+  order: { column: string; id: string },
+  direction: 'asc' | 'desc',
+  counted: Counted | undefined,
+): Promise<PageResult<O>> {
+  const b = base as any;
   let total: number;
   let from: [string, string] | undefined;
   let skip = page.offset;

@@ -4,6 +4,8 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
 import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError } from '../helpers/util.js';
 
@@ -105,6 +107,31 @@ for (const kind of DB_KINDS) {
       assert.equal(keys.body.total, 1);
       assert.equal(keys.body.data.length, 1);
       expectError(await s.get('/api-keys?limit=101', { token }), 400);
+    });
+
+    it('a page read again and again follows every change: creation, rename, deletion, and a write by another connection', async () => {
+      const { token: own } = await s.newCompany();
+      const names = async () => {
+        const r = await s.get('/projects', { token: own });
+        assert.equal(r.status, 200);
+        return { total: r.body.total, names: r.body.data.map((p: Item) => p.display_name) };
+      };
+      const a = (await s.post('/projects', { display_name: 'first' }, { token: own })).body as Item;
+      assert.deepEqual(await names(), { total: 1, names: ['first'] });
+      assert.deepEqual(await names(), { total: 1, names: ['first'] });
+      const b = (await s.post('/projects', { display_name: 'second' }, { token: own })).body as Item;
+      assert.deepEqual(await names(), { total: 2, names: ['first', 'second'] });
+      assert.equal((await s.patch(`/projects/${a.id}`, { display_name: 'renamed' }, { token: own })).status, 200);
+      assert.deepEqual(await names(), { total: 2, names: ['renamed', 'second'] });
+      assert.equal((await s.delete(`/projects/${b.id}`, { token: own })).status, 200);
+      assert.deepEqual(await names(), { total: 1, names: ['renamed'] });
+      if (kind === 'sqlite') {
+        // Another process writing the same file (e.g. an admin command) is seen too.
+        const other = new SQLite(join(s.app.config.dataDir, 'slipway.db'));
+        other.prepare('UPDATE projects SET display_name = ? WHERE id = ?').run('changed elsewhere', a.id);
+        other.close();
+        assert.deepEqual(await names(), { total: 1, names: ['changed elsewhere'] });
+      }
     });
 
     it('deep offsets of a long list: the same pages, totals and order as a scan, before and after rows come and go', async () => {

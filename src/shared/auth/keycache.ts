@@ -5,7 +5,8 @@
 // process LISTENs for. While the LISTEN connection is down the cache is bypassed, and so it is in
 // the process that makes a change from the moment it announces it (`changing`, inside its
 // transaction) until that transaction's NOTIFY comes back: its own next request sees the change.
-import { CompiledQuery, sql } from 'kysely';
+import { sql } from 'kysely';
+import type SQLite from 'better-sqlite3';
 import type PG from 'pg';
 import type { Grants } from './rbac.js';
 import type { ApiKeysTable, CompaniesTable } from '../db/schema.js';
@@ -33,8 +34,6 @@ const MAX_AGE_MS = 60_000;
 const MAX_ENTRIES = 10_000;
 /** How long a change announced by `changing` bypasses the cache when no NOTIFY comes (a rollback). */
 const PENDING_MS = 10_000;
-/** Read on every request on SQLite: compiled once. */
-const GENERATION = CompiledQuery.raw('SELECT n FROM auth_generation WHERE id = 1');
 
 export class KeyCache {
   private entries = new Map<string, Entry>();
@@ -47,6 +46,12 @@ export class KeyCache {
   /** PostgreSQL: this process's transactions that change keys or companies, until their NOTIFY (deadline). */
   private pending = new Map<string, number>();
   private waiters: (() => void)[] = [];
+  /**
+   * SQLite: the generation, read on every request straight from the file (a fifth of a cached
+   * read's CPU time through the query builder). Inside another request's transaction it may see
+   * that transaction's change before the commit: the cache is then cleared early, never kept late.
+   */
+  private generationRow: SQLite.Statement<[], { n: number }> | undefined;
 
   constructor(
     private database: Database,
@@ -146,8 +151,8 @@ export class KeyCache {
   async get(hash: string, load: () => Promise<KeyRows | undefined>, keep: (rows: KeyRows) => boolean, now = Date.now()): Promise<KeyRows | undefined> {
     let usable: boolean;
     if (this.database.kind === 'sqlite') {
-      const { rows } = await this.database.db.executeQuery<{ n: number }>(GENERATION);
-      const g = Number(rows[0]?.n ?? 0);
+      this.generationRow ??= this.database.file!.prepare('SELECT n FROM auth_generation WHERE id = 1');
+      const g = Number(this.generationRow.get()?.n ?? 0);
       if (g !== this.generation) {
         this.entries.clear();
         this.generation = g;

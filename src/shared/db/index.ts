@@ -28,7 +28,25 @@ export function pgDriver(): typeof PG {
 export interface Database {
   db: Db;
   kind: DbKind;
+  /**
+   * SQLite: the file itself, for a read that must not wait behind a transaction (it sees that
+   * transaction's uncommitted changes: only for values where that is harmless).
+   */
+  file?: SQLite.Database;
   close(): Promise<void>;
+}
+
+const contentVersions = new WeakMap<object, () => string>();
+
+/**
+ * SQLite, outside a transaction: a value that changes whenever the database's content may have
+ * changed since it was last read, through a statement of this process that changed rows (counted
+ * as it runs, so a transaction still open counts too) or a commit by another process (`PRAGMA
+ * data_version`). For caches of query results; undefined where there is none (PostgreSQL, `tx`
+ * inside a transaction).
+ */
+export function contentVersion(db: Tx): string | undefined {
+  return contentVersions.get(db)?.();
 }
 
 export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): Database {
@@ -46,26 +64,71 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): D
   file.pragma('synchronous = NORMAL');
   file.pragma('busy_timeout = 5000');
   file.pragma('foreign_keys = ON');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(file) }) });
-  return { db, kind: 'sqlite', close: () => db.destroy() };
+  let writes = 0;
+  const dataVersion = file.prepare('PRAGMA data_version').pluck();
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(file, () => writes++) }) });
+  contentVersions.set(db, () => `${writes}:${dataVersion.get() as number}`);
+  return { db, kind: 'sqlite', file, close: () => db.destroy() };
 }
 
 /**
  * The SQLite file with prepared statements kept per SQL text: Kysely prepares every query anew,
  * and preparing was a fifth of a read's CPU time (profiled). A statement still iterating (a
- * streamed query) is busy, so that text gets a fresh one.
+ * streamed query) is busy, so that text gets a fresh one. Rows are read as arrays and made into
+ * objects by a function compiled once per statement (better-sqlite3 builds each row object key by
+ * key, which cost a third of a 25-row page's time); the objects are the same.
  */
-function cachingStatements(file: SQLite.Database, max = 512): SqliteDatabase {
-  const statements = new Map<string, SQLite.Statement>();
+function cachingStatements(file: SQLite.Database, changed: () => void, max = 512): SqliteDatabase {
+  const statements = new Map<string, ReturnType<typeof rowsAsObjects>>();
   const prepare = (source: string) => {
     let stmt = statements.get(source);
     if (stmt && !stmt.busy) return stmt;
-    stmt = file.prepare(source);
+    stmt = rowsAsObjects(file.prepare(source), changed);
     if (statements.size >= max) statements.delete(statements.keys().next().value!);
     statements.set(source, stmt);
     return stmt;
   };
   return { prepare, close: () => void file.close() };
+}
+
+/** A reading statement whose rows come as arrays, turned into objects by one compiled function. */
+function rowsAsObjects(stmt: SQLite.Statement, changed: () => void) {
+  if (!stmt.reader) {
+    if (stmt.readonly) return stmt;
+    return {
+      reader: false,
+      get busy() {
+        return stmt.busy;
+      },
+      run(params: readonly unknown[]) {
+        const r = stmt.run(params);
+        if (r.changes > 0) changed();
+        return r;
+      },
+      all: (params: readonly unknown[]) => stmt.all(params),
+      iterate: (params: readonly unknown[]) => stmt.iterate(params),
+    };
+  }
+  if (!stmt.readonly) {
+    // INSERT/UPDATE/DELETE ... RETURNING: a write too.
+    const all = stmt.all.bind(stmt);
+    stmt.all = ((params: readonly unknown[]) => (changed(), all(params))) as typeof stmt.all;
+  }
+  const names = stmt.columns().map((c) => c.name);
+  // Later columns of the same name win, as in better-sqlite3's own objects.
+  const row = new Function('r', `return {${names.map((n, i) => `${JSON.stringify(n)}: r[${i}]`).join(', ')}};`) as (r: unknown[]) => unknown;
+  stmt.raw(true);
+  return {
+    reader: true,
+    get busy() {
+      return stmt.busy;
+    },
+    all: (params: readonly unknown[]) => (stmt.all(params) as unknown[][]).map(row),
+    run: (params: readonly unknown[]) => stmt.run(params),
+    *iterate(params: readonly unknown[]) {
+      for (const r of stmt.iterate(params) as IterableIterator<unknown[]>) yield row(r);
+    },
+  };
 }
 
 export async function migrate(db: Db, extra: Record<string, Migration> = {}): Promise<void> {
