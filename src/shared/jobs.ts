@@ -29,6 +29,14 @@ export interface Job<K extends JobName = JobName> {
 /** What a handler returns: nothing (done) or a time to run again with an optional new payload. */
 export type Outcome<K extends JobName> = void | { rescheduleAt: Date; payload?: JobMap[K] };
 
+/**
+ * What a non-transactional handler may return instead: the writes that record its result, run in
+ * the transaction that completes the job (one commit for both), and the outcome they decide.
+ */
+export interface Recorded<K extends JobName> {
+  record(tx: Tx): Promise<Outcome<K>>;
+}
+
 export interface JobKind<K extends JobName> {
   /**
    * Runs inside one transaction together with the job's completion (default). Set false for work
@@ -37,7 +45,7 @@ export interface JobKind<K extends JobName> {
   transactional?: boolean;
   /** Called (in a transaction) when the last attempt failed. */
   onFailure?(tx: Tx, job: Job<K>, error: Error): Promise<void>;
-  run(tx: Tx, job: Job<K>): Promise<Outcome<K>>;
+  run(tx: Tx, job: Job<K>): Promise<Outcome<K> | Recorded<K>>;
 }
 
 export interface EnqueueOptions<K extends JobName> {
@@ -281,13 +289,14 @@ export class JobEngine {
     try {
       if (kind.transactional === false) {
         const outcome = await kind.run(db, job);
-        await db.transaction().execute((tx) => this.finish(tx, row, outcome));
+        await db.transaction().execute(async (tx) => this.finish(tx, row, outcome && 'record' in outcome ? await outcome.record(tx) : outcome));
       } else {
         await db.transaction().execute(async (tx) => {
           // Re-check ownership inside the transaction: another worker may have taken over.
           const mine = await tx.selectFrom('jobs').select('status').where('id', '=', row.id).where('lease_owner', '=', this.workerId).executeTakeFirst();
           if (!mine || mine.status !== 'running') return;
-          await this.finish(tx, row, await kind.run(tx, job));
+          const outcome = await kind.run(tx, job);
+          await this.finish(tx, row, outcome && 'record' in outcome ? await outcome.record(tx) : outcome);
         });
       }
     } catch (e) {

@@ -211,7 +211,7 @@ export async function fanOut(tx: Tx, event: RecordedEvent): Promise<void> {
 // ---- The delivery job ------------------------------------------------------------------------
 
 /** The secrets that sign now: the current one and, during a roll-secret transition, the previous one. */
-function signingSecrets(app: AppContext, w: WebhooksTable, now = Date.now()): { current: string; previous: string | null } {
+function signingSecrets(app: AppContext, w: Pick<WebhooksTable, 'secret' | 'old_secret' | 'old_secret_expired_at'>, now = Date.now()): { current: string; previous: string | null } {
   const current = app.secrets.decrypt(w.secret);
   const previous = w.old_secret && w.old_secret_expired_at && Date.parse(w.old_secret_expired_at) > now ? app.secrets.decrypt(w.old_secret) : null;
   return { current, previous };
@@ -229,12 +229,20 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
   return {
     transactional: false,
     async run(_db, job) {
-      const d = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', job.payload.deliveryId).executeTakeFirst();
-      if (!d || d.status !== 'PENDING') return; // webhook deleted (cascade) or chain settled
+      // The attempt and its webhook in one query (the webhook's columns under w_ names).
+      const row = await db
+        .selectFrom('webhook_deliveries as d')
+        .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+        .selectAll('d')
+        .select(['w.endpoint as w_endpoint', 'w.is_enabled as w_is_enabled', 'w.secret as w_secret', 'w.old_secret as w_old_secret'])
+        .select('w.old_secret_expired_at as w_old_secret_expired_at')
+        .where('d.id', '=', job.payload.deliveryId)
+        .executeTakeFirst();
+      if (!row || row.status !== 'PENDING') return; // webhook deleted (cascade) or chain settled
+      const { w_endpoint, w_is_enabled, w_secret, w_old_secret, w_old_secret_expired_at, ...d } = row;
       if (d.sent_at) return followUp(d); // recorded before a crash; the job did not learn of it
       if (Date.parse(d.due_at) > Date.now() + 50) return { rescheduleAt: new Date(d.due_at) };
-      const w = await db.selectFrom('webhooks').selectAll().where('id', '=', d.webhook_id).executeTakeFirst();
-      if (!w) return;
+      const w = { endpoint: w_endpoint, is_enabled: w_is_enabled, secret: w_secret, old_secret: w_old_secret, old_secret_expired_at: w_old_secret_expired_at };
       if (!w.is_enabled) {
         const now = new Date().toISOString();
         await db.transaction().execute(async (tx) => {
@@ -260,45 +268,49 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
       const result = await post(agent, production, settings.timeoutMs, w.endpoint, headers, d.payload);
       const now = new Date().toISOString();
       const last = d.attempt >= MAX_ATTEMPTS;
-      let next: WebhookDeliveriesTable | undefined;
-      await db.transaction().execute(async (tx) => {
-        const r = await tx
-          .updateTable('webhook_deliveries')
-          .set({
+      // Recorded in the transaction that completes the job: one commit per attempt.
+      return {
+        record: async (tx) => {
+          // A first attempt is its chain's only row: the outcome settles it in the same statement.
+          const settles = result.ok || last ? (result.ok ? 'SUCCESS' : 'FAILED') : undefined;
+          const r = await tx
+            .updateTable('webhook_deliveries')
+            .set({
+              endpoint: w.endpoint,
+              sent_at: sentAt.toISOString(),
+              response_status: result.status,
+              response: result.response,
+              response_time_ms: result.timeMs,
+              updated_at: now,
+              ...(settles && d.attempt === 1 ? { status: settles } : {}),
+            })
+            .where('id', '=', d.id)
+            .where('sent_at', 'is', null)
+            .executeTakeFirst();
+          if (!Number(r.numUpdatedRows)) return; // deleted meanwhile, or another worker recorded it
+          if (settles) return d.attempt === 1 ? undefined : settleChain(tx, d.chain_id, settles, now);
+          const id = newId();
+          const due = new Date(Date.now() + retryDelayMs(d.attempt, settings.retryScale)).toISOString();
+          const body = JSON.parse(d.payload) as Record<string, unknown>;
+          const next: WebhookDeliveriesTable = {
+            ...d,
+            id,
+            attempt: d.attempt + 1,
+            status: 'PENDING',
             endpoint: w.endpoint,
-            sent_at: sentAt.toISOString(),
-            response_status: result.status,
-            response: result.response,
-            response_time_ms: result.timeMs,
+            payload: JSON.stringify({ ...body, event_delivery_id: id }),
+            response: null,
+            response_status: null,
+            response_time_ms: null,
+            due_at: due,
+            sent_at: null,
+            created_at: now,
             updated_at: now,
-          })
-          .where('id', '=', d.id)
-          .where('sent_at', 'is', null)
-          .executeTakeFirst();
-        if (!Number(r.numUpdatedRows)) return; // deleted meanwhile, or another worker recorded it
-        if (result.ok) return settleChain(tx, d.chain_id, 'SUCCESS', now);
-        if (last) return settleChain(tx, d.chain_id, 'FAILED', now);
-        const id = newId();
-        const due = new Date(Date.now() + retryDelayMs(d.attempt, settings.retryScale)).toISOString();
-        const body = JSON.parse(d.payload) as Record<string, unknown>;
-        next = {
-          ...d,
-          id,
-          attempt: d.attempt + 1,
-          status: 'PENDING',
-          endpoint: w.endpoint,
-          payload: JSON.stringify({ ...body, event_delivery_id: id }),
-          response: null,
-          response_status: null,
-          response_time_ms: null,
-          due_at: due,
-          sent_at: null,
-          created_at: now,
-          updated_at: now,
-        };
-        await tx.insertInto('webhook_deliveries').values(next).execute();
-      });
-      if (next) return { rescheduleAt: new Date(next.due_at), payload: { deliveryId: next.id } };
+          };
+          await tx.insertInto('webhook_deliveries').values(next).execute();
+          return { rescheduleAt: new Date(next.due_at), payload: { deliveryId: next.id } };
+        },
+      };
     },
   };
 
