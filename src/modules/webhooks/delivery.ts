@@ -211,7 +211,11 @@ export async function fanOut(tx: Tx, event: RecordedEvent): Promise<void> {
 // ---- The delivery job ------------------------------------------------------------------------
 
 /** The secrets that sign now: the current one and, during a roll-secret transition, the previous one. */
-function signingSecrets(app: AppContext, w: Pick<WebhooksTable, 'secret' | 'old_secret' | 'old_secret_expired_at'>, now = Date.now()): { current: string; previous: string | null } {
+function signingSecrets(
+  app: AppContext,
+  w: Pick<WebhooksTable, 'secret' | 'old_secret' | 'old_secret_expired_at'>,
+  now = Date.now(),
+): { current: string; previous: string | null } {
   const current = app.secrets.decrypt(w.secret);
   const previous = w.old_secret && w.old_secret_expired_at && Date.parse(w.old_secret_expired_at) > now ? app.secrets.decrypt(w.old_secret) : null;
   return { current, previous };
