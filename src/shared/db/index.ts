@@ -51,27 +51,31 @@ function preparedStatements(pool: PG.Pool, maxNamed = 500): PG.Pool {
     return name;
   };
   const connect = pool.connect.bind(pool) as () => Promise<PG.PoolClient>;
+  // One wrapper per pooled connection (the query builder keeps its state per connection object).
+  const wrapped = new WeakMap<PG.PoolClient, PG.PoolClient>();
   return new Proxy(pool, {
     get(target, prop, receiver) {
       if (prop !== 'connect') return Reflect.get(target, prop, receiver) as unknown;
       return async () => {
         const client = await connect();
-        return new Proxy(client, {
-          get(c, p, r) {
-            if (p !== 'query') return Reflect.get(c, p, r) as unknown;
-            return (text: unknown, values?: unknown[]) => {
-              const name = typeof text === 'string' && values?.length ? nameOf(text) : undefined;
-              if (!name) return c.query(text as string, values);
-              return c.query({ text: text as string, values, name }).catch((e: { code?: string }) => {
-                if (e.code !== '0A000') throw e;
-                return c.query(text as string, values);
-              });
-            };
-          },
-        });
+        let w = wrapped.get(client);
+        if (!w) wrapped.set(client, (w = wrap(client)));
+        return w;
       };
     },
   });
+
+  function wrap(client: PG.PoolClient): PG.PoolClient {
+    const query = (text: unknown, values?: unknown[]) => {
+      const name = typeof text === 'string' && values?.length ? nameOf(text) : undefined;
+      if (!name) return client.query(text as string, values);
+      return client.query({ text: text as string, values, name }).catch((e: { code?: string }) => {
+        if (e.code !== '0A000') throw e;
+        return client.query(text as string, values);
+      });
+    };
+    return new Proxy(client, { get: (c, p, r) => (p === 'query' ? query : (Reflect.get(c, p, r) as unknown)) });
+  }
 }
 
 const contentVersions = new WeakMap<object, () => string>();
