@@ -389,3 +389,20 @@ for (const kind of DB_KINDS) {
     });
   });
 }
+
+describe('applications: many deployments at once, more job slots than pooled connections [postgres]', { skip: await skipUnless('postgres') }, () => {
+  // Each deployment step is a job transaction; one that asked the pool for a second connection
+  // (the simulation's settings) could leave every pooled connection held by a transaction waiting
+  // for one more.
+  const s = useServer({ db: 'postgres', rateLimits: GENEROUS, env: { ...IMMEDIATE_ENV, SLIPWAY_JOB_CONCURRENCY: '16' } });
+
+  it('every deployment finishes', async () => {
+    const apps = await Promise.all(Array.from({ length: 24 }, () => createApp(s)));
+    const started = await Promise.all(apps.map((a) => trigger(s, a.id)));
+    const final = await Promise.all(started.map((d, i) => waitForFinal(s, apps[i]!.id, d.id)));
+    assert.deepEqual(
+      final.map((d) => d.status),
+      final.map(() => 'success'),
+    );
+  });
+});

@@ -283,7 +283,7 @@ async function advance(app: AppContext, tx: Tx, d: DomainsTable, refresh: boolea
     cur = {
       ...cur,
       status: next,
-      phase_started_at: await nextPhaseStart(app, cur),
+      phase_started_at: await nextPhaseStart(app, tx, cur),
       reads: 0,
       errors: null,
       updated_at: t,
@@ -307,8 +307,8 @@ async function advance(app: AppContext, tx: Tx, d: DomainsTable, refresh: boolea
  * When the next check starts: in simulated `duration` progression, when the previous one was due
  * to finish (a read long after still shows the state the clock implies); otherwise now.
  */
-async function nextPhaseStart(app: AppContext, d: DomainsTable): Promise<string> {
-  const p = domainSettings(app.config).dns === 'simulated' ? await app.simulation.progression(OPERATION) : null;
+async function nextPhaseStart(app: AppContext, tx: Tx, d: DomainsTable): Promise<string> {
+  const p = domainSettings(app.config).dns === 'simulated' ? await app.simulation.progression(OPERATION, tx) : null;
   if (p?.mode !== 'duration') return now();
   const due = Date.parse(d.phase_started_at ?? d.created_at) + p.ms / PHASES.length;
   return new Date(Math.min(due, Date.now())).toISOString();
@@ -325,7 +325,7 @@ async function settle(ctx: CallContext, serviceId: string, domainId?: string): P
   let q = ctx.tx.selectFrom('domains').selectAll().where('service_id', '=', serviceId).where('status', 'in', ['VERIFICATION', 'POINTING']);
   if (domainId) q = q.where('id', '=', domainId);
   const pending = await q.execute();
-  if (!pending.length || (await app.simulation.progression(OPERATION)).mode === 'reads') return;
+  if (!pending.length || (await app.simulation.progression(OPERATION, ctx.tx)).mode === 'reads') return;
   await inTx(ctx, async ({ tx }) => {
     for (const d of pending) await advance(app, tx, d, false);
   });

@@ -90,7 +90,7 @@ export class SimulatedDriver implements RuntimeDriver {
   constructor(private sim: Simulation) {}
 
   async advance(tx: Tx, req: PhaseRequest): Promise<PhaseResult> {
-    const p = await this.sim.progression(req.operation);
+    const p = await this.sim.progression(req.operation, tx);
     const done = phaseDone(p, req.phaseCount, Date.now() - Date.parse(req.startedAt), req.reads);
     if (!done.done) return { state: 'running', checkAfterMs: done.checkAfterMs };
     const lines = (PHASE_LINES[`${req.operation}:${req.phase}`]?.(req.details ?? {}) ?? [`${req.operation}: ${req.phase} finished`]).map((message) => ({

@@ -63,7 +63,9 @@ export class Simulation {
   /**
    * SQLite: an in-memory copy of the progression table, loaded at start and refreshed every few
    * seconds outside any transaction (SQLite has one connection: reading it from inside a job's
-   * transaction would wait on itself). PostgreSQL reads the table through the pool each time.
+   * transaction would wait on itself). PostgreSQL reads the table each time, through the caller's
+   * transaction when there is one: a second pooled connection per job transaction could exhaust
+   * the pool with transactions that all wait for one more.
    */
   private cache?: Map<string, Progression>;
   private refresher?: NodeJS.Timeout;
@@ -95,13 +97,13 @@ export class Simulation {
     if (this.refresher) clearInterval(this.refresher);
   }
 
-  private async load(): Promise<Map<string, Progression>> {
-    const rows = await this.db.selectFrom('sim_progression').selectAll().execute();
+  private async load(tx: Tx = this.db): Promise<Map<string, Progression>> {
+    const rows = await tx.selectFrom('sim_progression').selectAll().execute();
     return new Map(rows.map((r) => [r.operation, JSON.parse(r.setting) as Progression]));
   }
 
-  async progression(operation: string): Promise<Progression> {
-    const table = this.cache ?? (await this.load());
+  async progression(operation: string, tx?: Tx): Promise<Progression> {
+    const table = this.cache ?? (await this.load(tx));
     return table.get(operation) ?? table.get('*') ?? this.defaults[operation] ?? this.defaults['*'] ?? DEFAULT_PROGRESSION;
   }
 
