@@ -114,11 +114,16 @@ for (const kind of DB_KINDS) {
       );
 
       // Once the grace period is over (moved into the past here rather than waited for), the old token fails.
-      await s.app.database.db
-        .updateTable('api_keys')
-        .set({ old_token_expired_at: new Date(Date.now() - 1000).toISOString() })
-        .where('id', '=', k.id)
-        .execute();
+      // Written like a service writes a key: announced to the key cache, answered once that is back.
+      await s.app.database.db.transaction().execute(async (tx) => {
+        await s.app.keys.changing(tx);
+        await tx
+          .updateTable('api_keys')
+          .set({ old_token_expired_at: new Date(Date.now() - 1000).toISOString() })
+          .where('id', '=', k.id)
+          .execute();
+      });
+      await s.app.keys.announced();
       assert401(await s.get('/projects', { token: k.token }), /rotated/i);
       assert.equal((await s.get(`/api-keys/${k.id}`)).body.old_token_expired_at, null, 'a past grace period is not shown');
       assert.equal((await s.get('/projects', { token: rot.body.token })).status, 200);
