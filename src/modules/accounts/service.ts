@@ -126,7 +126,9 @@ export async function bootstrap(app: AppContext): Promise<BootstrapResult> {
 /** Removes every row of every table, then bootstraps again. */
 export async function resetAll(app: AppContext, extraTables: readonly string[] = []): Promise<BootstrapResult> {
   await app.database.db.transaction().execute(async (tx) => {
+    await app.keys.changing(tx);
     for (const t of [...extraTables, ...ALL_TABLES]) await (tx as any).deleteFrom(t).execute();
   });
+  await app.keys.announced();
   return bootstrap(app);
 }
