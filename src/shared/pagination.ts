@@ -9,7 +9,8 @@
 // until the database's content changes (`contentVersion`): a list polled while nothing is written
 // costs no query at all.
 import { PostgresAdapter, sql, type Kysely, type SelectQueryBuilder } from 'kysely';
-import { contentVersion, type Tx } from './db/index.js';
+import type { Tx } from './db/index.js';
+import { contentVersion } from './db/content-version.js';
 
 export interface Page {
   limit: number;

@@ -8,6 +8,7 @@ import type PG from 'pg';
 import { lazy } from '../lazy.js';
 import type { DB } from './schema.js';
 import { migrationProvider } from './migrations.js';
+import { setContentVersion } from './content-version.js';
 
 export type Db = Kysely<DB>;
 export type Tx = Transaction<DB> | Kysely<DB>;
@@ -78,19 +79,6 @@ function preparedStatements(pool: PG.Pool, maxNamed = 500): PG.Pool {
   }
 }
 
-const contentVersions = new WeakMap<object, () => string>();
-
-/**
- * SQLite, outside a transaction: a value that changes whenever the database's content may have
- * changed since it was last read, through a statement of this process that changed rows (counted
- * as it runs, so a transaction still open counts too) or a commit by another process (`PRAGMA
- * data_version`). For caches of query results; undefined where there is none (PostgreSQL, `tx`
- * inside a transaction).
- */
-export function contentVersion(db: Tx): string | undefined {
-  return contentVersions.get(db)?.();
-}
-
 export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): Database {
   if (opts.databaseUrl) {
     const pool = new (pgDriver().Pool)({ connectionString: opts.databaseUrl, max: 10 });
@@ -109,7 +97,7 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): D
   let writes = 0;
   const dataVersion = file.prepare('PRAGMA data_version').pluck();
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(file, () => writes++) }) });
-  contentVersions.set(db, () => `${writes}:${dataVersion.get() as number}`);
+  setContentVersion(db, () => `${writes}:${dataVersion.get() as number}`);
   return { db, kind: 'sqlite', file, close: () => db.destroy() };
 }
 
