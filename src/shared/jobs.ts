@@ -289,14 +289,13 @@ export class JobEngine {
     try {
       if (kind.transactional === false) {
         const outcome = await kind.run(db, job);
-        await db.transaction().execute(async (tx) => this.finish(tx, row, outcome && 'record' in outcome ? await outcome.record(tx) : outcome));
+        await db.transaction().execute(async (tx) => this.finish(tx, row, outcome));
       } else {
         await db.transaction().execute(async (tx) => {
           // Re-check ownership inside the transaction: another worker may have taken over.
           const mine = await tx.selectFrom('jobs').select('status').where('id', '=', row.id).where('lease_owner', '=', this.workerId).executeTakeFirst();
           if (!mine || mine.status !== 'running') return;
-          const outcome = await kind.run(tx, job);
-          await this.finish(tx, row, outcome && 'record' in outcome ? await outcome.record(tx) : outcome);
+          await this.finish(tx, row, await kind.run(tx, job));
         });
       }
     } catch (e) {
@@ -328,7 +327,9 @@ export class JobEngine {
     }
   }
 
-  private async finish(tx: Tx, row: JobsTable, outcome: Outcome<JobName>) {
+  /** Records the handler's result (first its own writes, for a `Recorded` one) and completes or reschedules the job. */
+  private async finish(tx: Tx, row: JobsTable, result: Outcome<JobName> | Recorded<JobName>) {
+    const outcome = result && 'record' in result ? await result.record(tx) : result;
     const now = new Date().toISOString();
     if (outcome && 'rescheduleAt' in outcome) {
       await tx
