@@ -1,12 +1,15 @@
 // Rate limiting with windows that open at a bucket's first request. Tiers and limits follow the
 // specification (Limits -> Rate limits). Where the counters live is a configuration choice
 // (README "Rate-limit counters"): in this process's memory (one server process), in Redis
-// (REDIS_URL; one atomic script per request) or in the database (one upsert per request, shared
-// by every process on one PostgreSQL). Each store counts exactly: one atomic step decides.
+// (REDIS_URL; one atomic script) or in the database (one upsert, shared by every process on one
+// PostgreSQL). Each store counts exactly: one atomic step decides. The shared stores count a
+// bucket's concurrent requests together: while one count of a bucket is in flight, the requests
+// that arrive for it wait and are then added in one step, each taking its own place in the window.
 import { sql } from 'kysely';
 import type * as IORedis from 'ioredis';
 import type { Db } from './db/index.js';
 import type { Config, RateLimitConfig } from './config.js';
+import { Coalescer } from './coalesce.js';
 import { ApiError } from './errors.js';
 import { lazy } from './lazy.js';
 
@@ -79,17 +82,47 @@ export class MemoryStore implements CounterStore {
   async close(): Promise<void> {}
 }
 
-/** Counters in the database: one upsert decides, so processes sharing PostgreSQL share the count. */
-export class DatabaseStore implements CounterStore {
-  constructor(private db: Db) {}
+/** One request to count: its window length and the time it arrived. */
+interface Hit {
+  windowSeconds: number;
+  now: number;
+}
 
-  async count(bucket: string, windowSeconds: number, now: number): Promise<Counted> {
+/**
+ * A shared store's counting, one round trip per bucket at a time: `add` adds `n` requests at
+ * once and returns the count after them; the batch's requests take the counts up to it, in the
+ * order they arrived (so every request has its own place, as if counted one by one).
+ */
+abstract class SharedStore implements CounterStore {
+  private batches = new Coalescer<Hit, Counted>(async (bucket, hits) => {
+    const last = hits[hits.length - 1]!;
+    const { count, reset } = await this.add(bucket, last.windowSeconds, last.now, hits.length);
+    return hits.map((_, i) => ({ count: count - hits.length + 1 + i, reset }));
+  });
+
+  count(bucket: string, windowSeconds: number, now: number): Promise<Counted> {
+    return this.batches.call(bucket, { windowSeconds, now });
+  }
+
+  protected abstract add(bucket: string, windowSeconds: number, now: number, n: number): Promise<Counted>;
+  abstract sweep(now: number): Promise<void>;
+  abstract buckets(): Promise<string[]>;
+  abstract close(): Promise<void>;
+}
+
+/** Counters in the database: one upsert decides, so processes sharing PostgreSQL share the count. */
+export class DatabaseStore extends SharedStore {
+  constructor(private db: Db) {
+    super();
+  }
+
+  protected async add(bucket: string, windowSeconds: number, now: number, n: number): Promise<Counted> {
     const nowSec = Math.floor(now / 1000);
     const expired = sql`rate_windows.window_start + ${windowSeconds} <= ${nowSec}`;
     const r = await sql<{ count: number; window_start: number }>`
-      INSERT INTO rate_windows (bucket, window_start, count) VALUES (${bucket}, ${nowSec}, 1)
+      INSERT INTO rate_windows (bucket, window_start, count) VALUES (${bucket}, ${nowSec}, ${n})
       ON CONFLICT (bucket) DO UPDATE SET
-        count = CASE WHEN ${expired} THEN 1 ELSE rate_windows.count + 1 END,
+        count = CASE WHEN ${expired} THEN ${n} ELSE rate_windows.count + ${n} END,
         window_start = CASE WHEN ${expired} THEN ${nowSec} ELSE rate_windows.window_start END
       RETURNING count, window_start`.execute(this.db);
     const row = r.rows[0]!;
@@ -110,24 +143,25 @@ export class DatabaseStore implements CounterStore {
 }
 
 /**
- * INCR, and on a window's first request PEXPIRE: atomic as one script, so every process counts
+ * INCRBY, and on a window's first requests PEXPIRE: atomic as one script, so every process counts
  * against the same window. Returns the count and the milliseconds the window has left.
  */
 const COUNT_SCRIPT = `
-local n = redis.call('INCR', KEYS[1])
+local n = redis.call('INCRBY', KEYS[1], ARGV[2])
 local ttl = redis.call('PTTL', KEYS[1])
-if n == 1 or ttl < 0 then
+if n == tonumber(ARGV[2]) or ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
   ttl = tonumber(ARGV[1])
 end
 return {n, ttl}`;
 
 /** Counters in Redis (REDIS_URL): one script per request; windows expire by themselves. */
-export class RedisStore implements CounterStore {
+export class RedisStore extends SharedStore {
   private redis: IORedis.Redis;
   private prefix: string;
 
   constructor(url: string, prefix: string) {
+    super();
     this.prefix = `${prefix}rl:`;
     this.redis = new (ioredis().Redis)(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
     // A lost connection surfaces as failing commands (500s), not as an unhandled 'error' event.
@@ -135,9 +169,9 @@ export class RedisStore implements CounterStore {
     this.redis.defineCommand('slipwayCount', { numberOfKeys: 1, lua: COUNT_SCRIPT });
   }
 
-  async count(bucket: string, windowSeconds: number): Promise<Counted> {
-    const [n, ttl] = (await (this.redis as any).slipwayCount(this.prefix + bucket, windowSeconds * 1000)) as [number, number];
-    return { count: Number(n), reset: Math.max(1, Math.ceil(Number(ttl) / 1000)) };
+  protected async add(bucket: string, windowSeconds: number, _now: number, n: number): Promise<Counted> {
+    const [count, ttl] = (await (this.redis as any).slipwayCount(this.prefix + bucket, windowSeconds * 1000, n)) as [number, number];
+    return { count: Number(count), reset: Math.max(1, Math.ceil(Number(ttl) / 1000)) };
   }
 
   async sweep(): Promise<void> {}

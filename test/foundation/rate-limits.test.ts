@@ -63,6 +63,19 @@ for (const { kind, label, env, skip } of SETUPS) {
       assert.equal(assertCommonHeaders(bad, WRITE).remaining, WRITE - 2);
     });
 
+    it('concurrent requests each take their own place in the window', async () => {
+      await awaitFreshWindow();
+      const { token } = await s.newCompany();
+      const rs = await Promise.all(Array.from({ length: READ * 3 }, () => s.get('/projects', { token })));
+      const ok = rs.filter((r) => r.status === 200);
+      assert.equal(ok.length, READ, `statuses: ${rs.map((r) => r.status).join(' ')}`);
+      for (const r of rs.filter((r) => r.status !== 200)) assert429(r, READ);
+      assert.deepEqual(
+        ok.map((r) => assertCommonHeaders(r, READ).remaining).sort((x, y) => x - y),
+        Array.from({ length: READ }, (_, i) => i),
+      );
+    });
+
     it('the read tier is one count shared by every read operation of a company', async () => {
       await awaitFreshWindow();
       const { token } = await s.newCompany();

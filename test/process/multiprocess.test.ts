@@ -157,3 +157,33 @@ describe('rate-limit counters in Redis shared by two server processes', { skip: 
     assert.equal(r.headers.get('x-ratelimit-reset'), String(retry));
   });
 });
+
+// Each process counts a bucket's concurrent requests together (one round trip adds them all);
+// every request still takes its own place in the shared window.
+for (const store of ['database', 'redis'] as const) {
+  describe(
+    `concurrent requests to two server processes, counters in the ${store}`,
+    { skip: (await skipUnless('postgres')) || (store === 'redis' && (await redisSkip())) },
+    () => {
+      const limit = 20;
+      const s = twoServers({
+        SLIPWAY_RATE_READ: String(limit),
+        ...(store === 'redis'
+          ? { REDIS_URL, SLIPWAY_REDIS_PREFIX: `slipway-test-${randomBytes(6).toString('hex')}:` }
+          : { SLIPWAY_RATE_LIMIT_STORE: 'database' }),
+      });
+
+      it('admit exactly the limit, each with its own remaining count', async () => {
+        const rs = await Promise.all(Array.from({ length: 36 }, (_, i) => call((i % 2 ? s.a : s.b).baseUrl, 'GET', '/projects', s.token)));
+        const ok = rs.filter((r) => r.status === 200);
+        assert.equal(ok.length, limit, `statuses: ${rs.map((r) => r.status).join(' ')}`);
+        assert.equal(rs.filter((r) => r.status === 429).length, 36 - limit);
+        const remaining = ok.map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((x, y) => x - y);
+        assert.deepEqual(
+          remaining,
+          Array.from({ length: limit }, (_, i) => i),
+        );
+      });
+    },
+  );
+}

@@ -1,0 +1,53 @@
+// Request coalescing: one round trip per key at a time, shared by the callers that queued for it.
+
+interface Waiter<I, O> {
+  item: I;
+  resolve: (o: O) => void;
+  reject: (e: unknown) => void;
+}
+
+/**
+ * Work per key that runs at most once at a time. A call for an idle key runs at once, alone. Calls
+ * that arrive while their key's run is in flight wait for it to end and are then served together
+ * by the next run, which starts after every one of them arrived: no call is answered by work that
+ * began before it was made. `run` gets the batch's items in arrival order and returns one output
+ * per item.
+ */
+export class Coalescer<I, O> {
+  private queues = new Map<string, Waiter<I, O>[]>();
+
+  constructor(private run: (key: string, items: I[]) => Promise<O[]>) {}
+
+  call(key: string, item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      const waiting = this.queues.get(key);
+      if (waiting) return void waiting.push({ item, resolve, reject });
+      this.queues.set(key, []);
+      this.start(key, [{ item, resolve, reject }]);
+    });
+  }
+
+  private start(key: string, batch: Waiter<I, O>[]): void {
+    let run: Promise<O[]>;
+    try {
+      run = this.run(
+        key,
+        batch.map((w) => w.item),
+      );
+    } catch (e) {
+      run = Promise.reject(e);
+    }
+    run
+      .then(
+        (outs) => batch.forEach((w, i) => w.resolve(outs[i]!)),
+        (e) => batch.forEach((w) => w.reject(e)),
+      )
+      .finally(() => {
+        const next = this.queues.get(key)!;
+        if (next.length) {
+          this.queues.set(key, []);
+          this.start(key, next);
+        } else this.queues.delete(key);
+      });
+  }
+}
