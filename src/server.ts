@@ -205,16 +205,18 @@ export async function createServer(config: Config, opts: { database?: Database; 
     };
   });
 
-  fastify.addHook('onRequest', async (req, reply) => {
+  // A callback, not an async function: this runs on every request, and a promise per hook shows.
+  fastify.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
     // A NUL anywhere in the path or query never reaches routing, rate-limit keys or queries.
     // eslint-disable-next-line no-control-regex -- a NUL is what this refuses
-    if (/%00|\u0000/i.test(req.url)) throw new ApiError(400, 'The request URL contains a NUL character (%00)');
+    if (/%00|\u0000/i.test(req.url)) return done(new ApiError(400, 'The request URL contains a NUL character (%00)'));
     if (config.production && !tls) {
       const proto = config.trustProxy ? req.headers['x-forwarded-proto'] : undefined;
       if (proto !== 'https' && !req.url.startsWith('/healthz') && !req.url.startsWith('/readyz'))
-        throw new ApiError(403, 'HTTPS is required: send the request over https:// (or through a trusted proxy that sets X-Forwarded-Proto: https).');
+        return done(new ApiError(403, 'HTTPS is required: send the request over https:// (or through a trusted proxy that sets X-Forwarded-Proto: https).'));
     }
+    done();
   });
 
   fastify.setErrorHandler((err: any, req, reply) => {

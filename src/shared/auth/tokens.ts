@@ -1,12 +1,13 @@
 // API key tokens: 32 random bytes shown once, stored only as a SHA-256 hash and compared in
 // constant time.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export function generateToken(prefix: string): string {
   return `${prefix}_${randomBytes(32).toString('hex')}`;
 }
 
-export const hashToken = (token: string): string => createHash('sha256').update(token, 'utf8').digest('hex');
+/** SHA-256 of the token, hex (crypto.hash: one call, no Hash object per request). */
+export const hashToken = (token: string): string => hash('sha256', token, 'hex');
 
 export function hashesEqual(a: string, b: string): boolean {
   const x = Buffer.from(a, 'hex');
