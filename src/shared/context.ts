@@ -75,6 +75,11 @@ export interface CallContext {
   scope: Scope;
   /** What the acting key may do (a key hands out only what it holds); null for the system. */
   grants: Grants | null;
+  /**
+   * SQLite: the database's content version when the request arrived (db/content-version.ts).
+   * A cache of query results may answer a read as of it: nothing it must see committed later.
+   */
+  asOf?: string;
 }
 
 /** A call made by the system itself (a job, a hook, the operator) for a company. */

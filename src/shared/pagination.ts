@@ -7,10 +7,16 @@
 // start from bookmarks (the sort key of every BOOKMARK_EVERY-th row, kept in memory per version)
 // and skip fewer than BOOKMARK_EVERY rows from there. On SQLite such a page is also kept in memory
 // until the database's content changes (`contentVersion`): a list polled while nothing is written
-// costs no query at all.
+// costs no query at all. On PostgreSQL, where other processes write too, requests for the same
+// page outside a transaction are coalesced instead: while the page's query is in flight, the
+// requests that arrive for it wait and then share the next one, which starts after all of them
+// arrived (so each still sees every write that committed before it asked). Both hand out one
+// frozen result to all their callers (`sharedResult`), which the router serializes once.
 import { PostgresAdapter, sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { Tx } from './db/index.js';
 import { contentVersion } from './db/content-version.js';
+import { Coalescer } from './coalesce.js';
+import { sharedResult } from './shared-results.js';
 
 export interface Page {
   limit: number;
@@ -42,6 +48,8 @@ export interface Counted {
   tx: Tx;
   table: CountedTable;
   companyId: string;
+  /** The content version the request arrived at (CallContext.asOf), read now when not given. */
+  asOf?: string;
 }
 
 /** Tables whose rows per company are counted by triggers (see `countedTable`). */
@@ -70,48 +78,57 @@ const MAX_BOOKMARKED_LISTS = 1000;
 
 interface CachedPage {
   content: string;
-  data: unknown[];
-  total: number;
+  result: PageResult<unknown>;
 }
 /** SQLite: counted pages as of a content version (see `contentVersion`). */
 const pages = new Map<string, CachedPage>();
 const MAX_CACHED_PAGES = 2000;
 
 /**
- * Runs `base` twice: once counted, once ordered and sliced. `counted`: `base` is the company's
- * whole list of that table (no further filter), so the count and the deep offsets come from
- * `list_counts` and the bookmarks.
+ * Runs `base` (a query, or a function that builds it) twice: once counted, once ordered and
+ * sliced. `counted`: `base` is the company's whole list of that table (no further filter), so the
+ * count and the deep offsets come from `list_counts` and the bookmarks.
  */
 export async function paginate<DB, TB extends keyof DB, O>(
-  base: SelectQueryBuilder<DB, TB, O>,
+  base: SelectQueryBuilder<DB, TB, O> | (() => SelectQueryBuilder<DB, TB, O>),
   page: Page,
   order: { column: string; id: string; direction?: 'asc' | 'desc' } = { column: 'created_at', id: 'id' },
   counted?: Counted,
 ): Promise<PageResult<O>> {
   const direction = order.direction ?? 'asc';
-  const content = counted && contentVersion(counted.tx);
-  if (!content) return page_(base, page, order, direction, counted);
-  const key = `${counted!.table}\0${counted!.companyId}\0${page.offset}\0${page.limit}\0${order.column}\0${order.id}\0${direction}`;
+  if (!counted) return page_(base, page, order, direction, counted);
+  const key = `${counted.table}\0${counted.companyId}\0${page.offset}\0${page.limit}\0${order.column}\0${order.id}\0${direction}`;
+  const content = counted.tx.isTransaction ? undefined : (counted.asOf ?? contentVersion(counted.tx));
+  if (!content) {
+    if (counted.tx.isTransaction) return page_(base, page, order, direction, counted);
+    return (await coalesced.call(key, () => page_(base, page, order, direction, counted))) as PageResult<O>;
+  }
   let hit = pages.get(key);
   if (hit?.content !== content) {
-    const r = await page_(base, page, order, direction, counted);
-    hit = { content, data: r.data, total: r.total };
+    const result = sharedResult(await page_(base, page, order, direction, counted));
+    hit = { content, result };
     pages.delete(key);
     if (pages.size >= MAX_CACHED_PAGES) pages.delete(pages.keys().next().value!);
     pages.set(key, hit);
   }
-  // Copies: a caller may change the rows it gets.
-  return { data: hit.data.map((r) => ({ ...(r as object) })) as O[], total: hit.total, offset: page.offset, limit: page.limit };
+  return hit.result as PageResult<O>;
 }
 
+/** PostgreSQL: counted pages read once for every request that queued while the last read ran. */
+const coalesced = new Coalescer<() => Promise<PageResult<unknown>>, PageResult<unknown>>(async (_key, reads) => {
+  const r = sharedResult(await reads[reads.length - 1]!());
+  return reads.map(() => r);
+});
+
 async function page_<DB, TB extends keyof DB, O>(
-  base: SelectQueryBuilder<DB, TB, O>,
+  base: SelectQueryBuilder<DB, TB, O> | (() => SelectQueryBuilder<DB, TB, O>),
   page: Page,
   order: { column: string; id: string },
   direction: 'asc' | 'desc',
   counted: Counted | undefined,
 ): Promise<PageResult<O>> {
-  const b = base as any;
+  // A query built only when it runs: a page served from memory costs no query building either.
+  const b = (typeof base === 'function' ? base() : base) as any;
   let total: number;
   let from: [string, string] | undefined;
   let skip = page.offset;

@@ -63,6 +63,29 @@ for (const kind of DB_KINDS) {
       assert.equal((await s.get('/projects', { token: k.token })).status, 200);
     });
 
+    it('a key change rolled back, then a key change committed: the cached key is refused after the commit', async () => {
+      // The key cache notices changes on SQLite by a generation that triggers bump; a request made
+      // while a change is still uncommitted sees the bumped value, which the rollback takes back.
+      // The next committed change bumps it to that same value again: it must still be noticed.
+      const k = await s.newKey({ role: 'Company Admin' });
+      assert.equal((await s.get('/projects', { token: k.token })).status, 200);
+      const db = s.app.database.db;
+      const during = await db
+        .transaction()
+        .execute(async (tx) => {
+          await tx.updateTable('api_keys').set({ is_enabled: 0 }).where('id', '=', k.id).execute();
+          const r = s.get('/projects', { token: k.token });
+          await sleep(kind === 'sqlite' ? 100 : 0);
+          throw Object.assign(new Error('roll back'), { pending: r });
+        })
+        .catch((e: { pending?: Promise<Response> }) => e.pending);
+      assert.equal((await during!).status, 200, 'the change was rolled back');
+      assert.equal((await s.get('/projects', { token: k.token })).status, 200);
+      await db.updateTable('api_keys').set({ is_enabled: 0 }).where('id', '=', k.id).execute();
+      if (kind === 'postgres') await sleep(200); // the NOTIFY of a change made outside the API
+      assert401(await s.get('/projects', { token: k.token }), /disabled/i);
+    });
+
     it('rejects an expired key', async () => {
       const expiresAt = Date.now() + 1500;
       const k = await s.newKey({ role: 'Company Viewer', expired_at: new Date(expiresAt).toISOString() });

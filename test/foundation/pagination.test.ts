@@ -134,6 +134,31 @@ for (const kind of DB_KINDS) {
       }
     });
 
+    it('while many clients poll a list at once, a read made after a write always includes it', async () => {
+      // Identical concurrent reads share one query (PostgreSQL) or one cached page (SQLite); a
+      // read must never be answered by a query that began before it was made.
+      const { token: own } = await s.newCompany();
+      let polling = true;
+      const pollers = Array.from({ length: 8 }, async () => {
+        while (polling) assert.equal((await s.get('/projects', { token: own })).status, 200);
+      });
+      try {
+        for (let i = 1; i <= 25; i++) {
+          const created = await s.post('/projects', { display_name: `polled ${i}` }, { token: own });
+          assert.equal(created.status, 201);
+          const r = await s.get('/projects', { token: own });
+          assert.equal(r.body.total, i, `total after write ${i}`);
+          assert.ok(
+            r.body.data.some((p: Item) => p.id === created.body.id),
+            `write ${i} is in the page`,
+          );
+        }
+      } finally {
+        polling = false;
+        await Promise.all(pollers);
+      }
+    });
+
     it('deep offsets of a long list: the same pages, totals and order as a scan, before and after rows come and go', async () => {
       // 1,200 projects written straight to the database (the triggers count them), in groups that
       // share a created_at, so the id decides within a group; listed 100 at a time.

@@ -73,13 +73,15 @@ export function appDetailView(a: ApplicationsTable) {
   };
 }
 
-export async function listApps({ tx, companyId, scope }: CallContext, page: Page) {
-  let q = tx
-    .selectFrom('applications')
-    .select(['id', 'name', 'display_name', 'status', 'type', 'source', 'is_suspended', 'created_at', 'updated_at'])
-    .where('company_id', '=', companyId);
-  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
-  const res = await paginate(q, page, undefined, scope ? undefined : { tx, table: 'applications', companyId });
+export async function listApps({ tx, companyId, scope, asOf }: CallContext, page: Page) {
+  const q = () => {
+    const all = tx
+      .selectFrom('applications')
+      .select(['id', 'name', 'display_name', 'status', 'type', 'source', 'is_suspended', 'created_at', 'updated_at'])
+      .where('company_id', '=', companyId);
+    return scope ? all.where('id', 'in', scope.size ? [...scope] : ['']) : all;
+  };
+  const res = await paginate(q, page, undefined, scope ? undefined : { tx, table: 'applications', companyId, asOf });
   return { ...res, data: res.data.map((r) => ({ ...r, is_suspended: bool(r.is_suspended) })) };
 }
 

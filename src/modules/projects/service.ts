@@ -17,10 +17,12 @@ const view = (p: ProjectsTable) => ({
   updated_at: p.updated_at,
 });
 
-export async function listProjects({ tx, companyId, scope }: CallContext, page: Page) {
-  let q = tx.selectFrom('projects').select(['id', 'name', 'display_name', 'created_at', 'updated_at']).where('company_id', '=', companyId);
-  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
-  return paginate(q, page, undefined, scope ? undefined : { tx, table: 'projects', companyId });
+export async function listProjects({ tx, companyId, scope, asOf }: CallContext, page: Page) {
+  const q = () => {
+    const all = tx.selectFrom('projects').select(['id', 'name', 'display_name', 'created_at', 'updated_at']).where('company_id', '=', companyId);
+    return scope ? all.where('id', 'in', scope.size ? [...scope] : ['']) : all;
+  };
+  return paginate(q, page, undefined, scope ? undefined : { tx, table: 'projects', companyId, asOf });
 }
 
 const lookup = ({ tx, companyId }: CallContext, id: string) =>

@@ -1,5 +1,6 @@
 // Bearer-key authentication: every failure is a 401 with a message saying which case it was.
 import type { Db } from '../db/index.js';
+import { contentVersion } from '../db/content-version.js';
 import type { ApiKeysTable, CompaniesTable } from '../db/schema.js';
 import { forbidden, unauthorized } from '../errors.js';
 import { computeGrants, type Capability, type Grants } from './rbac.js';
@@ -10,6 +11,8 @@ export interface AuthContext {
   company: CompaniesTable;
   key: ApiKeysTable;
   grants: Grants;
+  /** SQLite: the database's content version when the key was checked (see CallContext.asOf). */
+  asOf?: string;
 }
 
 // The scheme name is case-insensitive (RFC 9110, section 11.1).
@@ -25,12 +28,14 @@ export async function authenticate(db: Db, keys: KeyCache, header: string | unde
   if (!m) throw unauthorized('Malformed Authorization header: expected "Bearer <API key>"');
   const hash = hashToken(m[1]!);
   const nowIso = now.toISOString();
+  const asOf = contentVersion(db);
   // Only keys that pass are kept: a refused key is read again next time (it may be enabled meanwhile).
   const rows = await keys.get(
     hash,
     () => loadKey(db, hash),
     (r) => refusal(r, nowIso) === undefined,
     now.getTime(),
+    asOf,
   );
   const why = refusal(rows, nowIso);
   if (why) throw unauthorized(why);
@@ -41,7 +46,7 @@ export async function authenticate(db: Db, keys: KeyCache, header: string | unde
     await db.updateTable('api_keys').set({ last_used_at: nowIso }).where('id', '=', key.id).execute();
   }
   rows!.grants ??= computeGrants(JSON.parse(key.role_ids) as string[], JSON.parse(key.capabilities) as Capability[]);
-  return { company: company!, key: { ...key }, grants: rows!.grants };
+  return { company: company!, key: { ...key }, grants: rows!.grants, asOf };
 }
 
 /** Why the key is refused now, or undefined when it may be used. */

@@ -11,6 +11,7 @@ import type PG from 'pg';
 import type { Grants } from './rbac.js';
 import type { ApiKeysTable, CompaniesTable } from '../db/schema.js';
 import { pgDriver, type Database, type Tx } from '../db/index.js';
+import { contentVersion } from '../db/content-version.js';
 
 export const AUTH_CHANNEL = 'slipway_auth_changed';
 
@@ -52,6 +53,8 @@ export class KeyCache {
    * that transaction's change before the commit: the cache is then cleared early, never kept late.
    */
   private generationRow: SQLite.Statement<[], { n: number }> | undefined;
+  /** SQLite: the database's content version when the generation was last read (unchanged: so is the generation). */
+  private generationAsOf: string | undefined;
 
   constructor(
     private database: Database,
@@ -146,16 +149,25 @@ export class KeyCache {
   /**
    * The key whose current or previous token hashes to `hash`, with its company, from memory when
    * nothing changed since it was read; `load` reads them from the database otherwise, and what it
-   * read is kept when `keep` says so.
+   * read is kept when `keep` says so. `content`: SQLite's content version now (see contentVersion).
    */
-  async get(hash: string, load: () => Promise<KeyRows | undefined>, keep: (rows: KeyRows) => boolean, now = Date.now()): Promise<KeyRows | undefined> {
+  async get(
+    hash: string,
+    load: () => Promise<KeyRows | undefined>,
+    keep: (rows: KeyRows) => boolean,
+    now = Date.now(),
+    content = contentVersion(this.database.db),
+  ): Promise<KeyRows | undefined> {
     let usable: boolean;
     if (this.database.kind === 'sqlite') {
-      this.generationRow ??= this.database.file!.prepare('SELECT n FROM auth_generation WHERE id = 1');
-      const g = Number(this.generationRow.get()?.n ?? 0);
-      if (g !== this.generation) {
-        this.entries.clear();
-        this.generation = g;
+      if (content === undefined || content !== this.generationAsOf) {
+        this.generationRow ??= this.database.file!.prepare('SELECT n FROM auth_generation WHERE id = 1');
+        const g = Number(this.generationRow.get()?.n ?? 0);
+        if (g !== this.generation) {
+          this.entries.clear();
+          this.generation = g;
+        }
+        this.generationAsOf = content;
       }
       usable = true;
     } else usable = this.listening && (this.pending.size === 0 || this.settled(now));

@@ -124,7 +124,10 @@ function cachingStatements(file: SQLite.Database, changed: () => void, max = 512
 /** A reading statement whose rows come as arrays, turned into objects by one compiled function. */
 function rowsAsObjects(stmt: SQLite.Statement, changed: () => void) {
   if (!stmt.reader) {
-    if (stmt.readonly) return stmt;
+    // A rollback changes content back: a version read inside the transaction must not stay
+    // current (sqlite3_changes() still reports the last write then, so it is counted outright).
+    const rollback = /^\s*rollback\b/i.test(stmt.source);
+    if (stmt.readonly && !rollback) return stmt;
     return {
       reader: false,
       get busy() {
@@ -132,7 +135,7 @@ function rowsAsObjects(stmt: SQLite.Statement, changed: () => void) {
       },
       run(params: readonly unknown[]) {
         const r = stmt.run(params);
-        if (r.changes > 0) changed();
+        if (r.changes > 0 || rollback) changed();
         return r;
       },
       all: (params: readonly unknown[]) => stmt.all(params),
@@ -140,9 +143,13 @@ function rowsAsObjects(stmt: SQLite.Statement, changed: () => void) {
     };
   }
   if (!stmt.readonly) {
-    // INSERT/UPDATE/DELETE ... RETURNING: a write too.
+    // INSERT/UPDATE/DELETE ... RETURNING: a write when it returns rows (the rows it changed).
     const all = stmt.all.bind(stmt);
-    stmt.all = ((params: readonly unknown[]) => (changed(), all(params))) as typeof stmt.all;
+    stmt.all = ((params: readonly unknown[]) => {
+      const rows = all(params);
+      if (rows.length) changed();
+      return rows;
+    }) as typeof stmt.all;
   }
   const names = stmt.columns().map((c) => c.name);
   // Later columns of the same name win, as in better-sqlite3's own objects.

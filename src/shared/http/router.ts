@@ -2,7 +2,8 @@
 //   onRequest:  authenticate (401) -> params checked, unused if invalid -> rate limit (429)
 //               -> company state (403) -> permission (403) -> invalid params (400)
 //   validation: params, query, body against the declared schemas (400)
-//   preHandler: resource scope of the key (404)
+//   preHandler: resource scope of the key (404), references named in the request
+// (Hooks are registered only on the operations that need them.)
 //   handler:    idempotency replay -> transaction { claim key, service call, store response }
 // WebSocket operations (`upgrade: 'websocket'`, served through @fastify/websocket) run the same
 // hooks before the upgrade and their `handler` as a last check in preHandler; then a plain request
@@ -17,6 +18,7 @@ import * as idem from '../idempotency.js';
 import { bucketFor, headersFor, type RateLimiter } from '../ratelimit.js';
 import { isWrite, type Operation } from './operation.js';
 import { checkReferences } from './references.js';
+import { isSharedResult } from '../shared-results.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -69,11 +71,14 @@ export async function admit(app: AppContext, limiter: RateLimiter, req: FastifyR
   reply.headers(headersFor(await limiter.hit(bucketFor(tier, auth.company.id, op?.contract.operationId ?? '-', serviceId), tier)));
   if (!op) return;
   assertCompanyAllows(auth.company, isWrite(op.contract.method));
+  req.scope = null;
   if (op.permission) {
     const g = auth.grants.get(op.permission);
     // Creating, and company-wide operations, need the permission for the whole company.
     const wholeCompany = op.companyWide || (op.permission.endsWith(':CREATE') && !rp);
     if (!g || (!g.all && (g.ids.size === 0 || wholeCompany))) throw forbidden(missingPermissionMessage(op.permission));
+    // A key granted some resources only: lists show those (the path's resource is checked in preHandler).
+    if (!g.all && !rp) req.scope = g.ids;
   }
   if (paramsError) throw paramsError;
 }
@@ -93,36 +98,45 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
     if (c.querystring) schema.querystring = c.querystring;
     if (c.body) schema.body = c.body;
     if (c.response) schema.response = { [c.success]: c.response };
+    /** Shared results (see shared-results.ts) this operation has answered with, serialized. */
+    const serialized = new WeakMap<object, string>();
     fastify.route({
       method: c.method,
       url: `/v3${toFastifyPath(c.path)}`,
       schema,
       config: { op },
       onRequest: async (req, reply) => admit(app, limiter, req, reply, op),
-      // A request without body bytes has no body (Fastify would present it as null, which is
-      // also what a JSON `null` body parses to); the body validator tells the two apart by this.
-      preValidation: async (req) => {
-        if (Number(req.headers['content-length']) > 0 || req.headers['transfer-encoding'] !== undefined) return;
-        // An absent optional object body means "no options": validated and handled as `{}`.
-        req.body = c.body && !c.bodyRequired && (c.body as { type?: unknown }).type === 'object' ? {} : undefined;
-        if (c.body && c.bodyRequired)
-          throw Object.assign(new Error('missing body'), { validation: [{ instancePath: '', message: 'a JSON body is required' }], validationContext: 'body' });
-      },
-      preHandler: async (req) => {
-        req.scope = null;
-        const auth = req.auth;
-        if (!auth) return;
-        const g = op.permission ? auth.grants.get(op.permission as Permission)! : undefined;
-        if (g && !g.all) {
-          const id = rp ? (req.params as Record<string, string>)[rp] : undefined;
-          if (id !== undefined) {
-            if (!g.ids.has(id)) throw notFound();
-          } else req.scope = g.ids;
-        }
-        if (op.references?.length) await checkReferences(op.references, requestContext(app, req), auth, { body: req.body, query: req.query });
-        // A WebSocket operation's own checks (e.g. 404) answer before any upgrade.
-        if (op.upgrade) await op.handler(requestContext(app, req) as never);
-      },
+      // Hooks only where the operation needs them: each costs every request that passes it.
+      ...(c.body
+        ? {
+            // A request without body bytes has no body (Fastify would present it as null, which
+            // is also what a JSON `null` body parses to); the body validator tells the two apart by this.
+            preValidation: async (req: FastifyRequest) => {
+              if (Number(req.headers['content-length']) > 0 || req.headers['transfer-encoding'] !== undefined) return;
+              // An absent optional object body means "no options": validated and handled as `{}`.
+              req.body = !c.bodyRequired && (c.body as { type?: unknown }).type === 'object' ? {} : undefined;
+              if (c.bodyRequired)
+                throw Object.assign(new Error('missing body'), {
+                  validation: [{ instancePath: '', message: 'a JSON body is required' }],
+                  validationContext: 'body',
+                });
+            },
+          }
+        : {}),
+      ...(rp || op.references?.length || op.upgrade
+        ? {
+            preHandler: async (req: FastifyRequest) => {
+              const auth = req.auth;
+              if (!auth) return;
+              const g = op.permission ? auth.grants.get(op.permission as Permission)! : undefined;
+              // A key granted some resources only: any other is not found.
+              if (g && !g.all && rp && !g.ids.has((req.params as Record<string, string>)[rp]!)) throw notFound();
+              if (op.references?.length) await checkReferences(op.references, requestContext(app, req), auth, { body: req.body, query: req.query });
+              // A WebSocket operation's own checks (e.g. 404) answer before any upgrade.
+              if (op.upgrade) await op.handler(requestContext(app, req) as never);
+            },
+          }
+        : {}),
       ...(op.upgrade
         ? {
             wsHandler: (socket, req) =>
@@ -138,7 +152,10 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
         const auth = req.auth as AuthContext;
         const ctx = requestContext(app, req);
         const key = write && auth ? idempotencyKey(req) : undefined;
-        if (!write) return send(reply, c.success, await op.handler(ctx as never));
+        if (!write) {
+          const result = await op.handler(ctx as never);
+          return isSharedResult(result) ? sendShared(reply, c.success, result, serialized) : send(reply, c.success, result);
+        }
         const companyId = auth?.company.id;
         const fp = key ? idem.fingerprint(c.method, req.url, req.body) : '';
         if (key && companyId) {
@@ -186,6 +203,7 @@ function requestContext(app: AppContext, req: FastifyRequest) {
     actor: auth?.key.id ?? null,
     grants: auth?.grants ?? null,
     scope: req.scope ?? null,
+    asOf: auth?.asOf,
     ip: req.ip,
     requestId: String(req.id),
     headers: req.headers,
@@ -203,6 +221,15 @@ function idempotencyKey(req: FastifyRequest): string | undefined {
 function send(reply: FastifyReply, status: number, body: unknown) {
   reply.status(status);
   if (status === 204 || body === undefined) return reply.send();
+  return reply.send(body);
+}
+
+/** A result shared by many requests: serialized by the route's response schema once, then sent as it is. */
+function sendShared(reply: FastifyReply, status: number, result: object, serialized: WeakMap<object, string>) {
+  reply.status(status);
+  let body = serialized.get(result);
+  if (body === undefined) serialized.set(result, (body = reply.serialize(result) as string));
+  reply.type('application/json; charset=utf-8');
   return reply.send(body);
 }
 
