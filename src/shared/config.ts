@@ -42,7 +42,7 @@ export interface Config {
   publicUrl?: string;
   /** The web dashboard's built files (default: web/dist of this package). */
   dashboardDir?: string;
-  jobs: { concurrency: number; leaseMs: number; pollMs: number; retryBaseMs: number };
+  jobs: { concurrency: number; ioConcurrency: number; leaseMs: number; pollMs: number; retryBaseMs: number };
   /**
    * Webhook delivery settings (read here because tests pass their environment to loadConfig,
    * not to process.env). Parsed by `webhookSettings` in src/modules/webhooks/delivery.ts.
@@ -205,6 +205,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     dashboardDir: env.SLIPWAY_DASHBOARD_DIR || undefined,
     jobs: {
       concurrency: Number(env.SLIPWAY_JOB_CONCURRENCY || 8),
+      ioConcurrency: Number(env.SLIPWAY_JOB_IO_CONCURRENCY || 32),
       leaseMs: Number(env.SLIPWAY_JOB_LEASE_MS || 15_000),
       pollMs: Number(env.SLIPWAY_JOB_POLL_MS || 100),
       retryBaseMs: Number(env.SLIPWAY_JOB_RETRY_BASE_MS || 1000),

@@ -43,6 +43,13 @@ export interface JobKind<K extends JobName> {
    * that waits on the network or opens its own transaction; `run` then gets the plain database.
    */
   transactional?: boolean;
+  /**
+   * The job waits on the network and holds no database connection meanwhile (e.g. a webhook
+   * delivery; only with `transactional: false`): it runs in the I/O slots
+   * (SLIPWAY_JOB_IO_CONCURRENCY), apart from the slots of the work that holds the database
+   * (SLIPWAY_JOB_CONCURRENCY), so many can wait at once without starving or outnumbering the rest.
+   */
+  io?: boolean;
   /** Called (in a transaction) when the last attempt failed. */
   onFailure?(tx: Tx, job: Job<K>, error: Error): Promise<void>;
   run(tx: Tx, job: Job<K>): Promise<Outcome<K> | Recorded<K>>;
@@ -122,6 +129,8 @@ export function backoffMs(attempt: number, baseMs = 1000, capMs = 300_000): numb
 
 export interface JobEngineOptions {
   concurrency?: number;
+  /** Slots of the `io` kinds. */
+  ioConcurrency?: number;
   pollMs?: number;
   leaseMs?: number;
   retryBaseMs?: number;
@@ -130,11 +139,16 @@ export interface JobEngineOptions {
 export class JobEngine {
   readonly workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private kinds = new Map<string, JobKind<JobName>>();
-  private running = new Set<Promise<void>>();
+  /** The two classes of slots: work that holds the database, and `io` work that waits on the network. */
+  private slots = {
+    db: { running: new Set<Promise<void>>(), size: 0, kinds: [] as string[] },
+    io: { running: new Set<Promise<void>>(), size: 0, kinds: [] as string[] },
+  };
+  /** When the claim last looked for jobs whose worker died (they appear a lease after it did). */
+  private orphansCheckedAt = 0;
   private timer?: NodeJS.Timeout;
   private stopped = true;
   private polling = false;
-  private readonly concurrency: number;
   private readonly pollMs: number;
   private readonly leaseMs: number;
   private readonly retryBaseMs: number;
@@ -144,7 +158,8 @@ export class JobEngine {
     private log: FastifyBaseLogger,
     opts: JobEngineOptions = {},
   ) {
-    this.concurrency = opts.concurrency ?? 8;
+    this.slots.db.size = opts.concurrency ?? 8;
+    this.slots.io.size = opts.ioConcurrency ?? 32;
     this.pollMs = opts.pollMs ?? 100;
     this.leaseMs = opts.leaseMs ?? 15_000;
     this.retryBaseMs = opts.retryBaseMs ?? 1000;
@@ -152,6 +167,7 @@ export class JobEngine {
 
   register<K extends JobName>(kind: K, handler: JobKind<K>): void {
     this.kinds.set(kind, handler as unknown as JobKind<JobName>);
+    this.slots[handler.io && handler.transactional === false ? 'io' : 'db'].kinds.push(kind);
   }
 
   /**
@@ -198,7 +214,7 @@ export class JobEngine {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    await Promise.allSettled([...this.running]);
+    await Promise.allSettled([...this.slots.db.running, ...this.slots.io.running]);
   }
 
   /** Asks the local worker to look for due jobs now (after a commit that enqueued work). */
@@ -220,16 +236,18 @@ export class JobEngine {
     try {
       // One statement claims as many due jobs as there are free slots (a burst of deliveries or
       // deployments costs one claim per batch, not one per job).
-      while (!this.stopped && this.running.size < this.concurrency) {
-        const rows = await this.claim(this.concurrency - this.running.size);
-        if (!rows.length) break;
-        claimed += rows.length;
-        for (const row of rows) {
-          const p = this.execute(row).finally(() => {
-            this.running.delete(p);
-            this.wake();
-          });
-          this.running.add(p);
+      for (const slots of [this.slots.db, this.slots.io]) {
+        while (!this.stopped && slots.kinds.length && slots.running.size < slots.size) {
+          const rows = await this.claim(slots.size - slots.running.size, slots.kinds);
+          if (!rows.length) break;
+          claimed += rows.length;
+          for (const row of rows) {
+            const p = this.execute(row).finally(() => {
+              slots.running.delete(p);
+              this.wake();
+            });
+            slots.running.add(p);
+          }
         }
       }
     } catch (e) {
@@ -241,16 +259,16 @@ export class JobEngine {
   }
 
   /**
-   * Claims up to `limit` jobs: those whose lease expired (their worker died) first, then the due
-   * queued ones in order of run_at. Each is one UPDATE ... RETURNING; the queued one walks the
-   * index (status, run_at, id) and stops after `limit` rows.
+   * Claims up to `limit` jobs of `kinds`: those whose lease expired (their worker died) first, then
+   * the due queued ones in order of run_at. Each is one UPDATE ... RETURNING; the queued one walks
+   * the index (status, run_at, id) and stops after `limit` rows. Expired leases are looked for at
+   * most every tenth of a lease (a lease outlives its worker by up to a whole lease anyway), not
+   * at every claim: a burst of short jobs claims once per job that ends.
    */
-  private async claim(limit: number): Promise<JobsTable[]> {
+  private async claim(limit: number, kinds: string[]): Promise<JobsTable[]> {
     const now = new Date();
     const nowIso = now.toISOString();
     const lease = new Date(now.getTime() + this.leaseMs).toISOString();
-    const kinds = [...this.kinds.keys()];
-    if (!kinds.length) return [];
     const lock = this.database.kind === 'postgres' ? sql` FOR UPDATE SKIP LOCKED` : sql``;
     const take = async (due: ReturnType<typeof sql>, n: number) =>
       (
@@ -262,8 +280,13 @@ export class JobEngine {
       )
       RETURNING *`.execute(this.database.db)
       ).rows;
-    const orphaned = await take(sql`status = 'running' AND lease_expires_at < ${nowIso}`, limit);
-    if (orphaned.length >= limit) return orphaned;
+    let orphaned: JobsTable[] = [];
+    if (now.getTime() - this.orphansCheckedAt >= this.leaseMs / 10) {
+      orphaned = await take(sql`status = 'running' AND lease_expires_at < ${nowIso}`, limit);
+      // Looked again at once while it finds some (more may be waiting than there were slots).
+      if (orphaned.length < limit) this.orphansCheckedAt = now.getTime();
+      else return orphaned;
+    }
     const queued = await take(sql`status = 'queued' AND run_at <= ${nowIso}`, limit - orphaned.length);
     // RETURNING does not keep the subquery's order.
     return [...orphaned, ...queued.sort((a, b) => (a.run_at < b.run_at ? -1 : a.run_at > b.run_at ? 1 : a.id < b.id ? -1 : 1))];

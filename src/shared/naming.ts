@@ -8,8 +8,8 @@ import { slugify } from './ids.js';
 export type NamedTable = 'applications' | 'databases' | 'projects' | 'load_balancers' | 'static_sites';
 
 /**
- * Inserts the row that `build` makes for a name derived from `displayName`, unique in the company.
- * The unique index decides: a row whose name a concurrent request took between the look-up and
+ * Inserts the row that `build` makes for a name derived from `displayName`, unique in the company
+ * (the slug itself when free, else the first free `-2`, `-3`, ...). The unique index decides: a row whose name a concurrent request took between the look-up and
  * the insert is not inserted (ON CONFLICT DO NOTHING) and the next round picks another name, so
  * concurrent creates with one display name never meet a unique violation (never a 500).
  */
@@ -22,16 +22,20 @@ export async function insertNamed<R extends { company_id: string; name: string }
 ): Promise<R> {
   const db = tx as unknown as Kysely<Record<NamedTable, { id: string; company_id: string; name: string }>>;
   const taken = async (n: string) => !!(await db.selectFrom(table).select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst());
-  for (let attempt = 0; attempt < 10; attempt++) {
-    // After losing a race, every loser would pick the same next free name: take a random suffix.
-    const row = build(attempt === 0 ? await uniqueName(displayName, taken) : randomName(displayName));
-    const inserted = await db
+  const insert = async (row: R) =>
+    !!(await db
       .insertInto(table)
       .values(row as never)
       .onConflict((oc) => oc.columns(['company_id', 'name']).doNothing())
       .returning('id')
-      .executeTakeFirst();
-    if (inserted) return row;
+      .executeTakeFirst());
+  // The display name's own slug first, without a look-up: usually free, so one statement.
+  const first = build(slugify(displayName));
+  if (await insert(first)) return first;
+  for (let attempt = 0; attempt < 10; attempt++) {
+    // After losing a race, every loser would pick the same next free name: take a random suffix.
+    const row = build(attempt === 0 ? await uniqueName(displayName, taken) : randomName(displayName));
+    if (await insert(row)) return row;
   }
   throw new Error(`no free name for "${displayName}" after 10 attempts`); // a 500: retrying helps
 }

@@ -22,6 +22,8 @@ declare module '../../src/shared/jobs.js' {
     't.later': null;
     't.orphan': null;
     't.shared': null;
+    't.io': { n: number };
+    't.db': null;
   }
 }
 
@@ -97,6 +99,42 @@ for (const kind of DB_KINDS) {
       assert.deepEqual(attempts, [1, 2, 3]);
       assert.equal(failedWith, 'boom 3');
       assert.equal((await row(id)).last_error, 'boom 3');
+      await e.stop();
+    });
+
+    it('jobs that wait on the network run in slots of their own: they neither starve nor outnumber the rest', async () => {
+      const e = engine({ concurrency: 1, ioConcurrency: 3 });
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let waiting = 0;
+      let most = 0;
+      e.register('t.io', {
+        transactional: false,
+        io: true,
+        run: async () => {
+          most = Math.max(most, ++waiting);
+          await held;
+          waiting--;
+        },
+      });
+      let dbRan = false;
+      e.register('t.db', { run: async () => void (dbRan = true) });
+      const ios = await database.db.transaction().execute(async (tx) => {
+        const ids = [];
+        for (let n = 0; n < 5; n++) ids.push(await enqueue(tx, { kind: 't.io', payload: { n } }));
+        return ids;
+      });
+      await e.start();
+      await waitFor('three I/O jobs waiting', async () => waiting === 3);
+      const dbJob = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.db', payload: null }));
+      e.wake();
+      // The database slot is free while every I/O slot waits.
+      await waitFor('the other job done', async () => (await row(dbJob)).status === 'done');
+      assert.ok(dbRan);
+      assert.equal(most, 3, 'no more I/O jobs at once than their slots');
+      release();
+      for (const id of ios) await waitFor(`I/O job ${id} done`, async () => (await row(id)).status === 'done');
+      assert.equal(most, 3);
       await e.stop();
     });
 

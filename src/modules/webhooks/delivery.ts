@@ -232,6 +232,7 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
   const db = app.database.db;
   return {
     transactional: false,
+    io: true,
     async run(_db, job) {
       // The attempt and its webhook in one query (the webhook's columns under w_ names).
       const row = await db
