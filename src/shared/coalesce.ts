@@ -11,19 +11,32 @@ interface Waiter<I, O> {
  * that arrive while their key's run is in flight wait for it to end and are then served together
  * by the next run, which starts after every one of them arrived: no call is answered by work that
  * began before it was made. `run` gets the batch's items in arrival order and returns one output
- * per item.
+ * per item. With `gather`, a call for an idle key waits for the end of the event loop's turn
+ * (setImmediate) so that the calls of the same turn run together: for work that completes within
+ * one turn (SQLite is synchronous), where nothing would otherwise be in flight to wait for.
  */
 export class Coalescer<I, O> {
   private queues = new Map<string, Waiter<I, O>[]>();
 
-  constructor(private run: (key: string, items: I[]) => Promise<O[]>) {}
+  constructor(
+    private run: (key: string, items: I[]) => Promise<O[]>,
+    private gather = false,
+  ) {}
 
   call(key: string, item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       const waiting = this.queues.get(key);
       if (waiting) return void waiting.push({ item, resolve, reject });
-      this.queues.set(key, []);
-      this.start(key, [{ item, resolve, reject }]);
+      if (!this.gather) {
+        this.queues.set(key, []);
+        return this.start(key, [{ item, resolve, reject }]);
+      }
+      const turn: Waiter<I, O>[] = [{ item, resolve, reject }];
+      this.queues.set(key, turn);
+      setImmediate(() => {
+        this.queues.set(key, []);
+        this.start(key, turn);
+      });
     });
   }
 

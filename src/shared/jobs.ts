@@ -12,6 +12,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Database, Tx } from './db/index.js';
 import type { JobsTable } from './db/schema.js';
 import { newId } from './ids.js';
+import { Coalescer } from './coalesce.js';
 
 /** Job kind -> payload. Filled by the modules by declaration merging (as `DB` is). */
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
@@ -312,13 +313,14 @@ export class JobEngine {
     try {
       if (kind.transactional === false) {
         const outcome = await kind.run(db, job);
-        await db.transaction().execute(async (tx) => this.finish(tx, row, outcome));
+        const failed = await this.finishing.call('', { row, outcome });
+        if (failed) throw failed;
       } else {
         await db.transaction().execute(async (tx) => {
           // Re-check ownership inside the transaction: another worker may have taken over.
           const mine = await tx.selectFrom('jobs').select('status').where('id', '=', row.id).where('lease_owner', '=', this.workerId).executeTakeFirst();
           if (!mine || mine.status !== 'running') return;
-          await this.finish(tx, row, await kind.run(tx, job));
+          await this.finish(tx, [{ row, outcome: await kind.run(tx, job) }]);
         });
       }
     } catch (e) {
@@ -350,11 +352,44 @@ export class JobEngine {
     }
   }
 
-  /** Records the handler's result (first its own writes, for a `Recorded` one) and completes or reschedules the job. */
-  private async finish(tx: Tx, row: JobsTable, result: Outcome<JobName> | Recorded<JobName>) {
-    const outcome = result && 'record' in result ? await result.record(tx) : result;
-    const now = new Date().toISOString();
-    if (outcome && 'rescheduleAt' in outcome) {
+  /**
+   * Non-transactional jobs that end in the same turn of the event loop, or while another one's
+   * completion is being committed, are completed together, in one transaction (one commit for a
+   * burst of deliveries, not one each).
+   * Should that transaction fail, each job is completed in a transaction of its own, so one job's
+   * failing writes cannot fail the others. Resolves to the job's error, if any.
+   */
+  private finishing = new Coalescer<{ row: JobsTable; outcome: Outcome<JobName> | Recorded<JobName> }, Error | undefined>(async (_key, ended) => {
+    const db = this.database.db;
+    const alone = (e: (typeof ended)[number]) =>
+      db
+        .transaction()
+        .execute(async (tx) => this.finish(tx, [e]))
+        .then(
+          () => undefined,
+          (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+        );
+    if (ended.length === 1) return [await alone(ended[0]!)];
+    try {
+      await db.transaction().execute(async (tx) => this.finish(tx, ended));
+      return ended.map(() => undefined);
+    } catch {
+      return Promise.all(ended.map(alone));
+    }
+  }, true);
+
+  /**
+   * Records each handler's result (first its own writes, for a `Recorded` one) and completes or
+   * reschedules its job; the jobs that are done are marked in one statement.
+   */
+  private async finish(tx: Tx, ended: { row: JobsTable; outcome: Outcome<JobName> | Recorded<JobName> }[]) {
+    const done: string[] = [];
+    for (const { row, outcome: result } of ended) {
+      const outcome = result && 'record' in result ? await result.record(tx) : result;
+      if (!(outcome && 'rescheduleAt' in outcome)) {
+        done.push(row.id);
+        continue;
+      }
       await tx
         .updateTable('jobs')
         .set({
@@ -364,19 +399,19 @@ export class JobEngine {
           lease_owner: null,
           lease_expires_at: null,
           ...(outcome.payload !== undefined ? { payload: JSON.stringify(outcome.payload) } : {}),
-          updated_at: now,
+          updated_at: new Date().toISOString(),
         })
         .where('id', '=', row.id)
         .where('lease_owner', '=', this.workerId)
         .execute();
-    } else {
-      await tx
-        .updateTable('jobs')
-        .set({ status: 'done', lease_owner: null, lease_expires_at: null, updated_at: now })
-        .where('id', '=', row.id)
-        .where('lease_owner', '=', this.workerId)
-        .execute();
     }
+    if (!done.length) return;
+    await tx
+      .updateTable('jobs')
+      .set({ status: 'done', lease_owner: null, lease_expires_at: null, updated_at: new Date().toISOString() })
+      .where('id', done.length === 1 ? '=' : 'in', done.length === 1 ? done[0]! : done)
+      .where('lease_owner', '=', this.workerId)
+      .execute();
   }
 
   /** For tests and benchmarks: resolves when no queued or running job is due before `horizonMs`. */

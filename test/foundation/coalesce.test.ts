@@ -73,6 +73,19 @@ describe('coalescing', () => {
     assert.equal(await b, 'k:b@run2');
   });
 
+  it('gathering: calls made in the same turn of the event loop run together even with nothing in flight', async () => {
+    const batches: string[][] = [];
+    const c = new Coalescer<string, string>(async (_key, items) => {
+      batches.push(items);
+      return items;
+    }, true);
+    const out = await Promise.all([c.call('k', 'a'), c.call('k', 'b'), c.call('k', 'd')]);
+    assert.deepEqual(out, ['a', 'b', 'd']);
+    assert.deepEqual(batches, [['a', 'b', 'd']]);
+    await c.call('k', 'e');
+    assert.deepEqual(batches, [['a', 'b', 'd'], ['e']]);
+  });
+
   it('a run that throws at once fails its calls', async () => {
     const c = new Coalescer<string, string>(() => {
       throw new Error('no');

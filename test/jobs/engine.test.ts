@@ -24,6 +24,7 @@ declare module '../../src/shared/jobs.js' {
     't.shared': null;
     't.io': { n: number };
     't.db': null;
+    't.rec': { n: number };
   }
 }
 
@@ -135,6 +136,60 @@ for (const kind of DB_KINDS) {
       release();
       for (const id of ios) await waitFor(`I/O job ${id} done`, async () => (await row(id)).status === 'done');
       assert.equal(most, 3);
+      await e.stop();
+    });
+
+    it('jobs that end together are completed in one transaction; one whose writes fail does not fail the others', async () => {
+      const e = engine({ ioConcurrency: 8 });
+      let release!: () => void;
+      let held = new Promise<void>((r) => (release = r));
+      const txs: { n: number; tx: unknown }[] = [];
+      let started = 0;
+      e.register('t.rec', {
+        transactional: false,
+        io: true,
+        run: async (_db, job) => {
+          started++;
+          await held;
+          return {
+            record: async (tx) => {
+              txs.push({ n: job.payload.n, tx });
+              await tx
+                .insertInto('settings')
+                .values({ key: `recorded-${job.id}`, value: String(job.payload.n) })
+                .execute();
+              if (job.payload.n === 5) throw new Error('writes of job 5 fail');
+            },
+          };
+        },
+      });
+      const enqueueThree = (from: number) =>
+        database.db.transaction().execute(async (tx) => {
+          const out = [];
+          for (let n = from; n < from + 3; n++) out.push(await enqueue(tx, { kind: 't.rec', payload: { n }, maxAttempts: 1 }));
+          return out;
+        });
+      const status = (ids: string[]) => Promise.all(ids.map(async (id) => (await row(id)).status));
+      await e.start();
+      // Three that succeed: recorded in one transaction.
+      const first = await enqueueThree(1);
+      e.wake();
+      await waitFor('three running', async () => started === 3);
+      release();
+      for (const id of first) await waitFor(`job ${id} done`, async () => (await row(id)).status === 'done');
+      assert.equal(txs.length, 3);
+      assert.equal(new Set(txs.map((t) => t.tx)).size, 1, 'the three ended together and were recorded in one transaction');
+      // Three of which one's writes fail: the others are done, the failed one left nothing.
+      held = new Promise<void>((r) => (release = r));
+      const second = await enqueueThree(4);
+      e.wake();
+      await waitFor('three more running', async () => started === 6);
+      release();
+      for (const id of second) await waitFor(`job ${id} ended`, async () => ['done', 'failed'].includes((await row(id)).status));
+      assert.deepEqual(await status(second), ['done', 'failed', 'done']);
+      assert.equal((await row(second[1]!)).last_error, 'writes of job 5 fail');
+      const kept = await database.db.selectFrom('settings').select('key').where('key', 'like', 'recorded-%').execute();
+      assert.deepEqual(kept.map((k) => k.key).sort(), [...first, second[0], second[2]].map((id) => `recorded-${id}`).sort(), 'the failed job left no writes');
       await e.stop();
     });
 

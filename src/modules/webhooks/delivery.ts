@@ -16,6 +16,7 @@ import type { RecordedEvent } from '../../shared/events.js';
 import { newId } from '../../shared/ids.js';
 import { guardedLookup, outboundUrlProblem, refusedDestination } from '../../shared/net.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
+import { Coalescer } from '../../shared/coalesce.js';
 import type { WebhookDeliveriesTable, WebhooksTable } from './storage.js';
 
 const undici = lazy<typeof Undici>('undici');
@@ -230,19 +231,27 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
   const production = app.config.production;
   const agent = guardedAgent(production, settings.timeoutMs);
   const db = app.database.db;
+  // The attempts of the jobs claimed together are read together: one query for a burst.
+  const attempts = new Coalescer<string, Awaited<ReturnType<typeof readAttempts>>[number] | undefined>(async (_key, ids) => {
+    const rows = new Map((await readAttempts(ids)).map((r) => [r.id, r]));
+    return ids.map((id) => rows.get(id));
+  }, true);
+  /** Attempts with their webhook (the webhook's columns under w_ names). */
+  function readAttempts(ids: string[]) {
+    return db
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+      .selectAll('d')
+      .select(['w.endpoint as w_endpoint', 'w.is_enabled as w_is_enabled', 'w.secret as w_secret', 'w.old_secret as w_old_secret'])
+      .select('w.old_secret_expired_at as w_old_secret_expired_at')
+      .where('d.id', ids.length === 1 ? '=' : 'in', ids.length === 1 ? ids[0]! : ids)
+      .execute();
+  }
   return {
     transactional: false,
     io: true,
     async run(_db, job) {
-      // The attempt and its webhook in one query (the webhook's columns under w_ names).
-      const row = await db
-        .selectFrom('webhook_deliveries as d')
-        .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-        .selectAll('d')
-        .select(['w.endpoint as w_endpoint', 'w.is_enabled as w_is_enabled', 'w.secret as w_secret', 'w.old_secret as w_old_secret'])
-        .select('w.old_secret_expired_at as w_old_secret_expired_at')
-        .where('d.id', '=', job.payload.deliveryId)
-        .executeTakeFirst();
+      const row = await attempts.call('', job.payload.deliveryId);
       if (!row || row.status !== 'PENDING') return; // webhook deleted (cascade) or chain settled
       const { w_endpoint, w_is_enabled, w_secret, w_old_secret, w_old_secret_expired_at, ...d } = row;
       if (d.sent_at) return followUp(d); // recorded before a crash; the job did not learn of it
