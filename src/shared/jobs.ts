@@ -409,7 +409,7 @@ export class JobEngine {
     await tx
       .updateTable('jobs')
       .set({ status: 'done', lease_owner: null, lease_expires_at: null, updated_at: new Date().toISOString() })
-      .where('id', done.length === 1 ? '=' : 'in', done.length === 1 ? done[0]! : done)
+      .where('id', 'in', done)
       .where('lease_owner', '=', this.workerId)
       .execute();
   }

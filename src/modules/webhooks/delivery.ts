@@ -244,7 +244,7 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
       .selectAll('d')
       .select(['w.endpoint as w_endpoint', 'w.is_enabled as w_is_enabled', 'w.secret as w_secret', 'w.old_secret as w_old_secret'])
       .select('w.old_secret_expired_at as w_old_secret_expired_at')
-      .where('d.id', ids.length === 1 ? '=' : 'in', ids.length === 1 ? ids[0]! : ids)
+      .where('d.id', 'in', ids)
       .execute();
   }
   return {

@@ -40,15 +40,16 @@ export interface Database {
 /**
  * PostgreSQL: queries with parameters run as named prepared statements, one name per SQL text, so
  * each connection parses and plans a text once instead of on every run (planning was most of a
- * simple query's cost, profiled). Texts with an IN list (their number grows with the list's
- * lengths) and texts beyond the first MAX_NAMED run unnamed, as before. A statement whose result
+ * simple query's cost, profiled). Texts with an IN list of several values (their number grows
+ * with the lists' lengths) and texts beyond the first MAX_NAMED run unnamed, as before; a
+ * one-value list is one text per query, like any other. A statement whose result
  * columns a migration changed meanwhile is run again unnamed.
  */
 function preparedStatements(pool: PG.Pool, maxNamed = 500): PG.Pool {
   const names = new Map<string, string>();
   const nameOf = (text: string): string | undefined => {
     let name = names.get(text);
-    if (name === undefined && names.size < maxNamed && !/\bin \(/i.test(text)) names.set(text, (name = `slipway_${names.size + 1}`));
+    if (name === undefined && names.size < maxNamed && !/\bin \(\$\d+, /i.test(text)) names.set(text, (name = `slipway_${names.size + 1}`));
     return name;
   };
   const connect = pool.connect.bind(pool) as () => Promise<PG.PoolClient>;
