@@ -98,11 +98,9 @@ export async function paginate<DB, TB extends keyof DB, O>(
   const direction = order.direction ?? 'asc';
   if (!counted) return page_(base, page, order, direction, counted);
   const key = `${counted.table}\0${counted.companyId}\0${page.offset}\0${page.limit}\0${order.column}\0${order.id}\0${direction}`;
-  const content = counted.tx.isTransaction ? undefined : (counted.asOf ?? contentVersion(counted.tx));
-  if (!content) {
-    if (counted.tx.isTransaction) return page_(base, page, order, direction, counted);
-    return (await coalesced.call(key, () => page_(base, page, order, direction, counted))) as PageResult<O>;
-  }
+  if (counted.tx.isTransaction) return page_(base, page, order, direction, counted);
+  const content = counted.asOf ?? contentVersion(counted.tx);
+  if (!content) return (await coalesced.call(key, () => page_(base, page, order, direction, counted))) as PageResult<O>;
   let hit = pages.get(key);
   if (hit?.content !== content) {
     const result = sharedResult(await page_(base, page, order, direction, counted));
