@@ -9,6 +9,7 @@ import { lazy } from '../lazy.js';
 import type { DB } from './schema.js';
 import { migrationProvider } from './migrations.js';
 import { setContentVersion } from './content-version.js';
+import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
 
 export type Db = Kysely<DB>;
 export type Tx = Transaction<DB> | Kysely<DB>;
@@ -95,11 +96,18 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): D
   file.pragma('synchronous = NORMAL');
   file.pragma('busy_timeout = 5000');
   file.pragma('foreign_keys = ON');
+  // Checkpoints run in a worker thread (see checkpointer.ts); this one only bounds the WAL.
+  file.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+  const checkpointer = startCheckpointer(file.name, (m) => process.emitWarning(`SQLite WAL checkpoint failed: ${m}`));
   let writes = 0;
   const dataVersion = file.prepare('PRAGMA data_version').pluck();
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(file, () => writes++) }) });
   setContentVersion(db, () => `${writes}:${dataVersion.get() as number}`);
-  return { db, kind: 'sqlite', file, close: () => db.destroy() };
+  const close = async () => {
+    await checkpointer.close();
+    await db.destroy();
+  };
+  return { db, kind: 'sqlite', file, close };
 }
 
 /**
