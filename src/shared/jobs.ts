@@ -88,12 +88,12 @@ export async function enqueue<K extends JobName>(tx: Tx, o: EnqueueOptions<K>): 
   return id;
 }
 
-/** Cancels queued (not running) jobs of a subject, optionally of one kind. */
-export async function cancelJobs(tx: Tx, subjectId: string, kind?: JobName): Promise<number> {
+/** Cancels queued (not running) jobs of a subject (or of several), optionally of one kind. */
+export async function cancelJobs(tx: Tx, subjectId: string | readonly string[], kind?: JobName): Promise<number> {
   let q = tx
     .updateTable('jobs')
     .set({ status: 'cancelled', updated_at: new Date().toISOString() })
-    .where('subject_id', '=', subjectId)
+    .where('subject_id', 'in', typeof subjectId === 'string' ? [subjectId] : [...subjectId])
     .where('status', '=', 'queued');
   if (kind) q = q.where('kind', '=', kind);
   const r = await q.executeTakeFirst();

@@ -77,12 +77,17 @@ export function deploymentView(d: DeploymentsTable) {
 /** The application's status follows its latest deployment that was not skipped. */
 export async function refreshAppStatus(tx: Tx, appId: string): Promise<void> {
   const latest = await newestDeployments(tx, appId).select('status').where('status', '!=', 'skipped').limit(1).executeTakeFirst();
-  if (!latest) return;
+  if (latest) await setAppStatus(tx, appId, APP_STATUS[latest.status] ?? null);
+}
+
+/** Sets the application's status, unless it is being deleted (or failed to be) or already has it. */
+async function setAppStatus(tx: Tx, appId: string, status: ApplicationsTable['status']): Promise<void> {
+  const keep: NonNullable<ApplicationsTable['status']>[] = ['deleting', 'appDeletionFailed'];
   await tx
     .updateTable('applications')
-    .set({ status: APP_STATUS[latest.status] ?? null })
+    .set({ status })
     .where('id', '=', appId)
-    .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', ['deleting', 'appDeletionFailed'])]))
+    .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', status ? [...keep, status] : keep)]))
     .execute();
 }
 
@@ -136,18 +141,24 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
   assertDeployable(a);
   await lockApp(tx, a.id);
   const now = new Date().toISOString();
+  const active = await tx
+    .selectFrom('deployments')
+    .select(['id', 'status'])
+    .where('app_id', '=', a.id)
+    .where('status', 'in', [...ACTIVE])
+    .execute();
   // A newer deployment supersedes every deployment still waiting.
-  const waiting = await tx.selectFrom('deployments').select('id').where('app_id', '=', a.id).where('status', '=', 'waiting').execute();
-  for (const w of waiting) {
+  const waiting = active.filter((d) => d.status === 'waiting').map((d) => d.id);
+  if (waiting.length) {
     await tx
       .updateTable('deployments')
       .set({ status: 'skipped', finished_at: now, updated_at: now })
-      .where('id', '=', w.id)
+      .where('id', 'in', waiting)
       .where('status', '=', 'waiting')
       .execute();
-    await cancelJobs(tx, w.id, ADVANCE);
+    await cancelJobs(tx, waiting, ADVANCE);
   }
-  const busy = await tx.selectFrom('deployments').select('id').where('app_id', '=', a.id).where('status', '=', 'inProgress').executeTakeFirst();
+  const busy = active.some((d) => d.status === 'inProgress');
   const image = a.source === 'dockerImage';
   const steps = o.reuse ? ['rollout'] : image ? ['checkout', 'rollout'] : ['checkout', 'build', 'rollout'];
   const src = o.reuse;
@@ -181,8 +192,11 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
   await tx.insertInto('deployments').values(row).execute();
   await log(tx, row, busy ? [{ message: 'Deployment queued: waiting for the running deployment to finish' }] : startLines(row));
   if (!busy) await app.events.signal(tx, 'deployment.started', { application: a, deploymentId: row.id });
-  await enqueue(tx, { kind: ADVANCE, payload: { deploymentId: row.id }, subjectId: row.id });
-  await refreshAppStatus(tx, a.id);
+  // A waiting deployment is started by the end of the one ahead of it (finish() makes its job due
+  // now); until then its job only looks again after the usual wait.
+  await enqueue(tx, { kind: ADVANCE, payload: { deploymentId: row.id }, subjectId: row.id, runAt: busy ? new Date(Date.now() + WAIT_RECHECK_MS) : undefined });
+  // The new deployment is the application's latest, waiting or in progress.
+  await setAppStatus(tx, a.id, 'deploymentInProgress');
   return row;
 }
 
