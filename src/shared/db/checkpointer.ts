@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
 /** How often the worker looks for new commits to checkpoint. */
-export const CHECK_EVERY_MS = 250;
+const CHECK_EVERY_MS = 250;
 /** The main connection's automatic checkpoint: only if the worker has not kept the WAL below this many pages. */
 export const FALLBACK_AUTOCHECKPOINT_PAGES = 16_000;
 
@@ -48,11 +48,11 @@ parentPort.on('message', () => {
  * Starts the worker for the database at `file`; `close()` stops it. `onError` hears a failed
  * checkpoint (the main connection's fallback checkpoint still bounds the WAL).
  */
-export function startCheckpointer(file: string, onError: (message: string) => void, everyMs = CHECK_EVERY_MS): { close(): Promise<void> } {
+export function startCheckpointer(file: string, onError: (message: string) => void): { close(): Promise<void> } {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { file, driver, everyMs },
+    workerData: { file, driver, everyMs: CHECK_EVERY_MS },
     // A small heap: the worker holds one connection and a timer.
     resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 1, codeRangeSizeMb: 4 },
   });

@@ -96,15 +96,21 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): D
   file.pragma('synchronous = NORMAL');
   file.pragma('busy_timeout = 5000');
   file.pragma('foreign_keys = ON');
-  // Checkpoints run in a worker thread (see checkpointer.ts); this one only bounds the WAL.
+  // Checkpoints run in a worker thread (see checkpointer.ts), started by this connection's first
+  // write (an open that never writes, or a start up to its first write, spawns no thread); the
+  // automatic checkpoint here only bounds the WAL.
   file.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
-  const checkpointer = startCheckpointer(file.name, (m) => process.emitWarning(`SQLite WAL checkpoint failed: ${m}`));
+  let checkpointer: ReturnType<typeof startCheckpointer> | undefined;
   let writes = 0;
+  const changed = () => {
+    writes++;
+    checkpointer ??= startCheckpointer(file.name, (m) => process.emitWarning(`SQLite WAL checkpoint failed: ${m}`));
+  };
   const dataVersion = file.prepare('PRAGMA data_version').pluck();
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(file, () => writes++) }) });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(file, changed) }) });
   setContentVersion(db, () => `${writes}:${dataVersion.get() as number}`);
   const close = async () => {
-    await checkpointer.close();
+    await checkpointer?.close();
     await db.destroy();
   };
   return { db, kind: 'sqlite', file, close };
