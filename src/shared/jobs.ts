@@ -93,7 +93,7 @@ export async function cancelJobs(tx: Tx, subjectId: string | readonly string[], 
   let q = tx
     .updateTable('jobs')
     .set({ status: 'cancelled', updated_at: new Date().toISOString() })
-    .where('subject_id', 'in', typeof subjectId === 'string' ? [subjectId] : [...subjectId])
+    .where('subject_id', 'in', typeof subjectId === 'string' ? [subjectId] : subjectId)
     .where('status', '=', 'queued');
   if (kind) q = q.where('kind', '=', kind);
   const r = await q.executeTakeFirst();
