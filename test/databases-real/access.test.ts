@@ -184,13 +184,20 @@ for (const kind of DB_KINDS) {
       });
 
     it('listens on loopback only until external access is on', { skip: outside ? false : 'this machine has no non-loopback IPv4 address' }, async () => {
-      const d = await create(s, body('redis', '7', { password: 'Redis_pass1' }));
+      const d = await create(s, body('redis', '7', { db_user: 'app', password: 'Redis_pass1' }));
       const port = Number(d.internal_port);
       assert.equal(await ping('127.0.0.1', port), 'ok');
       assert.equal(await listening(outside!, port), false);
+      // A client of the database's user connected before the change: the user does not change, so
+      // it stays connected (reloading the same users would disconnect it).
+      const open = new Redis({ host: '127.0.0.1', port, username: 'app', password: 'Redis_pass1', maxRetriesPerRequest: 0, retryStrategy: () => null });
+      open.on('error', () => {});
+      assert.equal(await open.ping(), 'PONG');
       expectStatus(await s.post(`/databases/${d.id}/external-connection/toggle`), 202);
       await waitFor('the server to listen on every address', async () => (await ping(outside!, port)) === 'ok', 20_000);
       assert.equal(await ping('127.0.0.1', port), 'ok');
+      assert.equal(await open.ping(), 'PONG');
+      open.disconnect();
       // A restart keeps the addresses (they are in the server's configuration file too).
       expectStatus(await s.post(`/databases/${d.id}/restart`), 200);
       await waitStatus(s, d.id, 'ready', 'error');

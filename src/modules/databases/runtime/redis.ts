@@ -39,6 +39,8 @@ export class RedisEngine implements DatabaseEngine {
   private checkTool: string | undefined;
   /** Databases whose server should be running, and the processes this Slipway started. */
   private wanted = new Map<string, Target>();
+  /** The users (users.acl text) each server is known to run: the last it loaded (loadUsers), while the file still holds them. */
+  private loadedUsers = new Map<string, string>();
   private children = new Map<string, ChildProcess>();
   /** One action at a time per database (operations and the supervisor). */
   private queues = new Map<string, Promise<unknown>>();
@@ -135,7 +137,10 @@ export class RedisEngine implements DatabaseEngine {
       `logfile ${join(dir, 'redis.log')}`,
     ];
     await writeAtomic(join(dir, 'redis.conf'), conf.join('\n') + '\n');
-    await writeAtomic(join(dir, 'users.acl'), this.acl(t, password));
+    const users = this.acl(t, password);
+    // Other users on file than the server last loaded: it runs either set until the next load or start.
+    if (this.loadedUsers.get(t.id) !== users) this.loadedUsers.delete(t.id);
+    await writeAtomic(join(dir, 'users.acl'), users);
   }
 
   /** Starts the database's server unless it already runs; waits until it answers. */
@@ -190,18 +195,30 @@ export class RedisEngine implements DatabaseEngine {
       this.wanted.set(t.id, t);
       await this.writeFiles(t);
       await this.ensureRunning(t);
-      await this.admin(t, (r) => r.acl('LOAD')); // an adopted server takes the current users
+      await this.loadUsers(t); // an adopted server takes the current users
     });
   }
 
   private async reloadUsers(t: Target, password: string, what: string): Promise<void> {
+    // ACL LOAD disconnects every client of the server (Redis 7), even when no user changed: users
+    // applied again (a sync that runs twice, an access change, which applies the suspension too)
+    // must not drop the database's connections.
+    const loaded = this.loadedUsers.get(t.id) === this.acl(t, password);
     await this.writeFiles(t, password);
-    try {
-      await this.admin(t, (r) => r.acl('LOAD'));
-    } catch (e) {
-      throw new Refused(`the server refused the ${what}: ${(e as Error).message}`);
+    if (!loaded) {
+      try {
+        await this.loadUsers(t, password);
+      } catch (e) {
+        throw new Refused(`the server refused the ${what}: ${(e as Error).message}`);
+      }
     }
     this.wanted.set(t.id, { ...t, password });
+  }
+
+  /** Makes the running server take the users on file (written by writeFiles with the same password). */
+  private async loadUsers(t: Target, password = t.password): Promise<void> {
+    await this.admin(t, (r) => r.acl('LOAD'));
+    this.loadedUsers.set(t.id, this.acl(t, password));
   }
 
   setPassword(t: Target, password: string): Promise<void> {
@@ -274,6 +291,7 @@ export class RedisEngine implements DatabaseEngine {
   drop(t: Target): Promise<void> {
     return this.serial(t.id, async () => {
       this.wanted.delete(t.id);
+      this.loadedUsers.delete(t.id);
       if (t.port && t.adminPassword) await this.shutdown(t, false);
       await rm(this.dir(t), { recursive: true, force: true });
     });
@@ -298,7 +316,7 @@ export class RedisEngine implements DatabaseEngine {
       await this.serial(t.id, async () => {
         await this.writeFiles(t);
         await this.ensureRunning(t);
-        await this.admin(t, (r) => r.acl('LOAD'));
+        await this.loadUsers(t);
       }).catch(() => {}); // reported when the database is next used
     }
   }
@@ -307,6 +325,7 @@ export class RedisEngine implements DatabaseEngine {
     this.stopping = true;
     await Promise.all([...this.wanted.values()].map((t) => this.serial(t.id, () => this.shutdown(t, true)).catch(() => {})));
     this.wanted.clear();
+    this.loadedUsers.clear();
   }
 }
 
