@@ -101,6 +101,32 @@ export async function cancelJobs(tx: Tx, subjectId: string | readonly string[], 
 }
 
 /**
+ * Gives one queued job of `kind` of these subjects (say, work superseded before it started) to a
+ * new subject with a new payload and due time, as a fresh job (no attempts, no error): one row
+ * updated instead of one cancelled and one inserted. False when none of them was queued (e.g. it
+ * is running now); the caller then enqueues as usual.
+ */
+export async function handOver<K extends JobName>(tx: Tx, from: readonly string[], o: EnqueueOptions<K> & { subjectId: string }): Promise<boolean> {
+  if (!from.length) return false;
+  const r = await tx
+    .updateTable('jobs')
+    .set({
+      subject_id: o.subjectId,
+      payload: JSON.stringify(o.payload),
+      run_at: (o.runAt ?? new Date()).toISOString(),
+      attempts: 0,
+      last_error: null,
+      updated_at: new Date().toISOString(),
+    })
+    .where('id', '=', (eb) =>
+      eb.selectFrom('jobs').select('id').where('subject_id', 'in', from).where('kind', '=', o.kind).where('status', '=', 'queued').limit(1),
+    )
+    .where('status', '=', 'queued')
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/**
  * Subjects with a job of `kind` queued or running (a durable chain that reschedules itself is one
  * such row at all times, a crashed run included): `subjectId` narrows it to one subject.
  */

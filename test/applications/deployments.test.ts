@@ -156,6 +156,14 @@ for (const kind of DB_KINDS) {
       assert.equal(skipped.status, 'skipped');
       assert.ok(skipped.finished_at, 'a skipped deployment is finished');
       assert.equal((await readDeployment(s, a.id, d1.id)).status, 'inProgress', 'the running deployment is not affected');
+      // The skipped deployment's queued job became the new one's: one row moved, none added.
+      const jobs = await s.app.database.db
+        .selectFrom('jobs')
+        .select(['subject_id', 'status'])
+        .where('subject_id', 'in', [d2.id, d3.id])
+        .where('kind', '=', 'deployment.advance')
+        .execute();
+      assert.deepEqual(jobs, [{ subject_id: d3.id, status: 'queued' }]);
       // Finish d1 (rollout needs two more reads after the checkout's two).
       const final1 = await waitForFinal(s, a.id, d1.id);
       assert.equal(final1.status, 'success');

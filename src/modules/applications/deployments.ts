@@ -9,7 +9,7 @@ import type { Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { badRequest } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import { cancelJobs, enqueue, runNow } from '../../shared/jobs.js';
+import { cancelJobs, enqueue, handOver, runNow, type EnqueueOptions } from '../../shared/jobs.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { LogLine, LogQuery } from '../../shared/runtime/logs.js';
 import {
@@ -156,7 +156,6 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
       .where('id', 'in', waiting)
       .where('status', '=', 'waiting')
       .execute();
-    await cancelJobs(tx, waiting, ADVANCE);
   }
   const busy = active.some((d) => d.status === 'inProgress');
   const image = a.source === 'dockerImage';
@@ -193,8 +192,17 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
   await log(tx, row, busy ? [{ message: 'Deployment queued: waiting for the running deployment to finish' }] : startLines(row));
   if (!busy) await app.events.signal(tx, 'deployment.started', { application: a, deploymentId: row.id });
   // A waiting deployment is started by the end of the one ahead of it (finish() makes its job due
-  // now); until then its job only looks again after the usual wait.
-  await enqueue(tx, { kind: ADVANCE, payload: { deploymentId: row.id }, subjectId: row.id, runAt: busy ? new Date(Date.now() + WAIT_RECHECK_MS) : undefined });
+  // now); until then its job only looks again after the usual wait. The job of a deployment it
+  // superseded carries on as its job (a queued one: a running one finds its deployment skipped).
+  const job: EnqueueOptions<typeof ADVANCE> & { subjectId: string } = {
+    kind: ADVANCE,
+    payload: { deploymentId: row.id },
+    subjectId: row.id,
+    runAt: busy ? new Date(Date.now() + WAIT_RECHECK_MS) : undefined,
+  };
+  const handedOver = await handOver(tx, waiting, job);
+  if (waiting.length > (handedOver ? 1 : 0)) await cancelJobs(tx, waiting, ADVANCE);
+  if (!handedOver) await enqueue(tx, job);
   // The new deployment is the application's latest, waiting or in progress.
   await setAppStatus(tx, a.id, 'deploymentInProgress');
   return row;
