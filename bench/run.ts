@@ -73,13 +73,15 @@ async function drained(base: string, token: string, appIds: string[]) {
 }
 
 /**
- * Deployment throughput with zero phase delays: 1,000 triggers spread over 50 applications with
- * bounded concurrency (accepted per second), after a warm-up trigger per application, then the
- * time from the first accepted trigger until the deployment lists show every deployment final.
+ * Deployment throughput with zero phase delays, over 50 applications with 20 triggers in flight
+ * (accepted per second, latency), after a warm-up trigger per application: first the 1,000
+ * triggers after that warm-up, as the figure before the performance work was measured (the
+ * trigger path's code is still being optimised by V8 during them: unoptimised it costs about
+ * twice as much), then 3,000 more, the sustained rate. After each burst, the time from its first
+ * accepted trigger until the deployment lists show every deployment final.
  */
 async function deployments(base: string, token: string) {
   const apps = 50;
-  const total = 1000;
   const inFlight = 20;
   const clusters = await call(base, 'GET', '/resources/clusters', token);
   const cluster = clusters.body[0].id as string;
@@ -99,8 +101,8 @@ async function deployments(base: string, token: string) {
   );
 
   // Warm-up, not measured: one trigger per application (the route's validator and serializer are
-  // compiled on first use, and the path's code is still cold), drained before the measured run.
-  const warmIds = new Set(
+  // compiled on first use), drained before the measured bursts.
+  const seen = new Set(
     await pool(appIds, inFlight, async (id) => {
       const r = await call(base, 'POST', `/applications/${id}/deployments`, token, {});
       if (r.status !== 200) throw new Error(`warm-up deployment: ${r.status} ${JSON.stringify(r.body)}`);
@@ -109,41 +111,51 @@ async function deployments(base: string, token: string) {
   );
   await drained(base, token, appIds);
 
-  let firstAccept = 0;
-  let rejected = 0;
-  const latencies: number[] = [];
-  const t0 = performance.now();
-  await pool(
-    Array.from({ length: total }, (_, i) => i),
-    inFlight,
-    async (i) => {
-      const start = performance.now();
-      const r = await call(base, 'POST', `/applications/${appIds[i % apps]}/deployments`, token, {});
-      const end = performance.now();
-      latencies.push(end - start);
-      if (r.status === 200) firstAccept ||= end;
-      else rejected++;
-    },
-  );
-  const lastAccept = performance.now();
-  const accepting = (lastAccept - t0) / 1000;
-  latencies.sort((a, b) => a - b);
-  console.log(
-    `${'POST deployments (50 apps, 20 in flight)'.padEnd(44)} ${((total - rejected) / accepting).toFixed(0).padStart(7)} accepted/s   p99 ${String(Math.round(percentile(latencies, 99))).padStart(4)} ms   p50 ${String(Math.round(percentile(latencies, 50))).padStart(3)} ms${rejected ? `   (${rejected} not accepted!)` : ''}`,
-  );
+  /** `total` triggers spread over the applications, then drained; the deployments it made are added to `seen`. */
+  async function burst(title: string, total: number) {
+    let firstAccept = 0;
+    let rejected = 0;
+    const latencies: number[] = [];
+    const t0 = performance.now();
+    await pool(
+      Array.from({ length: total }, (_, i) => i),
+      inFlight,
+      async (i) => {
+        const start = performance.now();
+        const r = await call(base, 'POST', `/applications/${appIds[i % apps]}/deployments`, token, {});
+        const end = performance.now();
+        latencies.push(end - start);
+        if (r.status === 200) firstAccept ||= end;
+        else rejected++;
+      },
+    );
+    const lastAccept = performance.now();
+    const accepting = (lastAccept - t0) / 1000;
+    latencies.sort((a, b) => a - b);
+    console.log(
+      `${title.padEnd(44)} ${((total - rejected) / accepting).toFixed(0).padStart(7)} accepted/s   p99 ${String(Math.round(percentile(latencies, 99))).padStart(4)} ms   p50 ${String(Math.round(percentile(latencies, 50))).padStart(3)} ms${rejected ? `   (${rejected} not accepted!)` : ''}`,
+    );
+    // Every deployment was accepted before this point, so the lists only need to be polled now.
+    const finals = await drained(base, token, appIds);
+    const end = performance.now();
+    const counts: Record<string, number> = {};
+    for (const d of finals) {
+      if (seen.has(d.id)) continue;
+      seen.add(d.id);
+      counts[d.status] = (counts[d.status] ?? 0) + 1;
+    }
+    const outcome = Object.entries(counts)
+      .map(([k, v]) => `${v} ${k}`)
+      .join(', ');
+    console.log(
+      `${`  drained (immediate phases)`.padEnd(44)} ${((end - firstAccept) / 1000).toFixed(2).padStart(7)} s       (${((end - lastAccept) / 1000).toFixed(2)} s after the last accept; ${outcome})`,
+    );
+    return { perSecond: (total - rejected) / accepting, p99: percentile(latencies, 99) };
+  }
 
-  // Every deployment was accepted before this point, so the lists only need to be polled now.
-  const finals = await drained(base, token, appIds);
-  const end = performance.now();
-  const counts: Record<string, number> = {};
-  for (const d of finals) if (!warmIds.has(d.id)) counts[d.status] = (counts[d.status] ?? 0) + 1;
-  const outcome = Object.entries(counts)
-    .map(([k, v]) => `${v} ${k}`)
-    .join(', ');
-  console.log(
-    `${'drain 1,000 deployments (immediate phases)'.padEnd(44)} ${((end - firstAccept) / 1000).toFixed(2).padStart(7)} s       (${((end - lastAccept) / 1000).toFixed(2)} s after the last accept; ${outcome})`,
-  );
-  return { perSecond: (total - rejected) / accepting, p99: percentile(latencies, 99) };
+  const first = await burst('POST deployments, first 1,000 (50 apps)', 1000);
+  const sustained = await burst('POST deployments, next 3,000 (sustained)', 3000);
+  return { first, sustained };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -433,10 +445,13 @@ async function throughputOn(storage: 'SQLite' | 'PostgreSQL') {
       `POST /v3/projects: ${pct(wRatio)} of bare (${versus(wRatio, before.projectWrites)}; p99 ${w.latency.p99} ms (target < 50 ms) ${mark(w.latency.p99 < 50)}`,
     );
     const d = await deployments(server.baseUrl, token);
-    const dRatio = d.perSecond / bareRps;
-    lines.push(
-      `deployment triggers: ${pct(dRatio)} of bare (${versus(dRatio, before.deployments)}; p99 ${d.p99.toFixed(0)} ms (target < 50 ms) ${mark(d.p99 < 50)}`,
-    );
+    for (const [title, r] of [
+      ['deployment triggers, first 1,000 (as before was measured)', d.first],
+      ['deployment triggers, sustained (before was measured as above)', d.sustained],
+    ] as const) {
+      const ratio = r.perSecond / bareRps;
+      lines.push(`${title}: ${pct(ratio)} of bare (${versus(ratio, before.deployments)}; p99 ${r.p99.toFixed(0)} ms (target < 50 ms) ${mark(r.p99 < 50)}`);
+    }
     const hooks = await webhookDeliveries(server.baseUrl, token);
     lines.push(`webhook deliveries: ${hooks.toFixed(0)}/s (target >= 1,000/s) ${mark(hooks >= 1000)}`);
 
