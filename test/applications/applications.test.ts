@@ -4,7 +4,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
-import { expectError, expectStatus, listAll, MISSING, UUID_RE } from '../helpers/util.js';
+import { sql } from 'kysely';
+import { expectError, expectStatus, listAll, MISSING, UUID_RE, waitFor } from '../helpers/util.js';
 import {
   DEFAULT_CLUSTER,
   IMMEDIATE_ENV,
@@ -207,6 +208,31 @@ for (const kind of DB_KINDS) {
       assert.equal(expectStatus(await s.patch(appPath(a.id), { display_name: 'lfs still off' }), 200).git_lfs_enabled, false);
       assert.equal(expectStatus(await s.patch(appPath(a.id), { git_lfs_enabled: true }), 200).git_lfs_enabled, true);
       assert.equal(expectStatus(await s.get(appPath(a.id)), 200).git_lfs_enabled, true);
+    });
+
+    it('an update writes only what it changes: a status or suspension committed meanwhile stays (PostgreSQL)', { skip: kind !== 'postgres' }, async () => {
+      const a = await createApp(s);
+      const db = s.app.database.db;
+      let patched: ReturnType<typeof s.patch<any>> | undefined;
+      await db.transaction().execute(async (tx) => {
+        // Another writer holds the row with changes the update will not have read.
+        await tx.updateTable('applications').set({ status: 'deploymentFailed', is_suspended: 1 }).where('id', '=', a.id).execute();
+        patched = s.patch(appPath(a.id), { display_name: 'Renamed meanwhile' });
+        await waitFor(
+          'the update to wait for the row',
+          async () =>
+            (
+              await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`.execute(
+                db,
+              )
+            ).rows[0]!.n > 0,
+        );
+      });
+      // The answer is the row as it was written, with the other writer's changes.
+      const body = expectStatus(await patched!, 200);
+      assert.deepEqual([body.display_name, body.status, body.is_suspended], ['Renamed meanwhile', 'deploymentFailed', true]);
+      const row = await db.selectFrom('applications').select(['display_name', 'status', 'is_suspended']).where('id', '=', a.id).executeTakeFirstOrThrow();
+      assert.deepEqual({ ...row, is_suspended: Number(row.is_suspended) }, { display_name: 'Renamed meanwhile', status: 'deploymentFailed', is_suspended: 1 });
     });
 
     it('cluster_id cannot be changed in place: update with cluster_id is 400 and the cluster stays', async () => {

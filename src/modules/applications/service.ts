@@ -238,10 +238,13 @@ export async function updateApp(ctx: CallContext, id: string, u: UpdateInput) {
     updated_at: new Date().toISOString(),
   };
   checkSource(next);
-  const { id: _id, company_id: _c, created_at: _ca, ...changes } = next;
-  await tx.updateTable('applications').set(changes).where('id', '=', id).execute();
-  await app.events.emit(tx, 'APP_UPDATE', companyId, next);
-  return appView(next);
+  // Only the columns an update sets: the status, suspension, hook token and project have writers of
+  // their own (a deployment's end, say), and the copy read above must not overwrite what one of
+  // them committed meanwhile (PostgreSQL runs them concurrently).
+  const { id: _id, company_id: _c, created_at: _ca, status: _s, is_suspended: _su, hook_token: _h, project_id: _p, ...changes } = next;
+  const updated = await tx.updateTable('applications').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+  await app.events.emit(tx, 'APP_UPDATE', companyId, updated);
+  return appView(updated);
 }
 
 export async function setSuspended(ctx: CallContext, id: string, suspended: boolean) {
