@@ -193,10 +193,13 @@ export async function updateSite(ctx: CallContext, id: string, u: UpdateInput) {
     ignore_deploy_paths: JSON.stringify(ignore),
     updated_at: new Date().toISOString(),
   };
-  const { id: _id, company_id: _c, created_at: _ca, status: _s, ...changes } = next;
-  await tx.updateTable('static_sites').set(changes).where('id', '=', id).execute();
-  await app.events.emit(tx, 'STATIC_SITE_UPDATE', companyId, next);
-  return siteUpdateView((await siteById(tx, id))!);
+  // Only the columns an update sets: the status, pretty URLs and cache purge have writers of their
+  // own, and the copy read above must not overwrite what one of them committed meanwhile
+  // (PostgreSQL runs them concurrently).
+  const { id: _id, company_id: _c, created_at: _ca, status: _s, pretty_urls: _pu, cache_purged_at: _cp, ...changes } = next;
+  const updated = await tx.updateTable('static_sites').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+  await app.events.emit(tx, 'STATIC_SITE_UPDATE', companyId, updated);
+  return siteUpdateView(updated);
 }
 
 /**
