@@ -298,11 +298,13 @@ export async function updateProcess(ctx: CallContext, appId: string, processId: 
   const appRow = await liveApp(ctx, appId);
   const p = await findProcess(tx, appId, processId);
   const fields = applyInput(p, body, false);
-  const updated: ProcessesTable = { ...p, ...fields, updated_at: new Date().toISOString() };
-  const { id: _id, ...set } = updated;
-  await tx.updateTable('processes').set(set).where('id', '=', p.id).execute();
+  // Only the columns an update sets: the cron chain's token and the rollout time have writers of
+  // their own, and the copy read above must not overwrite what one of them committed meanwhile
+  // (PostgreSQL runs them concurrently).
+  const { id: _id, cron_token: _t, rolled_out_at: _r, ...set } = { ...p, ...fields, updated_at: new Date().toISOString() };
+  const updated = await tx.updateTable('processes').set(set).where('id', '=', p.id).returningAll().executeTakeFirstOrThrow();
   // Schedule changes of an armed cron process apply at once (the chain is re-armed).
-  if (p.type === 'cron' && p.cron_token && (p.schedule !== updated.schedule || p.time_zone !== updated.time_zone)) {
+  if (updated.type === 'cron' && updated.cron_token && (p.schedule !== updated.schedule || p.time_zone !== updated.time_zone)) {
     updated.cron_token = await armCron(tx, updated);
     await writeLogs(tx, { companyId, appId, kind: 'runtime' }, [
       { message: `Cron process ${p.key} rescheduled: "${updated.schedule}" (${updated.time_zone})`, processId: p.id },
