@@ -4,8 +4,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
-import { sql } from 'kysely';
-import { expectError, expectStatus, listAll, MISSING, UUID_RE, waitFor } from '../helpers/util.js';
+import { expectError, expectStatus, listAll, MISSING, UUID_RE, whileRowsHeld } from '../helpers/util.js';
 import {
   DEFAULT_CLUSTER,
   IMMEDIATE_ENV,
@@ -213,23 +212,14 @@ for (const kind of DB_KINDS) {
     it('an update writes only what it changes: a status or suspension committed meanwhile stays (PostgreSQL)', { skip: kind !== 'postgres' }, async () => {
       const a = await createApp(s);
       const db = s.app.database.db;
-      let patched: ReturnType<typeof s.patch<any>> | undefined;
-      await db.transaction().execute(async (tx) => {
-        // Another writer holds the row with changes the update will not have read.
-        await tx.updateTable('applications').set({ status: 'deploymentFailed', is_suspended: 1 }).where('id', '=', a.id).execute();
-        patched = s.patch(appPath(a.id), { display_name: 'Renamed meanwhile' });
-        await waitFor(
-          'the update to wait for the row',
-          async () =>
-            (
-              await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`.execute(
-                db,
-              )
-            ).rows[0]!.n > 0,
-        );
-      });
+      // Another writer holds the row with changes the update will not have read.
+      const patched = await whileRowsHeld(
+        s,
+        (tx) => tx.updateTable('applications').set({ status: 'deploymentFailed', is_suspended: 1 }).where('id', '=', a.id).execute(),
+        () => s.patch(appPath(a.id), { display_name: 'Renamed meanwhile' }),
+      );
       // The answer is the row as it was written, with the other writer's changes.
-      const body = expectStatus(await patched!, 200);
+      const body = expectStatus(patched, 200);
       assert.deepEqual([body.display_name, body.status, body.is_suspended], ['Renamed meanwhile', 'deploymentFailed', true]);
       const row = await db.selectFrom('applications').select(['display_name', 'status', 'is_suspended']).where('id', '=', a.id).executeTakeFirstOrThrow();
       assert.deepEqual({ ...row, is_suspended: Number(row.is_suspended) }, { display_name: 'Renamed meanwhile', status: 'deploymentFailed', is_suspended: 1 });

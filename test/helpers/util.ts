@@ -1,6 +1,8 @@
 // The generic helpers every suite shares: waiting, polling, status and error-body assertions, and
 // a few constants. Area support files (test/<area>/support.ts) hold only area-specific helpers.
 import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import type { Tx } from '../../src/shared/db/index.js';
 import type { TestServer } from './server.js';
 
 /** Resolves after `ms` milliseconds (negative values wait 0 ms). */
@@ -74,4 +76,25 @@ export async function listAll<T = any>(s: TestServer, path: string, token?: stri
     out.push(...(r.data as T[]));
     if (offset + 100 >= r.total) return out;
   }
+}
+
+/**
+ * PostgreSQL: makes `change` in a transaction of its own and, while that transaction holds the rows
+ * it changed, sends `request`; commits once the request waits for a row lock. Resolves to the
+ * request's response (for a writer that must not overwrite what another one committed meanwhile).
+ */
+export async function whileRowsHeld<T>(s: TestServer, change: (tx: Tx) => Promise<unknown>, request: () => Promise<T>): Promise<T> {
+  const db = s.app.database.db;
+  let sent: Promise<T> | undefined;
+  await db.transaction().execute(async (tx) => {
+    await change(tx);
+    sent = request();
+    await waitFor(
+      'the request to wait for the rows held',
+      async () =>
+        (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`.execute(db))
+          .rows[0]!.n > 0,
+    );
+  });
+  return sent!;
 }

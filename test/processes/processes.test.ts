@@ -3,9 +3,8 @@
 // and the rate tiers (general_write for changes, logs for exit codes).
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
-import { expectError, expectStatus, MISSING, UUID_RE, waitFor } from '../helpers/util.js';
+import { expectError, expectStatus, MISSING, UUID_RE, waitFor, whileRowsHeld } from '../helpers/util.js';
 import { SCHEMA_MISMATCH } from '../accounts/support.js';
 import { CRON_FIELDS, MANUAL_1, PROCESS_FIELDS, RT, createApp, createProcess, cron, deploy, processPath, processesPath } from './support.js';
 
@@ -20,22 +19,13 @@ for (const kind of DB_KINDS) {
       const web = expectStatus(await s.get(processesPath(app)), 200).data[0];
       const db = s.app.database.db;
       const at = new Date().toISOString();
-      let patched: ReturnType<typeof s.patch<any>> | undefined;
-      await db.transaction().execute(async (tx) => {
-        // Another writer holds the row with changes the update will not have read.
-        await tx.updateTable('processes').set({ rolled_out_at: at, cron_token: 'held' }).where('id', '=', web.id).execute();
-        patched = s.patch(processPath(app, web.id), { display_name: 'Renamed meanwhile' });
-        await waitFor(
-          'the update to wait for the row',
-          async () =>
-            (
-              await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`.execute(
-                db,
-              )
-            ).rows[0]!.n > 0,
-        );
-      });
-      assert.equal(expectStatus(await patched!, 200).display_name, 'Renamed meanwhile');
+      // Another writer holds the row with changes the update will not have read.
+      const patched = await whileRowsHeld(
+        s,
+        (tx) => tx.updateTable('processes').set({ rolled_out_at: at, cron_token: 'held' }).where('id', '=', web.id).execute(),
+        () => s.patch(processPath(app, web.id), { display_name: 'Renamed meanwhile' }),
+      );
+      assert.equal(expectStatus(patched, 200).display_name, 'Renamed meanwhile');
       const row = await db.selectFrom('processes').select(['display_name', 'rolled_out_at', 'cron_token']).where('id', '=', web.id).executeTakeFirstOrThrow();
       assert.deepEqual(row, { display_name: 'Renamed meanwhile', rolled_out_at: at, cron_token: 'held' });
     });

@@ -3,9 +3,8 @@
 // URLs and edge cache purges; tenancy, roles, scoped keys and project membership.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { MISSING, UUID_RE, expectError, expectStatus, listAll, waitFor } from '../helpers/util.js';
+import { MISSING, UUID_RE, expectError, expectStatus, listAll, waitFor, whileRowsHeld } from '../helpers/util.js';
 import { GENEROUS, IMMEDIATE_ENV, addFault, createSite, deployedSite, deployments, readSite, settle, sitePath, trigger, uniqueName } from './support.js';
 
 const SITE_FIELDS = [
@@ -238,22 +237,13 @@ for (const kind of DB_KINDS) {
         const site = await createSite(s);
         const db = s.app.database.db;
         const purgedAt = new Date().toISOString();
-        let patched: ReturnType<typeof s.patch<any>> | undefined;
-        await db.transaction().execute(async (tx) => {
-          // Another writer holds the row with changes the update will not have read.
-          await tx.updateTable('static_sites').set({ pretty_urls: 1, cache_purged_at: purgedAt }).where('id', '=', site.id).execute();
-          patched = s.patch(sitePath(site.id), { display_name: 'Renamed meanwhile' });
-          await waitFor(
-            'the update to wait for the row',
-            async () =>
-              (
-                await sql<{
-                  n: number;
-                }>`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`.execute(db)
-              ).rows[0]!.n > 0,
-          );
-        });
-        expectStatus(await patched!, 200);
+        // Another writer holds the row with changes the update will not have read.
+        const patched = await whileRowsHeld(
+          s,
+          (tx) => tx.updateTable('static_sites').set({ pretty_urls: 1, cache_purged_at: purgedAt }).where('id', '=', site.id).execute(),
+          () => s.patch(sitePath(site.id), { display_name: 'Renamed meanwhile' }),
+        );
+        expectStatus(patched, 200);
         const row = await db
           .selectFrom('static_sites')
           .select(['display_name', 'pretty_urls', 'cache_purged_at'])
