@@ -2,6 +2,7 @@
 // restriction, CDN and cache purges, simulated access logs, public TCP proxies and private ports.
 // Edge settings live in one `application_settings` row per application, created on first change
 // (reads answer the defaults until then).
+import { sql, type RawBuilder } from 'kysely';
 import type { CallContext } from '../../shared/context.js';
 import { lockFor } from '../../shared/db/locks.js';
 import type { Tx } from '../../shared/db/index.js';
@@ -53,16 +54,26 @@ export async function edgeSettings(tx: Tx, a: ApplicationsTable) {
   };
 }
 
-/** Writes `changes` over the current settings (inserting the row on first change); returns the result. */
-async function saveSettings(tx: Tx, a: ApplicationsTable, changes: Partial<Omit<ApplicationSettingsTable, 'app_id' | 'company_id'>>) {
-  const next = { ...(await settingsOf(tx, a)), ...changes, updated_at: new Date().toISOString() };
-  const { app_id: _id, company_id: _c, ...set } = next;
-  await tx
+type SettingsChanges = Partial<Omit<ApplicationSettingsTable, 'app_id' | 'company_id' | 'updated_at'>>;
+
+/**
+ * Writes `changes` (inserting the row, from the defaults, on first change) and answers the row as
+ * written. An existing row gets only the changed columns (`update`, default `changes`), so a change
+ * another transaction committed meanwhile to a different setting stays.
+ */
+async function saveSettings(
+  tx: Tx,
+  a: ApplicationsTable,
+  changes: SettingsChanges,
+  update: { [K in keyof SettingsChanges]: SettingsChanges[K] | RawBuilder<SettingsChanges[K]> } = changes,
+) {
+  const updated_at = new Date().toISOString();
+  return tx
     .insertInto('application_settings')
-    .values(next)
-    .onConflict((oc) => oc.column('app_id').doUpdateSet(set))
-    .execute();
-  return next;
+    .values({ ...defaults(a), ...changes, updated_at })
+    .onConflict((oc) => oc.column('app_id').doUpdateSet({ ...update, updated_at }))
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /** The application of the company that may be changed (404 for others, 400 while it is being deleted). */
@@ -143,8 +154,8 @@ export async function updateIpRestriction(ctx: CallContext, id: string, input: {
 export async function toggleCdn(ctx: CallContext, id: string) {
   const { tx } = ctx;
   const a = await mutableApp(ctx, id);
-  const cur = await settingsOf(tx, a);
-  const s = await saveSettings(tx, a, { cdn_enabled: cur.cdn_enabled ? 0 : 1 });
+  // Flipped in the statement (a first change turns it on), not from a value read before.
+  const s = await saveSettings(tx, a, { cdn_enabled: 1 }, { cdn_enabled: sql<number>`1 - application_settings.cdn_enabled` });
   ctx.app.edge?.cache.purge(a.id);
   return { is_turned_on: bool(s.cdn_enabled) };
 }
