@@ -39,6 +39,8 @@ const MAX_TOTAL = 10000;
 const BOOKMARK_EVERY = 250;
 /** The column a shallow counted page's rows carry the list's total in (removed before returning). */
 const TOTAL = '__list_total';
+/** The column a deep counted page's rows carry the list's version in (removed before returning). */
+const VERSION = '__list_version';
 
 /**
  * A company's whole list of a counted table: the total and the deep offsets need not scan. Every
@@ -148,6 +150,11 @@ async function page_<DB, TB extends keyof DB, O>(
     return { data: [], total: Math.min((await listStats(counted)).n, MAX_TOTAL), offset: page.offset, limit: page.limit };
   }
   if (counted) {
+    if (page.offset >= BOOKMARK_EVERY && direction === 'asc' && order.column === 'created_at') {
+      const known = bookmarks.get(`${counted.table}:${counted.companyId}`);
+      const deep = known && (await deepPage(b, page, order, counted, known));
+      if (deep) return deep;
+    }
     const stats = await listStats(counted);
     total = stats.n;
     if (page.offset >= BOOKMARK_EVERY && page.offset < total && direction === 'asc' && order.column === 'created_at') {
@@ -169,6 +176,34 @@ async function page_<DB, TB extends keyof DB, O>(
   if (from) q = q.where(sql`(${sql.ref(order.column)}, ${sql.ref(order.id)})`, '>=', sql`(${from[0]}, ${from[1]})`);
   const data = await q.orderBy(order.column, direction).orderBy(order.id, direction).limit(page.limit).offset(skip).execute();
   return { data, total: Math.min(total, MAX_TOTAL), offset: page.offset, limit: page.limit };
+}
+
+/**
+ * A deep page read from the bookmarks last read for the list, in one query: its rows carry the
+ * list's total and version, and the page stands if that version is still the bookmarks' own.
+ * Otherwise (the list changed meanwhile, or the page is empty) undefined: the caller reads the
+ * current version and its bookmarks first.
+ */
+async function deepPage(b: any, page: Page, order: { column: string; id: string }, c: Counted, known: Bookmarks) {
+  const k = Math.min(Math.floor(page.offset / BOOKMARK_EVERY), known.keys.length - 1);
+  if (k <= 0) return undefined;
+  const from = known.keys[k]!;
+  const stats = (column: 'n' | 'version') => sql<number>`(SELECT ${sql.ref(column)} FROM list_counts WHERE tbl = ${c.table} AND company_id = ${c.companyId})`;
+  const rows = await b
+    .select([stats('n').as(TOTAL), stats('version').as(VERSION)])
+    .where(sql`(${sql.ref(order.column)}, ${sql.ref(order.id)})`, '>=', sql`(${from[0]}, ${from[1]})`)
+    .orderBy(order.column, 'asc')
+    .orderBy(order.id, 'asc')
+    .limit(page.limit)
+    .offset(page.offset - k * BOOKMARK_EVERY)
+    .execute();
+  if (!rows.length || Number(rows[0][VERSION]) !== known.version) return undefined;
+  const total = Number(rows[0][TOTAL] ?? 0);
+  for (const r of rows) {
+    delete r[TOTAL];
+    delete r[VERSION];
+  }
+  return { data: rows, total: Math.min(total, MAX_TOTAL), offset: page.offset, limit: page.limit };
 }
 
 async function listStats(c: Counted): Promise<{ n: number; version: number }> {
