@@ -64,3 +64,25 @@ export class Coalescer<I, O> {
       });
   }
 }
+
+/**
+ * Calls for the same key object made in one synchronous stretch (before the microtask queue runs
+ * again) are served by one run of `run` with all their items, in call order: e.g. the writes that
+ * several records make in one transaction at once (the key) become one statement.
+ */
+export function batchedPerKey<K extends object, I, O>(run: (key: K, items: I[]) => Promise<O[]>): (key: K, item: I) => Promise<O> {
+  const open = new WeakMap<K, { items: I[]; outs: Promise<O[]> }>();
+  return (key, item) => {
+    let batch = open.get(key);
+    if (!batch) {
+      const items: I[] = [];
+      const outs = Promise.resolve().then(() => {
+        open.delete(key);
+        return run(key, items);
+      });
+      open.set(key, (batch = { items, outs }));
+    }
+    const i = batch.items.push(item) - 1;
+    return batch.outs.then((outs) => outs[i]!);
+  };
+}

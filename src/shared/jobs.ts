@@ -32,7 +32,9 @@ export type Outcome<K extends JobName> = void | { rescheduleAt: Date; payload?: 
 
 /**
  * What a non-transactional handler may return instead: the writes that record its result, run in
- * the transaction that completes the job (one commit for both), and the outcome they decide.
+ * the transaction that completes the job (one commit for both), and the outcome they decide. The
+ * records of jobs completed together are started together, in the same transaction: they must not
+ * depend on each other's writes.
  */
 export interface Recorded<K extends JobName> {
   record(tx: Tx): Promise<Outcome<K>>;
@@ -405,13 +407,15 @@ export class JobEngine {
   }, true);
 
   /**
-   * Records each handler's result (first its own writes, for a `Recorded` one) and completes or
-   * reschedules its job; the jobs that are done are marked in one statement.
+   * Records each handler's result (first its own writes, for a `Recorded` one, all of them started
+   * together) and completes or reschedules its job; the jobs that are done are marked in one statement.
    */
   private async finish(tx: Tx, ended: { row: JobsTable; outcome: Outcome<JobName> | Recorded<JobName> }[]) {
     const done: string[] = [];
-    for (const { row, outcome: result } of ended) {
-      const outcome = result && 'record' in result ? await result.record(tx) : result;
+    // The records run together (a kind may write those of one transaction in one statement).
+    const outcomes = await Promise.all(ended.map(({ outcome: r }) => (r && 'record' in r ? r.record(tx) : r)));
+    for (const [i, { row }] of ended.entries()) {
+      const outcome = outcomes[i];
       if (!(outcome && 'rescheduleAt' in outcome)) {
         done.push(row.id);
         continue;

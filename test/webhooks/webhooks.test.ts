@@ -1,5 +1,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, MISSING, sleep, waitFor } from '../helpers/util.js';
 import { Receiver, emitNow, verify } from './support.js';
@@ -194,6 +196,61 @@ for (const kind of DB_KINDS) {
       assert.equal((await s.get(`/webhooks/${other.id}/deliveries/${d.id}`)).status, 404);
       await remove(w.id);
       await remove(other.id);
+    });
+
+    it('attempts that end together are recorded each with its own outcome (one statement for the burst)', async () => {
+      // The receiver holds its answers until all the events' first attempts arrived, then answers
+      // them at once: odd events 500 (retried, then answered 200), even ones 201; bodies name the event.
+      const n = 8;
+      const held: (() => void)[] = [];
+      let holding = true;
+      const release = () => {
+        holding = false;
+        for (const answer of held.splice(0)) answer();
+      };
+      const server = createServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (c: Buffer) => chunks.push(c));
+        req.on('end', () => {
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          const odd = Number(body.data.n) % 2 === 1;
+          const answer = () => {
+            if (!odd || body.event_delivery_id !== firstAttempt.get(body.event_id)) res.writeHead(201).end(`ok ${body.event_id}`);
+            else res.writeHead(500).end(`no ${body.event_id}`);
+          };
+          if (!firstAttempt.has(body.event_id)) firstAttempt.set(body.event_id, body.event_delivery_id);
+          if (!holding) return answer();
+          held.push(answer);
+          if (held.length === n) release();
+        });
+      });
+      const firstAttempt = new Map<string, string>();
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const timer = setTimeout(release, 400);
+      try {
+        const w = await create({ endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook` });
+        const events = await Promise.all(Array.from({ length: n }, (_, i) => emitNow(s, 'APP_CREATE', { id: MISSING, n: i })));
+        const l = await waitFor('every chain settled', async () => {
+          const l = await deliveries(w.id);
+          return l.total === n + n / 2 && l.data.every((d: { status: string }) => d.status === 'SUCCESS') && l;
+        });
+        for (const [i, e] of events.entries()) {
+          const attempts = (l.data as any[]).filter((d) => d.event_id === e.id);
+          const first = attempts.find((d) => d.id === firstAttempt.get(e.id));
+          assert.equal(first.response_status, i % 2 ? 500 : 201, `event ${i}`);
+          assert.equal(first.response, `${i % 2 ? 'no' : 'ok'} ${e.id}`);
+          assert.ok(Number.isInteger(first.response_time_ms) && first.response_time_ms >= 0);
+          assert.ok(first.sent_at);
+          assert.equal(attempts.length, i % 2 ? 2 : 1);
+          const retry = attempts.find((d) => d !== first);
+          if (i % 2) assert.deepEqual([retry.response_status, retry.response], [201, `ok ${e.id}`]);
+        }
+        await remove(w.id);
+      } finally {
+        clearTimeout(timer);
+        server.closeAllConnections();
+        await new Promise<void>((r) => server.close(() => r()));
+      }
     });
 
     it('signs with both secrets during a roll-secret transition', async () => {

@@ -16,7 +16,8 @@ import type { RecordedEvent } from '../../shared/events.js';
 import { newId } from '../../shared/ids.js';
 import { guardedLookup, outboundUrlProblem, refusedDestination } from '../../shared/net.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
-import { Coalescer } from '../../shared/coalesce.js';
+import { batchedPerKey, Coalescer } from '../../shared/coalesce.js';
+import { sql } from 'kysely';
 import type { WebhookDeliveriesTable, WebhooksTable } from './storage.js';
 
 const undici = lazy<typeof Undici>('undici');
@@ -226,6 +227,49 @@ async function settleChain(tx: Tx, chainId: string, status: 'SUCCESS' | 'FAILED'
   await tx.updateTable('webhook_deliveries').set({ status, updated_at: now }).where('chain_id', '=', chainId).execute();
 }
 
+/** What an attempt's record writes to its row (`status`: a first attempt's outcome settles its chain). */
+interface Sent {
+  id: string;
+  endpoint: string;
+  sent_at: string;
+  response_status: number | null;
+  response: string | null;
+  response_time_ms: number | null;
+  updated_at: string;
+  status: 'SUCCESS' | 'FAILED' | null;
+}
+
+/**
+ * Records attempts as sent, unless deleted or recorded already (`sent_at` set); resolves to
+ * whether the row was written. The attempts recorded in one transaction at once (a burst of
+ * deliveries completed together) are written by one statement.
+ */
+const recordSent = batchedPerKey<Tx, Sent, boolean>(async (tx, items) => {
+  if (items.length === 1) {
+    const { id, status, ...set } = items[0]!;
+    const r = await tx
+      .updateTable('webhook_deliveries')
+      .set({ ...set, ...(status ? { status } : {}) })
+      .where('id', '=', id)
+      .where('sent_at', 'is', null)
+      .executeTakeFirst();
+    return [Number(r.numUpdatedRows) > 0];
+  }
+  // VALUES columns are column1, column2, ... on both SQLite and PostgreSQL (untyped there: text).
+  const rows = items.map(
+    (s) => sql`(${s.id}, ${s.endpoint}, ${s.sent_at}, ${s.response_status}, ${s.response}, ${s.response_time_ms}, ${s.updated_at}, ${s.status})`,
+  );
+  const written = await sql<{ id: string }>`
+    UPDATE webhook_deliveries SET endpoint = v.column2, sent_at = v.column3, response_status = CAST(v.column4 AS integer),
+      response = v.column5, response_time_ms = CAST(v.column6 AS integer), updated_at = v.column7,
+      status = COALESCE(v.column8, webhook_deliveries.status)
+    FROM (VALUES ${sql.join(rows)}) AS v
+    WHERE webhook_deliveries.id = v.column1 AND webhook_deliveries.sent_at IS NULL
+    RETURNING webhook_deliveries.id`.execute(tx);
+  const ids = new Set(written.rows.map((r) => r.id));
+  return items.map((s) => ids.has(s.id));
+});
+
 export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
   const settings = webhookSettings(app.config.webhooks?.env ?? {});
   const production = app.config.production;
@@ -282,26 +326,22 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
       const result = await post(agent, production, settings.timeoutMs, w.endpoint, headers, d.payload);
       const now = new Date().toISOString();
       const last = d.attempt >= MAX_ATTEMPTS;
-      // Recorded in the transaction that completes the job: one commit per attempt.
+      // Recorded in the transaction that completes the job (shared by the jobs completed together).
       return {
         record: async (tx) => {
           // A first attempt is its chain's only row: the outcome settles it in the same statement.
           const settles = result.ok || last ? (result.ok ? 'SUCCESS' : 'FAILED') : undefined;
-          const r = await tx
-            .updateTable('webhook_deliveries')
-            .set({
-              endpoint: w.endpoint,
-              sent_at: sentAt.toISOString(),
-              response_status: result.status,
-              response: result.response,
-              response_time_ms: result.timeMs,
-              updated_at: now,
-              ...(settles && d.attempt === 1 ? { status: settles } : {}),
-            })
-            .where('id', '=', d.id)
-            .where('sent_at', 'is', null)
-            .executeTakeFirst();
-          if (!Number(r.numUpdatedRows)) return; // deleted meanwhile, or another worker recorded it
+          const sent: Sent = {
+            id: d.id,
+            endpoint: w.endpoint,
+            sent_at: sentAt.toISOString(),
+            response_status: result.status,
+            response: result.response,
+            response_time_ms: result.timeMs,
+            updated_at: now,
+            status: settles && d.attempt === 1 ? settles : null,
+          };
+          if (!(await recordSent(tx, sent))) return; // deleted meanwhile, or another worker recorded it
           if (settles) return d.attempt === 1 ? undefined : settleChain(tx, d.chain_id, settles, now);
           const id = newId();
           const due = new Date(Date.now() + retryDelayMs(d.attempt, settings.retryScale)).toISOString();
