@@ -205,7 +205,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     dashboardDir: env.SLIPWAY_DASHBOARD_DIR || undefined,
     jobs: {
       concurrency: Number(env.SLIPWAY_JOB_CONCURRENCY || 8),
-      ioConcurrency: Number(env.SLIPWAY_JOB_IO_CONCURRENCY || 32),
+      ioConcurrency: Number(env.SLIPWAY_JOB_IO_CONCURRENCY || 64),
       leaseMs: Number(env.SLIPWAY_JOB_LEASE_MS || 15_000),
       pollMs: Number(env.SLIPWAY_JOB_POLL_MS || 100),
       retryBaseMs: Number(env.SLIPWAY_JOB_RETRY_BASE_MS || 1000),

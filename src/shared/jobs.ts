@@ -188,7 +188,7 @@ export class JobEngine {
     opts: JobEngineOptions = {},
   ) {
     this.slots.db.size = opts.concurrency ?? 8;
-    this.slots.io.size = opts.ioConcurrency ?? 32;
+    this.slots.io.size = opts.ioConcurrency ?? 64;
     this.pollMs = opts.pollMs ?? 100;
     this.leaseMs = opts.leaseMs ?? 15_000;
     this.retryBaseMs = opts.retryBaseMs ?? 1000;
