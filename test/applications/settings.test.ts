@@ -118,27 +118,21 @@ for (const kind of DB_KINDS) {
       assert.deepEqual(expectStatus(await s.get(ipr(a.id)), 200), { type: 'deny', is_enabled: false, ip_list: [] });
     });
 
-    it(
-      'a settings change writes only what it changes, and the CDN toggle flips what is committed (PostgreSQL)',
-      { skip: kind !== 'postgres' },
-      async () => {
-        const a = await createApp(s);
-        expectStatus(await s.put(mm(a.id), { is_enabled: false }), 200);
-        const held = (set: { maintenance_enabled?: number; cdn_enabled?: number }) => (tx: Tx) =>
-          tx.updateTable('application_settings').set(set).where('app_id', '=', a.id).execute();
-        // Another writer turns maintenance mode on while the IP restriction is being changed.
-        const ip = await whileRowsHeld(s, held({ maintenance_enabled: 1 }), () =>
-          s.put(ipr(a.id), { type: 'allow', is_enabled: true, ip_list: ['10.0.0.1'] }),
-        );
-        assert.deepEqual(expectStatus(ip, 200), { type: 'allow', is_enabled: true, ip_list: ['10.0.0.1'] });
-        assert.deepEqual(expectStatus(await s.get(mm(a.id)), 200), { is_enabled: true, page_url: null });
-        // Another writer turns the CDN on while a toggle waits: the toggle turns it off again.
-        const toggled = await whileRowsHeld(s, held({ cdn_enabled: 1 }), () => s.post(`${appPath(a.id)}/cdn/toggle`));
-        assert.deepEqual(expectStatus(toggled, 200), { is_turned_on: false });
-        assert.deepEqual(expectStatus(await s.get(mm(a.id)), 200), { is_enabled: true, page_url: null });
-        assert.deepEqual(expectStatus(await s.get(ipr(a.id)), 200), { type: 'allow', is_enabled: true, ip_list: ['10.0.0.1'] });
-      },
-    );
+    it('a settings change writes only what it changes, and the CDN toggle flips what is committed (PostgreSQL)', { skip: kind !== 'postgres' }, async () => {
+      const a = await createApp(s);
+      expectStatus(await s.put(mm(a.id), { is_enabled: false }), 200);
+      const held = (set: { maintenance_enabled?: number; cdn_enabled?: number }) => (tx: Tx) =>
+        tx.updateTable('application_settings').set(set).where('app_id', '=', a.id).execute();
+      // Another writer turns maintenance mode on while the IP restriction is being changed.
+      const ip = await whileRowsHeld(s, held({ maintenance_enabled: 1 }), () => s.put(ipr(a.id), { type: 'allow', is_enabled: true, ip_list: ['10.0.0.1'] }));
+      assert.deepEqual(expectStatus(ip, 200), { type: 'allow', is_enabled: true, ip_list: ['10.0.0.1'] });
+      assert.deepEqual(expectStatus(await s.get(mm(a.id)), 200), { is_enabled: true, page_url: null });
+      // Another writer turns the CDN on while a toggle waits: the toggle turns it off again.
+      const toggled = await whileRowsHeld(s, held({ cdn_enabled: 1 }), () => s.post(`${appPath(a.id)}/cdn/toggle`));
+      assert.deepEqual(expectStatus(toggled, 200), { is_turned_on: false });
+      assert.deepEqual(expectStatus(await s.get(mm(a.id)), 200), { is_enabled: true, page_url: null });
+      assert.deepEqual(expectStatus(await s.get(ipr(a.id)), 200), { type: 'allow', is_enabled: true, ip_list: ['10.0.0.1'] });
+    });
 
     it('CDN toggle flips on and off; purge-cache answers a message', async () => {
       const a = await createApp(s);
