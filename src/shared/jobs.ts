@@ -412,8 +412,13 @@ export class JobEngine {
    */
   private async finish(tx: Tx, ended: { row: JobsTable; outcome: Outcome<JobName> | Recorded<JobName> }[]) {
     const done: string[] = [];
-    // The records run together (a kind may write those of one transaction in one statement).
-    const outcomes = await Promise.all(ended.map(({ outcome: r }) => (r && 'record' in r ? r.record(tx) : r)));
+    // The records run together (a kind may write those of one transaction in one statement). All
+    // of them end before a failure is thrown: none may still be writing when the transaction rolls
+    // back (a statement sent after the rollback would run, and commit, on its own).
+    const settled = await Promise.allSettled(ended.map(({ outcome: r }) => (r && 'record' in r ? r.record(tx) : r)));
+    const failure = settled.find((r) => r.status === 'rejected');
+    if (failure) throw failure.reason;
+    const outcomes = settled.map((r) => (r as PromiseFulfilledResult<Outcome<JobName>>).value);
     for (const [i, { row }] of ended.entries()) {
       const outcome = outcomes[i];
       if (!(outcome && 'rescheduleAt' in outcome)) {

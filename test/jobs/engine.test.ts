@@ -144,6 +144,7 @@ for (const kind of DB_KINDS) {
       let release!: () => void;
       let held = new Promise<void>((r) => (release = r));
       const txs: { n: number; tx: unknown }[] = [];
+      const writeErrors: unknown[] = [];
       let started = 0;
       e.register('t.rec', {
         transactional: false,
@@ -154,10 +155,17 @@ for (const kind of DB_KINDS) {
           return {
             record: async (tx) => {
               txs.push({ n: job.payload.n, tx });
+              // Job 6 still writes when job 5's record fails: the transaction must wait for it
+              // before it ends (a write sent after the rollback fails, or runs on its own).
+              if (job.payload.n === 6) await sleep(50);
               await tx
                 .insertInto('settings')
                 .values({ key: `recorded-${job.id}`, value: String(job.payload.n) })
-                .execute();
+                .execute()
+                .catch((e: unknown) => {
+                  writeErrors.push(e);
+                  throw e;
+                });
               if (job.payload.n === 5) throw new Error('writes of job 5 fail');
             },
           };
@@ -188,6 +196,7 @@ for (const kind of DB_KINDS) {
       for (const id of second) await waitFor(`job ${id} ended`, async () => ['done', 'failed'].includes((await row(id)).status));
       assert.deepEqual(await status(second), ['done', 'failed', 'done']);
       assert.equal((await row(second[1]!)).last_error, 'writes of job 5 fail');
+      assert.deepEqual(writeErrors, [], 'no record wrote after its transaction ended');
       const kept = await database.db.selectFrom('settings').select('key').where('key', 'like', 'recorded-%').execute();
       assert.deepEqual(kept.map((k) => k.key).sort(), [...first, second[0], second[2]].map((id) => `recorded-${id}`).sort(), 'the failed job left no writes');
       await e.stop();
