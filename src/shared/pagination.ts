@@ -129,42 +129,34 @@ async function page_<DB, TB extends keyof DB, O>(
 ): Promise<PageResult<O>> {
   // A query built only when it runs: a page served from memory costs no query building either.
   const b = (typeof base === 'function' ? base() : base) as any;
-  let total: number;
-  let from: [string, string] | undefined;
-  let skip = page.offset;
+  const envelope = (data: O[], total: number) => ({ data, total: Math.min(total, MAX_TOTAL), offset: page.offset, limit: page.limit });
+  const slice = (q: any, skip: number, from?: [string, string]) => sliced(q, order, direction, page.limit, skip, from).execute() as Promise<any[]>;
   if (counted && page.offset < BOOKMARK_EVERY) {
     // A shallow page: the rows carry the list's total (one query instead of two); an empty page
     // has no row to carry it.
-    const rows = await b
-      .select(sql<number>`(SELECT n FROM list_counts WHERE tbl = ${counted.table} AND company_id = ${counted.companyId})`.as(TOTAL))
-      .orderBy(order.column, direction)
-      .orderBy(order.id, direction)
-      .limit(page.limit)
-      .offset(skip)
-      .execute();
-    if (rows.length) {
-      total = Number(rows[0][TOTAL] ?? 0);
-      for (const r of rows) delete r[TOTAL];
-      return { data: rows, total: Math.min(total, MAX_TOTAL), offset: page.offset, limit: page.limit };
-    }
-    return { data: [], total: Math.min((await listStats(counted)).n, MAX_TOTAL), offset: page.offset, limit: page.limit };
+    const rows = await slice(b.select(countsOf(counted, 'n').as(TOTAL)), page.offset);
+    if (rows.length) return envelope(...carried(rows, TOTAL));
+    return envelope([], (await listStats(counted)).n);
   }
-  if (counted) {
-    if (page.offset >= BOOKMARK_EVERY && direction === 'asc' && order.column === 'created_at') {
-      const known = bookmarks.get(`${counted.table}:${counted.companyId}`);
-      const deep = known && (await deepPage(b, page, order, counted, known));
-      if (deep) return deep;
+  // Deep offsets of a counted list in its own order start from a bookmark.
+  const bookmarked = counted && page.offset >= BOOKMARK_EVERY && direction === 'asc' && order.column === 'created_at';
+  if (counted && bookmarked) {
+    // With the list's bookmarks known, one query whose rows carry the list's total and version:
+    // the page stands if that version is still the bookmarks' own (else, or for an empty page,
+    // the current version and its bookmarks are read first, below).
+    const known = bookmarks.get(`${counted.table}:${counted.companyId}`);
+    const start = known && fromBookmark(known.keys, page.offset);
+    if (start) {
+      const rows = await slice(b.select([countsOf(counted, 'n').as(TOTAL), countsOf(counted, 'version').as(VERSION)]), start.skip, start.from);
+      if (rows.length && Number(rows[0][VERSION]) === known.version) return envelope(...carried(rows, TOTAL, VERSION));
     }
+  }
+  let total: number;
+  let start: { from: [string, string]; skip: number } | undefined;
+  if (counted) {
     const stats = await listStats(counted);
     total = stats.n;
-    if (page.offset >= BOOKMARK_EVERY && page.offset < total && direction === 'asc' && order.column === 'created_at') {
-      const marks = await bookmarksOf(counted, stats.version);
-      const k = Math.min(Math.floor(page.offset / BOOKMARK_EVERY), marks.length - 1);
-      if (k > 0) {
-        from = marks[k]!;
-        skip = page.offset - k * BOOKMARK_EVERY;
-      }
-    }
+    if (bookmarked && page.offset < total) start = fromBookmark(await bookmarksOf(counted, stats.version), page.offset);
   } else {
     const countRow = await b
       .clearSelect()
@@ -172,38 +164,30 @@ async function page_<DB, TB extends keyof DB, O>(
       .executeTakeFirst();
     total = Number(countRow?.n ?? 0);
   }
-  let q = b;
-  if (from) q = q.where(sql`(${sql.ref(order.column)}, ${sql.ref(order.id)})`, '>=', sql`(${from[0]}, ${from[1]})`);
-  const data = await q.orderBy(order.column, direction).orderBy(order.id, direction).limit(page.limit).offset(skip).execute();
-  return { data, total: Math.min(total, MAX_TOTAL), offset: page.offset, limit: page.limit };
+  return envelope(await slice(b, start?.skip ?? page.offset, start?.from), total);
 }
 
-/**
- * A deep page read from the bookmarks last read for the list, in one query: its rows carry the
- * list's total and version, and the page stands if that version is still the bookmarks' own.
- * Otherwise (the list changed meanwhile, or the page is empty) undefined: the caller reads the
- * current version and its bookmarks first.
- */
-async function deepPage(b: any, page: Page, order: { column: string; id: string }, c: Counted, known: Bookmarks) {
-  const k = Math.min(Math.floor(page.offset / BOOKMARK_EVERY), known.keys.length - 1);
-  if (k <= 0) return undefined;
-  const from = known.keys[k]!;
-  const stats = (column: 'n' | 'version') => sql<number>`(SELECT ${sql.ref(column)} FROM list_counts WHERE tbl = ${c.table} AND company_id = ${c.companyId})`;
-  const rows = await b
-    .select([stats('n').as(TOTAL), stats('version').as(VERSION)])
-    .where(sql`(${sql.ref(order.column)}, ${sql.ref(order.id)})`, '>=', sql`(${from[0]}, ${from[1]})`)
-    .orderBy(order.column, 'asc')
-    .orderBy(order.id, 'asc')
-    .limit(page.limit)
-    .offset(page.offset - k * BOOKMARK_EVERY)
-    .execute();
-  if (!rows.length || Number(rows[0][VERSION]) !== known.version) return undefined;
-  const total = Number(rows[0][TOTAL] ?? 0);
-  for (const r of rows) {
-    delete r[TOTAL];
-    delete r[VERSION];
-  }
-  return { data: rows, total: Math.min(total, MAX_TOTAL), offset: page.offset, limit: page.limit };
+/** A column of the list's `list_counts` row, as a subquery a page's rows can carry. */
+const countsOf = (c: Counted, column: 'n' | 'version') =>
+  sql<number>`(SELECT ${sql.ref(column)} FROM list_counts WHERE tbl = ${c.table} AND company_id = ${c.companyId})`;
+
+/** The page's rows of `q` in the list's order, `skip` rows after `from` (the sort key a bookmark holds) or the start. */
+function sliced(q: any, order: { column: string; id: string }, direction: 'asc' | 'desc', limit: number, skip: number, from?: [string, string]) {
+  if (from) q = q.where(sql`(${sql.ref(order.column)}, ${sql.ref(order.id)})`, '>=', sql`(${from[0]}, ${from[1]})`);
+  return q.orderBy(order.column, direction).orderBy(order.id, direction).limit(limit).offset(skip);
+}
+
+/** The nearest bookmark at or before `offset` and the rows to skip from it; undefined for the first (the list's start). */
+function fromBookmark(keys: [string, string][], offset: number): { from: [string, string]; skip: number } | undefined {
+  const k = Math.min(Math.floor(offset / BOOKMARK_EVERY), keys.length - 1);
+  return k > 0 ? { from: keys[k]!, skip: offset - k * BOOKMARK_EVERY } : undefined;
+}
+
+/** The rows without the columns they carried the list's counts in, and the list's total they carried. */
+function carried(rows: Record<string, unknown>[], ...columns: string[]): [any[], number] {
+  const total = Number(rows[0]![TOTAL] ?? 0);
+  for (const r of rows) for (const c of columns) delete r[c];
+  return [rows, total];
 }
 
 async function listStats(c: Counted): Promise<{ n: number; version: number }> {
