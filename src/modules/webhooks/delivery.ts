@@ -245,16 +245,6 @@ interface Sent {
  * deliveries completed together) are written by one statement.
  */
 const recordSent = batchedPerKey<Tx, Sent, boolean>(async (tx, items) => {
-  if (items.length === 1) {
-    const { id, status, ...set } = items[0]!;
-    const r = await tx
-      .updateTable('webhook_deliveries')
-      .set({ ...set, ...(status ? { status } : {}) })
-      .where('id', '=', id)
-      .where('sent_at', 'is', null)
-      .executeTakeFirst();
-    return [Number(r.numUpdatedRows) > 0];
-  }
   // VALUES columns are column1, column2, ... on both SQLite and PostgreSQL (untyped there: text).
   const rows = items.map(
     (s) => sql`(${s.id}, ${s.endpoint}, ${s.sent_at}, ${s.response_status}, ${s.response}, ${s.response_time_ms}, ${s.updated_at}, ${s.status})`,
