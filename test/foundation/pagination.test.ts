@@ -199,5 +199,33 @@ for (const kind of DB_KINDS) {
       const added = (await s.post('/projects', { display_name: 'Newest' }, { token: own })).body as Item;
       await check([...kept, { ...added, company_id: companyId, name: 'newest', updated_at: added.created_at }]);
     });
+
+    it(
+      'a create does not wait for another uncommitted create in the same company, and the counts stay exact (PostgreSQL)',
+      { skip: kind !== 'postgres' },
+      async () => {
+        const { companyId, token: own } = await s.newCompany();
+        const db = s.app.database.db;
+        const now = new Date().toISOString();
+        const held = { id: randomUUID(), company_id: companyId, name: 'held', display_name: 'Held', created_at: now, updated_at: now };
+        await db.transaction().execute(async (tx) => {
+          await tx.insertInto('projects').values(held).execute();
+          // Counted at the commit, the list's counts row is not locked by this open insert: with a
+          // count taken at the insert, the request below waited for this transaction to end.
+          const created = await Promise.race([
+            s.post('/projects', { display_name: 'Alongside' }, { token: own }),
+            new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the create waited for the open transaction')), 5000)),
+          ]);
+          assert.equal(created.status, 201);
+        });
+        const creates = await Promise.all(Array.from({ length: 20 }, (_, i) => s.post('/projects', { display_name: `Together ${i}` }, { token: own })));
+        assert.deepEqual(new Set(creates.map((r) => r.status)), new Set([201]));
+        await db.deleteFrom('projects').where('id', '=', held.id).execute();
+        const r = await s.get('/projects?limit=100', { token: own });
+        assert.equal(r.body.total, 21);
+        assert.equal(r.body.data.length, 21);
+        assert.ok(!r.body.data.some((p: Item) => p.id === held.id));
+      },
+    );
   });
 }

@@ -1,6 +1,6 @@
 // Schema migrations, run at start (Kysely's migrator takes a lock, so several processes
 // starting together on one PostgreSQL apply each migration once). Append, never edit.
-import { countedTable, createListCounts } from '../pagination.js';
+import { countAtCommit, countedTable, createListCounts, type CountedTable } from '../pagination.js';
 import { PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 
 const m001: Migration = {
@@ -253,6 +253,17 @@ const m193: Migration = {
   },
 };
 
+/** PostgreSQL: the counting triggers made before 201 become deferred to the commit (`countAtCommit`). */
+const m201: Migration = {
+  async up(db: Kysely<any>) {
+    if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+    for (const table of ['projects', 'applications'] satisfies CountedTable[]) {
+      const exists = await sql<{ t: string | null }>`SELECT to_regclass(CAST(${table} AS text))::text AS t`.execute(db);
+      if (exists.rows[0]?.t) await countAtCommit(db, table);
+    }
+  },
+};
+
 /** Foundation migrations; modules contribute theirs through `Module.migrations`. */
 export const coreMigrations: Record<string, Migration> = {
   '001_foundation': m001,
@@ -263,6 +274,7 @@ export const coreMigrations: Record<string, Migration> = {
   '191_list_counts': m191,
   '193_jobs_claim': m193,
   '200_edge_traffic': m200,
+  '201_list_counts_at_commit': m201,
 };
 
 export function migrationProvider(extra: Record<string, Migration> = {}): MigrationProvider {
