@@ -11,6 +11,8 @@
 //   BENCH_SECONDS=5 npm run bench
 //   BENCH_STORAGE=postgres npm run bench -- throughput   # one storage only (sqlite or postgres)
 //   npm run bench -- coldstart    # only the cold start (or: throughput)
+//   BENCH_BIN=/elsewhere/bin/slipway.mjs npm run bench -- throughput   # another build (e.g. the
+//                                 # one before the performance work) under the same scenarios
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { spawn } from 'node:child_process';
@@ -405,6 +407,7 @@ async function throughputOn(storage: 'SQLite' | 'PostgreSQL') {
     },
     30_000,
     false,
+    process.env.BENCH_BIN || BIN,
   );
   let bare: Awaited<ReturnType<typeof bareServer>> | undefined;
   try {

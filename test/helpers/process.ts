@@ -13,9 +13,12 @@ export interface ChildServer {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** `keepOutput: false` stops collecting the output once the server has started (a benchmark's request log). */
-export function startChild(args: string[], env: Record<string, string>, timeoutMs = 30_000, keepOutput = true): Promise<ChildServer> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--log-level', 'warn', ...args], {
+/**
+ * `keepOutput: false` stops collecting the output once the server has started (a benchmark's
+ * request log). `bin`: another build's `bin/slipway.mjs` (the benchmark's BENCH_BIN).
+ */
+export function startChild(args: string[], env: Record<string, string>, timeoutMs = 30_000, keepOutput = true, bin = BIN): Promise<ChildServer> {
+  const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--log-level', 'warn', ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
