@@ -25,6 +25,7 @@ declare module '../../src/shared/jobs.js' {
     't.io': { n: number };
     't.db': null;
     't.rec': { n: number };
+    't.taken': null;
   }
 }
 
@@ -214,6 +215,34 @@ for (const kind of DB_KINDS) {
       const id = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.rollback', payload: null, maxAttempts: 1 }));
       await waitFor('failed', async () => (await row(id)).status === 'failed');
       assert.equal(await database.db.selectFrom('settings').select('key').where('key', '=', 'written-by-failing-job').executeTakeFirst(), undefined);
+      await e.stop();
+    });
+
+    it('a job taken over while it ran commits none of its writes; its new owner runs it again', async () => {
+      const e = engine();
+      let runs = 0;
+      e.register('t.taken', {
+        run: async (tx, job) => {
+          runs++;
+          await tx
+            .insertInto('settings')
+            .values({ key: `taken-run-${runs}`, value: 'x' })
+            .execute();
+          // The first run outlives its lease and another worker takes the job over meanwhile (here
+          // written in the run's own transaction: on SQLite no other connection can write now).
+          if (runs === 1) await tx.updateTable('jobs').set({ lease_owner: 'another-worker' }).where('id', '=', job.id).execute();
+        },
+      });
+      await e.start();
+      const id = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.taken', payload: null }));
+      // Rolled back, the first run leaves the job this worker's until its lease runs out; then it is taken over again.
+      await waitFor('done', async () => (await row(id)).status === 'done', 10_000);
+      const written = await database.db.selectFrom('settings').select('key').where('key', 'like', 'taken-run-%').execute();
+      assert.deepEqual(
+        written.map((w) => w.key),
+        ['taken-run-2'],
+      );
+      assert.equal((await row(id)).attempts, 2);
       await e.stop();
     });
 
