@@ -17,6 +17,7 @@
 import type { Kysely, Migration } from 'kysely';
 import type { Tx } from './db/index.js';
 import { newId } from './ids.js';
+import { later } from './db/postgres-client.js';
 
 /** Every webhook event type the contract defines (also the webhook subscription enum). */
 export const EVENT_TYPES = [
@@ -140,10 +141,12 @@ export class EventBus {
   /** Records an event with a ready payload and fans it out, in `tx` (`emit` builds the payload first). */
   async record(tx: Tx, type: EventType, companyId: string, data: Record<string, unknown>): Promise<RecordedEvent> {
     const event: RecordedEvent = { id: newId(), type, companyId, data, createdAt: new Date().toISOString() };
-    await tx
-      .insertInto('events')
-      .values({ id: event.id, company_id: event.companyId, type: event.type, data: JSON.stringify(event.data), created_at: event.createdAt })
-      .execute();
+    await later(
+      tx,
+      tx
+        .insertInto('events')
+        .values({ id: event.id, company_id: event.companyId, type: event.type, data: JSON.stringify(event.data), created_at: event.createdAt }),
+    );
     for (const sink of this.sinks) await sink(tx, event);
     return event;
   }

@@ -12,6 +12,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Database, Tx } from './db/index.js';
 import type { JobsTable } from './db/schema.js';
 import { newId } from './ids.js';
+import { later } from './db/postgres-client.js';
 import { Coalescer } from './coalesce.js';
 
 /** Job kind -> payload. Filled by the modules by declaration merging (as `DB` is). */
@@ -69,24 +70,22 @@ export interface EnqueueOptions<K extends JobName> {
 export async function enqueue<K extends JobName>(tx: Tx, o: EnqueueOptions<K>): Promise<string> {
   const now = new Date().toISOString();
   const id = newId();
-  await tx
-    .insertInto('jobs')
-    .values({
-      id,
-      kind: o.kind,
-      payload: JSON.stringify(o.payload ?? null),
-      status: 'queued',
-      run_at: (o.runAt ?? new Date()).toISOString(),
-      attempts: 0,
-      max_attempts: o.maxAttempts ?? 10,
-      lease_owner: null,
-      lease_expires_at: null,
-      last_error: null,
-      subject_id: o.subjectId ?? null,
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
+  const insert = tx.insertInto('jobs').values({
+    id,
+    kind: o.kind,
+    payload: JSON.stringify(o.payload ?? null),
+    status: 'queued',
+    run_at: (o.runAt ?? new Date()).toISOString(),
+    attempts: 0,
+    max_attempts: o.maxAttempts ?? 10,
+    lease_owner: null,
+    lease_expires_at: null,
+    last_error: null,
+    subject_id: o.subjectId ?? null,
+    created_at: now,
+    updated_at: now,
+  });
+  await later(tx, insert);
   return id;
 }
 

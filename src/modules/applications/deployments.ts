@@ -5,7 +5,7 @@
 // read in `reads` progression) changes nothing the second time.
 import { randomBytes } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
-import type { Tx } from '../../shared/db/index.js';
+import { later, type Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { badRequest } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
@@ -83,12 +83,14 @@ export async function refreshAppStatus(tx: Tx, appId: string): Promise<void> {
 /** Sets the application's status, unless it is being deleted (or failed to be) or already has it. */
 async function setAppStatus(tx: Tx, appId: string, status: ApplicationsTable['status']): Promise<void> {
   const keep: NonNullable<ApplicationsTable['status']>[] = ['deleting', 'appDeletionFailed'];
-  await tx
-    .updateTable('applications')
-    .set({ status })
-    .where('id', '=', appId)
-    .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', status ? [...keep, status] : keep)]))
-    .execute();
+  await later(
+    tx,
+    tx
+      .updateTable('applications')
+      .set({ status })
+      .where('id', '=', appId)
+      .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', status ? [...keep, status] : keep)])),
+  );
 }
 
 const log = (tx: Tx, d: DeploymentsTable, lines: LogLine[]) => logPhased(tx, machine, d, lines);
@@ -150,12 +152,10 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
   // A newer deployment supersedes every deployment still waiting.
   const waiting = active.filter((d) => d.status === 'waiting').map((d) => d.id);
   if (waiting.length) {
-    await tx
-      .updateTable('deployments')
-      .set({ status: 'skipped', finished_at: now, updated_at: now })
-      .where('id', 'in', waiting)
-      .where('status', '=', 'waiting')
-      .execute();
+    await later(
+      tx,
+      tx.updateTable('deployments').set({ status: 'skipped', finished_at: now, updated_at: now }).where('id', 'in', waiting).where('status', '=', 'waiting'),
+    );
   }
   const busy = active.some((d) => d.status === 'inProgress');
   const image = a.source === 'dockerImage';
@@ -188,7 +188,7 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
     created_at: now,
     updated_at: now,
   };
-  await tx.insertInto('deployments').values(row).execute();
+  await later(tx, tx.insertInto('deployments').values(row));
   await log(tx, row, busy ? [{ message: 'Deployment queued: waiting for the running deployment to finish' }] : startLines(row));
   if (!busy) await app.events.signal(tx, 'deployment.started', { application: a, deploymentId: row.id });
   // A waiting deployment is started by the end of the one ahead of it (finish() makes its job due

@@ -9,6 +9,9 @@ import { lazy } from '../lazy.js';
 import type { DB } from './schema.js';
 import { migrationProvider } from './migrations.js';
 import { setContentVersion } from './content-version.js';
+import { wrappedPool } from './postgres-client.js';
+
+export { later } from './postgres-client.js';
 import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
 
 export type Db = Kysely<DB>;
@@ -38,56 +41,13 @@ export interface Database {
   close(): Promise<void>;
 }
 
-/**
- * PostgreSQL: queries with parameters run as named prepared statements, one name per SQL text, so
- * each connection parses and plans a text once instead of on every run (planning was most of a
- * simple query's cost, profiled). Texts with an IN list of several values (their number grows
- * with the lists' lengths) and texts beyond the first MAX_NAMED run unnamed, as before; a
- * one-value list is one text per query, like any other. A statement whose result
- * columns a migration changed meanwhile is run again unnamed.
- */
-function preparedStatements(pool: PG.Pool, maxNamed = 500): PG.Pool {
-  const names = new Map<string, string>();
-  const nameOf = (text: string): string | undefined => {
-    let name = names.get(text);
-    if (name === undefined && names.size < maxNamed && !/\bin \(\$\d+, /i.test(text)) names.set(text, (name = `slipway_${names.size + 1}`));
-    return name;
-  };
-  const connect = pool.connect.bind(pool) as () => Promise<PG.PoolClient>;
-  // One wrapper per pooled connection (the query builder keeps its state per connection object).
-  const wrapped = new WeakMap<PG.PoolClient, PG.PoolClient>();
-  return new Proxy(pool, {
-    get(target, prop, receiver) {
-      if (prop !== 'connect') return Reflect.get(target, prop, receiver) as unknown;
-      return async () => {
-        const client = await connect();
-        let w = wrapped.get(client);
-        if (!w) wrapped.set(client, (w = wrap(client)));
-        return w;
-      };
-    },
-  });
-
-  function wrap(client: PG.PoolClient): PG.PoolClient {
-    const query = (text: unknown, values?: unknown[]) => {
-      const name = typeof text === 'string' && values?.length ? nameOf(text) : undefined;
-      if (!name) return client.query(text as string, values);
-      return client.query({ text: text as string, values, name }).catch((e: { code?: string }) => {
-        if (e.code !== '0A000') throw e;
-        return client.query(text as string, values);
-      });
-    };
-    return new Proxy(client, { get: (c, p, r) => (p === 'query' ? query : (Reflect.get(c, p, r) as unknown)) });
-  }
-}
-
 export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): Database {
   if (opts.databaseUrl) {
     const pool = new (pgDriver().Pool)({ connectionString: opts.databaseUrl, max: 10 });
     // An idle connection that the server closes (restart, admin termination) must not crash the
     // process; the pool replaces it on the next query.
     pool.on('error', () => {});
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparedStatements(pool) }) });
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: wrappedPool(pool, pgDriver().escapeLiteral) }) });
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
   mkdirSync(opts.dataDir, { recursive: true });

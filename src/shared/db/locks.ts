@@ -4,7 +4,8 @@
 // every writer acquires locks in the same order.
 import { PostgresAdapter, sql } from 'kysely';
 import type { Tx } from './index.js';
+import { later } from './postgres-client.js';
 
 export async function lockFor(tx: Tx, key: string): Promise<void> {
-  if (tx.getExecutor().adapter instanceof PostgresAdapter) await sql`select pg_advisory_xact_lock(hashtext(${key}))`.execute(tx);
+  if (tx.getExecutor().adapter instanceof PostgresAdapter) await later(tx, sql`select pg_advisory_xact_lock(hashtext(${key}))`);
 }

@@ -4,6 +4,7 @@
 import type { Tx } from '../db/index.js';
 import type { RuntimeLogsTable } from '../db/schema.js';
 import { newId } from '../ids.js';
+import { later } from '../db/postgres-client.js';
 
 export interface LogLine {
   message: string;
@@ -22,9 +23,9 @@ export async function writeLogs(
 ): Promise<void> {
   if (!lines.length) return;
   const ts = at.toISOString();
-  await tx
-    .insertInto('runtime_logs')
-    .values(
+  await later(
+    tx,
+    tx.insertInto('runtime_logs').values(
       lines.map((l) => ({
         id: newId(),
         company_id: base.companyId,
@@ -38,8 +39,8 @@ export async function writeLogs(
         seq: (seq = (seq + 1) % 1_000_000_000),
         attributes: JSON.stringify(l.attributes ?? {}),
       })),
-    )
-    .execute();
+    ),
+  );
 }
 
 /** The build log of a deployment as a real build writes it: each line as it comes, tagged with its phase. */

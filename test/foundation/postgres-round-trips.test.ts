@@ -1,0 +1,184 @@
+// The PostgreSQL connection wrapper (src/shared/db/postgres-client.ts): a transaction's BEGIN and
+// its `later` writes travel with its next statement or its COMMIT, in order, as one simple query;
+// parameters are written in as literals for that. Run against a real PostgreSQL server: round
+// trips counted at the driver, what the statements see, what a failing write undoes, and whether
+// a deferred advisory lock still orders the reads after it.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { inlined, later, wrappedPool } from '../../src/shared/db/postgres-client.js';
+import { lockFor } from '../../src/shared/db/locks.js';
+import { createPgDatabase, skipUnless } from '../helpers/server.js';
+import { waitFor } from '../helpers/util.js';
+
+interface T {
+  items: { id: number; name: string; data: Buffer | null };
+}
+
+describe('inlined parameters', () => {
+  const esc = pg.escapeLiteral;
+  it('writes each value as a literal in place of its $n, outside quotes and comments', () => {
+    assert.equal(
+      inlined(`select '$1', "$2" from t where a = $1 and b = $10 and c = $2 -- $3\nand d = $3`, ['x', 'y', null, 4, 5, 6, 7, 8, 9, 'ten'], esc),
+      `select '$1', "$2" from t where a = 'x' and b = 'ten' and c = 'y' -- $3\nand d = NULL`,
+    );
+    assert.equal(inlined('update t set n = $1, ok = $2, big = $3', [-1.5, true, 12n], esc), `update t set n = '-1.5', ok = 'true', big = '12'`);
+    assert.equal(inlined(`select $1`, [`it's a \\ back'slash`], esc), `select  E'it''s a \\\\ back''slash'`);
+  });
+
+  it('gives up on values without a plain text form and on references to missing parameters', () => {
+    assert.equal(inlined('select $1', [Buffer.from('x')], esc), undefined);
+    assert.equal(inlined('select $1', [new Date()], esc), undefined);
+    assert.equal(inlined('select $1', [{ a: 1 }], esc), undefined);
+    assert.equal(inlined('select $2', ['a'], esc), undefined);
+    assert.equal(inlined(`select 'unterminated`, ['a'], esc), undefined);
+  });
+});
+
+describe('PostgreSQL round trips of a transaction', async () => {
+  const skip = await skipUnless('postgres');
+  let drop: (() => Promise<void>) | undefined;
+  let raw: pg.Pool;
+  let db: Kysely<T>;
+  /** Round trips sent to the server so far (every client.query of the driver's own clients). */
+  let trips = 0;
+  const sent: string[] = [];
+
+  before(async () => {
+    if (skip) return;
+    const made = await createPgDatabase();
+    drop = made.drop;
+    raw = new pg.Pool({ connectionString: made.url, max: 4 });
+    raw.on('connect', (client) => {
+      const query = client.query.bind(client) as (...a: unknown[]) => unknown;
+      (client as { query: unknown }).query = (...a: unknown[]) => {
+        trips++;
+        const first = a[0];
+        sent.push(typeof first === 'string' ? first : String((first as { text?: string }).text));
+        return query(...a);
+      };
+    });
+    db = new Kysely<T>({ dialect: new PostgresDialect({ pool: wrappedPool(raw, pg.escapeLiteral) }) });
+    await sql`create table items (id int primary key, name text not null, data bytea)`.execute(db);
+  });
+  after(async () => {
+    await db?.destroy();
+    await drop?.();
+  });
+
+  const reset = async () => {
+    await sql`truncate items`.execute(db);
+    trips = 0;
+    sent.length = 0;
+  };
+
+  it('sends BEGIN and the deferred writes with the next statement, and the rest with COMMIT', { skip }, async () => {
+    await reset();
+    const count = await db.transaction().execute(async (tx) => {
+      await later(tx, tx.insertInto('items').values({ id: 1, name: 'one', data: null }));
+      await later(tx, tx.insertInto('items').values({ id: 2, name: 'two', data: null }));
+      const n = await tx
+        .selectFrom('items')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .executeTakeFirstOrThrow();
+      await later(tx, tx.updateTable('items').set({ name: 'uno' }).where('id', '=', 1));
+      return Number(n.n);
+    });
+    assert.equal(count, 2, 'the read saw both deferred inserts');
+    assert.equal(trips, 2, `two round trips: ${JSON.stringify(sent)}`);
+    assert.match(sent[0]!, /^begin;\ninsert into "items".*;\ninsert into "items".*;\nselect count/s);
+    assert.match(sent[1]!, /^update "items" set "name" = 'uno' where "id" = '1';\ncommit$/);
+    const rows = await db.selectFrom('items').selectAll().orderBy('id').execute();
+    assert.deepEqual(
+      rows.map((r) => [r.id, r.name]),
+      [
+        [1, 'uno'],
+        [2, 'two'],
+      ],
+    );
+  });
+
+  it('a transaction that sent nothing costs nothing, committed or rolled back', { skip }, async () => {
+    await reset();
+    await db.transaction().execute(async () => {});
+    assert.equal(trips, 0);
+    await assert.rejects(
+      db.transaction().execute(async (tx) => {
+        await later(tx, tx.insertInto('items').values({ id: 1, name: 'never', data: null }));
+        throw new Error('changed my mind');
+      }),
+      /changed my mind/,
+    );
+    assert.equal(trips, 0, 'the rolled-back writes were never sent');
+    assert.equal((await db.selectFrom('items').selectAll().execute()).length, 0);
+  });
+
+  it('a deferred write that fails at COMMIT rolls back the whole transaction', { skip }, async () => {
+    await reset();
+    await db.insertInto('items').values({ id: 1, name: 'kept', data: null }).execute();
+    await assert.rejects(
+      db.transaction().execute(async (tx) => {
+        await tx.insertInto('items').values({ id: 2, name: 'sent at once', data: null }).execute();
+        await later(tx, tx.updateTable('items').set({ name: 'changed' }).where('id', '=', 1));
+        await later(tx, tx.insertInto('items').values({ id: 1, name: 'duplicate', data: null }));
+      }),
+      (e: { code?: string }) => e.code === '23505',
+    );
+    const rows = await db.selectFrom('items').selectAll().execute();
+    assert.deepEqual(
+      rows.map((r) => [r.id, r.name]),
+      [[1, 'kept']],
+    );
+    // The connection is usable again (the failed transaction was rolled back, not left open).
+    for (let i = 0; i < 4; i++) await db.transaction().execute((tx) => tx.selectFrom('items').selectAll().execute());
+  });
+
+  it('values written in as literals arrive exactly; values without a text form keep the driver encoding, in order', { skip }, async () => {
+    await reset();
+    const names = [`it's`, 'back\\slash', '$1 and $2', 'line\nbreak -- not a comment', '/* nor this */', 'ünïcødé ✓', "''", "E'x'"];
+    await db.transaction().execute(async (tx) => {
+      for (const [i, name] of names.entries()) await later(tx, tx.insertInto('items').values({ id: i + 1, name, data: null }));
+      await later(tx, tx.insertInto('items').values({ id: 100, name: 'binary', data: Buffer.from([0, 1, 2, 255]) }));
+      await later(tx, tx.updateTable('items').set({ name: 'after binary' }).where('id', '=', 100));
+    });
+    const rows = await db.selectFrom('items').selectAll().orderBy('id').execute();
+    assert.deepEqual(
+      rows.filter((r) => r.id < 100).map((r) => r.name),
+      names,
+    );
+    const bin = rows.find((r) => r.id === 100)!;
+    assert.deepEqual([...bin.data!], [0, 1, 2, 255]);
+    assert.equal(bin.name, 'after binary', 'the write after the binary one ran after it');
+  });
+
+  it('a deferred advisory lock is held before the next statement reads (it sees what the holder committed)', { skip }, async () => {
+    await reset();
+    let release!: () => void;
+    const holding = new Promise<void>((r) => (release = r));
+    const holder = db.transaction().execute(async (tx) => {
+      await lockFor(tx, 'k');
+      await tx.insertInto('items').values({ id: 1, name: 'by the holder', data: null }).execute();
+      await holding;
+    });
+    await waitFor(
+      'the holder to take the lock',
+      async () => Number((await sql<{ n: string }>`select count(*) as n from pg_locks where locktype = 'advisory'`.execute(db)).rows[0]!.n) > 0,
+    );
+    const waiter = db.transaction().execute(async (tx) => {
+      await lockFor(tx, 'k');
+      return tx.selectFrom('items').selectAll().execute();
+    });
+    await waitFor(
+      'the waiter to wait for the lock',
+      async () => Number((await sql<{ n: string }>`select count(*) as n from pg_locks where locktype = 'advisory' and not granted`.execute(db)).rows[0]!.n) > 0,
+    );
+    release();
+    await holder;
+    assert.deepEqual(
+      (await waiter).map((r) => r.name),
+      ['by the holder'],
+      'the read after the lock ran after the holder committed',
+    );
+  });
+});
