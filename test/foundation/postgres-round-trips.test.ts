@@ -9,12 +9,16 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { inlined, later, wrappedPool } from '../../src/shared/db/postgres-client.js';
 import { lockFor } from '../../src/shared/db/locks.js';
+import type { Tx } from '../../src/shared/db/index.js';
 import { createPgDatabase, skipUnless } from '../helpers/server.js';
 import { waitFor } from '../helpers/util.js';
 
 interface T {
   items: { id: number; name: string; data: Buffer | null };
 }
+
+/** This suite's transactions as the helpers' type (they only compile and run what they are given). */
+const own = (tx: unknown) => tx as Tx;
 
 describe('inlined parameters', () => {
   const esc = pg.escapeLiteral;
@@ -76,13 +80,13 @@ describe('PostgreSQL round trips of a transaction', async () => {
   it('sends BEGIN and the deferred writes with the next statement, and the rest with COMMIT', { skip }, async () => {
     await reset();
     const count = await db.transaction().execute(async (tx) => {
-      await later(tx, tx.insertInto('items').values({ id: 1, name: 'one', data: null }));
-      await later(tx, tx.insertInto('items').values({ id: 2, name: 'two', data: null }));
+      await later(own(tx), tx.insertInto('items').values({ id: 1, name: 'one', data: null }));
+      await later(own(tx), tx.insertInto('items').values({ id: 2, name: 'two', data: null }));
       const n = await tx
         .selectFrom('items')
         .select((eb) => eb.fn.countAll<string>().as('n'))
         .executeTakeFirstOrThrow();
-      await later(tx, tx.updateTable('items').set({ name: 'uno' }).where('id', '=', 1));
+      await later(own(tx), tx.updateTable('items').set({ name: 'uno' }).where('id', '=', 1));
       return Number(n.n);
     });
     assert.equal(count, 2, 'the read saw both deferred inserts');
@@ -105,7 +109,7 @@ describe('PostgreSQL round trips of a transaction', async () => {
     assert.equal(trips, 0);
     await assert.rejects(
       db.transaction().execute(async (tx) => {
-        await later(tx, tx.insertInto('items').values({ id: 1, name: 'never', data: null }));
+        await later(own(tx), tx.insertInto('items').values({ id: 1, name: 'never', data: null }));
         throw new Error('changed my mind');
       }),
       /changed my mind/,
@@ -120,8 +124,8 @@ describe('PostgreSQL round trips of a transaction', async () => {
     await assert.rejects(
       db.transaction().execute(async (tx) => {
         await tx.insertInto('items').values({ id: 2, name: 'sent at once', data: null }).execute();
-        await later(tx, tx.updateTable('items').set({ name: 'changed' }).where('id', '=', 1));
-        await later(tx, tx.insertInto('items').values({ id: 1, name: 'duplicate', data: null }));
+        await later(own(tx), tx.updateTable('items').set({ name: 'changed' }).where('id', '=', 1));
+        await later(own(tx), tx.insertInto('items').values({ id: 1, name: 'duplicate', data: null }));
       }),
       (e: { code?: string }) => e.code === '23505',
     );
@@ -138,9 +142,9 @@ describe('PostgreSQL round trips of a transaction', async () => {
     await reset();
     const names = [`it's`, 'back\\slash', '$1 and $2', 'line\nbreak -- not a comment', '/* nor this */', 'ünïcødé ✓', "''", "E'x'"];
     await db.transaction().execute(async (tx) => {
-      for (const [i, name] of names.entries()) await later(tx, tx.insertInto('items').values({ id: i + 1, name, data: null }));
-      await later(tx, tx.insertInto('items').values({ id: 100, name: 'binary', data: Buffer.from([0, 1, 2, 255]) }));
-      await later(tx, tx.updateTable('items').set({ name: 'after binary' }).where('id', '=', 100));
+      for (const [i, name] of names.entries()) await later(own(tx), tx.insertInto('items').values({ id: i + 1, name, data: null }));
+      await later(own(tx), tx.insertInto('items').values({ id: 100, name: 'binary', data: Buffer.from([0, 1, 2, 255]) }));
+      await later(own(tx), tx.updateTable('items').set({ name: 'after binary' }).where('id', '=', 100));
     });
     const rows = await db.selectFrom('items').selectAll().orderBy('id').execute();
     assert.deepEqual(
@@ -157,7 +161,7 @@ describe('PostgreSQL round trips of a transaction', async () => {
     let release!: () => void;
     const holding = new Promise<void>((r) => (release = r));
     const holder = db.transaction().execute(async (tx) => {
-      await lockFor(tx, 'k');
+      await lockFor(own(tx), 'k');
       await tx.insertInto('items').values({ id: 1, name: 'by the holder', data: null }).execute();
       await holding;
     });
@@ -166,7 +170,7 @@ describe('PostgreSQL round trips of a transaction', async () => {
       async () => Number((await sql<{ n: string }>`select count(*) as n from pg_locks where locktype = 'advisory'`.execute(db)).rows[0]!.n) > 0,
     );
     const waiter = db.transaction().execute(async (tx) => {
-      await lockFor(tx, 'k');
+      await lockFor(own(tx), 'k');
       return tx.selectFrom('items').selectAll().execute();
     });
     await waitFor(
