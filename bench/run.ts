@@ -13,6 +13,8 @@
 //   npm run bench -- coldstart    # only the cold start (or: throughput)
 //   BENCH_BIN=/elsewhere/bin/slipway.mjs npm run bench -- throughput   # another build (e.g. the
 //                                 # one before the performance work) under the same scenarios
+//   BENCH_BEFORE_BIN=/before/bin/slipway.mjs npm run bench -- throughput   # also that build's write
+//                                 # scenarios in the same run, and this build's writes against them
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { spawn } from 'node:child_process';
@@ -384,12 +386,15 @@ function rssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : Number.NaN;
 }
 
-/** One storage: the read path against the bare route, deep offsets, writes, deliveries, memory. */
-async function throughputOn(storage: 'SQLite' | 'PostgreSQL') {
+/**
+ * A bench server of build `bin` with default settings (the shipped log level, info: one line per
+ * request; the default rate-limit store), the rate limits out of the way, on a fresh data
+ * directory (and the database DATABASE_URL names, if set).
+ */
+async function benchServer(bin: string, env: Record<string, string> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'slipway-bench-'));
   const token = `svl_${randomBytes(32).toString('hex')}`;
   const huge = '1000000000';
-  // Default settings: the shipped log level (info, one line per request), the default rate-limit store.
   const server = await startChild(
     ['--log-level', 'info'],
     {
@@ -404,11 +409,58 @@ async function throughputOn(storage: 'SQLite' | 'PostgreSQL') {
       SLIPWAY_SIM_PROGRESSION: '*=immediate',
       // The webhook receiver holds its first answers until all events exist (webhookDeliveries).
       SLIPWAY_WEBHOOK_TIMEOUT_MS: '300000',
+      ...env,
     },
     30_000,
     false,
-    process.env.BENCH_BIN || BIN,
+    bin,
   );
+  return { server, dir, token };
+}
+
+/**
+ * BENCH_BEFORE_BIN: the write scenarios against that build (the one before the performance work,
+ * README "Benchmarks") on a fresh database, right after this build's, so the 3x write targets can
+ * also be judged in absolute terms within one run. Undefined when it is not set.
+ */
+async function writesOfBefore(storage: 'SQLite' | 'PostgreSQL') {
+  const bin = process.env.BENCH_BEFORE_BIN;
+  if (!bin) return undefined;
+  let drop: (() => Promise<void>) | undefined;
+  const env: Record<string, string> = {};
+  if (storage === 'PostgreSQL') {
+    const pg = (await import('pg')).default;
+    const url = new URL(process.env.DATABASE_URL!);
+    const name = `${url.pathname.slice(1)}_before`;
+    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    drop = async () => {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    };
+    url.pathname = `/${name}`;
+    env.DATABASE_URL = url.toString();
+  }
+  const { server, dir, token } = await benchServer(bin, env);
+  try {
+    console.log(`the build before (BENCH_BEFORE_BIN=${bin}), write scenarios:`);
+    const w = await projectWrites(server.baseUrl, token);
+    console.log(
+      `${'POST /v3/projects (build before)'.padEnd(44)} ${(w['2xx'] / seconds).toFixed(0).padStart(7)} accepted/s   p99 ${String(w.latency.p99).padStart(4)} ms`,
+    );
+    const d = await deployments(server.baseUrl, token);
+    return { projects: w['2xx'] / seconds, first: d.first.perSecond, sustained: d.sustained.perSecond };
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+    await drop?.();
+  }
+}
+
+/** One storage: the read path against the bare route, deep offsets, writes, deliveries, memory. */
+async function throughputOn(storage: 'SQLite' | 'PostgreSQL') {
+  const { server, dir, token } = await benchServer(process.env.BENCH_BIN || BIN);
   let bare: Awaited<ReturnType<typeof bareServer>> | undefined;
   try {
     console.log(
@@ -454,6 +506,13 @@ async function throughputOn(storage: 'SQLite' | 'PostgreSQL') {
     ] as const) {
       const ratio = r.perSecond / bareRps;
       lines.push(`${title}: ${pct(ratio)} of bare (${versus(ratio, before.deployments)}; p99 ${r.p99.toFixed(0)} ms (target < 50 ms) ${mark(r.p99 < 50)}`);
+    }
+    const then = await writesOfBefore(storage);
+    if (then) {
+      const x = (now: number, was: number) => `${(now / was).toFixed(1)}x (target >= 3x) ${mark(now >= 3 * was)}`;
+      lines.push(`against the build before, same run: POST /v3/projects ${x(accepted, then.projects)}`);
+      lines.push(`against the build before, same run: deployment triggers, first 1,000 ${x(d.first.perSecond, then.first)}`);
+      lines.push(`against the build before, same run: deployment triggers, sustained ${x(d.sustained.perSecond, then.sustained)}`);
     }
     const hooks = await webhookDeliveries(server.baseUrl, token);
     lines.push(`webhook deliveries: ${hooks.toFixed(0)}/s (target >= 1,000/s) ${mark(hooks >= 1000)}`);
