@@ -10,9 +10,9 @@ import type { DB } from './schema.js';
 import { migrationProvider } from './migrations.js';
 import { setContentVersion } from './content-version.js';
 import { wrappedPool } from './postgres-client.js';
+import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
 
 export { later } from './postgres-client.js';
-import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
 
 export type Db = Kysely<DB>;
 export type Tx = Transaction<DB> | Kysely<DB>;

@@ -116,8 +116,12 @@ export function wrappedPool(pool: PG.Pool, escape: (s: string) => string, maxNam
     let pending: string[] = [];
     let open = false;
     const send = (texts: string[]): Promise<Result> => client.query(texts.join(';\n')).then(last);
-    const query = async (text: string, values?: unknown[]): Promise<Result> => {
+    const query = (text: string, values?: unknown[]): Promise<Result> => {
       if (typeof text !== 'string') return client.query(text, values);
+      // Outside a transaction (every read of a request) a statement goes straight out.
+      return open || text === 'begin' ? inTransaction(text, values) : prepared(text, values);
+    };
+    const inTransaction = async (text: string, values?: unknown[]): Promise<Result> => {
       if (text === 'begin') {
         pending = ['begin'];
         open = true;
