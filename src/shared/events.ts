@@ -18,6 +18,7 @@ import type { Kysely, Migration } from 'kysely';
 import type { Tx } from './db/index.js';
 import { newId } from './ids.js';
 import { later } from './db/postgres-client.js';
+import { insertRows } from './db/reusable.js';
 
 /** Every webhook event type the contract defines (also the webhook subscription enum). */
 export const EVENT_TYPES = [
@@ -143,9 +144,9 @@ export class EventBus {
     const event: RecordedEvent = { id: newId(), type, companyId, data, createdAt: new Date().toISOString() };
     await later(
       tx,
-      tx
-        .insertInto('events')
-        .values({ id: event.id, company_id: event.companyId, type: event.type, data: JSON.stringify(event.data), created_at: event.createdAt }),
+      insertRows(tx, 'events', [
+        { id: event.id, company_id: event.companyId, type: event.type, data: JSON.stringify(event.data), created_at: event.createdAt },
+      ]),
     );
     for (const sink of this.sinks) await sink(tx, event);
     return event;

@@ -13,6 +13,7 @@ import type { Database, Tx } from './db/index.js';
 import type { JobsTable } from './db/schema.js';
 import { newId } from './ids.js';
 import { later } from './db/postgres-client.js';
+import { insertRows, reusable, run } from './db/reusable.js';
 import { Coalescer } from './coalesce.js';
 
 /** Job kind -> payload. Filled by the modules by declaration merging (as `DB` is). */
@@ -70,21 +71,23 @@ export interface EnqueueOptions<K extends JobName> {
 export async function enqueue<K extends JobName>(tx: Tx, o: EnqueueOptions<K>): Promise<string> {
   const now = new Date().toISOString();
   const id = newId();
-  const insert = tx.insertInto('jobs').values({
-    id,
-    kind: o.kind,
-    payload: JSON.stringify(o.payload ?? null),
-    status: 'queued',
-    run_at: (o.runAt ?? new Date()).toISOString(),
-    attempts: 0,
-    max_attempts: o.maxAttempts ?? 10,
-    lease_owner: null,
-    lease_expires_at: null,
-    last_error: null,
-    subject_id: o.subjectId ?? null,
-    created_at: now,
-    updated_at: now,
-  });
+  const insert = insertRows(tx, 'jobs', [
+    {
+      id,
+      kind: o.kind,
+      payload: JSON.stringify(o.payload ?? null),
+      status: 'queued',
+      run_at: (o.runAt ?? new Date()).toISOString(),
+      attempts: 0,
+      max_attempts: o.maxAttempts ?? 10,
+      lease_owner: null,
+      lease_expires_at: null,
+      last_error: null,
+      subject_id: o.subjectId ?? null,
+      created_at: now,
+      updated_at: now,
+    },
+  ]);
   await later(tx, insert);
   return id;
 }
@@ -109,23 +112,37 @@ export async function cancelJobs(tx: Tx, subjectId: string | readonly string[], 
  */
 export async function handOver<K extends JobName>(tx: Tx, from: readonly string[], o: EnqueueOptions<K> & { subjectId: string }): Promise<boolean> {
   if (!from.length) return false;
-  const r = await tx
-    .updateTable('jobs')
-    .set({
-      subject_id: o.subjectId,
-      payload: JSON.stringify(o.payload),
-      run_at: (o.runAt ?? new Date()).toISOString(),
-      attempts: 0,
-      last_error: null,
-      updated_at: new Date().toISOString(),
-    })
-    .where('id', '=', (eb) =>
-      eb.selectFrom('jobs').select('id').where('subject_id', 'in', from).where('kind', '=', o.kind).where('status', '=', 'queued').limit(1),
-    )
-    .where('status', '=', 'queued')
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) > 0;
+  const values = {
+    subjectId: o.subjectId,
+    payload: JSON.stringify(o.payload),
+    runAt: (o.runAt ?? new Date()).toISOString(),
+    now: new Date().toISOString(),
+    kind: o.kind,
+  };
+  // One subject (a trigger superseding the one waiting deployment) is the usual case: compiled once.
+  const r = await run(tx, from.length === 1 ? handOverOne(tx, { ...values, from: from[0]! }) : handOverQuery(tx, values, from).compile());
+  return Number(r.numAffectedRows) > 0;
 }
+
+interface HandOver {
+  subjectId: string;
+  payload: string;
+  runAt: string;
+  now: string;
+  kind: string;
+}
+
+/** The hand-over from `from` (a list of the given length: its shape). */
+const handOverQuery = (db: Tx, p: HandOver, from: readonly string[]) =>
+  db
+    .updateTable('jobs')
+    .set({ subject_id: p.subjectId, payload: p.payload, run_at: p.runAt, attempts: 0, last_error: null, updated_at: p.now })
+    .where('id', '=', (eb) =>
+      eb.selectFrom('jobs').select('id').where('subject_id', 'in', from).where('kind', '=', p.kind).where('status', '=', 'queued').limit(1),
+    )
+    .where('status', '=', 'queued');
+
+const handOverOne = reusable((db, p: HandOver & { from: string }) => handOverQuery(db, p, [p.from]));
 
 /**
  * Subjects with a job of `kind` queued or running (a durable chain that reschedules itself is one

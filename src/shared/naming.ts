@@ -1,7 +1,9 @@
 // Unique, URL-safe `name`s derived from display names (e.g. "My Shop" -> "my-shop", "my-shop-2").
 import { randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { InsertQueryBuilder, Kysely } from 'kysely';
 import type { Tx } from './db/index.js';
+import { first as firstRow, insertRows, type InsertTail } from './db/reusable.js';
+import type { DB } from './db/schema.js';
 import { slugify } from './ids.js';
 
 /** Tables whose rows have a `name` unique per company (a unique index on (company_id, name)). */
@@ -13,6 +15,12 @@ export type NamedTable = 'applications' | 'databases' | 'projects' | 'load_balan
  * the insert is not inserted (ON CONFLICT DO NOTHING) and the next round picks another name, so
  * concurrent creates with one display name never meet a unique violation (never a 500).
  */
+/** The insert of a named row does nothing when the name is taken, and then returns no row. */
+const IF_NAME_FREE: InsertTail = {
+  name: 'if-name-free',
+  finish: (q: InsertQueryBuilder<DB, NamedTable, object>) => q.onConflict((oc) => oc.columns(['company_id', 'name']).doNothing()).returning('id'),
+};
+
 export async function insertNamed<R extends { company_id: string; name: string }>(
   tx: Tx,
   table: NamedTable,
@@ -22,13 +30,7 @@ export async function insertNamed<R extends { company_id: string; name: string }
 ): Promise<R> {
   const db = tx as unknown as Kysely<Record<NamedTable, { id: string; company_id: string; name: string }>>;
   const taken = async (n: string) => !!(await db.selectFrom(table).select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst());
-  const insert = async (row: R) =>
-    !!(await db
-      .insertInto(table)
-      .values(row as never)
-      .onConflict((oc) => oc.columns(['company_id', 'name']).doNothing())
-      .returning('id')
-      .executeTakeFirst());
+  const insert = async (row: R) => !!(await firstRow(tx, insertRows(tx, table, [row as never], IF_NAME_FREE)));
   // The display name's own slug first, without a look-up: usually free, so one statement.
   const first = build(slugify(displayName));
   if (await insert(first)) return first;

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import { later, type Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
+import { insertRows, reusable, run } from '../../shared/db/reusable.js';
 import { badRequest } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs, enqueue, handOver, runNow, type EnqueueOptions } from '../../shared/jobs.js';
@@ -77,20 +78,24 @@ export function deploymentView(d: DeploymentsTable) {
 /** The application's status follows its latest deployment that was not skipped. */
 export async function refreshAppStatus(tx: Tx, appId: string): Promise<void> {
   const latest = await newestDeployments(tx, appId).select('status').where('status', '!=', 'skipped').limit(1).executeTakeFirst();
-  if (latest) await setAppStatus(tx, appId, APP_STATUS[latest.status] ?? null);
+  const status = latest && APP_STATUS[latest.status];
+  if (status) await setAppStatus(tx, appId, status);
 }
 
+type AppStatus = NonNullable<ApplicationsTable['status']>;
+
+/** An application's status while it is not being deleted (or failed to be) and does not have it already. */
+const statusUpdate = reusable((db, p: { appId: string; status: AppStatus }) =>
+  db
+    .updateTable('applications')
+    .set({ status: p.status })
+    .where('id', '=', p.appId)
+    .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', ['deleting', 'appDeletionFailed', p.status])])),
+);
+
 /** Sets the application's status, unless it is being deleted (or failed to be) or already has it. */
-async function setAppStatus(tx: Tx, appId: string, status: ApplicationsTable['status']): Promise<void> {
-  const keep: NonNullable<ApplicationsTable['status']>[] = ['deleting', 'appDeletionFailed'];
-  await later(
-    tx,
-    tx
-      .updateTable('applications')
-      .set({ status })
-      .where('id', '=', appId)
-      .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', status ? [...keep, status] : keep)])),
-  );
+async function setAppStatus(tx: Tx, appId: string, status: AppStatus): Promise<void> {
+  await later(tx, statusUpdate(tx, { appId, status }));
 }
 
 const log = (tx: Tx, d: DeploymentsTable, lines: LogLine[]) => logPhased(tx, machine, d, lines);
@@ -137,26 +142,28 @@ export function assertDeployable(a: ApplicationsTable, subject = 'The applicatio
   if (a.is_suspended) throw badRequest(`${subject} is suspended; activate it before deploying`);
 }
 
+const activeOf = reusable((db, p: { appId: string }) =>
+  db
+    .selectFrom('deployments')
+    .select(['id', 'status'])
+    .where('app_id', '=', p.appId)
+    .where('status', 'in', [...ACTIVE]),
+);
+
+const supersede = reusable((db, p: { appId: string; now: string }) =>
+  db.updateTable('deployments').set({ status: 'skipped', finished_at: p.now, updated_at: p.now }).where('app_id', '=', p.appId).where('status', '=', 'waiting'),
+);
+
 /** Starts (or queues) a deployment of `a`: API, rollback, restart, clone and the deployment hook all come here. */
 export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o: DeployOptions): Promise<DeploymentsTable> {
   const { tx, app } = ctx;
   assertDeployable(a);
   await lockApp(tx, a.id);
   const now = new Date().toISOString();
-  const active = await tx
-    .selectFrom('deployments')
-    .select(['id', 'status'])
-    .where('app_id', '=', a.id)
-    .where('status', 'in', [...ACTIVE])
-    .execute();
-  // A newer deployment supersedes every deployment still waiting.
+  const { rows: active } = await run(tx, activeOf(tx, { appId: a.id }));
+  // A newer deployment supersedes every deployment still waiting (those just read: the lock is held).
   const waiting = active.filter((d) => d.status === 'waiting').map((d) => d.id);
-  if (waiting.length) {
-    await later(
-      tx,
-      tx.updateTable('deployments').set({ status: 'skipped', finished_at: now, updated_at: now }).where('id', 'in', waiting).where('status', '=', 'waiting'),
-    );
-  }
+  if (waiting.length) await later(tx, supersede(tx, { appId: a.id, now }));
   const busy = active.some((d) => d.status === 'inProgress');
   const image = a.source === 'dockerImage';
   const steps = o.reuse ? ['rollout'] : image ? ['checkout', 'rollout'] : ['checkout', 'build', 'rollout'];
@@ -188,7 +195,7 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
     created_at: now,
     updated_at: now,
   };
-  await later(tx, tx.insertInto('deployments').values(row));
+  await later(tx, insertRows(tx, 'deployments', [row]));
   await log(tx, row, busy ? [{ message: 'Deployment queued: waiting for the running deployment to finish' }] : startLines(row));
   if (!busy) await app.events.signal(tx, 'deployment.started', { application: a, deploymentId: row.id });
   // A waiting deployment is started by the end of the one ahead of it (finish() makes its job due

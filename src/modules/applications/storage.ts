@@ -2,6 +2,7 @@
 import type { Kysely, Migration } from 'kysely';
 import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
+import { first, reusable } from '../../shared/db/reusable.js';
 import { notFound } from '../../shared/errors.js';
 import { countedTable } from '../../shared/pagination.js';
 
@@ -172,10 +173,13 @@ export const migrations: Record<string, Migration> = {
 /** Tables of this area, children first (for reset). */
 export const tables = ['deployments', 'applications'] as const;
 
-/** The application of the company, or 404. Applications being deleted are still found (status `deleting`). */
-/** The caller's company's application `id`, or 404. */
+const appOfCompany = reusable((db, p: { id: string; companyId: string }) =>
+  db.selectFrom('applications').selectAll().where('id', '=', p.id).where('company_id', '=', p.companyId),
+);
+
+/** The caller's company's application `id`, or 404. Applications being deleted are still found (status `deleting`). */
 export async function findApp({ tx, companyId }: CallContext, id: string): Promise<ApplicationsTable> {
-  const a = await tx.selectFrom('applications').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  const a = await first(tx, appOfCompany(tx, { id, companyId }));
   if (!a) throw notFound('Application');
   return a;
 }

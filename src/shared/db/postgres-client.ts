@@ -18,8 +18,8 @@ const LATER = '/* later */ ';
  * and rolls the transaction back. Only for statements that are not expected to fail and whose
  * row count does not matter. Elsewhere (SQLite, outside a transaction) it runs at once.
  */
-export async function later(tx: Tx, q: Compilable | RawBuilder<unknown>): Promise<void> {
-  const c = 'isRawBuilder' in q ? q.compile(tx) : q.compile();
+export async function later(tx: Tx, q: Compilable | RawBuilder<unknown> | CompiledQuery): Promise<void> {
+  const c = 'sql' in q && 'parameters' in q ? q : 'isRawBuilder' in q ? q.compile(tx) : q.compile();
   if (tx.isTransaction && tx.getExecutor().adapter instanceof PostgresAdapter) {
     await tx.executeQuery(CompiledQuery.raw(LATER + c.sql, [...c.parameters]));
   } else await tx.executeQuery(c);

@@ -5,6 +5,7 @@ import type { Tx } from '../db/index.js';
 import type { RuntimeLogsTable } from '../db/schema.js';
 import { newId } from '../ids.js';
 import { later } from '../db/postgres-client.js';
+import { insertRows } from '../db/reusable.js';
 
 export interface LogLine {
   message: string;
@@ -25,7 +26,9 @@ export async function writeLogs(
   const ts = at.toISOString();
   await later(
     tx,
-    tx.insertInto('runtime_logs').values(
+    insertRows(
+      tx,
+      'runtime_logs',
       lines.map((l) => ({
         id: newId(),
         company_id: base.companyId,
