@@ -177,6 +177,23 @@ for (const kind of DB_KINDS) {
       assert.equal((await readApp(s, a.id)).status, 'deploymentSuccess');
     });
 
+    it('concurrent triggers of one application: each is newer than those it supersedes, so the newest is never a skipped one', async () => {
+      await reads(2);
+      const a = await createApp(s, { kind: 'image' });
+      // Faster than a millisecond each, some of them land in the same millisecond.
+      const made = await Promise.all(Array.from({ length: 30 }, () => trigger(s, a.id)));
+      const list = await listAll(s, deploymentsPath(a.id));
+      assert.equal(list.length, made.length);
+      const byCreation = [...list].sort((x, y) => x.created_at.localeCompare(y.created_at) || x.id.localeCompare(y.id));
+      assert.equal(new Set(list.map((d) => d.created_at)).size, list.length, 'no two share a creation time');
+      // In creation order: the first runs, every later one supersedes the one waiting before it.
+      assert.deepEqual(
+        byCreation.map((d) => d.status),
+        ['inProgress', ...Array.from({ length: made.length - 2 }, () => 'skipped'), 'waiting'],
+      );
+      for (const d of byCreation.filter((x) => x.status === 'skipped')) assert.ok(d.finished_at! > d.created_at, 'skipped after it was created');
+    });
+
     it('cancel an in-progress deployment: 200, status cancelled with finished_at, logged, application deploymentCancelled', async () => {
       await reads(5);
       const a = await createApp(s);

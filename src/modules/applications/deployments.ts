@@ -145,7 +145,7 @@ export function assertDeployable(a: ApplicationsTable, subject = 'The applicatio
 const activeOf = reusable((db, p: { appId: string }) =>
   db
     .selectFrom('deployments')
-    .select(['id', 'status'])
+    .select(['id', 'status', 'created_at'])
     .where('app_id', '=', p.appId)
     .where('status', 'in', [...ACTIVE]),
 );
@@ -154,13 +154,22 @@ const supersede = reusable((db, p: { appId: string; now: string }) =>
   db.updateTable('deployments').set({ status: 'skipped', finished_at: p.now, updated_at: p.now }).where('app_id', '=', p.appId).where('status', '=', 'waiting'),
 );
 
+/** The time now, or a millisecond after the latest of `times` (ISO) if that is not earlier. */
+function newerThan(times: string[]): string {
+  const latest = times.reduce((m, t) => Math.max(m, Date.parse(t)), 0);
+  return new Date(Math.max(Date.now(), latest + 1)).toISOString();
+}
+
 /** Starts (or queues) a deployment of `a`: API, rollback, restart, clone and the deployment hook all come here. */
 export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o: DeployOptions): Promise<DeploymentsTable> {
   const { tx, app } = ctx;
   assertDeployable(a);
   await lockApp(tx, a.id);
-  const now = new Date().toISOString();
   const { rows: active } = await run(tx, activeOf(tx, { appId: a.id }));
+  // Read the clock once the lock is held (on PostgreSQL it is taken with the read above), and be
+  // newer than every deployment this one supersedes, even one created in the same millisecond:
+  // the application's newest deployment by (created_at, id) is never a superseded one.
+  const now = newerThan(active.map((d) => d.created_at));
   // A newer deployment supersedes every deployment still waiting (those just read: the lock is held).
   const waiting = active.filter((d) => d.status === 'waiting').map((d) => d.id);
   if (waiting.length) await later(tx, supersede(tx, { appId: a.id, now }));
