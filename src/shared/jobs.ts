@@ -13,7 +13,7 @@ import type { Database, Tx } from './db/index.js';
 import type { JobsTable } from './db/schema.js';
 import { newId } from './ids.js';
 import { later } from './db/postgres-client.js';
-import { insertRows, reusable, run } from './db/reusable.js';
+import { insertRows, reusable } from './db/reusable.js';
 import { Coalescer } from './coalesce.js';
 
 /** Job kind -> payload. Filled by the modules by declaration merging (as `DB` is). */
@@ -120,7 +120,7 @@ export async function handOver<K extends JobName>(tx: Tx, from: readonly string[
     kind: o.kind,
   };
   // One subject (a trigger superseding the one waiting deployment) is the usual case: compiled once.
-  const r = await run(tx, from.length === 1 ? handOverOne(tx, { ...values, from: from[0]! }) : handOverQuery(tx, values, from).compile());
+  const r = await tx.executeQuery(from.length === 1 ? handOverOne(tx, { ...values, from: from[0]! }) : handOverQuery(tx, values, from).compile());
   return Number(r.numAffectedRows) > 0;
 }
 

@@ -9,18 +9,18 @@ import { slugify } from './ids.js';
 /** Tables whose rows have a `name` unique per company (a unique index on (company_id, name)). */
 export type NamedTable = 'applications' | 'databases' | 'projects' | 'load_balancers' | 'static_sites';
 
-/**
- * Inserts the row that `build` makes for a name derived from `displayName`, unique in the company
- * (the slug itself when free, else the first free `-2`, `-3`, ...). The unique index decides: a row whose name a concurrent request took between the look-up and
- * the insert is not inserted (ON CONFLICT DO NOTHING) and the next round picks another name, so
- * concurrent creates with one display name never meet a unique violation (never a 500).
- */
 /** The insert of a named row does nothing when the name is taken, and then returns no row. */
 const IF_NAME_FREE: InsertTail = {
   name: 'if-name-free',
   finish: (q: InsertQueryBuilder<DB, NamedTable, object>) => q.onConflict((oc) => oc.columns(['company_id', 'name']).doNothing()).returning('id'),
 };
 
+/**
+ * Inserts the row that `build` makes for a name derived from `displayName`, unique in the company
+ * (the slug itself when free, else the first free `-2`, `-3`, ...). The unique index decides: a row whose name a concurrent request took between the look-up and
+ * the insert is not inserted (ON CONFLICT DO NOTHING) and the next round picks another name, so
+ * concurrent creates with one display name never meet a unique violation (never a 500).
+ */
 export async function insertNamed<R extends { company_id: string; name: string }>(
   tx: Tx,
   table: NamedTable,

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql, type InsertQueryBuilder } from 'kysely';
 import { later, openDatabase, type Database, type Tx } from '../../src/shared/db/index.js';
-import { first, insertRows, reusable, run, type InsertTail } from '../../src/shared/db/reusable.js';
+import { first, insertRows, reusable, type InsertTail } from '../../src/shared/db/reusable.js';
 import { createPgDatabase, skipUnless } from '../helpers/server.js';
 
 interface Item {
@@ -53,7 +53,8 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     });
 
     it('is built once and answers each set of values as the query builder does, constants kept', { skip }, async () => {
-      for (const [i, name] of AWKWARD.entries()) await run(db, insertRows(db, ITEMS, [{ id: `i${i}`, name, status: i % 2 ? 'odd' : 'even', n: i } as never]));
+      for (const [i, name] of AWKWARD.entries())
+        await db.executeQuery(insertRows(db, ITEMS, [{ id: `i${i}`, name, status: i % 2 ? 'odd' : 'even', n: i } as never]));
       let built = 0;
       const byName = reusable((d, p: { name: string; other: string }) => {
         built++;
@@ -79,7 +80,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
           status: 'new',
           n: i % 2 ? null : i,
         }));
-      for (const count of [1, 3, 2, 4]) await run(db, insertRows(db, ITEMS, rows(`c${count}-`, count) as never[]));
+      for (const count of [1, 3, 2, 4]) await db.executeQuery(insertRows(db, ITEMS, rows(`c${count}-`, count) as never[]));
       const stored = await items(db).selectAll().where('status', '=', 'new').orderBy('id').execute();
       const want = [1, 3, 2, 4].flatMap((count) => rows(`c${count}-`, count)).sort((a, b) => (a.id < b.id ? -1 : 1));
       assert.deepEqual(stored, want);

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import { later, type Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
-import { insertRows, reusable, run } from '../../shared/db/reusable.js';
+import { insertRows, reusable } from '../../shared/db/reusable.js';
 import { badRequest } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs, enqueue, handOver, runNow, type EnqueueOptions } from '../../shared/jobs.js';
@@ -165,7 +165,7 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
   const { tx, app } = ctx;
   assertDeployable(a);
   await lockApp(tx, a.id);
-  const { rows: active } = await run(tx, activeOf(tx, { appId: a.id }));
+  const { rows: active } = await tx.executeQuery(activeOf(tx, { appId: a.id }));
   // Read the clock once the lock is held (on PostgreSQL it is taken with the read above), and be
   // newer than every deployment this one supersedes, even one created in the same millisecond:
   // the application's newest deployment by (created_at, id) is never a superseded one.

@@ -2,13 +2,13 @@
 // query builder builds an operation tree and compiles it to SQL on every call: about a sixth of a
 // deployment trigger's CPU time on SQLite (profiled, where the statements themselves are cheap).
 // A reusable statement's shape must not depend on its values: it is built with placeholders.
-import type { Compilable, CompiledQuery, Insertable, QueryResult } from 'kysely';
+import type { Compilable, CompiledQuery, Insertable } from 'kysely';
 import type { Tx } from './index.js';
 import type { DB } from './schema.js';
 
-/** A value to be filled in at run time (the compiled statement's parameter list holds these). */
+/** A value to be filled in at run time, taken from what the call is given (the compiled statement's parameter list holds these). */
 class Slot {
-  constructor(readonly name: string) {}
+  constructor(readonly take: (given: never) => unknown) {}
 }
 
 interface Shape {
@@ -17,11 +17,11 @@ interface Shape {
   params: unknown[];
 }
 
-const slotsOf = new Proxy({}, { get: (_, name) => new Slot(String(name)) });
+const slotsOf = new Proxy({}, { get: (_, name) => new Slot((values: Record<string | symbol, unknown>) => values[name]) });
 
-/** The compiled statement with `values` put in its slots. */
-function fill<O>(shape: Shape, values: Record<string, unknown>): CompiledQuery<O> {
-  const parameters = shape.params.map((p) => (p instanceof Slot ? values[p.name] : p));
+/** The compiled statement with the values taken from `given` put in its slots. */
+function fill<O>(shape: Shape, given: unknown): CompiledQuery<O> {
+  const parameters = shape.params.map((p) => (p instanceof Slot ? p.take(given as never) : p));
   return { ...shape.compiled, parameters } as CompiledQuery<O>;
 }
 
@@ -45,7 +45,7 @@ export function reusable<P extends object, O>(build: (db: Tx, p: P) => Compilabl
     const adapter = adapterOf(tx);
     let shape = shapes.get(adapter);
     if (!shape) shapes.set(adapter, (shape = shapeOf(build(tx, slotsOf as P).compile())));
-    return fill<O>(shape, values as Record<string, unknown>);
+    return fill<O>(shape, values);
   };
 }
 
@@ -72,20 +72,11 @@ export function insertRows<T extends keyof DB & string>(tx: Tx, table: T, rows: 
   if (!shape) {
     // Row counts vary (log lines): beyond a bound, further shapes are compiled each time.
     if (byKey.size >= MAX_INSERT_SHAPES) byKey.delete(byKey.keys().next().value!);
-    const slotted = rows.map((_, i) => Object.fromEntries(columns.map((c) => [c, new Slot(`${i}:${c}`)])));
+    const slotted = rows.map((_, i) => Object.fromEntries(columns.map((c) => [c, new Slot((given: Record<string, unknown>[]) => given[i]![c])])));
     const q = (tx.insertInto(table) as any).values(slotted);
     byKey.set(key, (shape = shapeOf((tail ? tail.finish(q) : q).compile() as CompiledQuery)));
   }
-  const values: Record<string, unknown> = {};
-  rows.forEach((row, i) => {
-    for (const c of columns) values[`${i}:${c}`] = (row as Record<string, unknown>)[c];
-  });
-  return fill(shape, values);
-}
-
-/** Runs a compiled statement. */
-export function run<O>(tx: Tx, q: CompiledQuery<O>): Promise<QueryResult<O>> {
-  return tx.executeQuery(q);
+  return fill(shape, rows);
 }
 
 /** The first row of a compiled statement's result, or undefined. */
