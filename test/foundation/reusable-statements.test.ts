@@ -3,13 +3,10 @@
 // in their places whatever they hold, inserts of every row count, and each shape built once.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql, type InsertQueryBuilder } from 'kysely';
-import { later, openDatabase, type Database, type Tx } from '../../src/shared/db/index.js';
+import { later, type Database, type Tx } from '../../src/shared/db/index.js';
 import { first, insertRows, reusable, type InsertTail } from '../../src/shared/db/reusable.js';
-import { createPgDatabase, skipUnless } from '../helpers/server.js';
+import { openScratchDatabase, skipUnless } from '../helpers/server.js';
 
 interface Item {
   id: string;
@@ -33,15 +30,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
 
     before(async () => {
       if (skip) return;
-      if (kind === 'postgres') {
-        const made = await createPgDatabase();
-        database = openDatabase({ databaseUrl: made.url, dataDir: tmpdir() });
-        cleanup = made.drop;
-      } else {
-        const dir = mkdtempSync(join(tmpdir(), 'slipway-reusable-'));
-        database = openDatabase({ dataDir: dir });
-        cleanup = async () => rmSync(dir, { recursive: true, force: true });
-      }
+      ({ database, cleanup } = await openScratchDatabase(kind, 'slipway-reusable-'));
       db = database.db;
       await sql`create table items (id varchar(36) primary key, name text not null unique, status text not null, n integer)`.execute(db);
     });

@@ -21,6 +21,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { loadConfig, DEFAULT_RATE_LIMITS, type RateLimitConfig } from '../../src/shared/config.js';
 import { createServer, type Server } from '../../src/server.js';
+import { openDatabase, type Database } from '../../src/shared/db/index.js';
 import { ContractChecker } from './contract.js';
 
 export type DbKind = 'sqlite' | 'postgres';
@@ -104,6 +105,19 @@ export async function createPgDatabase(): Promise<{ url: string; drop(): Promise
       await c.end();
     },
   };
+}
+
+/**
+ * A database of `kind` of its own, opened without migrations: a fresh PostgreSQL database, or a
+ * SQLite file in a fresh directory (`prefix` names it). `cleanup` drops or removes it (close first).
+ */
+export async function openScratchDatabase(kind: 'sqlite' | 'postgres', prefix: string): Promise<{ database: Database; cleanup(): Promise<void> }> {
+  if (kind === 'postgres') {
+    const made = await createPgDatabase();
+    return { database: openDatabase({ databaseUrl: made.url, dataDir: tmpdir() }), cleanup: made.drop };
+  }
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { database: openDatabase({ dataDir: dir }), cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 export interface TestServerOptions {

@@ -2,14 +2,11 @@
 // last attempt, cancels, waits for future jobs, and takes over a job whose worker died.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
-import { migrate, openDatabase, type Database } from '../../src/shared/db/index.js';
+import { migrate, type Database } from '../../src/shared/db/index.js';
 import { backoffMs, cancelJobs, enqueue, JobEngine } from '../../src/shared/jobs.js';
 import { moduleMigrations } from '../../src/modules/index.js';
-import { createPgDatabase, DB_KINDS, skipUnless } from '../helpers/server.js';
+import { DB_KINDS, openScratchDatabase, skipUnless } from '../helpers/server.js';
 import { sleep, waitFor } from '../helpers/util.js';
 
 // The job kinds these tests register, typed like the modules' own.
@@ -44,15 +41,7 @@ for (const kind of DB_KINDS) {
     const row = (id: string) => database.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
     before(async () => {
-      if (kind === 'postgres') {
-        const pg = await createPgDatabase();
-        database = openDatabase({ databaseUrl: pg.url, dataDir: tmpdir() });
-        cleanup = pg.drop;
-      } else {
-        const dir = mkdtempSync(join(tmpdir(), 'slipway-jobs-'));
-        database = openDatabase({ dataDir: dir });
-        cleanup = async () => rmSync(dir, { recursive: true, force: true });
-      }
+      ({ database, cleanup } = await openScratchDatabase(kind, 'slipway-jobs-'));
       await migrate(database.db, moduleMigrations());
     });
     after(async () => {
