@@ -2,7 +2,7 @@
 // or PostgreSQL (DATABASE_URL). Every mutation goes through `db.transaction()`.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type SqliteDatabase, type Transaction } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, type Migration, type SqliteDatabase, type Transaction } from 'kysely';
 import SQLite from 'better-sqlite3';
 import type PG from 'pg';
 import { lazy } from '../lazy.js';
@@ -11,6 +11,7 @@ import { migrationProvider } from './migrations.js';
 import { setContentVersion } from './content-version.js';
 import { wrappedPool } from './postgres-client.js';
 import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
+import { GroupCommitSqliteDialect } from './group-commit.js';
 
 export { later } from './postgres-client.js';
 
@@ -67,7 +68,7 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): D
     checkpointer ??= startCheckpointer(file.name, (m) => process.emitWarning(`SQLite WAL checkpoint failed: ${m}`));
   };
   const dataVersion = file.prepare('PRAGMA data_version').pluck();
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(file, changed) }) });
+  const db = new Kysely<DB>({ dialect: new GroupCommitSqliteDialect(cachingStatements(file, changed), () => file.inTransaction) });
   setContentVersion(db, () => `${writes}:${dataVersion.get() as number}`);
   const close = async () => {
     await checkpointer?.close();

@@ -1,0 +1,127 @@
+// SQLite group commit (src/shared/db/group-commit.ts): transactions that end in the same turn of
+// the event loop are committed together. Checked through a second connection to the same file,
+// which sees only what is committed: none is reported done before its COMMIT, one that fails is
+// rolled back alone, a read outside a transaction commits the open group first, and a COMMIT that
+// fails fails the whole group and keeps none of it.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import SQLite from 'better-sqlite3';
+import { sql } from 'kysely';
+import type { Database, Tx } from '../../src/shared/db/index.js';
+import { openScratchDatabase } from '../helpers/server.js';
+
+const items = (db: Tx) => db as unknown as { insertInto(t: string): any; selectFrom(t: string): any };
+
+describe('SQLite group commit', () => {
+  let database: Database;
+  let cleanup: () => Promise<void>;
+  let other: SQLite.Database;
+  /** The names committed, as another connection sees them. */
+  const committed = () => other.prepare('select name from items order by name').pluck().all() as string[];
+  const insert = (tx: Tx, name: string, parent: number | null = null) => items(tx).insertInto('items').values({ name, parent }).execute();
+  const transaction = (fn: (tx: Tx) => Promise<unknown>) => database.db.transaction().execute(fn);
+
+  before(async () => {
+    ({ database, cleanup } = await openScratchDatabase('sqlite', 'slipway-group-commit-'));
+    await sql`create table parents (id integer primary key)`.execute(database.db);
+    await sql`create table items (id integer primary key, name text not null unique, parent integer references parents (id) deferrable initially deferred)`.execute(
+      database.db,
+    );
+    other = new SQLite(database.file!.name, { readonly: true });
+  });
+
+  after(async () => {
+    other.close();
+    await database.close();
+    await cleanup();
+  });
+
+  it('answers a transaction only once the group it ended in is committed, with the ones after it', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let firstDone = false;
+    const first = transaction((tx) => insert(tx, 'a1')).then(() => (firstDone = true));
+    // Queued while the first runs: it joins the first's group and keeps it open until it ends.
+    const second = transaction(async (tx) => {
+      await insert(tx, 'a2');
+      await held;
+    });
+    await sleep(30);
+    assert.equal(firstDone, false, 'the first is not reported done while its group is open');
+    assert.deepEqual(committed(), [], 'nothing is committed yet');
+    release();
+    await Promise.all([first, second]);
+    assert.deepEqual(committed(), ['a1', 'a2']);
+  });
+
+  it('rolls back only the transaction that fails, the others of its group committed', async () => {
+    const results = await Promise.allSettled([
+      transaction((tx) => insert(tx, 'b1')),
+      transaction(async (tx) => {
+        await insert(tx, 'b2');
+        throw new Error('this one fails');
+      }),
+      transaction(async (tx) => {
+        await insert(tx, 'b3');
+        await insert(tx, 'b1'); // unique: fails after its first insert
+      }),
+      transaction((tx) => insert(tx, 'b4')),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected', 'rejected', 'fulfilled'],
+    );
+    assert.match(String((results[1] as PromiseRejectedResult).reason), /this one fails/);
+    assert.match(String((results[2] as PromiseRejectedResult).reason), /UNIQUE/);
+    assert.deepEqual(committed().filter((n) => n.startsWith('b')), ['b1', 'b4']);
+  });
+
+  it('commits the open group before a query outside a transaction runs', async () => {
+    const written = transaction((tx) => insert(tx, 'c1'));
+    // Queued behind the transaction; when it runs, the transaction has ended but its group is open.
+    const read = items(database.db).selectFrom('items').select('name').where('name', '=', 'c1').execute();
+    const rows = await read;
+    assert.deepEqual(rows, [{ name: 'c1' }]);
+    assert.deepEqual(
+      committed().filter((n) => n.startsWith('c')),
+      ['c1'],
+      'what the read saw was committed',
+    );
+    await written;
+  });
+
+  it('commits many queued transactions, every one of them answered', async () => {
+    const names = Array.from({ length: 150 }, (_, i) => `d${String(i).padStart(3, '0')}`);
+    await Promise.all(names.map((n) => transaction((tx) => insert(tx, n))));
+    assert.deepEqual(
+      committed().filter((n) => n.startsWith('d')),
+      names,
+    );
+  });
+
+  it('fails every transaction of a group whose COMMIT fails and keeps none of their changes', async () => {
+    await sql`insert into parents (id) values (1)`.execute(database.db);
+    const results = await Promise.allSettled([
+      transaction((tx) => insert(tx, 'e1', 1)),
+      // A deferred foreign key is checked at COMMIT: this one fails the group's commit.
+      transaction((tx) => insert(tx, 'e2', 99)),
+      transaction((tx) => insert(tx, 'e3', 1)),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['rejected', 'rejected', 'rejected'],
+    );
+    for (const r of results) assert.match(String((r as PromiseRejectedResult).reason), /FOREIGN KEY/);
+    assert.deepEqual(
+      committed().filter((n) => n.startsWith('e')),
+      [],
+    );
+    // The connection is usable again.
+    await transaction((tx) => insert(tx, 'e4', 1));
+    assert.deepEqual(
+      committed().filter((n) => n.startsWith('e')),
+      ['e4'],
+    );
+  });
+});
