@@ -74,7 +74,10 @@ describe('SQLite group commit', () => {
     );
     assert.match(String((results[1] as PromiseRejectedResult).reason), /this one fails/);
     assert.match(String((results[2] as PromiseRejectedResult).reason), /UNIQUE/);
-    assert.deepEqual(committed().filter((n) => n.startsWith('b')), ['b1', 'b4']);
+    assert.deepEqual(
+      committed().filter((n) => n.startsWith('b')),
+      ['b1', 'b4'],
+    );
   });
 
   it('commits the open group before a query outside a transaction runs', async () => {
