@@ -145,7 +145,7 @@ async function serve(flags: Flags) {
 
 async function admin(positional: string[], flags: Flags) {
   const config = loadConfig(flags);
-  const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, groupCommit: config.sqliteGroupCommit });
   await migrate(database.db, moduleMigrations());
   const app = createAppContext(config, database, pino({ level: 'silent' }), config.publicUrl ?? `http://${config.host}:${config.port}`);
   for (const m of modules) m.setup?.(app);

@@ -111,7 +111,7 @@ function capConnectionsPerIp(server: { on(event: 'connection', cb: (socket: Sock
 }
 
 export async function createServer(config: Config, opts: { database?: Database; logger?: FastifyServerOptions['logger'] } = {}): Promise<Server> {
-  const database = opts.database ?? openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const database = opts.database ?? openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, groupCommit: config.sqliteGroupCommit });
   await migrate(database.db, moduleMigrations());
   const tls = config.tls ? await loadTls(config.tls, config.dataDir) : undefined;
 

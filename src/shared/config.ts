@@ -17,6 +17,8 @@ export interface Config {
   host: string;
   dataDir: string;
   databaseUrl?: string;
+  /** SQLite group commit (SLIPWAY_SQLITE_GROUP_COMMIT=1; off by default, see shared/db/group-commit.ts). */
+  sqliteGroupCommit: boolean;
   logLevel: string;
   production: boolean;
   trustProxy: boolean;
@@ -187,6 +189,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     host: str('host', 'HOST') ?? '127.0.0.1',
     dataDir: resolve(str('data-dir', 'DATA_DIR') ?? './data'),
     databaseUrl,
+    sqliteGroupCommit: env.SLIPWAY_SQLITE_GROUP_COMMIT === '1',
     logLevel: str('log-level', 'LOG_LEVEL') ?? 'info',
     production: flags.production === true || env.NODE_ENV === 'production',
     trustProxy,

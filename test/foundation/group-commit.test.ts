@@ -23,7 +23,7 @@ describe('SQLite group commit', () => {
   const transaction = (fn: (tx: Tx) => Promise<unknown>) => database.db.transaction().execute(fn);
 
   before(async () => {
-    ({ database, cleanup } = await openScratchDatabase('sqlite', 'slipway-group-commit-'));
+    ({ database, cleanup } = await openScratchDatabase('sqlite', 'slipway-group-commit-', { groupCommit: true }));
     await sql`create table parents (id integer primary key)`.execute(database.db);
     await sql`create table items (id integer primary key, name text not null unique, parent integer references parents (id) deferrable initially deferred)`.execute(
       database.db,

@@ -111,13 +111,17 @@ export async function createPgDatabase(): Promise<{ url: string; drop(): Promise
  * A database of `kind` of its own, opened without migrations: a fresh PostgreSQL database, or a
  * SQLite file in a fresh directory (`prefix` names it). `cleanup` drops or removes it (close first).
  */
-export async function openScratchDatabase(kind: 'sqlite' | 'postgres', prefix: string): Promise<{ database: Database; cleanup(): Promise<void> }> {
+export async function openScratchDatabase(
+  kind: 'sqlite' | 'postgres',
+  prefix: string,
+  opts: { groupCommit?: boolean } = {},
+): Promise<{ database: Database; cleanup(): Promise<void> }> {
   if (kind === 'postgres') {
     const made = await createPgDatabase();
     return { database: openDatabase({ databaseUrl: made.url, dataDir: tmpdir() }), cleanup: made.drop };
   }
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  return { database: openDatabase({ dataDir: dir }), cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+  return { database: openDatabase({ dataDir: dir, groupCommit: opts.groupCommit }), cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 export interface TestServerOptions {

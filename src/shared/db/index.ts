@@ -2,7 +2,7 @@
 // or PostgreSQL (DATABASE_URL). Every mutation goes through `db.transaction()`.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, Migrator, PostgresDialect, type Migration, type SqliteDatabase, type Transaction } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type SqliteDatabase, type Transaction } from 'kysely';
 import SQLite from 'better-sqlite3';
 import type PG from 'pg';
 import { lazy } from '../lazy.js';
@@ -42,7 +42,8 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): Database {
+/** `groupCommit`: SQLite transactions committed in groups (group-commit.ts; off by default). */
+export function openDatabase(opts: { databaseUrl?: string; dataDir: string; groupCommit?: boolean }): Database {
   if (opts.databaseUrl) {
     const pool = new (pgDriver().Pool)({ connectionString: opts.databaseUrl, max: 10 });
     // An idle connection that the server closes (restart, admin termination) must not crash the
@@ -68,7 +69,9 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string }): D
     checkpointer ??= startCheckpointer(file.name, (m) => process.emitWarning(`SQLite WAL checkpoint failed: ${m}`));
   };
   const dataVersion = file.prepare('PRAGMA data_version').pluck();
-  const db = new Kysely<DB>({ dialect: new GroupCommitSqliteDialect(cachingStatements(file, changed), () => file.inTransaction) });
+  const statements = cachingStatements(file, changed);
+  const dialect = opts.groupCommit ? new GroupCommitSqliteDialect(statements, () => file.inTransaction) : new SqliteDialect({ database: statements });
+  const db = new Kysely<DB>({ dialect });
   setContentVersion(db, () => `${writes}:${dataVersion.get() as number}`);
   const close = async () => {
     await checkpointer?.close();
