@@ -55,6 +55,13 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The gate `launch` starts commands behind: the shell (`sh -c GATE <command>`, so `$0` is the
+ * command) reads one line, then becomes the command (same pid, so the same process group) with
+ * stdin from /dev/null; no line (the pipe closed by a Slipway that died) ends it with status 125.
+ */
+export const GATE = 'IFS= read -r _ || exit 125; exec /bin/sh -c "$0" </dev/null';
+
 /** The kernel start time of a process (field 22 of /proc/<pid>/stat), or null when it is gone. */
 function startTimeOf(pid: number): string | null {
   return statFields(pid)?.[19] ?? null;
@@ -140,6 +147,24 @@ export class Supervisor {
     }
   }
 
+  /**
+   * Starts a command in its own process group and records it in the registry before it runs: the
+   * shell waits at a gate (a line on its stdin) that opens only once the registry holds its pid.
+   * A Slipway killed between the spawn and the registry's write closes the gate's pipe instead, and
+   * the shell exits without running the command, so no process ever runs unrecorded.
+   */
+  private launch(entry: { child: ChildProcess | null }, command: string, cwd: string, env: Record<string, string>): ChildProcess {
+    const child = spawn('/bin/sh', ['-c', GATE, command], { cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    entry.child = child;
+    this.live.add(entry);
+    this.save();
+    child.stdin!.on('error', () => {
+      /* it exited before the gate opened: its close event reports that */
+    });
+    child.stdin!.end('\n');
+    return child;
+  }
+
   /** Starts the instances of a release (web instances on free ports). */
   async startGroup(g: Omit<Group, 'instances' | 'next'>, specs: InstanceSpec[], cwd: string, env: Record<string, string>): Promise<Group> {
     const group: Group = { ...g, instances: [], next: 0 };
@@ -161,16 +186,8 @@ export class Supervisor {
   }
 
   private spawn(g: Group, i: Instance, cwd: string, env: Record<string, string>) {
-    const child = spawn('/bin/sh', ['-c', i.command], {
-      cwd,
-      env: { ...env, ...(i.port ? { PORT: String(i.port) } : {}) },
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    i.child = child;
+    const child = this.launch(i, i.command, cwd, { ...env, ...(i.port ? { PORT: String(i.port) } : {}) });
     i.startedAt = Date.now();
-    this.live.add(i);
-    this.save();
     eachLine(child, (l, stream) => this.sink(g, i, l, stream));
     i.exited = new Promise((resolve) => {
       child.on('error', (e) => this.note(g, i, `Instance ${i.key}#${i.index} could not start: ${e.message}`, 'error'));
@@ -202,10 +219,8 @@ export class Supervisor {
     limitMs: number;
     line: (text: string, stream: 'stdout' | 'stderr') => void;
   }): OneOff {
-    const child = spawn('/bin/sh', ['-c', o.command], { cwd: o.cwd, env: o.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    const entry = { child };
-    this.live.add(entry);
-    this.save();
+    const entry: { child: ChildProcess | null } = { child: null };
+    const child = this.launch(entry, o.command, o.cwd, o.env);
     eachLine(child, o.line);
     let timedOut = false;
     const timer =
