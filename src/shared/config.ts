@@ -17,7 +17,7 @@ export interface Config {
   host: string;
   dataDir: string;
   databaseUrl?: string;
-  /** SQLite group commit (SLIPWAY_SQLITE_GROUP_COMMIT=1; off by default, see shared/db/group-commit.ts). */
+  /** SQLite group commit (on by default; SLIPWAY_SQLITE_GROUP_COMMIT=0 turns it off; see shared/db/group-commit.ts). */
   sqliteGroupCommit: boolean;
   logLevel: string;
   production: boolean;
@@ -184,12 +184,14 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
   if (rateLimitStore !== 'memory' && rateLimitStore !== 'redis' && rateLimitStore !== 'database')
     throw new Error(`unknown SLIPWAY_RATE_LIMIT_STORE "${rateLimitStore}" (expected memory, redis or database)`);
   if (rateLimitStore === 'redis' && !redisUrl) throw new Error('SLIPWAY_RATE_LIMIT_STORE=redis needs REDIS_URL');
+  const groupCommit = env.SLIPWAY_SQLITE_GROUP_COMMIT;
+  if (groupCommit && groupCommit !== '0' && groupCommit !== '1') throw new Error(`SLIPWAY_SQLITE_GROUP_COMMIT must be 0 or 1 (got "${groupCommit}")`);
   return {
     port,
     host: str('host', 'HOST') ?? '127.0.0.1',
     dataDir: resolve(str('data-dir', 'DATA_DIR') ?? './data'),
     databaseUrl,
-    sqliteGroupCommit: env.SLIPWAY_SQLITE_GROUP_COMMIT === '1',
+    sqliteGroupCommit: env.SLIPWAY_SQLITE_GROUP_COMMIT !== '0',
     logLevel: str('log-level', 'LOG_LEVEL') ?? 'info',
     production: flags.production === true || env.NODE_ENV === 'production',
     trustProxy,

@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import type { Database, Tx } from '../../src/shared/db/index.js';
+import { loadConfig } from '../../src/shared/config.js';
 import { openScratchDatabase } from '../helpers/server.js';
 
 const items = (db: Tx) => db as unknown as { insertInto(t: string): any; selectFrom(t: string): any };
@@ -23,7 +24,8 @@ describe('SQLite group commit', () => {
   const transaction = (fn: (tx: Tx) => Promise<unknown>) => database.db.transaction().execute(fn);
 
   before(async () => {
-    ({ database, cleanup } = await openScratchDatabase('sqlite', 'slipway-group-commit-', { groupCommit: true }));
+    // The default: no option given.
+    ({ database, cleanup } = await openScratchDatabase('sqlite', 'slipway-group-commit-'));
     await sql`create table parents (id integer primary key)`.execute(database.db);
     await sql`create table items (id integer primary key, name text not null unique, parent integer references parents (id) deferrable initially deferred)`.execute(
       database.db,
@@ -126,5 +128,39 @@ describe('SQLite group commit', () => {
       committed().filter((n) => n.startsWith('e')),
       ['e4'],
     );
+  });
+});
+
+describe('SQLite group commit: the setting', () => {
+  it('is on by default; SLIPWAY_SQLITE_GROUP_COMMIT=0 turns it off; another value is refused', () => {
+    assert.equal(loadConfig({}, {}).sqliteGroupCommit, true);
+    assert.equal(loadConfig({}, { SLIPWAY_SQLITE_GROUP_COMMIT: '1' }).sqliteGroupCommit, true);
+    assert.equal(loadConfig({}, { SLIPWAY_SQLITE_GROUP_COMMIT: '0' }).sqliteGroupCommit, false);
+    assert.throws(() => loadConfig({}, { SLIPWAY_SQLITE_GROUP_COMMIT: 'off' }), /SLIPWAY_SQLITE_GROUP_COMMIT must be 0 or 1/);
+  });
+
+  it('off: each transaction is committed as it ends', async () => {
+    const { database: db, cleanup: done } = await openScratchDatabase('sqlite', 'slipway-group-commit-off-', { groupCommit: false });
+    try {
+      await sql`create table t (name text)`.execute(db.db);
+      const reader = new SQLite(db.file!.name, { readonly: true });
+      let seen: string[] = [];
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      const first = db.db.transaction().execute((tx) => items(tx).insertInto('t').values({ name: 'x' }).execute());
+      const second = db.db.transaction().execute(async () => {
+        // Runs after the first ended: with group commit off, the first is committed already.
+        seen = reader.prepare('select name from t').pluck().all() as string[];
+        await held;
+      });
+      await first;
+      release();
+      await second;
+      reader.close();
+      assert.deepEqual(seen, ['x']);
+    } finally {
+      await db.close();
+      await done();
+    }
   });
 });

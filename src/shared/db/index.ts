@@ -42,7 +42,7 @@ export interface Database {
   close(): Promise<void>;
 }
 
-/** `groupCommit`: SQLite transactions committed in groups (group-commit.ts; off by default). */
+/** `groupCommit`: SQLite transactions committed in groups (group-commit.ts; on unless `false`). */
 export function openDatabase(opts: { databaseUrl?: string; dataDir: string; groupCommit?: boolean }): Database {
   if (opts.databaseUrl) {
     const pool = new (pgDriver().Pool)({ connectionString: opts.databaseUrl, max: 10 });
@@ -70,7 +70,7 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; grou
   };
   const dataVersion = file.prepare('PRAGMA data_version').pluck();
   const statements = cachingStatements(file, changed);
-  const dialect = opts.groupCommit ? new GroupCommitSqliteDialect(statements, () => file.inTransaction) : new SqliteDialect({ database: statements });
+  const dialect = opts.groupCommit !== false ? new GroupCommitSqliteDialect(statements, () => file.inTransaction) : new SqliteDialect({ database: statements });
   const db = new Kysely<DB>({ dialect });
   setContentVersion(db, () => `${writes}:${dataVersion.get() as number}`);
   const close = async () => {
