@@ -12,6 +12,10 @@
 // requests that arrive for it wait and then share the next one, which starts after all of them
 // arrived (so each still sees every write that committed before it asked). Both hand out one
 // frozen result to all their callers (`sharedResult`), which the router serializes once.
+//
+// On PostgreSQL a write does not update the company's `list_counts` row: it appends a +1 or -1
+// to `list_count_deltas`, and the counts are that row plus the list's deltas (`countDeltas`).
+// One row updated by every create serialized concurrent creates on its lock, WAL flush included.
 import { PostgresAdapter, sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { Tx } from './db/index.js';
 import { contentVersion } from './db/content-version.js';
@@ -167,9 +171,18 @@ async function page_<DB, TB extends keyof DB, O>(
   return envelope(await slice(b, start?.skip ?? page.offset, start?.from), total);
 }
 
-/** A column of the list's `list_counts` row, as a subquery a page's rows can carry. */
-const countsOf = (c: Counted, column: 'n' | 'version') =>
-  sql<number>`(SELECT ${sql.ref(column)} FROM list_counts WHERE tbl = ${c.table} AND company_id = ${c.companyId})`;
+const onPostgres = (c: Counted) => c.tx.getExecutor().adapter instanceof PostgresAdapter;
+
+/**
+ * The list's row count or version, as a subquery a page's rows can carry: its `list_counts` row,
+ * on PostgreSQL plus its deltas not yet folded in (the sum of their +1 and -1; one version step each).
+ */
+const countsOf = (c: Counted, column: 'n' | 'version') => {
+  const base = sql`(SELECT ${sql.ref(column)} FROM list_counts WHERE tbl = ${c.table} AND company_id = ${c.companyId})`;
+  if (!onPostgres(c)) return sql<number>`${base}`;
+  const deltas = column === 'n' ? sql`sum(delta)` : sql`count(*)`;
+  return sql<number>`(coalesce(${base}, 0) + coalesce((SELECT ${deltas} FROM list_count_deltas WHERE tbl = ${c.table} AND company_id = ${c.companyId}), 0))`;
+};
 
 /** The page's rows of `q` in the list's order, `skip` rows after `from` (the sort key a bookmark holds) or the start. */
 function sliced(q: any, order: { column: string; id: string }, direction: 'asc' | 'desc', limit: number, skip: number, from?: [string, string]) {
@@ -191,6 +204,10 @@ function carried(rows: Record<string, unknown>[], ...columns: string[]): [any[],
 }
 
 async function listStats(c: Counted): Promise<{ n: number; version: number }> {
+  if (onPostgres(c)) {
+    const r = await sql<{ n: string; version: string }>`SELECT ${countsOf(c, 'n')} AS n, ${countsOf(c, 'version')} AS version`.execute(c.tx);
+    return { n: Number(r.rows[0]?.n ?? 0), version: Number(r.rows[0]?.version ?? 0) };
+  }
   const row = await c.tx.selectFrom('list_counts').select(['n', 'version']).where('tbl', '=', c.table).where('company_id', '=', c.companyId).executeTakeFirst();
   return { n: Number(row?.n ?? 0), version: Number(row?.version ?? 0) };
 }
@@ -239,11 +256,11 @@ export async function countedTable(db: Kysely<any>, table: CountedTable): Promis
 
 /**
  * PostgreSQL: `table`'s counting trigger (made anew) as a constraint trigger deferred to the
- * commit. The company's `list_counts` row is then locked only while the transaction commits, not
- * from its insert or delete until the client sends COMMIT: concurrent creates in one company wait
- * for each other's commit only, not for each other's round trips (with an immediate trigger, 20
- * concurrent `POST /v3/projects` spent most of their time queued on that row). Inside the writing
- * transaction the counts do not include its own rows yet; nothing reads them there.
+ * commit. It was made so when the trigger still updated the company's `list_counts` row (before
+ * `countDeltas`): the row was then locked only while the transaction committed, not from its
+ * insert or delete until the client sent COMMIT. A fold of deltas still locks it, so a fold at
+ * commit holds it no longer than the commit. Inside the writing transaction the counts do not
+ * include its own rows yet; nothing reads them there.
  */
 export async function countAtCommit(db: Kysely<any>, table: CountedTable): Promise<void> {
   await sql.raw(`DROP TRIGGER IF EXISTS ${table}_counted ON ${table}`).execute(db);
@@ -252,6 +269,36 @@ export async function countAtCommit(db: Kysely<any>, table: CountedTable): Promi
       `CREATE CONSTRAINT TRIGGER ${table}_counted AFTER INSERT OR DELETE ON ${table} DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slipway_list_count()`,
     )
     .execute(db);
+}
+
+/**
+ * PostgreSQL: counting by appended deltas. The counting trigger's function (`countAtCommit`'s
+ * triggers call it) inserts a +1 or -1 row into `list_count_deltas` instead of updating the
+ * company's `list_counts` row, so concurrent creates and deletes take no common lock and commit
+ * in parallel. Every 32nd delta (a sequence: no lock either) folds its list's committed deltas into
+ * its `list_counts` row (adding their sum to n and their number to the version, so both read the
+ * same before and after), unless another transaction is folding that list (an advisory lock it
+ * only tries): the deltas a read sums stay few. Readers add the deltas (`countsOf`).
+ */
+export async function countDeltas(db: Kysely<any>): Promise<void> {
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+  await sql`CREATE TABLE list_count_deltas (tbl varchar(64) NOT NULL, company_id varchar(36) NOT NULL, delta integer NOT NULL)`.execute(db);
+  await sql`CREATE INDEX list_count_deltas_list ON list_count_deltas (tbl, company_id)`.execute(db);
+  await sql`CREATE SEQUENCE list_count_delta_seq`.execute(db);
+  await sql`CREATE OR REPLACE FUNCTION slipway_list_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+      company varchar(36);
+    BEGIN
+      IF TG_OP = 'INSERT' THEN company := NEW.company_id; ELSE company := OLD.company_id; END IF;
+      INSERT INTO list_count_deltas (tbl, company_id, delta) VALUES (TG_TABLE_NAME, company, CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END);
+      IF nextval('list_count_delta_seq') % 32 = 0 AND pg_try_advisory_xact_lock(hashtext('slipway_list_count:' || TG_TABLE_NAME || ':' || company)) THEN
+        WITH folded AS (DELETE FROM list_count_deltas WHERE tbl = TG_TABLE_NAME AND company_id = company RETURNING delta)
+        INSERT INTO list_counts (tbl, company_id, n, version)
+          SELECT TG_TABLE_NAME, company, coalesce(sum(delta), 0), count(*) FROM folded
+        ON CONFLICT (tbl, company_id) DO UPDATE SET n = list_counts.n + EXCLUDED.n, version = list_counts.version + EXCLUDED.version;
+      END IF;
+      RETURN NULL;
+    END $$`.execute(db);
 }
 
 /** The `list_counts` table and, on PostgreSQL, the trigger function `countedTable` uses. */

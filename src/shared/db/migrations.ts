@@ -1,6 +1,6 @@
 // Schema migrations, run at start (Kysely's migrator takes a lock, so several processes
 // starting together on one PostgreSQL apply each migration once). Append, never edit.
-import { countAtCommit, countedTable, createListCounts, type CountedTable } from '../pagination.js';
+import { countAtCommit, countDeltas, countedTable, createListCounts, type CountedTable } from '../pagination.js';
 import { PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 
 const m001: Migration = {
@@ -264,6 +264,11 @@ const m201: Migration = {
   },
 };
 
+/** PostgreSQL: list counts kept by appended deltas instead of one row per list (`countDeltas`). */
+const m202: Migration = {
+  up: (db: Kysely<any>) => countDeltas(db),
+};
+
 /** Foundation migrations; modules contribute theirs through `Module.migrations`. */
 export const coreMigrations: Record<string, Migration> = {
   '001_foundation': m001,
@@ -275,6 +280,7 @@ export const coreMigrations: Record<string, Migration> = {
   '193_jobs_claim': m193,
   '200_edge_traffic': m200,
   '201_list_counts_at_commit': m201,
+  '202_list_count_deltas': m202,
 };
 
 export function migrationProvider(extra: Record<string, Migration> = {}): MigrationProvider {
