@@ -275,7 +275,7 @@ export async function countAtCommit(db: Kysely<any>, table: CountedTable): Promi
  * PostgreSQL: counting by appended deltas. The counting trigger's function (`countAtCommit`'s
  * triggers call it) inserts a +1 or -1 row into `list_count_deltas` instead of updating the
  * company's `list_counts` row, so concurrent creates and deletes take no common lock and commit
- * in parallel. Every 32nd delta (a sequence: no lock either) folds its list's committed deltas into
+ * in parallel. Every 8th delta (a sequence: no lock either) folds its list's committed deltas into
  * its `list_counts` row (adding their sum to n and their number to the version, so both read the
  * same before and after), unless another transaction is folding that list (an advisory lock it
  * only tries): the deltas a read sums stay few. Readers add the deltas (`countsOf`).
@@ -291,7 +291,7 @@ export async function countDeltas(db: Kysely<any>): Promise<void> {
     BEGIN
       IF TG_OP = 'INSERT' THEN company := NEW.company_id; ELSE company := OLD.company_id; END IF;
       INSERT INTO list_count_deltas (tbl, company_id, delta) VALUES (TG_TABLE_NAME, company, CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END);
-      IF nextval('list_count_delta_seq') % 32 = 0 AND pg_try_advisory_xact_lock(hashtext('slipway_list_count:' || TG_TABLE_NAME || ':' || company)) THEN
+      IF nextval('list_count_delta_seq') % 8 = 0 AND pg_try_advisory_xact_lock(hashtext('slipway_list_count:' || TG_TABLE_NAME || ':' || company)) THEN
         WITH folded AS (DELETE FROM list_count_deltas WHERE tbl = TG_TABLE_NAME AND company_id = company RETURNING delta)
         INSERT INTO list_counts (tbl, company_id, n, version)
           SELECT TG_TABLE_NAME, company, coalesce(sum(delta), 0), count(*) FROM folded
