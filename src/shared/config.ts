@@ -191,7 +191,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     host: str('host', 'HOST') ?? '127.0.0.1',
     dataDir: resolve(str('data-dir', 'DATA_DIR') ?? './data'),
     databaseUrl,
-    sqliteGroupCommit: env.SLIPWAY_SQLITE_GROUP_COMMIT !== '0',
+    sqliteGroupCommit: groupCommit !== '0',
     logLevel: str('log-level', 'LOG_LEVEL') ?? 'info',
     production: flags.production === true || env.NODE_ENV === 'production',
     trustProxy,
