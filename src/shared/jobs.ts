@@ -7,10 +7,10 @@
 // failures are retried with exponential backoff and jitter.
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { CompiledQuery, PostgresAdapter, sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database, Tx } from './db/index.js';
-import type { JobsTable } from './db/schema.js';
+import type { DB, JobsTable } from './db/schema.js';
 import { newId } from './ids.js';
 import { later } from './db/postgres-client.js';
 import { insertRows, reusable } from './db/reusable.js';
@@ -105,13 +105,16 @@ export async function cancelJobs(tx: Tx, subjectId: string | readonly string[], 
 }
 
 /**
- * Gives one queued job of `kind` of these subjects (say, work superseded before it started) to a
- * new subject with a new payload and due time, as a fresh job (no attempts, no error): one row
- * updated instead of one cancelled and one inserted. False when none of them was queued (e.g. it
- * is running now); the caller then enqueues as usual.
+ * The job of a new subject that supersedes `from` (say, work superseded before it started): one
+ * queued job of `kind` of those subjects is given to the new subject with the new payload and due
+ * time, as a fresh job (no attempts, no error), instead of one cancelled and one inserted; their
+ * other queued jobs of `kind` are cancelled; and when none of them was queued (e.g. it is running
+ * now, and will find its subject superseded) a new job is queued. On PostgreSQL in a transaction
+ * the hand-over or insert is one statement sent with `later` (no round trip of its own); SQLite
+ * has no data-modifying WITH, so there it reads the hand-over's row count.
  */
-export async function handOver<K extends JobName>(tx: Tx, from: readonly string[], o: EnqueueOptions<K> & { subjectId: string }): Promise<boolean> {
-  if (!from.length) return false;
+export async function supersedeJobs<K extends JobName>(tx: Tx, from: readonly string[], o: EnqueueOptions<K> & { subjectId: string }): Promise<void> {
+  if (!from.length) return void (await enqueue(tx, o));
   const values = {
     subjectId: o.subjectId,
     payload: JSON.stringify(o.payload),
@@ -119,9 +122,23 @@ export async function handOver<K extends JobName>(tx: Tx, from: readonly string[
     now: new Date().toISOString(),
     kind: o.kind,
   };
-  // One subject (a trigger superseding the one waiting deployment) is the usual case: compiled once.
-  const r = await tx.executeQuery(from.length === 1 ? handOverOne(tx, { ...values, from: from[0]! }) : handOverQuery(tx, values, from).compile());
-  return Number(r.numAffectedRows) > 0;
+  // Whether any of `from` may still have a queued job of `kind` once the hand-over is done.
+  let left: boolean;
+  if (tx.isTransaction && tx.getExecutor().adapter instanceof PostgresAdapter) {
+    const params = [values.subjectId, values.payload, values.runAt, values.now, values.kind, newId(), o.maxAttempts ?? 10, ...from];
+    await later(tx, CompiledQuery.raw(handOverOrInsert(from.length), params));
+    // Which of the two happened is not known here; with one subject nothing is left either way
+    // (when none of its jobs was queued, none is).
+    left = from.length > 1;
+  } else {
+    // One subject (a trigger superseding the one waiting deployment) is the usual case: compiled once.
+    const r = await tx.executeQuery(from.length === 1 ? handOverOne(tx, { ...values, from: from[0]! }) : handOverQuery(tx, values, from).compile());
+    const handedOver = Number(r.numAffectedRows) > 0;
+    if (!handedOver) await enqueue(tx, o);
+    left = from.length > (handedOver ? 1 : 0);
+  }
+  // The job handed over has the new subject now: what is left queued of `from` is cancelled.
+  if (left) await cancelJobs(tx, from, o.kind);
 }
 
 interface HandOver {
@@ -143,6 +160,19 @@ const handOverQuery = (db: Tx, p: HandOver, from: readonly string[]) =>
     .where('status', '=', 'queued');
 
 const handOverOne = reusable((db, p: HandOver & { from: string }) => handOverQuery(db, p, [p.from]));
+
+/**
+ * PostgreSQL: the hand-over, and the new job's insert when it took no row, as one statement
+ * ($1 subject, $2 payload, $3 due time, $4 now, $5 kind, $6 the new job's id, $7 its maximum
+ * attempts, then the `n` subjects handed over from).
+ */
+const handOverOrInsert = (n: number) => `WITH taken AS (
+    UPDATE jobs SET subject_id = $1, payload = $2, run_at = $3, attempts = 0, last_error = NULL, updated_at = $4
+    WHERE id = (SELECT id FROM jobs WHERE subject_id IN (${Array.from({ length: n }, (_, i) => `$${i + 8}`).join(', ')}) AND kind = $5 AND status = 'queued' LIMIT 1)
+      AND status = 'queued'
+    RETURNING id)
+  INSERT INTO jobs (id, kind, payload, status, run_at, attempts, max_attempts, lease_owner, lease_expires_at, last_error, subject_id, created_at, updated_at)
+  SELECT $6, $5, $2, 'queued', $3, 0, CAST($7 AS integer), NULL, NULL, NULL, $1, $4, $4 WHERE NOT EXISTS (SELECT 1 FROM taken)`;
 
 /**
  * Subjects with a job of `kind` queued or running (a durable chain that reschedules itself is one
@@ -190,6 +220,26 @@ class LeaseLost extends Error {
   constructor(ids: string) {
     super(`job ${ids} is no longer this worker's (lease taken over); its writes were rolled back`);
   }
+}
+
+/** The SQLSTATE `slipway_lease_lost` raises (PostgreSQL; migration 203): LeaseLost, found at COMMIT. */
+const LEASE_LOST = 'SW001';
+const isLeaseLost = (e: unknown): e is Error => e instanceof LeaseLost || (e as { code?: unknown } | null)?.code === LEASE_LOST;
+
+/**
+ * Runs `update` of jobs this worker holds, which must change `n` rows: otherwise a job is no longer
+ * this worker's, and the transaction fails (LeaseLost) and rolls back. On PostgreSQL the check is
+ * part of the statement (`slipway_lease_lost` raises when fewer rows changed), so the statement
+ * goes with `later`, with the transaction's COMMIT, instead of a round trip of its own.
+ */
+async function held(tx: Tx, update: UpdateQueryBuilder<DB, 'jobs', 'jobs', UpdateResult>, n: number, ids: string): Promise<void> {
+  if (tx.isTransaction && tx.getExecutor().adapter instanceof PostgresAdapter) {
+    const changed = update.returning(sql<number>`1`.as('one'));
+    await later(tx, sql`WITH changed AS (${changed}) SELECT slipway_lease_lost(${ids}) WHERE (SELECT count(*) FROM changed) <> ${n}`);
+    return;
+  }
+  const r = await update.executeTakeFirst();
+  if (Number(r.numUpdatedRows) !== n) throw new LeaseLost(ids);
 }
 
 export class JobEngine {
@@ -383,7 +433,7 @@ export class JobEngine {
         });
       }
     } catch (e) {
-      if (e instanceof LeaseLost) {
+      if (isLeaseLost(e)) {
         this.log.warn({ job: row.id, kind: row.kind }, e.message);
         return;
       }
@@ -460,7 +510,7 @@ export class JobEngine {
         done.push(row.id);
         continue;
       }
-      const r = await tx
+      const update = tx
         .updateTable('jobs')
         .set({
           status: 'queued',
@@ -472,18 +522,16 @@ export class JobEngine {
           updated_at: new Date().toISOString(),
         })
         .where('id', '=', row.id)
-        .where('lease_owner', '=', this.workerId)
-        .executeTakeFirst();
-      if (!Number(r.numUpdatedRows)) throw new LeaseLost(row.id);
+        .where('lease_owner', '=', this.workerId);
+      await held(tx, update, 1, row.id);
     }
     if (!done.length) return;
-    const r = await tx
+    const update = tx
       .updateTable('jobs')
       .set({ status: 'done', lease_owner: null, lease_expires_at: null, updated_at: new Date().toISOString() })
       .where('id', 'in', done)
-      .where('lease_owner', '=', this.workerId)
-      .executeTakeFirst();
-    if (Number(r.numUpdatedRows) !== done.length) throw new LeaseLost(done.join(', '));
+      .where('lease_owner', '=', this.workerId);
+    await held(tx, update, done.length, done.join(', '));
   }
 
   /** Whether `row` was claimed so recently that its lease cannot have run out (two thirds of it left). */

@@ -4,7 +4,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { migrate, type Database } from '../../src/shared/db/index.js';
-import { backoffMs, cancelJobs, enqueue, JobEngine } from '../../src/shared/jobs.js';
+import { backoffMs, cancelJobs, enqueue, JobEngine, supersedeJobs } from '../../src/shared/jobs.js';
 import { moduleMigrations } from '../../src/modules/index.js';
 import { DB_KINDS, openScratchDatabase, skipUnless } from '../helpers/server.js';
 import { sleep, waitFor } from '../helpers/util.js';
@@ -23,6 +23,7 @@ declare module '../../src/shared/jobs.js' {
     't.db': null;
     't.rec': { n: number };
     't.taken': null;
+    't.taken2': null | { step: number };
   }
 }
 
@@ -235,6 +236,39 @@ for (const kind of DB_KINDS) {
       await e.stop();
     });
 
+    it('a job taken over before its reschedule is recorded commits none of its writes, and is not counted as a failed attempt', async () => {
+      // The engine's log, to tell the lease check from a failure of the handler.
+      const lines: { msg: string }[] = [];
+      const e = new JobEngine(database, pino({ level: 'warn' }, { write: (l: string) => void lines.push(JSON.parse(l)) }), {
+        pollMs: 20,
+        leaseMs: 1000,
+        retryBaseMs: 20,
+      });
+      engines.push(e);
+      let runs = 0;
+      e.register('t.taken2', {
+        run: async (tx, job) => {
+          runs++;
+          await tx.insertInto('settings').values({ key: `taken2-run-${runs}`, value: 'x' }).execute();
+          if (runs === 1) await tx.updateTable('jobs').set({ lease_owner: 'another-worker' }).where('id', '=', job.id).execute();
+          return runs < 3 ? { rescheduleAt: new Date(), payload: { step: runs } } : undefined;
+        },
+      });
+      await e.start();
+      const id = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.taken2', payload: null }));
+      await waitFor('done', async () => (await row(id)).status === 'done', 10_000);
+      const written = await database.db.selectFrom('settings').select('key').where('key', 'like', 'taken2-run-%').orderBy('key').execute();
+      assert.deepEqual(
+        written.map((w) => w.key),
+        ['taken2-run-2', 'taken2-run-3'],
+      );
+      assert.deepEqual(JSON.parse((await row(id)).payload), { step: 2 });
+      assert.equal((await row(id)).last_error, null);
+      assert.ok(lines.some((l) => /no longer this worker's/.test(l.msg)), JSON.stringify(lines));
+      assert.ok(!lines.some((l) => l.msg === 'job attempt failed'), JSON.stringify(lines));
+      await e.stop();
+    });
+
     it('does not run a job before its time, and cancelled jobs never run', async () => {
       const e = engine();
       let ran = 0;
@@ -289,6 +323,53 @@ for (const kind of DB_KINDS) {
       });
       assert.equal(runs.size, ids.length);
       assert.ok([...runs.values()].every((n) => n === 1));
+    });
+
+    it('supersedeJobs hands one queued job of the superseded subjects over, cancels the rest, and queues a job when none was queued', async () => {
+      // No engine runs here: the jobs stay as these transactions leave them.
+      const queue = (subject: string) =>
+        database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.taken', payload: null, subjectId: subject, runAt: new Date(Date.now() + 3600_000) }));
+      const jobsOf = (subject: string) => database.db.selectFrom('jobs').selectAll().where('subject_id', '=', subject).orderBy('created_at').execute();
+      const supersede = (from: string[], subject: string, runAt: Date) =>
+        database.db.transaction().execute((tx) => supersedeJobs(tx, from, { kind: 't.taken', payload: null, subjectId: subject, runAt }));
+      const tag = `${Date.now()}`;
+
+      // One superseded subject with a queued job (after an attempt that failed): the same row, fresh.
+      const old = await queue(`a-${tag}`);
+      await database.db.updateTable('jobs').set({ attempts: 2, last_error: 'boom' }).where('id', '=', old).execute();
+      const due = new Date(Date.now() + 60_000);
+      await supersede([`a-${tag}`], `b-${tag}`, due);
+      assert.deepEqual(await jobsOf(`a-${tag}`), []);
+      const [taken, ...more] = await jobsOf(`b-${tag}`);
+      assert.equal(more.length, 0);
+      assert.equal(taken!.id, old);
+      assert.equal(taken!.status, 'queued');
+      assert.equal(taken!.attempts, 0);
+      assert.equal(taken!.last_error, null);
+      assert.equal(taken!.run_at, due.toISOString());
+
+      // None of its jobs queued (it is running): a new job is queued, the running one is left alone.
+      await database.db.updateTable('jobs').set({ status: 'running' }).where('id', '=', old).execute();
+      await supersede([`b-${tag}`], `c-${tag}`, due);
+      assert.equal((await row(old)).status, 'running');
+      const [fresh, ...others] = await jobsOf(`c-${tag}`);
+      assert.equal(others.length, 0);
+      assert.notEqual(fresh!.id, old);
+      assert.deepEqual([fresh!.status, fresh!.kind, fresh!.attempts, fresh!.max_attempts, fresh!.run_at], ['queued', 't.taken', 0, 10, due.toISOString()]);
+
+      // Two superseded subjects, both queued: one job is handed over, the other cancelled.
+      const d1 = await queue(`d1-${tag}`);
+      const d2 = await queue(`d2-${tag}`);
+      await supersede([`d1-${tag}`, `d2-${tag}`], `e-${tag}`, due);
+      const handed = await jobsOf(`e-${tag}`);
+      assert.equal(handed.length, 1);
+      assert.ok([d1, d2].includes(handed[0]!.id));
+      const other = await row(handed[0]!.id === d1 ? d2 : d1);
+      assert.equal(other.status, 'cancelled');
+
+      // Nothing superseded: a new job.
+      await supersede([], `f-${tag}`, due);
+      assert.equal((await jobsOf(`f-${tag}`)).length, 1);
     });
   });
 }

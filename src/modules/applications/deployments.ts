@@ -10,7 +10,7 @@ import { lockFor } from '../../shared/db/locks.js';
 import { insertRows, reusable } from '../../shared/db/reusable.js';
 import { badRequest } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import { cancelJobs, enqueue, handOver, runNow, type EnqueueOptions } from '../../shared/jobs.js';
+import { supersedeJobs, runNow, type EnqueueOptions } from '../../shared/jobs.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { LogLine, LogQuery } from '../../shared/runtime/logs.js';
 import {
@@ -216,9 +216,7 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
     subjectId: row.id,
     runAt: busy ? new Date(Date.now() + WAIT_RECHECK_MS) : undefined,
   };
-  const handedOver = await handOver(tx, waiting, job);
-  if (waiting.length > (handedOver ? 1 : 0)) await cancelJobs(tx, waiting, ADVANCE);
-  if (!handedOver) await enqueue(tx, job);
+  await supersedeJobs(tx, waiting, job);
   // The new deployment is the application's latest, waiting or in progress.
   await setAppStatus(tx, a.id, 'deploymentInProgress');
   return row;

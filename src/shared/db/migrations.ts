@@ -269,6 +269,21 @@ const m202: Migration = {
   up: (db: Kysely<any>) => countDeltas(db),
 };
 
+/**
+ * PostgreSQL: `slipway_lease_lost(jobs)`, which raises SQLSTATE SW001. A job's completion
+ * (src/shared/jobs.ts, `held`) calls it when its update changed fewer rows than it holds jobs, so
+ * the check runs in the statement and the statement can go with the transaction's COMMIT.
+ */
+const m203: Migration = {
+  async up(db: Kysely<any>) {
+    if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+    await sql`CREATE FUNCTION slipway_lease_lost(jobs text) RETURNS void LANGUAGE plpgsql AS $$
+      BEGIN
+        RAISE EXCEPTION 'job % is no longer this worker''s (lease taken over); its writes were rolled back', jobs USING ERRCODE = 'SW001';
+      END $$`.execute(db);
+  },
+};
+
 /** Foundation migrations; modules contribute theirs through `Module.migrations`. */
 export const coreMigrations: Record<string, Migration> = {
   '001_foundation': m001,
@@ -281,6 +296,7 @@ export const coreMigrations: Record<string, Migration> = {
   '200_edge_traffic': m200,
   '201_list_counts_at_commit': m201,
   '202_list_count_deltas': m202,
+  '203_job_lease_check': m203,
 };
 
 export function migrationProvider(extra: Record<string, Migration> = {}): MigrationProvider {
