@@ -90,13 +90,13 @@ export class SimulatedDriver implements RuntimeDriver {
   constructor(private sim: Simulation) {}
 
   async advance(tx: Tx, req: PhaseRequest): Promise<PhaseResult> {
-    const p = await this.sim.progression(req.operation, tx);
+    const { progression: p, faults } = await this.sim.forPhase(req.operation, tx);
     const done = phaseDone(p, req.phaseCount, Date.now() - Date.parse(req.startedAt), req.reads);
     if (!done.done) return { state: 'running', checkAfterMs: done.checkAfterMs };
     const lines = (PHASE_LINES[`${req.operation}:${req.phase}`]?.(req.details ?? {}) ?? [`${req.operation}: ${req.phase} finished`]).map((message) => ({
       message,
     }));
-    const fault = await this.sim.shouldFail(tx, req.operation, req.targetId, req.phase);
+    const fault = await this.sim.shouldFail(tx, req.operation, req.targetId, req.phase, Math.random, faults);
     if (fault) return { state: 'failed', reason: fault, lines: [...lines.slice(0, 1), { message: fault, severity: 'error' as const }] };
     return { state: 'done', lines };
   }

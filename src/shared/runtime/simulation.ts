@@ -5,6 +5,7 @@
 //   the build step; 30 % of restores fail), listed and removable.
 // Start-up defaults come from configuration; operator changes are stored in the database, so all
 // processes sharing PostgreSQL see them.
+import { sql } from 'kysely';
 import type { Database, Db, Tx } from '../db/index.js';
 import { badRequest, notFound } from '../errors.js';
 import { newId } from '../ids.js';
@@ -103,8 +104,25 @@ export class Simulation {
   }
 
   async progression(operation: string, tx?: Tx): Promise<Progression> {
-    const table = this.cache ?? (await this.load(tx));
+    return this.pick(this.cache ?? (await this.load(tx)), operation);
+  }
+
+  private pick(table: Map<string, Progression>, operation: string): Progression {
     return table.get(operation) ?? table.get('*') ?? this.defaults[operation] ?? this.defaults['*'] ?? DEFAULT_PROGRESSION;
+  }
+
+  /**
+   * For a phase about to be judged: the operation's progression and, where the tables are read on
+   * every call (PostgreSQL), the stored fault rules with it, both in one statement (a phase step
+   * then reads them in one round trip, not two). Pass `faults` on to `shouldFail`.
+   */
+  async forPhase(operation: string, tx: Tx): Promise<{ progression: Progression; faults?: FaultRow[] }> {
+    if (this.database.kind !== 'postgres') return { progression: await this.progression(operation, tx) };
+    const r = await sql<{ progression: [string, string][]; faults: FaultRow[] }>`
+      SELECT (SELECT coalesce(json_agg(json_build_array(operation, setting)), '[]') FROM sim_progression) AS progression,
+        (SELECT coalesce(json_agg(f ORDER BY created_at), '[]') FROM sim_faults f) AS faults`.execute(tx);
+    const { progression, faults } = r.rows[0]!;
+    return { progression: this.pick(new Map(progression.map(([op, setting]) => [op, JSON.parse(setting) as Progression])), operation), faults };
   }
 
   async listProgression(): Promise<Record<string, Progression>> {
@@ -162,8 +180,18 @@ export class Simulation {
     if (!Number(r.numDeletedRows)) throw notFound('Fault rule');
   }
 
-  /** The failure message when a fault rule fires for this phase, consuming one use of the rule. */
-  async shouldFail(tx: Tx, operation: string, targetId: string | null, phase: string, roll: () => number = Math.random): Promise<string | null> {
+  /**
+   * The failure message when a fault rule fires for this phase, consuming one use of the rule.
+   * `stored`: the stored rules as `forPhase` read them in this transaction (else they are read now).
+   */
+  async shouldFail(
+    tx: Tx,
+    operation: string,
+    targetId: string | null,
+    phase: string,
+    roll: () => number = Math.random,
+    stored?: FaultRow[],
+  ): Promise<string | null> {
     const matches = (f: Pick<FaultRule, 'operation' | 'target_id' | 'phase'>) =>
       (f.operation === operation || f.operation === '*') && (f.target_id === null || f.target_id === targetId) && (f.phase === null || f.phase === phase);
     for (const f of this.startupFaults) {
@@ -172,7 +200,7 @@ export class Simulation {
       if (f.remaining !== null) f.remaining--;
       return f.message;
     }
-    const rows = await tx.selectFrom('sim_faults').selectAll().orderBy('created_at').execute();
+    const rows = stored ?? (await tx.selectFrom('sim_faults').selectAll().orderBy('created_at').execute());
     for (const row of rows) {
       const f = rowToRule(row);
       if (!matches(f)) continue;
@@ -194,7 +222,8 @@ export class Simulation {
   }
 }
 
-function rowToRule(r: {
+/** A stored fault rule as its table holds it. */
+export interface FaultRow {
   id: string;
   operation: string;
   target_id: string | null;
@@ -203,7 +232,9 @@ function rowToRule(r: {
   remaining: number | null;
   message: string;
   created_at: string;
-}): FaultRule {
+}
+
+function rowToRule(r: FaultRow): FaultRule {
   return { ...r, probability: Number(r.probability) };
 }
 
