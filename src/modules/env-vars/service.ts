@@ -10,7 +10,7 @@
 import type { AppContext, CallContext } from '../../shared/context.js';
 import type { SecretBox } from '../../shared/crypto.js';
 import type { Tx } from '../../shared/db/index.js';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { badRequest, notFound, type ApiError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { paginate, type Page } from '../../shared/pagination.js';
@@ -373,24 +373,25 @@ export async function resolveEnvironment(
   system: Record<string, string>,
   phase: 'build' | 'runtime',
 ): Promise<{ vars: Record<string, string>; problems: string[] }> {
-  const globals = await tx
+  // The company's variables, then the application's own (which win), in one statement.
+  const columns = ['key', 'value', 'is_runtime', 'is_buildtime', 'created_at', 'id'] as const;
+  const rows = await tx
     .selectFrom('global_env_vars')
-    .select(['key', 'value', 'is_runtime', 'is_buildtime'])
+    .select([sql<number>`0`.as('own'), ...columns])
     .where('company_id', '=', application.company_id)
+    .unionAll(
+      tx
+        .selectFrom('env_vars')
+        .select([sql<number>`1`.as('own'), ...columns])
+        .where('app_id', '=', application.id)
+        .where('company_id', '=', application.company_id),
+    )
+    .orderBy('own')
     .orderBy('created_at')
     .orderBy('id')
     .execute();
-  const own = await tx
-    .selectFrom('env_vars')
-    .select(['key', 'value', 'is_runtime', 'is_buildtime'])
-    .where('app_id', '=', application.id)
-    .where('company_id', '=', application.company_id)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-  const defs = new Map<string, (typeof own)[number]>();
-  for (const g of globals) defs.set(g.key, g);
-  for (const a of own) defs.set(a.key, a);
+  const defs = new Map<string, (typeof rows)[number]>();
+  for (const r of rows) defs.set(r.key, r);
   return resolveDefinitions(
     secrets,
     [...defs.values()].filter((d) => (phase === 'build' ? d.is_buildtime : d.is_runtime)),
