@@ -249,7 +249,10 @@ for (const kind of DB_KINDS) {
       e.register('t.taken2', {
         run: async (tx, job) => {
           runs++;
-          await tx.insertInto('settings').values({ key: `taken2-run-${runs}`, value: 'x' }).execute();
+          await tx
+            .insertInto('settings')
+            .values({ key: `taken2-run-${runs}`, value: 'x' })
+            .execute();
           if (runs === 1) await tx.updateTable('jobs').set({ lease_owner: 'another-worker' }).where('id', '=', job.id).execute();
           return runs < 3 ? { rescheduleAt: new Date(), payload: { step: runs } } : undefined;
         },
@@ -264,7 +267,10 @@ for (const kind of DB_KINDS) {
       );
       assert.deepEqual(JSON.parse((await row(id)).payload), { step: 2 });
       assert.equal((await row(id)).last_error, null);
-      assert.ok(lines.some((l) => /no longer this worker's/.test(l.msg)), JSON.stringify(lines));
+      assert.ok(
+        lines.some((l) => /no longer this worker's/.test(l.msg)),
+        JSON.stringify(lines),
+      );
       assert.ok(!lines.some((l) => l.msg === 'job attempt failed'), JSON.stringify(lines));
       await e.stop();
     });
