@@ -8,9 +8,9 @@
 // and skip fewer than BOOKMARK_EVERY rows from there. On SQLite such a page is also kept in memory
 // until the database's content changes (`contentVersion`): a list polled while nothing is written
 // costs no query at all. On PostgreSQL, where other processes write too, requests for the same
-// page outside a transaction are coalesced instead: while the page's query is in flight, the
-// requests that arrive for it wait and then share the next one, which starts after all of them
-// arrived (so each still sees every write that committed before it asked). Both hand out one
+// page outside a transaction are coalesced instead: the requests for a page that arrive in the
+// same turn of the event loop, or while its query is in flight, share the next query, which starts
+// after all of them arrived (so each still sees every write that committed before it asked). Both hand out one
 // frozen result to all their callers (`sharedResult`), which the router serializes once.
 //
 // On PostgreSQL a write does not update the company's `list_counts` row: it appends a +1 or -1
@@ -118,11 +118,11 @@ export async function paginate<DB, TB extends keyof DB, O>(
   return hit.result as PageResult<O>;
 }
 
-/** PostgreSQL: counted pages read once for every request that queued while the last read ran. */
+/** PostgreSQL: counted pages read once for the requests of one turn, or that queued while the last read ran. */
 const coalesced = new Coalescer<() => Promise<PageResult<unknown>>, PageResult<unknown>>(async (_key, reads) => {
   const r = sharedResult(await reads[reads.length - 1]!());
   return reads.map(() => r);
-});
+}, true);
 
 async function page_<DB, TB extends keyof DB, O>(
   base: SelectQueryBuilder<DB, TB, O> | (() => SelectQueryBuilder<DB, TB, O>),

@@ -3,8 +3,9 @@
 // (README "Rate-limit counters"): in this process's memory (one server process), in Redis
 // (REDIS_URL; one atomic script) or in the database (one upsert, shared by every process on one
 // PostgreSQL). Each store counts exactly: one atomic step decides. The shared stores count a
-// bucket's concurrent requests together: while one count of a bucket is in flight, the requests
-// that arrive for it wait and are then added in one step, each taking its own place in the window.
+// bucket's concurrent requests together: the requests of a bucket that arrive in the same turn of
+// the event loop, or while one count of it is in flight, are added in one step, each taking its own
+// place in the window.
 import { sql } from 'kysely';
 import type * as IORedis from 'ioredis';
 import type { Db } from './db/index.js';
@@ -91,14 +92,17 @@ interface Hit {
 /**
  * A shared store's counting, one round trip per bucket at a time: `add` adds `n` requests at
  * once and returns the count after them; the batch's requests take the counts up to it, in the
- * order they arrived (so every request has its own place, as if counted one by one).
+ * order they arrived (so every request has its own place, as if counted one by one). A count for
+ * an idle bucket waits for the end of the event loop's turn (`gather`), so that the requests read
+ * off the sockets in one turn share it: batches were half as large without (PostgreSQL reads,
+ * 0.43 against 0.22 round trips per `GET /v3/projects`, counted with strace).
  */
 abstract class SharedStore implements CounterStore {
   private batches = new Coalescer<Hit, Counted>(async (bucket, hits) => {
     const last = hits[hits.length - 1]!;
     const { count, reset } = await this.add(bucket, last.windowSeconds, last.now, hits.length);
     return hits.map((_, i) => ({ count: count - hits.length + 1 + i, reset }));
-  });
+  }, true);
 
   count(bucket: string, windowSeconds: number, now: number): Promise<Counted> {
     return this.batches.call(bucket, { windowSeconds, now });

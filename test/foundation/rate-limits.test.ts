@@ -4,10 +4,13 @@
 //
 // The service_creation, service_mutation and deployment tiers have no operations yet (no service
 // modules are registered), so they are not covered here.
-import { describe, it } from 'node:test';
+import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { DB_KINDS, REDIS_URL, redisSkip, skipUnless, useServer, type Response } from '../helpers/server.js';
+import { DB_KINDS, REDIS_URL, openScratchDatabase, redisSkip, skipUnless, useServer, type Response } from '../helpers/server.js';
+import { migrate, type Database } from '../../src/shared/db/index.js';
+import { DatabaseStore } from '../../src/shared/ratelimit.js';
+import { moduleMigrations } from '../../src/modules/index.js';
 import { expectError } from '../helpers/util.js';
 import { assertCommonHeaders, awaitFreshWindow } from './support.js';
 
@@ -153,6 +156,50 @@ for (const { kind, label, env, skip } of SETUPS) {
       const ok = await s.get('/projects', { token });
       assert.equal(ok.status, 200, 'a valid key is counted per company, not per IP');
       assert.equal(assertCommonHeaders(ok, READ).limit, READ);
+    });
+  });
+}
+
+// A shared store's counting: the requests of one bucket that arrive in the same turn of the event
+// loop are counted by one atomic step (one upsert or script), each still taking its own place.
+for (const kind of DB_KINDS) {
+  describe(`database counter store [${kind}]`, { skip: await skipUnless(kind) }, () => {
+    let database: Database;
+    let cleanup: () => Promise<void>;
+    before(async () => {
+      ({ database, cleanup } = await openScratchDatabase(kind, 'slipway-rl-'));
+      await migrate(database.db, moduleMigrations());
+    });
+    after(async () => {
+      await database?.close();
+      await cleanup?.();
+    });
+
+    it("counts the same turn's requests of a bucket in one step, each with its own count", async () => {
+      class Counted extends DatabaseStore {
+        steps: number[] = [];
+        protected override add(bucket: string, windowSeconds: number, now: number, n: number) {
+          this.steps.push(n);
+          return super.add(bucket, windowSeconds, now, n);
+        }
+      }
+      const store = new Counted(database.db);
+      const now = Date.now();
+      const counts = await Promise.all(Array.from({ length: 12 }, () => store.count('c:gathered:read', 60, now)));
+      assert.deepEqual(
+        counts.map((c) => c.count),
+        Array.from({ length: 12 }, (_, i) => i + 1),
+      );
+      assert.deepEqual(store.steps, [12], 'one step for the twelve');
+      // Requests that arrive while a step is in flight share the next one.
+      const first = store.count('c:gathered:read', 60, now);
+      await new Promise((r) => setImmediate(r));
+      const more = [store.count('c:gathered:read', 60, now), store.count('c:gathered:read', 60, now)];
+      assert.deepEqual(
+        (await Promise.all([first, ...more])).map((c) => c.count),
+        [13, 14, 15],
+      );
+      assert.deepEqual(store.steps, [12, 1, 2]);
     });
   });
 }
