@@ -7,7 +7,7 @@
 // failures are retried with exponential backoff and jitter.
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { CompiledQuery, PostgresAdapter, sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
+import { CompiledQuery, sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database, Tx } from './db/index.js';
 import type { DB, JobsTable } from './db/schema.js';
@@ -15,6 +15,7 @@ import { newId } from './ids.js';
 import { later } from './db/postgres-client.js';
 import { insertRows, reusable } from './db/reusable.js';
 import { Coalescer } from './coalesce.js';
+import { inPostgresTransaction } from './db/dialect.js';
 
 /** Job kind -> payload. Filled by the modules by declaration merging (as `DB` is). */
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
@@ -124,7 +125,7 @@ export async function supersedeJobs<K extends JobName>(tx: Tx, from: readonly st
   };
   // Whether any of `from` may still have a queued job of `kind` once the hand-over is done.
   let left: boolean;
-  if (tx.isTransaction && tx.getExecutor().adapter instanceof PostgresAdapter) {
+  if (inPostgresTransaction(tx)) {
     const params = [values.subjectId, values.payload, values.runAt, values.now, values.kind, newId(), o.maxAttempts ?? 10, ...from];
     await later(tx, CompiledQuery.raw(handOverOrInsert(from.length), params));
     // Which of the two happened is not known here; with one subject nothing is left either way
@@ -233,7 +234,7 @@ const isLeaseLost = (e: unknown): e is Error => e instanceof LeaseLost || (e as 
  * goes with `later`, with the transaction's COMMIT, instead of a round trip of its own.
  */
 async function held(tx: Tx, update: UpdateQueryBuilder<DB, 'jobs', 'jobs', UpdateResult>, n: number, ids: string): Promise<void> {
-  if (tx.isTransaction && tx.getExecutor().adapter instanceof PostgresAdapter) {
+  if (inPostgresTransaction(tx)) {
     const changed = update.returning(sql<number>`1`.as('one'));
     await later(tx, sql`WITH changed AS (${changed}) SELECT slipway_lease_lost(${ids}) WHERE (SELECT count(*) FROM changed) <> ${n}`);
     return;

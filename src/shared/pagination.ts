@@ -16,11 +16,12 @@
 // On PostgreSQL a write does not update the company's `list_counts` row: it appends a +1 or -1
 // to `list_count_deltas`, and the counts are that row plus the list's deltas (`countDeltas`).
 // One row updated by every create serialized concurrent creates on its lock, WAL flush included.
-import { PostgresAdapter, sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { Tx } from './db/index.js';
 import { contentVersion } from './db/content-version.js';
 import { Coalescer } from './coalesce.js';
 import { sharedResult } from './shared-results.js';
+import { isPostgres } from './db/dialect.js';
 
 export interface Page {
   limit: number;
@@ -171,7 +172,7 @@ async function page_<DB, TB extends keyof DB, O>(
   return envelope(await slice(b, start?.skip ?? page.offset, start?.from), total);
 }
 
-const onPostgres = (c: Counted) => c.tx.getExecutor().adapter instanceof PostgresAdapter;
+const onPostgres = (c: Counted) => isPostgres(c.tx);
 
 /**
  * The list's row count or version, as a subquery a page's rows can carry: its `list_counts` row,
@@ -232,7 +233,7 @@ async function bookmarksOf(c: Counted, version: number): Promise<[string, string
  * insert and delete), and the counts of the rows already there. For a table's own migration.
  */
 export async function countedTable(db: Kysely<any>, table: CountedTable): Promise<void> {
-  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+  if (isPostgres(db)) {
     await countAtCommit(db, table);
   } else {
     await sql
@@ -281,7 +282,7 @@ export async function countAtCommit(db: Kysely<any>, table: CountedTable): Promi
  * only tries): the deltas a read sums stay few. Readers add the deltas (`countsOf`).
  */
 export async function countDeltas(db: Kysely<any>): Promise<void> {
-  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+  if (!isPostgres(db)) return;
   await sql`CREATE TABLE list_count_deltas (tbl varchar(64) NOT NULL, company_id varchar(36) NOT NULL, delta integer NOT NULL)`.execute(db);
   await sql`CREATE INDEX list_count_deltas_list ON list_count_deltas (tbl, company_id)`.execute(db);
   await sql`CREATE SEQUENCE list_count_delta_seq`.execute(db);
@@ -311,7 +312,7 @@ export async function createListCounts(db: Kysely<any>): Promise<void> {
     .addColumn('version', 'bigint', (c) => c.notNull())
     .addPrimaryKeyConstraint('list_counts_pk', ['tbl', 'company_id'])
     .execute();
-  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+  if (!isPostgres(db)) return;
   await sql`CREATE FUNCTION slipway_list_count() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       IF TG_OP = 'INSERT' THEN

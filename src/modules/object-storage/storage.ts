@@ -1,10 +1,11 @@
 // Tables of the object-storage area: buckets, their access keys, CORS rules and CDN domain, and
 // the metadata of the objects the data plane stores (the bytes live in a BlobStore, see blobs.ts).
-import { PostgresAdapter, sql, type Kysely, type Migration } from 'kysely';
+import { sql, type Kysely, type Migration } from 'kysely';
 import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { notFound } from '../../shared/errors.js';
 import type { CORS_METHODS, JURISDICTIONS, LOCATIONS } from './schemas.js';
+import { isPostgres } from '../../shared/db/dialect.js';
 
 export type Location = (typeof LOCATIONS)[number];
 export type Jurisdiction = (typeof JURISDICTIONS)[number];
@@ -91,7 +92,7 @@ declare module '../../shared/db/schema.js' {
 }
 
 /** Object keys sort byte-wise on both databases (PostgreSQL's default collation is linguistic). */
-const keyType = (db: Kysely<any>) => (db.getExecutor().adapter instanceof PostgresAdapter ? sql`text collate "C"` : sql`text`);
+const keyType = (db: Kysely<any>) => (isPostgres(db) ? sql`text collate "C"` : sql`text`);
 
 export const migrations: Record<string, Migration> = {
   '120_object_storage': {

@@ -2,10 +2,11 @@
 // the current transaction. PostgreSQL: a transaction-scoped advisory lock; SQLite already runs
 // one write transaction at a time. Take it before the transaction touches the rows it guards, so
 // every writer acquires locks in the same order.
-import { PostgresAdapter, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { Tx } from './index.js';
 import { later } from './postgres-client.js';
+import { isPostgres } from './dialect.js';
 
 export async function lockFor(tx: Tx, key: string): Promise<void> {
-  if (tx.getExecutor().adapter instanceof PostgresAdapter) await later(tx, sql`select pg_advisory_xact_lock(hashtext(${key}))`);
+  if (isPostgres(tx)) await later(tx, sql`select pg_advisory_xact_lock(hashtext(${key}))`);
 }

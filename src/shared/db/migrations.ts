@@ -1,7 +1,8 @@
 // Schema migrations, run at start (Kysely's migrator takes a lock, so several processes
 // starting together on one PostgreSQL apply each migration once). Append, never edit.
 import { countAtCommit, countDeltas, countedTable, createListCounts, type CountedTable } from '../pagination.js';
-import { PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { isPostgres } from './dialect.js';
 
 const m001: Migration = {
   async up(db: Kysely<any>) {
@@ -212,7 +213,7 @@ const KEY_COLUMNS = 'token_hash, old_token_hash, old_token_expired_at, is_enable
  */
 const m190: Migration = {
   async up(db: Kysely<any>) {
-    const pg = db.getExecutor().adapter instanceof PostgresAdapter;
+    const pg = isPostgres(db);
     await db.schema
       .createTable('auth_generation')
       .addColumn('id', 'integer', (c) => c.primaryKey())
@@ -256,7 +257,7 @@ const m193: Migration = {
 /** PostgreSQL: the counting triggers made before 201 become deferred to the commit (`countAtCommit`). */
 const m201: Migration = {
   async up(db: Kysely<any>) {
-    if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+    if (!isPostgres(db)) return;
     for (const table of ['projects', 'applications'] satisfies CountedTable[]) {
       const exists = await sql<{ t: string | null }>`SELECT to_regclass(CAST(${table} AS text))::text AS t`.execute(db);
       if (exists.rows[0]?.t) await countAtCommit(db, table);
@@ -276,7 +277,7 @@ const m202: Migration = {
  */
 const m203: Migration = {
   async up(db: Kysely<any>) {
-    if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+    if (!isPostgres(db)) return;
     await sql`CREATE FUNCTION slipway_lease_lost(jobs text) RETURNS void LANGUAGE plpgsql AS $$
       BEGIN
         RAISE EXCEPTION 'job % is no longer this worker''s (lease taken over); its writes were rolled back', jobs USING ERRCODE = 'SW001';

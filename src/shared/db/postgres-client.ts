@@ -4,9 +4,10 @@
 // (`later`) travel with its next statement or its COMMIT, as one multi-statement simple query.
 // On this kind of machine a round trip costs the server process 0.15 to 0.25 ms of CPU (socket
 // writes and wake-ups, profiled), more than PostgreSQL spends planning a short statement.
-import { CompiledQuery, PostgresAdapter, type Compilable, type RawBuilder } from 'kysely';
+import { CompiledQuery, type Compilable, type RawBuilder } from 'kysely';
 import type PG from 'pg';
 import type { Tx } from './index.js';
+import { inPostgresTransaction } from './dialect.js';
 
 /** Marks a statement that may wait for the transaction's next one (see `later`). */
 const LATER = '/* later */ ';
@@ -20,7 +21,7 @@ const LATER = '/* later */ ';
  */
 export async function later(tx: Tx, q: Compilable | RawBuilder<unknown> | CompiledQuery): Promise<void> {
   const c = 'sql' in q && 'parameters' in q ? q : 'isRawBuilder' in q ? q.compile(tx) : q.compile();
-  if (tx.isTransaction && tx.getExecutor().adapter instanceof PostgresAdapter) {
+  if (inPostgresTransaction(tx)) {
     await tx.executeQuery(CompiledQuery.raw(LATER + c.sql, [...c.parameters]));
   } else await tx.executeQuery(c);
 }
