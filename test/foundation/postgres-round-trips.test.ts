@@ -29,6 +29,8 @@ describe('inlined parameters', () => {
     );
     assert.equal(inlined('update t set n = $1, ok = $2, big = $3', [-1.5, true, 12n], esc), `update t set n = '-1.5', ok = 'true', big = '12'`);
     assert.equal(inlined(`select $1`, [`it's a \\ back'slash`], esc), `select  E'it''s a \\\\ back''slash'`);
+    // A quote inside a comment, a comment marker inside a string, a doubled quote, a value with a $n in it.
+    assert.equal(inlined(`select '--', 'it''s $1', $1 - $2 -- don't $2`, ['$2', 3], esc), `select '--', 'it''s $1', '$2' - '3' -- don't $2`);
   });
 
   it('gives up on values without a plain text form and on references to missing parameters', () => {
@@ -37,6 +39,7 @@ describe('inlined parameters', () => {
     assert.equal(inlined('select $1', [{ a: 1 }], esc), undefined);
     assert.equal(inlined('select $2', ['a'], esc), undefined);
     assert.equal(inlined(`select 'unterminated`, ['a'], esc), undefined);
+    assert.equal(inlined(`select "unterminated, $1`, ['a'], esc), undefined);
   });
 });
 

@@ -41,39 +41,38 @@ export function inlined(text: string, values: readonly unknown[] | undefined, es
   const lits: string[] = [];
   for (const v of values) {
     if (v === null || v === undefined) lits.push('NULL');
-    else if (typeof v === 'string') lits.push(escape(v));
+    // Most values hold neither a quote nor a backslash: quoted as they are (what `escape` gives them).
+    else if (typeof v === 'string') lits.push(v.includes("'") || v.includes('\\') ? escape(v) : `'${v}'`);
     else if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') lits.push(`'${String(v)}'`);
     else return undefined;
   }
-  // $n outside quoted strings, identifiers and comments.
+  // $n outside quoted strings, identifiers and comments; the text between them is copied in slices.
   let out = '';
+  let copied = 0;
   let i = 0;
   while (i < text.length) {
-    const ch = text[i]!;
-    if (ch === "'" || ch === '"') {
-      const end = text.indexOf(ch, i + 1);
+    const ch = text.charCodeAt(i);
+    if (ch === 39 || ch === 34) {
+      // A quoted string or identifier: to its closing quote (a doubled quote is two of them).
+      const end = text.indexOf(ch === 39 ? "'" : '"', i + 1);
       if (end < 0) return undefined;
-      out += text.slice(i, end + 1);
       i = end + 1;
-    } else if (ch === '-' && text[i + 1] === '-') {
+    } else if (ch === 45 && text.charCodeAt(i + 1) === 45) {
       const end = text.indexOf('\n', i);
-      const stop = end < 0 ? text.length : end;
-      out += text.slice(i, stop);
-      i = stop;
-    } else if (ch === '$' && /\d/.test(text[i + 1] ?? '')) {
+      i = end < 0 ? text.length : end;
+    } else if (ch === 36 && isDigit(text.charCodeAt(i + 1))) {
       let j = i + 1;
-      while (j < text.length && text.charCodeAt(j) >= 48 && text.charCodeAt(j) <= 57) j++;
+      while (isDigit(text.charCodeAt(j))) j++;
       const lit = lits[Number(text.slice(i + 1, j)) - 1];
       if (lit === undefined) return undefined;
-      out += lit;
-      i = j;
-    } else {
-      out += ch;
-      i++;
-    }
+      out += text.slice(copied, i) + lit;
+      copied = i = j;
+    } else i++;
   }
-  return out;
+  return copied ? out + text.slice(copied) : text;
 }
+
+const isDigit = (c: number) => c >= 48 && c <= 57;
 
 /**
  * The pool with each connection wrapped (see the top of this file). Prepared statements: one name
