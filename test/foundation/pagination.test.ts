@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { paginate } from '../../src/shared/pagination.js';
 import { expectError } from '../helpers/util.js';
 
 const COUNT = 30;
@@ -109,6 +110,32 @@ for (const kind of DB_KINDS) {
       assert.equal(keys.body.data.length, 1);
       expectError(await s.get('/api-keys?limit=101', { token }), 400);
     });
+
+    if (kind === 'postgres')
+      it('on PostgreSQL, identical page reads made in the same turn of the event loop share one query', async () => {
+        const { token: own, companyId } = await s.newCompany();
+        for (let i = 0; i < 3; i++) assert.equal((await s.post('/projects', { display_name: `gathered ${i}` }, { token: own })).status, 201);
+        let queries = 0;
+        const counting = s.app.database.db.withPlugin({
+          transformQuery: (a) => (queries++, a.node),
+          transformResult: async (a) => a.result,
+        });
+        const read = () =>
+          paginate(
+            () => counting.selectFrom('projects').select(['id', 'display_name']).where('company_id', '=', companyId),
+            { limit: 25, offset: 0 },
+            undefined,
+            { tx: counting, table: 'projects', companyId },
+          );
+        const pages = await Promise.all(Array.from({ length: 5 }, read));
+        assert.equal(queries, 1, 'one query for the five reads');
+        assert.equal(pages[0]!.total, 3);
+        for (const p of pages) assert.equal(p, pages[0], 'one shared result');
+        // A read after they were answered is a query of its own (it sees what committed since).
+        assert.equal((await s.post('/projects', { display_name: 'gathered 3' }, { token: own })).status, 201);
+        assert.equal((await read()).total, 4);
+        assert.equal(queries, 2);
+      });
 
     if (kind === 'postgres')
       it('on PostgreSQL, creates and deletes append deltas that are folded into the list count as they go; totals stay exact', async () => {
