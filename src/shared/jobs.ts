@@ -70,28 +70,32 @@ export interface EnqueueOptions<K extends JobName> {
 }
 
 export async function enqueue<K extends JobName>(tx: Tx, o: EnqueueOptions<K>): Promise<string> {
-  const now = new Date().toISOString();
-  const id = newId();
-  const insert = insertRows(tx, 'jobs', [
-    {
-      id,
-      kind: o.kind,
-      payload: JSON.stringify(o.payload ?? null),
-      status: 'queued',
-      run_at: (o.runAt ?? new Date()).toISOString(),
-      attempts: 0,
-      max_attempts: o.maxAttempts ?? 10,
-      lease_owner: null,
-      lease_expires_at: null,
-      last_error: null,
-      subject_id: o.subjectId ?? null,
-      created_at: now,
-      updated_at: now,
-    },
-  ]);
-  await later(tx, insert);
-  return id;
+  const row = jobRow(o);
+  await insertJob(tx, row);
+  return row.id;
 }
+
+/** The row of a new job: queued, due now unless `o.runAt`, 10 attempts unless `o.maxAttempts`. */
+function jobRow<K extends JobName>(o: EnqueueOptions<K>): JobsTable {
+  const now = new Date().toISOString();
+  return {
+    id: newId(),
+    kind: o.kind,
+    payload: JSON.stringify(o.payload ?? null),
+    status: 'queued',
+    run_at: (o.runAt ?? new Date()).toISOString(),
+    attempts: 0,
+    max_attempts: o.maxAttempts ?? 10,
+    lease_owner: null,
+    lease_expires_at: null,
+    last_error: null,
+    subject_id: o.subjectId ?? null,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+const insertJob = (tx: Tx, row: JobsTable) => later(tx, insertRows(tx, 'jobs', [row]));
 
 /** Cancels queued (not running) jobs of a subject (or of several), optionally of one kind. */
 export async function cancelJobs(tx: Tx, subjectId: string | readonly string[], kind?: JobName): Promise<number> {
@@ -115,18 +119,14 @@ export async function cancelJobs(tx: Tx, subjectId: string | readonly string[], 
  * has no data-modifying WITH, so there it reads the hand-over's row count.
  */
 export async function supersedeJobs<K extends JobName>(tx: Tx, from: readonly string[], o: EnqueueOptions<K> & { subjectId: string }): Promise<void> {
-  if (!from.length) return void (await enqueue(tx, o));
-  const values = {
-    subjectId: o.subjectId,
-    payload: JSON.stringify(o.payload),
-    runAt: (o.runAt ?? new Date()).toISOString(),
-    now: new Date().toISOString(),
-    kind: o.kind,
-  };
+  // The new job as `enqueue` would insert it; a job handed over takes its values but keeps its id.
+  const row = jobRow(o);
+  if (!from.length) return void (await insertJob(tx, row));
+  const values = { subjectId: o.subjectId, payload: row.payload, runAt: row.run_at, now: row.updated_at, kind: row.kind };
   // Whether any of `from` may still have a queued job of `kind` once the hand-over is done.
   let left: boolean;
   if (inPostgresTransaction(tx)) {
-    const params = [values.subjectId, values.payload, values.runAt, values.now, values.kind, newId(), o.maxAttempts ?? 10, ...from];
+    const params = [values.subjectId, values.payload, values.runAt, values.now, values.kind, row.id, row.max_attempts, ...from];
     await later(tx, CompiledQuery.raw(handOverOrInsert(from.length), params));
     // Which of the two happened is not known here; with one subject nothing is left either way
     // (when none of its jobs was queued, none is).
@@ -135,7 +135,7 @@ export async function supersedeJobs<K extends JobName>(tx: Tx, from: readonly st
     // One subject (a trigger superseding the one waiting deployment) is the usual case: compiled once.
     const r = await tx.executeQuery(from.length === 1 ? handOverOne(tx, { ...values, from: from[0]! }) : handOverQuery(tx, values, from).compile());
     const handedOver = Number(r.numAffectedRows) > 0;
-    if (!handedOver) await enqueue(tx, o);
+    if (!handedOver) await insertJob(tx, row);
     left = from.length > (handedOver ? 1 : 0);
   }
   // The job handed over has the new subject now: what is left queued of `from` is cancelled.
