@@ -99,8 +99,7 @@ export class Simulation {
   }
 
   private async load(tx: Tx = this.db): Promise<Map<string, Progression>> {
-    const rows = await tx.selectFrom('sim_progression').selectAll().execute();
-    return new Map(rows.map((r) => [r.operation, JSON.parse(r.setting) as Progression]));
+    return tableOf(await tx.selectFrom('sim_progression').selectAll().execute());
   }
 
   async progression(operation: string, tx?: Tx): Promise<Progression> {
@@ -118,16 +117,16 @@ export class Simulation {
    */
   async forPhase(operation: string, tx: Tx): Promise<{ progression: Progression; faults?: FaultRow[] }> {
     if (this.database.kind !== 'postgres') return { progression: await this.progression(operation, tx) };
-    const r = await sql<{ progression: [string, string][]; faults: FaultRow[] }>`
-      SELECT (SELECT coalesce(json_agg(json_build_array(operation, setting)), '[]') FROM sim_progression) AS progression,
+    const r = await sql<{ progression: ProgressionRow[]; faults: FaultRow[] }>`
+      SELECT (SELECT coalesce(json_agg(p), '[]') FROM sim_progression p) AS progression,
         (SELECT coalesce(json_agg(f ORDER BY created_at), '[]') FROM sim_faults f) AS faults`.execute(tx);
     const { progression, faults } = r.rows[0]!;
-    return { progression: this.pick(new Map(progression.map(([op, setting]) => [op, JSON.parse(setting) as Progression])), operation), faults };
+    return { progression: this.pick(tableOf(progression), operation), faults };
   }
 
   async listProgression(): Promise<Record<string, Progression>> {
     const rows = await this.db.selectFrom('sim_progression').selectAll().execute();
-    return { ...this.defaults, ...Object.fromEntries(rows.map((r) => [r.operation, JSON.parse(r.setting) as Progression])) };
+    return { ...this.defaults, ...Object.fromEntries(tableOf(rows)) };
   }
 
   async setProgression(operation: string, p: Progression): Promise<void> {
@@ -221,6 +220,15 @@ export class Simulation {
     return null;
   }
 }
+
+/** A stored progression as its table holds it. */
+interface ProgressionRow {
+  operation: string;
+  setting: string;
+}
+
+/** The stored progressions by operation. */
+const tableOf = (rows: ProgressionRow[]) => new Map(rows.map((r) => [r.operation, JSON.parse(r.setting) as Progression]));
 
 /** A stored fault rule as its table holds it. */
 export interface FaultRow {
