@@ -9,6 +9,7 @@ import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { paginate } from '../../src/shared/pagination.js';
+import { contentVersion, contentVersionOfTurn } from '../../src/shared/db/content-version.js';
 import { expectError } from '../helpers/util.js';
 
 const COUNT = 30;
@@ -135,6 +136,36 @@ for (const kind of DB_KINDS) {
         assert.equal((await s.post('/projects', { display_name: 'gathered 3' }, { token: own })).status, 201);
         assert.equal((await read()).total, 4);
         assert.equal(queries, 2);
+      });
+
+    if (kind === 'sqlite')
+      it("on SQLite, the reads of one turn share one read of other connections' commits, made after all of them arrived", async () => {
+        const db = s.app.database.db;
+        const other = new SQLite(join(s.app.config.dataDir, 'slipway.db'));
+        // A commit that changes a row (one that changes nothing commits nothing).
+        const touch = 'UPDATE list_counts SET version = version + 1 WHERE rowid = (SELECT min(rowid) FROM list_counts)';
+        try {
+          const before = contentVersion(db);
+          assert.equal(await contentVersionOfTurn(db), before, 'nothing committed: the same version');
+          // One read asks, another connection commits, a second read asks, all in the same turn.
+          const first = contentVersionOfTurn(db)!;
+          other.prepare(touch).run();
+          const second = contentVersionOfTurn(db)!;
+          const [a, b] = await Promise.all([first, second]);
+          assert.equal(a, b, 'one version for the turn');
+          assert.notEqual(a, before, 'read after the commit that came before the second read');
+          assert.equal(a, contentVersion(db));
+          // A later turn reads again: a commit in between is seen.
+          other.prepare(touch).run();
+          const later = await contentVersionOfTurn(db);
+          assert.notEqual(later, a);
+          // This process's own writes count when each reader resumes, not when the turn's read was made.
+          const pending = contentVersionOfTurn(db)!;
+          await sql.raw(touch).execute(db);
+          assert.notEqual(await pending, later);
+        } finally {
+          other.close();
+        }
       });
 
     if (kind === 'postgres')

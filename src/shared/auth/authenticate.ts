@@ -1,6 +1,6 @@
 // Bearer-key authentication: every failure is a 401 with a message saying which case it was.
 import type { Db } from '../db/index.js';
-import { contentVersion } from '../db/content-version.js';
+import { contentVersion, contentVersionOfTurn } from '../db/content-version.js';
 import type { ApiKeysTable, CompaniesTable } from '../db/schema.js';
 import { forbidden, unauthorized } from '../errors.js';
 import { computeGrants, type Capability, type Grants } from './rbac.js';
@@ -21,14 +21,17 @@ const BEARER = /^Bearer ([\x21-\x7e]{16,512})$/i;
 /**
  * The key presented in `header`, its company and grants. The rows come from `keys` (memory) when
  * nothing changed since they were read; every check against the clock runs on each request.
+ * `shared`: the content version is the one of the turn (contentVersionOfTurn), read once for the
+ * requests that arrived in it (reads, which the caches it keys serve), not by this request alone.
  */
-export async function authenticate(db: Db, keys: KeyCache, header: string | undefined, now = new Date()): Promise<AuthContext> {
+export async function authenticate(db: Db, keys: KeyCache, header: string | undefined, shared = false, now = new Date()): Promise<AuthContext> {
   if (header === undefined || header === '') throw unauthorized('Missing Authorization header: send "Authorization: Bearer <API key>"');
   const m = BEARER.exec(header.trim());
   if (!m) throw unauthorized('Malformed Authorization header: expected "Bearer <API key>"');
   const hash = hashToken(m[1]!);
   const nowIso = now.toISOString();
-  const asOf = contentVersion(db);
+  const ofTurn = shared ? contentVersionOfTurn(db) : undefined;
+  const asOf = ofTurn ? await ofTurn : contentVersion(db);
   // Only keys that pass are kept: a refused key is read again next time (it may be enabled meanwhile).
   const rows = await keys.get(
     hash,

@@ -2,11 +2,19 @@
 // the migrations, so that readers such as pagination.ts need not import the query layer itself.
 import type { Tx } from './index.js';
 
-const versions = new WeakMap<object, () => string>();
+interface Reader {
+  now: () => string;
+  ofTurn: () => Promise<string>;
+}
 
-/** Registers how `db`'s content version is read (db/index.ts, when it opens a SQLite file). */
-export function setContentVersion(db: object, read: () => string): void {
-  versions.set(db, read);
+const versions = new WeakMap<object, Reader>();
+
+/**
+ * Registers how `db`'s content version is read (db/index.ts, when it opens a SQLite file): `now`
+ * at once, `ofTurn` shared by the callers of one turn of the event loop (see contentVersionOfTurn).
+ */
+export function setContentVersion(db: object, now: () => string, ofTurn: () => Promise<string>): void {
+  versions.set(db, { now, ofTurn });
 }
 
 /**
@@ -17,5 +25,15 @@ export function setContentVersion(db: object, read: () => string): void {
  * inside a transaction).
  */
 export function contentVersion(db: Tx): string | undefined {
-  return versions.get(db)?.();
+  return versions.get(db)?.now();
+}
+
+/**
+ * contentVersion for the requests of one turn: the callers of a turn wait for its end
+ * (setImmediate) and share one read of the other processes' commits, made after every one of
+ * them arrived, so it still sees every commit made before any of them did; this process's own
+ * writes are counted when each caller resumes. Undefined where there is no content version.
+ */
+export function contentVersionOfTurn(db: Tx): Promise<string> | undefined {
+  return versions.get(db)?.ofTurn();
 }

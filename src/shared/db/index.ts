@@ -72,7 +72,27 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; grou
   const statements = cachingStatements(file, changed);
   const dialect = opts.groupCommit !== false ? new GroupCommitSqliteDialect(statements, () => file.inTransaction) : new SqliteDialect({ database: statements });
   const db = new Kysely<DB>({ dialect });
-  setContentVersion(db, () => `${writes}:${dataVersion.get() as number}`);
+  // Other processes' commits, read once for the callers of a turn (contentVersionOfTurn).
+  let turn: Promise<number> | undefined;
+  const ofTurn = () =>
+    (turn ??= new Promise<number>((resolve, reject) =>
+      setImmediate(() => {
+        turn = undefined;
+        try {
+          resolve(dataVersion.get() as number);
+        } catch (e) {
+          reject(e);
+        }
+      }),
+    ));
+  setContentVersion(
+    db,
+    () => `${writes}:${dataVersion.get() as number}`,
+    async () => {
+      const other = await ofTurn();
+      return `${writes}:${other}`;
+    },
+  );
   const close = async () => {
     await checkpointer?.close();
     await db.destroy();

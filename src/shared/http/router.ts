@@ -47,7 +47,7 @@ export async function admit(app: AppContext, limiter: RateLimiter, req: FastifyR
   let auth: AuthContext | undefined;
   if (!anonymous) {
     try {
-      auth = await authenticate(app.database.db, app.keys, req.headers.authorization);
+      auth = await authenticate(app.database.db, app.keys, req.headers.authorization, req.method === 'GET');
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
       const s = await limiter.hit(`ip:${req.ip}`, 'unauthenticated');
