@@ -96,6 +96,26 @@ describe('SQLite group commit', () => {
     await written;
   });
 
+  it('keeps the savepoint journals of a group in memory and rolls a large failed transaction back alone', async () => {
+    // Past 64 KiB a savepoint's journal would otherwise spill to a temporary file (a pwrite per page).
+    assert.equal(database.file!.pragma('temp_store', { simple: true }), 2);
+    const big = 'x'.repeat(2000);
+    const results = await Promise.allSettled([
+      transaction((tx) => Promise.all(Array.from({ length: 200 }, (_, i) => insert(tx, `kept ${String(i).padStart(3, '0')} ${big}`)))),
+      transaction(async (tx) => {
+        for (let i = 0; i < 200; i++) await insert(tx, `undone ${i} ${big}`);
+        throw new Error('fails after writing about 400 pages');
+      }),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected'],
+    );
+    const names = committed();
+    assert.equal(names.filter((n) => n.startsWith('kept ')).length, 200);
+    assert.equal(names.filter((n) => n.startsWith('undone ')).length, 0);
+  });
+
   it('commits many queued transactions, every one of them answered', async () => {
     const names = Array.from({ length: 150 }, (_, i) => `d${String(i).padStart(3, '0')}`);
     await Promise.all(names.map((n) => transaction((tx) => insert(tx, n))));

@@ -58,6 +58,9 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; grou
   file.pragma('synchronous = NORMAL');
   file.pragma('busy_timeout = 5000');
   file.pragma('foreign_keys = ON');
+  // Savepoint journals (every grouped transaction is a savepoint, see group-commit.ts) stay in
+  // memory: past 64 KiB SQLite would spill them to a temporary file, a pwrite per page written.
+  file.pragma('temp_store = MEMORY');
   // Checkpoints run in a worker thread (see checkpointer.ts), started by this connection's first
   // write (an open that never writes, or a start up to its first write, spawns no thread); the
   // automatic checkpoint here only bounds the WAL.
