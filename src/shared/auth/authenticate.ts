@@ -22,7 +22,7 @@ const BEARER = /^Bearer ([\x21-\x7e]{16,512})$/i;
  * The key presented in `header`, its company and grants. The rows come from `keys` (memory) when
  * nothing changed since they were read; every check against the clock runs on each request.
  * `shared`: the content version is the one of the turn (contentVersionOfTurn), read once for the
- * requests that arrived in it (reads, which the caches it keys serve), not by this request alone.
+ * requests that arrived in it (GET and HEAD: the caches it keys serve reads), not by this request alone.
  */
 export async function authenticate(db: Db, keys: KeyCache, header: string | undefined, shared = false, now = new Date()): Promise<AuthContext> {
   if (header === undefined || header === '') throw unauthorized('Missing Authorization header: send "Authorization: Bearer <API key>"');

@@ -47,7 +47,9 @@ export async function admit(app: AppContext, limiter: RateLimiter, req: FastifyR
   let auth: AuthContext | undefined;
   if (!anonymous) {
     try {
-      auth = await authenticate(app.database.db, app.keys, req.headers.authorization, req.method === 'GET');
+      // Reads share the turn's content version (see authenticate).
+      const read = req.method === 'GET' || req.method === 'HEAD';
+      auth = await authenticate(app.database.db, app.keys, req.headers.authorization, read);
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
       const s = await limiter.hit(`ip:${req.ip}`, 'unauthenticated');
