@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { expectError, expectStatus, waitFor } from '../helpers/util.js';
+import { idDigits } from '../../src/shared/ids.js';
 import {
   backupChangeRestore,
   body,
@@ -180,10 +181,7 @@ for (const kind of DB_KINDS) {
       expectStatus(await s.delete(`/databases/${d.id}`), 200);
       await waitFor('the deletion', async () => (await s.get(`/databases/${d.id}`)).status === 404);
       assert.equal((await admin.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [foreign])).rowCount, 1);
-      assert.equal(
-        (await admin.query("SELECT 1 FROM pg_database WHERE datname LIKE 'appdata_' || $1 || '%'", [d.id.replace(/-/g, '').slice(0, 12)])).rowCount,
-        0,
-      );
+      assert.equal((await admin.query("SELECT 1 FROM pg_database WHERE datname LIKE 'appdata_' || $1 || '%'", [idDigits(d.id, 12)])).rowCount, 0);
     });
 
     it('deletion removes the database, the role and the backups', async () => {

@@ -16,6 +16,19 @@ for (const kind of DB_KINDS) {
     });
     after(async () => s?.close());
 
+    it('buckets of the same name in two companies, made in the same moment, get different S3 names', async () => {
+      // Ids are version 7 (their first digits the time): the S3 name takes the id's random digits.
+      const { token } = await s.newCompany();
+      const [a, b] = await Promise.all([
+        s.post('/object-storage', { display_name: 'Same Moment' }),
+        s.post('/object-storage', { display_name: 'Same Moment' }, { token }),
+      ]);
+      const [x, y] = [expectStatus(a, 201), expectStatus(b, 201)];
+      assert.equal(x.name, y.name);
+      assert.notEqual(x.bucket_name, y.bucket_name);
+      assert.equal(x.bucket_name, `same-moment-${x.id.replace(/-/g, '').slice(-8)}`);
+    });
+
     it('create answers the bucket with its S3 name, endpoint and keys (secret sealed at rest)', async () => {
       const r = await s.post('/object-storage', { display_name: 'Media Files' });
       const b = expectStatus(r, 201);

@@ -9,7 +9,7 @@ import { later, type Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { insertRows, reusable } from '../../shared/db/reusable.js';
 import { badRequest } from '../../shared/errors.js';
-import { newId } from '../../shared/ids.js';
+import { idDigits, newId } from '../../shared/ids.js';
 import { supersedeJobs, runNow, type EnqueueOptions } from '../../shared/jobs.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { LogLine, LogQuery } from '../../shared/runtime/logs.js';
@@ -284,7 +284,7 @@ const machine: PhaseMachine<DeploymentsTable, ApplicationsTable, typeof ADVANCE>
         build_type: a.build_type,
         skip_build: !!d.build_of,
         reused_deployment_id: d.build_of,
-        image: `registry.slipway.local/${a.namespace}:${(d.commit_sha ?? d.id).slice(0, 12)}`,
+        image: `registry.slipway.local/${a.namespace}:${d.commit_sha ? d.commit_sha.slice(0, 12) : idDigits(d.id, 12)}`,
         process_count: await countProcesses(tx, a.id),
       },
     };

@@ -1,12 +1,13 @@
 // Representations of a database row, shared by the service (responses) and the event sources
 // (webhook payloads). Imports neither of them.
+import { idDigits } from '../../shared/ids.js';
 import { CLUSTER_BY_ID, DATABASE_RESOURCE_TYPE_BY_ID } from '../resources/catalog.js';
 import { runtimeState, type RuntimeState } from './runtime/state.js';
 import type { DatabasesTable } from './storage.js';
 
 export const bool = (n: number) => n === 1;
 
-const internalHostname = (d: DatabasesTable) => `${d.name}-${d.id.slice(0, 8)}.${CLUSTER_BY_ID.get(d.cluster_id)?.name ?? 'cluster'}.svc.internal`;
+const internalHostname = (d: DatabasesTable) => `${d.name}-${idDigits(d.id, 8)}.${CLUSTER_BY_ID.get(d.cluster_id)?.name ?? 'cluster'}.svc.internal`;
 
 /** Representation of create and update. */
 export function databaseView(d: DatabasesTable) {
@@ -48,7 +49,7 @@ export function databaseDetailView(d: DatabasesTable) {
       : {
           internal_hostname: internalHostname(d),
           internal_port: d.internal_port,
-          external_hostname: external ? `${d.name}-${d.id.slice(0, 8)}.${cluster?.name ?? 'cluster'}.db.slipway.app` : null,
+          external_hostname: external ? `${d.name}-${idDigits(d.id, 8)}.${cluster?.name ?? 'cluster'}.db.slipway.app` : null,
           external_port: external ? d.external_port : null,
         }),
   };

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
-import { newId } from '../../shared/ids.js';
+import { idDigits, newId } from '../../shared/ids.js';
 import { uniqueName } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
@@ -124,7 +124,7 @@ export async function createBucket(
     location: input.location ?? 'enam',
     jurisdiction: input.jurisdiction ?? 'default',
     // Unique in the installation and a valid DNS label (virtual-hosted and CDN hostnames).
-    bucket_name: `${name}-${id.slice(0, 8)}`,
+    bucket_name: `${name}-${idDigits(id, 8)}`,
     created_at: now,
     updated_at: now,
   };

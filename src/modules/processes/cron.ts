@@ -20,7 +20,7 @@
 // once; duration: that long; reads: the 3000 ms default).
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { newId } from '../../shared/ids.js';
+import { idDigits, newId } from '../../shared/ids.js';
 import { cancelJobs, enqueue, type Job, type JobKind, type Outcome } from '../../shared/jobs.js';
 import { writeLogs, type LogLine } from '../../shared/runtime/logs.js';
 import type { Progression } from '../../shared/runtime/simulation.js';
@@ -68,7 +68,7 @@ function runDurationMs(p: Progression): number {
   return READS_RUN_MS;
 }
 
-const short = (id: string) => id.slice(0, 8);
+const short = (id: string) => idDigits(id, 8);
 
 function runLog(
   p: Pick<ProcessesTable, 'id' | 'app_id' | 'company_id'>,

@@ -6,6 +6,7 @@
 // input and after `terminal.maxMs` in all. Close codes follow the contract: 4000 application or
 // process not found, 4001 no running instance, 4003 the shell ended (exit, idle or maximum time),
 // 4300 unexpected server error.
+import { idDigits } from '../../shared/ids.js';
 import type { RawData, WebSocket } from 'ws';
 import type { CallContext } from '../../shared/context.js';
 import { localRuntime } from '../applications/local/registry.js';
@@ -54,7 +55,7 @@ export async function openTerminal(socket: WebSocket, ctx: CallContext, appId: s
     if (notice) send(`\n${notice}\n`);
     if (socket.readyState === socket.OPEN) socket.close(CLOSE.closed, reason);
   };
-  const spec = { shell, hostname: `${a.name}-${p.key}-${p.id.slice(0, 5)}`, env: env.vars };
+  const spec = { shell, hostname: `${a.name}-${p.key}-${idDigits(p.id, 5)}`, env: env.vars };
   const io = { output: send, exit: (status: number) => end(`Shell exited with status ${status}`) };
   // The local runtime gives a real shell in the release directory; otherwise the driver's.
   const session = localRuntime(app)?.openShell(a.id, release.build_of ?? release.id, spec, io) ?? app.runtime.openShell(spec, io);

@@ -1,5 +1,6 @@
 // What the databases table records about a database served by a real engine (column `runtime`,
 // JSON; null for simulated databases, which stay simulated whatever the configuration later says).
+import { idDigits } from '../../../shared/ids.js';
 import type { EngineFamily } from './settings.js';
 
 export interface RuntimeState {
@@ -29,5 +30,5 @@ export function serverDatabaseName(requested: string, id: string): string {
     .toLowerCase()
     .replace(/[^a-z0-9_]/g, '_')
     .slice(0, 40);
-  return `${base}_${id.replace(/-/g, '').slice(0, 12)}`;
+  return `${base}_${idDigits(id, 12)}`;
 }
