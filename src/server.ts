@@ -19,6 +19,7 @@ import type { Operation } from './shared/http/operation.js';
 import { parseJsonBody } from './shared/http/input.js';
 import { admit, registerOperations } from './shared/http/router.js';
 import * as idem from './shared/idempotency.js';
+import { LIST_COUNTS_VACUUM_MS, vacuumListCounts } from './shared/pagination.js';
 import { UUID_RE } from './shared/ids.js';
 import { moduleMigrations, modules } from './modules/index.js';
 import { registerAdmin } from './modules/admin/routes.js';
@@ -295,6 +296,15 @@ export async function createServer(config: Config, opts: { database?: Database; 
     void idem.sweep(database.db).catch(() => {});
   }, 10 * 60_000);
   sweeper.unref();
+  // PostgreSQL: the folded deltas of the list counts, vacuumed away while they are few.
+  const vacuumer =
+    database.kind === 'postgres'
+      ? setInterval(
+          () => void vacuumListCounts(database.db).catch((e: Error) => fastify.log.warn({ err: e.message }, 'list counts vacuum failed')),
+          LIST_COUNTS_VACUUM_MS,
+        )
+      : undefined;
+  vacuumer?.unref();
 
   return {
     fastify,
@@ -313,6 +323,7 @@ export async function createServer(config: Config, opts: { database?: Database; 
     },
     async close() {
       clearInterval(sweeper);
+      clearInterval(vacuumer);
       await fastify.close();
       await app.jobs.stop();
       await app.edge?.stop();
