@@ -15,3 +15,19 @@ export function sharedResult<T extends object>(result: T): T {
 }
 
 export const isSharedResult = (x: unknown): x is object => typeof x === 'object' && x !== null && shared.has(x);
+
+const derived = new WeakMap<object, WeakMap<object, object>>();
+
+/**
+ * `view(result)`, made once per shared result and shared in turn (so a page mapped to its response
+ * shape is mapped, and then serialized, once for all the requests it answers); for a result that
+ * is not shared, made anew. `view` must be one function per call site (it keys the cache).
+ */
+export function sharedView<T extends object, V extends object>(result: T, view: (r: T) => V): V {
+  if (!isSharedResult(result)) return view(result);
+  let byView = derived.get(view);
+  if (!byView) derived.set(view, (byView = new WeakMap()));
+  let v = byView.get(result) as V | undefined;
+  if (!v) byView.set(result, (v = sharedResult(view(result))));
+  return v;
+}

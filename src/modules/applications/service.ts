@@ -7,7 +7,8 @@ import { badRequest } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import { insertNamed } from '../../shared/naming.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import { paginate, type Page, type PageResult } from '../../shared/pagination.js';
+import { sharedView } from '../../shared/shared-results.js';
 import { deleteLogs, writeLogs } from '../../shared/runtime/logs.js';
 import { teardownStep } from '../../shared/runtime/phases.js';
 import { CLUSTER_BY_ID } from '../resources/catalog.js';
@@ -82,8 +83,13 @@ export async function listApps({ tx, companyId, scope, asOf }: CallContext, page
     return scope ? all.where('id', 'in', scope.size ? [...scope] : ['']) : all;
   };
   const res = await paginate(q, page, undefined, scope ? undefined : { tx, table: 'applications', companyId, asOf });
-  return { ...res, data: res.data.map((r) => ({ ...r, is_suspended: bool(r.is_suspended) })) };
+  return sharedView(res, listView);
 }
+
+const listView = <R extends { is_suspended: number }>(res: PageResult<R>) => ({
+  ...res,
+  data: res.data.map((r) => ({ ...r, is_suspended: bool(r.is_suspended) })),
+});
 
 function checkCluster(id: string) {
   const c = CLUSTER_BY_ID.get(id);
