@@ -141,7 +141,7 @@ async function page_<DB, TB extends keyof DB, O>(
   if (counted && page.offset < BOOKMARK_EVERY) {
     // A shallow page: the rows carry the list's total (one query instead of two); an empty page
     // has no row to carry it.
-    const rows = await slice(b.select(countsOf(counted, 'n').as(TOTAL)), page.offset);
+    const rows = await slice(b.select(totalOf(counted).as(TOTAL)), page.offset);
     if (rows.length) return envelope(...carried(rows, TOTAL));
     return envelope([], (await listStats(counted)).n);
   }
@@ -156,7 +156,7 @@ async function page_<DB, TB extends keyof DB, O>(
     if (start) {
       const counts = onPostgres(counted)
         ? b.crossJoin(countsRow(counted).as(COUNTS)).select([`${COUNTS}.${TOTAL}`, `${COUNTS}.${VERSION}`])
-        : b.select([countsOf(counted, 'n').as(TOTAL), countsOf(counted, 'version').as(VERSION)]);
+        : b.select([rowOf(counted, 'n').as(TOTAL), rowOf(counted, 'version').as(VERSION)]);
       const rows = await slice(counts, start.skip, start.from);
       if (rows.length && Number(rows[0][VERSION]) === known.version) return envelope(...carried(rows, TOTAL, VERSION));
     }
@@ -179,21 +179,24 @@ async function page_<DB, TB extends keyof DB, O>(
 
 const onPostgres = (c: Counted) => isPostgres(c.tx);
 
-/**
- * The list's row count or version, as a subquery a page's rows can carry: its `list_counts` row,
- * on PostgreSQL plus its deltas not yet folded in (the sum of their +1 and -1; one version step each).
- */
-const countsOf = (c: Counted, column: 'n' | 'version') => {
-  const base = sql`(SELECT ${sql.ref(column)} FROM list_counts WHERE tbl = ${c.table} AND company_id = ${c.companyId})`;
-  if (!onPostgres(c)) return sql<number>`${base}`;
-  const deltas = column === 'n' ? sql`sum(delta)` : sql`count(*)`;
-  return sql<number>`(coalesce(${base}, 0) + coalesce((SELECT ${deltas} FROM list_count_deltas WHERE tbl = ${c.table} AND company_id = ${c.companyId}), 0))`;
-};
+/** A column of the list's `list_counts` row, as a subquery a page's rows can carry. */
+const rowOf = (c: Counted, column: 'n' | 'version') =>
+  sql<number>`(SELECT ${sql.ref(column)} FROM list_counts WHERE tbl = ${c.table} AND company_id = ${c.companyId})`;
 
 /**
- * PostgreSQL: the list's row count and version as a one-row table (columns TOTAL and VERSION),
- * from one scan of its deltas: two `countsOf` subqueries would scan them twice, and a list's
- * deltas index holds an entry for every delta folded since the table was last vacuumed.
+ * The list's row count, as a subquery a page's rows can carry: its `list_counts` row, on
+ * PostgreSQL plus the sum of its deltas not yet folded in (+1 and -1 each). A page that needs the
+ * version as well takes both from `countsRow` there.
+ */
+const totalOf = (c: Counted) =>
+  onPostgres(c)
+    ? sql<number>`(coalesce(${rowOf(c, 'n')}, 0) + coalesce((SELECT sum(delta) FROM list_count_deltas WHERE tbl = ${c.table} AND company_id = ${c.companyId}), 0))`
+    : rowOf(c, 'n');
+
+/**
+ * PostgreSQL: the list's row count and version as a one-row table (columns TOTAL and VERSION):
+ * its `list_counts` row plus its deltas (one version step each), from one scan of the deltas,
+ * whose index holds an entry for every delta folded since the table was last vacuumed.
  */
 const countsRow = (c: Counted) =>
   sql`(SELECT coalesce(l.n, 0) + d.s AS ${sql.ref(TOTAL)}, coalesce(l.version, 0) + d.c AS ${sql.ref(VERSION)}
@@ -294,7 +297,7 @@ export async function countAtCommit(db: Kysely<any>, table: CountedTable): Promi
  * in parallel. Every 8th delta (a sequence: no lock either) folds its list's committed deltas into
  * its `list_counts` row (adding their sum to n and their number to the version, so both read the
  * same before and after), unless another transaction is folding that list (an advisory lock it
- * only tries): the deltas a read sums stay few. Readers add the deltas (`countsOf`).
+ * only tries): the deltas a read sums stay few. Readers add the deltas (`totalOf`, `countsRow`).
  */
 export async function countDeltas(db: Kysely<any>): Promise<void> {
   if (!isPostgres(db)) return;
