@@ -1,13 +1,14 @@
 // The PostgreSQL connection wrapper (src/shared/db/postgres-client.ts): a transaction's BEGIN and
-// its `later` writes travel with its next statement or its COMMIT, in order, as one simple query;
-// parameters are written in as literals for that. Run against a real PostgreSQL server: round
-// trips counted at the driver, what the statements see, what a failing write undoes, and whether
-// a deferred advisory lock still orders the reads after it.
+// its `later` writes travel with its next statement or its COMMIT, in order, written out together
+// in the driver's pipeline mode, each as its named prepared statement. Run against a real
+// PostgreSQL server: round trips counted at the driver, what the statements see, that each text is
+// parsed once per connection, what a failing write undoes, and whether a deferred advisory lock
+// still orders the reads after it.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { inlined, later, wrappedPool } from '../../src/shared/db/postgres-client.js';
+import { later, wrappedPool } from '../../src/shared/db/postgres-client.js';
 import { lockFor } from '../../src/shared/db/locks.js';
 import type { Tx } from '../../src/shared/db/index.js';
 import { createPgDatabase, skipUnless } from '../helpers/server.js';
@@ -20,35 +21,15 @@ interface T {
 /** This suite's transactions as the helpers' type (they only compile and run what they are given). */
 const own = (tx: unknown) => tx as Tx;
 
-describe('inlined parameters', () => {
-  const esc = pg.escapeLiteral;
-  it('writes each value as a literal in place of its $n, outside quotes and comments', () => {
-    assert.equal(
-      inlined(`select '$1', "$2" from t where a = $1 and b = $10 and c = $2 -- $3\nand d = $3`, ['x', 'y', null, 4, 5, 6, 7, 8, 9, 'ten'], esc),
-      `select '$1', "$2" from t where a = 'x' and b = 'ten' and c = 'y' -- $3\nand d = NULL`,
-    );
-    assert.equal(inlined('update t set n = $1, ok = $2, big = $3', [-1.5, true, 12n], esc), `update t set n = '-1.5', ok = 'true', big = '12'`);
-    assert.equal(inlined(`select $1`, [`it's a \\ back'slash`], esc), `select  E'it''s a \\\\ back''slash'`);
-    // A quote inside a comment, a comment marker inside a string, a doubled quote, a value with a $n in it.
-    assert.equal(inlined(`select '--', 'it''s $1', $1 - $2 -- don't $2`, ['$2', 3], esc), `select '--', 'it''s $1', '$2' - '3' -- don't $2`);
-  });
-
-  it('gives up on values without a plain text form and on references to missing parameters', () => {
-    assert.equal(inlined('select $1', [Buffer.from('x')], esc), undefined);
-    assert.equal(inlined('select $1', [new Date()], esc), undefined);
-    assert.equal(inlined('select $1', [{ a: 1 }], esc), undefined);
-    assert.equal(inlined('select $2', ['a'], esc), undefined);
-    assert.equal(inlined(`select 'unterminated`, ['a'], esc), undefined);
-    assert.equal(inlined(`select "unterminated, $1`, ['a'], esc), undefined);
-  });
-});
-
 describe('PostgreSQL round trips of a transaction', async () => {
   const skip = await skipUnless('postgres');
   let drop: (() => Promise<void>) | undefined;
   let raw: pg.Pool;
   let db: Kysely<T>;
-  /** Round trips sent to the server so far (every client.query of the driver's own clients). */
+  /**
+   * Round trips sent to the server so far (every client.query of the driver's own clients); `sent`
+   * holds their texts, a batch's statements joined by ";\n".
+   */
   let trips = 0;
   const sent: string[] = [];
 
@@ -65,12 +46,12 @@ describe('PostgreSQL round trips of a transaction', async () => {
       const query = client.query.bind(client) as (...a: unknown[]) => unknown;
       (client as { query: unknown }).query = (...a: unknown[]) => {
         trips++;
-        const first = a[0];
-        sent.push(typeof first === 'string' ? first : String((first as { text?: string }).text));
+        const first = a[0] as string | { text?: string; statements?: { text: string }[] };
+        sent.push(typeof first === 'string' ? first : (first.statements?.map((s) => s.text).join(';\n') ?? String(first.text)));
         return query(...a);
       };
     });
-    db = new Kysely<T>({ dialect: new PostgresDialect({ pool: wrappedPool(raw, pg.escapeLiteral) }) });
+    db = new Kysely<T>({ dialect: new PostgresDialect({ pool: wrappedPool(raw, pg) }) });
     await sql`create table items (id int primary key, name text not null, data bytea)`.execute(db);
   });
   after(async () => {
@@ -98,8 +79,8 @@ describe('PostgreSQL round trips of a transaction', async () => {
     });
     assert.equal(count, 2, 'the read saw both deferred inserts');
     assert.equal(trips, 2, `two round trips: ${JSON.stringify(sent)}`);
-    assert.match(sent[0]!, /^begin;\ninsert into "items".*;\ninsert into "items".*;\nselect count/s);
-    assert.match(sent[1]!, /^update "items" set "name" = 'uno' where "id" = '1';\ncommit$/);
+    assert.match(sent[0]!, /^begin;\ninsert into "items" .* values \(\$1, \$2, \$3\);\ninsert into "items" .*;\nselect count/s);
+    assert.match(sent[1]!, /^update "items" set "name" = \$1 where "id" = \$2;\ncommit$/);
     const rows = await db.selectFrom('items').selectAll().orderBy('id').execute();
     assert.deepEqual(
       rows.map((r) => [r.id, r.name]),
@@ -108,6 +89,53 @@ describe('PostgreSQL round trips of a transaction', async () => {
         [2, 'two'],
       ],
     );
+  });
+
+  it('sends the deferred writes as prepared statements: a text is parsed once per connection, not at every use', { skip }, async () => {
+    await reset();
+    let ofTransactions = 0;
+    const prepared = await db.connection().execute(async (conn) => {
+      for (let i = 1; i <= 3; i++)
+        await conn.transaction().execute(async (tx) => {
+          await later(own(tx), tx.insertInto('items').values({ id: i, name: `n${i}`, data: null }));
+          await later(own(tx), tx.updateTable('items').set({ name: 'changed' }).where('id', '=', i));
+        });
+      ofTransactions = trips;
+      return (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(conn)).rows.map((r) => r.statement);
+    });
+    assert.equal(prepared.filter((t) => t.startsWith('insert into "items"')).length, 1, JSON.stringify(prepared));
+    assert.equal(prepared.filter((t) => t.startsWith('update "items"')).length, 1, JSON.stringify(prepared));
+    assert.equal(ofTransactions, 3, `one round trip per transaction: ${JSON.stringify(sent)}`);
+    const rows = await db.selectFrom('items').selectAll().orderBy('id').execute();
+    assert.deepEqual(
+      rows.map((r) => r.name),
+      ['changed', 'changed', 'changed'],
+    );
+  });
+
+  it('a prepared text whose result columns a migration changed is parsed again under a new name', { skip }, async () => {
+    await reset();
+    await db.insertInto('items').values({ id: 1, name: 'one', data: null }).execute();
+    await db.connection().execute(async (conn) => {
+      // The same text (select * of one item) at the end of a batch, and on its own.
+      const inBatch = () =>
+        conn.transaction().execute(async (tx) => {
+          await later(own(tx), tx.updateTable('items').set({ name: 'batched' }).where('id', '=', 1));
+          return tx.selectFrom('items').selectAll().where('id', '=', 1).execute();
+        });
+      const alone = () => conn.selectFrom('items').selectAll().where('id', '=', 1).execute();
+      await inBatch();
+      await alone();
+      await sql`alter table items add column extra int`.execute(conn);
+      // In a batch the statement fails its transaction once (nothing of it is kept) ...
+      await assert.rejects(inBatch(), (e: { code?: string }) => e.code === '0A000');
+      // ... and the text is parsed again from then on, on its own too.
+      assert.deepEqual(Object.keys((await inBatch())[0]!).sort(), ['data', 'extra', 'id', 'name']);
+      assert.deepEqual(Object.keys((await alone())[0]!).sort(), ['data', 'extra', 'id', 'name']);
+      // On its own, the statement that meets the change is run again at once.
+      await sql`alter table items drop column extra`.execute(conn);
+      assert.deepEqual(Object.keys((await alone())[0]!).sort(), ['data', 'id', 'name']);
+    });
   });
 
   it('a transaction that sent nothing costs nothing, committed or rolled back', { skip }, async () => {
@@ -145,7 +173,7 @@ describe('PostgreSQL round trips of a transaction', async () => {
     for (let i = 0; i < 4; i++) await db.transaction().execute((tx) => tx.selectFrom('items').selectAll().execute());
   });
 
-  it('values written in as literals arrive exactly; values without a text form keep the driver encoding, in order', { skip }, async () => {
+  it('deferred values arrive exactly, binary ones too, in order', { skip }, async () => {
     await reset();
     const names = [`it's`, 'back\\slash', '$1 and $2', 'line\nbreak -- not a comment', '/* nor this */', 'ünïcødé ✓', "''", "E'x'"];
     await db.transaction().execute(async (tx) => {

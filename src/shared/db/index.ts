@@ -49,7 +49,7 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; grou
     // An idle connection that the server closes (restart, admin termination) must not crash the
     // process; the pool replaces it on the next query.
     pool.on('error', () => {});
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: wrappedPool(pool, pgDriver().escapeLiteral) }) });
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: wrappedPool(pool, pgDriver()) }) });
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
   mkdirSync(opts.dataDir, { recursive: true });

@@ -1,9 +1,13 @@
 // The PostgreSQL pool as the query builder sees it: every pooled connection is wrapped so that
 // (1) queries with parameters run as named prepared statements, and (2) a transaction spends as
 // few round trips as its statements allow: its BEGIN and the writes whose results nobody reads
-// (`later`) travel with its next statement or its COMMIT, as one multi-statement simple query.
-// On this kind of machine a round trip costs the server process 0.15 to 0.25 ms of CPU (socket
-// writes and wake-ups, profiled), more than PostgreSQL spends planning a short statement.
+// (`later`) travel with its next statement or its COMMIT, in one write to the socket, each as its
+// prepared statement (extended protocol: parsed and planned once per connection), with one Sync
+// at the end, so PostgreSQL answers them all in one go. On this kind of machine a round trip costs
+// the server process 0.15 to 0.25 ms of CPU (socket writes and wake-ups, profiled). Until round 16
+// of the benchmark work these statements went as one multi-statement simple query with the values
+// written in, which PostgreSQL parsed, analysed and planned anew each time (37% of its CPU in
+// deployment triggers, perf).
 import { CompiledQuery, type Compilable, type RawBuilder } from 'kysely';
 import type PG from 'pg';
 import type { Tx } from './index.js';
@@ -28,65 +32,138 @@ export async function later(tx: Tx, q: Compilable | RawBuilder<unknown> | Compil
 
 type Result = PG.QueryResult;
 const none = (command?: string): Result => ({ command: command as string, rowCount: null, rows: [], oid: 0, fields: [] });
-const last = (r: Result | Result[]): Result => (Array.isArray(r) ? r[r.length - 1]! : r);
 
-/**
- * The statement with its parameters written in as literals, for a simple query; undefined when a
- * value has no plain text form (a buffer, a date, an array or object: those keep the driver's own
- * encoding). A literal is untyped text, as the driver sends parameters, so PostgreSQL infers
- * its type from the context the same way.
- */
-export function inlined(text: string, values: readonly unknown[] | undefined, escape: (s: string) => string): string | undefined {
-  if (!values?.length) return text;
-  const lits: string[] = [];
-  for (const v of values) {
-    if (v === null || v === undefined) lits.push('NULL');
-    // Most values hold neither a quote nor a backslash: quoted as they are (what `escape` gives them).
-    else if (typeof v === 'string') lits.push(v.includes("'") || v.includes('\\') ? escape(v) : `'${v}'`);
-    else if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') lits.push(`'${String(v)}'`);
-    else return undefined;
-  }
-  // $n outside quoted strings, identifiers and comments; the text between them is copied in slices.
-  let out = '';
-  let copied = 0;
-  let i = 0;
-  while (i < text.length) {
-    const ch = text.charCodeAt(i);
-    if (ch === 39 || ch === 34) {
-      // A quoted string or identifier: to its closing quote (a doubled quote is two of them).
-      const end = text.indexOf(ch === 39 ? "'" : '"', i + 1);
-      if (end < 0) return undefined;
-      i = end + 1;
-    } else if (ch === 45 && text.charCodeAt(i + 1) === 45) {
-      const end = text.indexOf('\n', i);
-      i = end < 0 ? text.length : end;
-    } else if (ch === 36 && isDigit(text.charCodeAt(i + 1))) {
-      let j = i + 1;
-      while (isDigit(text.charCodeAt(j))) j++;
-      const lit = lits[Number(text.slice(i + 1, j)) - 1];
-      if (lit === undefined) return undefined;
-      out += text.slice(copied, i) + lit;
-      copied = i = j;
-    } else i++;
-  }
-  return copied ? out + text.slice(copied) : text;
+/** A statement of the open transaction not sent yet. */
+interface Pending {
+  text: string;
+  values?: unknown[];
 }
 
-const isDigit = (c: number) => c >= 48 && c <= 57;
+/** What a batch writes to: the driver's connection (pg's Connection, its extended-protocol messages). */
+interface Wire {
+  parse(m: { text: string; name: string }): void;
+  bind(m: { statement: string; values: unknown[]; valueMapper: (v: unknown) => unknown }): void;
+  describe(m: { type: 'P'; name: string }): void;
+  execute(m: { portal: string }): void;
+  sync(): void;
+  stream: { cork?(): void; uncork?(): void };
+  /** Names parsed on this connection, and those whose Parse is on its way (the driver's own bookkeeping). */
+  parsedStatements: Record<string, string>;
+  submittedNamedStatements: Record<string, string>;
+}
+
+/** The driver's Query as a batch uses it (its results, one per statement, and its callback). */
+interface DriverQuery {
+  handleDataRow(msg: unknown): void;
+  handleCommandComplete(msg: unknown, wire: Wire): void;
+  handleError(err: Error, wire: Wire): void;
+}
+type DriverQueryClass = new (config: { text: string }, values: undefined, callback: (err: Error | null, r: Result | Result[]) => void) => DriverQuery;
+
+/** The driver (the pg module; passed in, as it is loaded lazily): its Query, and `utils.prepareValue` (untyped). */
+type Driver = typeof PG;
+
+/**
+ * The class of batches for this driver: a query (in the driver's queue, as any other) made of
+ * several statements written out at once, each as Parse (a named statement's first use on the
+ * connection; an unnamed one every time), Bind and Execute (the last one also Describe: its rows
+ * are the batch's result), then a single Sync. It ends with the last statement's result, or with
+ * the first error (PostgreSQL skips the statements after a failing one until the Sync). The
+ * driver records a named statement as parsed when its ParseComplete arrives, under the query's
+ * `name` and `text`: for a batch, those of the statement being answered.
+ */
+function batchClass(driver: Driver) {
+  const Query = driver.Query as unknown as DriverQueryClass;
+  const { utils } = driver as unknown as { utils?: { prepareValue?(v: unknown): unknown } };
+  const prepareValue = utils?.prepareValue;
+  if (!prepareValue) throw new Error('the PostgreSQL driver has no utils.prepareValue (pg 8 has)');
+  const valueMapper = (v: unknown) => prepareValue(v);
+  return class Batch extends Query {
+    /** Statements answered so far (CommandComplete received). */
+    private answered = 0;
+    private parsed: boolean[] = [];
+
+    constructor(
+      readonly statements: { text: string; values: unknown[]; name?: string }[],
+      callback: (err: Error | null, r: Result | Result[]) => void,
+    ) {
+      super({ text: statements[0]!.text }, undefined, callback);
+    }
+
+    get name(): string | undefined {
+      return this.parsed?.[this.answered] ? this.statements[this.answered]!.name : undefined;
+    }
+    set name(_: string | undefined) {}
+    get text(): string | undefined {
+      return this.statements?.[this.answered]?.text;
+    }
+    set text(_: string | undefined) {}
+
+    submit(wire: Wire): null {
+      wire.stream.cork?.();
+      try {
+        for (const [i, s] of this.statements.entries()) {
+          const name = s.name ?? '';
+          if (!name || !(wire.parsedStatements[name] ?? wire.submittedNamedStatements[name])) {
+            wire.parse({ text: s.text, name });
+            if (name) {
+              wire.submittedNamedStatements[name] = s.text;
+              this.parsed[i] = true;
+            }
+          }
+          wire.bind({ statement: name, values: s.values, valueMapper });
+          // Only the last statement's rows are read: the others are not described (no
+          // RowDescription or NoData to answer and parse), and rows they return are dropped.
+          if (i === this.statements.length - 1) wire.describe({ type: 'P', name: '' });
+          wire.execute({ portal: '' });
+        }
+        wire.sync();
+      } finally {
+        wire.stream.uncork?.();
+      }
+      return null;
+    }
+
+    handleDataRow(msg: unknown): void {
+      if (this.answered === this.statements.length - 1) super.handleDataRow(msg);
+    }
+
+    handleCommandComplete(msg: unknown, wire: Wire): void {
+      super.handleCommandComplete(msg, wire);
+      this.answered++;
+    }
+
+    handleError(err: Error, wire: Wire): void {
+      // The statements from the failing one on were skipped: their Parse never took effect.
+      for (let i = this.answered; i < this.statements.length; i++) if (this.parsed[i]) delete wire.submittedNamedStatements[this.statements[i]!.name!];
+      super.handleError(err, wire);
+    }
+  };
+}
 
 /**
  * The pool with each connection wrapped (see the top of this file). Prepared statements: one name
  * per SQL text, so each connection parses and plans a text once (planning was most of a simple
  * query's cost, profiled); texts with an IN list of several values (their number grows with the
- * lists' lengths) and texts beyond the first `maxNamed` run unnamed. A statement whose result
- * columns a migration changed meanwhile is run again unnamed.
+ * lists' lengths) and texts beyond the first `maxNamed` run unnamed. When the result columns of a
+ * prepared text changed (a migration altered its table meanwhile: SQLSTATE 0A000), the text is
+ * given a new name, so every connection parses it again; a statement sent on its own is then run
+ * again, one in a batch fails its transaction (as any failing statement does) once.
  */
-export function wrappedPool(pool: PG.Pool, escape: (s: string) => string, maxNamed = 500): PG.Pool {
+export function wrappedPool(pool: PG.Pool, driver: Driver, maxNamed = 500): PG.Pool {
+  const Batch = batchClass(driver);
   const names = new Map<string, string>();
+  let issued = 0;
   const nameOf = (text: string): string | undefined => {
     let name = names.get(text);
-    if (name === undefined && names.size < maxNamed && !/\bin \(\$\d+, /i.test(text)) names.set(text, (name = `slipway_${names.size + 1}`));
+    if (name === undefined && names.size < maxNamed && !/\bin \(\$\d+, /i.test(text)) names.set(text, (name = `slipway_${++issued}`));
     return name;
+  };
+  /** After a 0A000 error: the texts that may have caused it (those with a name) are named anew. */
+  const renamed = (e: unknown, texts: string[]): boolean => {
+    if ((e as { code?: unknown } | null)?.code !== '0A000') return false;
+    for (const t of texts) if (names.has(t)) names.set(t, `slipway_${++issued}`);
+    return true;
   };
   const connect = pool.connect.bind(pool) as () => Promise<PG.PoolClient>;
   // One wrapper per pooled connection (the query builder keeps its state per connection object).
@@ -104,52 +181,63 @@ export function wrappedPool(pool: PG.Pool, escape: (s: string) => string, maxNam
   });
 
   function wrap(client: PG.PoolClient): PG.PoolClient {
-    const prepared = (text: string, values?: unknown[]): Promise<Result> => {
+    /** A statement as its prepared statement, or unnamed (no parameters: a simple query). */
+    const statement = (text: string, values?: unknown[]): Promise<Result> => {
       const name = values?.length ? nameOf(text) : undefined;
-      if (!name) return client.query(text, values);
-      return client.query({ text, values, name }).catch((e: { code?: string }) => {
-        if (e.code !== '0A000') throw e;
-        return client.query(text, values);
-      });
+      return name ? client.query({ text, values, name }) : client.query(text, values);
     };
+    const prepared = (text: string, values?: unknown[]): Promise<Result> =>
+      statement(text, values).catch((e: unknown) => {
+        if (!values?.length || !renamed(e, [text])) throw e;
+        return statement(text, values);
+      });
     // Statements of the open transaction not sent yet: its BEGIN, then `later` writes.
-    let pending: string[] = [];
+    let pending: Pending[] = [];
     let open = false;
-    const send = (texts: string[]): Promise<Result> => client.query(texts.join(';\n')).then(last);
+    /** The statements as one batch (see batchClass); the last one's result. */
+    const send = (stmts: Pending[]): Promise<Result> =>
+      new Promise((resolve, reject) => {
+        const batch = new Batch(
+          stmts.map((p) => ({ text: p.text, values: p.values ?? [], name: nameOf(p.text) })),
+          (err, r) => {
+            if (!err) return resolve(Array.isArray(r) ? r[r.length - 1]! : r);
+            renamed(
+              err,
+              stmts.map((p) => p.text),
+            );
+            reject(err);
+          },
+        );
+        void client.query(batch as unknown as PG.QueryConfig);
+      });
     const query = (text: string, values?: unknown[]): Promise<Result> => {
       if (typeof text !== 'string') return client.query(text, values);
       // Outside a transaction (every read of a request) a statement goes straight out.
       return open || text === 'begin' ? inTransaction(text, values) : prepared(text, values);
     };
-    const inTransaction = async (text: string, values?: unknown[]): Promise<Result> => {
+    const inTransaction = (text: string, values?: unknown[]): Promise<Result> => {
       if (text === 'begin') {
-        pending = ['begin'];
+        pending = [{ text: 'begin' }];
         open = true;
-        return none('BEGIN');
+        return Promise.resolve(none('BEGIN'));
       }
       if (text === 'commit' || text === 'rollback') {
         const p = pending;
         pending = [];
         open = false;
         // Nothing was sent: there is nothing to end.
-        if (p[0] === 'begin') return text === 'commit' && p.length > 1 ? send([...p, 'commit']) : none(text.toUpperCase());
-        if (text === 'rollback' || !p.length) return client.query(text);
-        return send([...p, 'commit']);
+        if (p[0]?.text === 'begin' && p.length === 1) return Promise.resolve(none(text.toUpperCase()));
+        if (text === 'rollback') return p[0]?.text === 'begin' ? Promise.resolve(none('ROLLBACK')) : client.query(text);
+        return send([...p, { text: 'commit' }]);
       }
       if (open && text.startsWith(LATER)) {
-        const t = inlined(text.slice(LATER.length), values, escape);
-        if (t !== undefined) {
-          pending.push(t);
-          return none();
-        }
-        text = text.slice(LATER.length);
+        pending.push({ text: text.slice(LATER.length), values });
+        return Promise.resolve(none());
       }
       if (pending.length) {
         const p = pending;
         pending = [];
-        const t = inlined(text, values, escape);
-        if (t !== undefined) return send([...p, t]);
-        await send(p);
+        return send([...p, { text, values }]);
       }
       return prepared(text, values);
     };
