@@ -191,6 +191,24 @@ describe('PostgreSQL round trips of a transaction', async () => {
     assert.equal(bin.name, 'after binary', 'the write after the binary one ran after it');
   });
 
+  it('a lock a transaction holds already is not taken again; outside a transaction it is taken every time', { skip }, async () => {
+    await reset();
+    await db.transaction().execute(async (tx) => {
+      await lockFor(own(tx), 'a');
+      await lockFor(own(tx), 'b');
+      await lockFor(own(tx), 'a');
+      await tx.selectFrom('items').selectAll().execute();
+    });
+    await db.transaction().execute(async (tx) => {
+      await lockFor(own(tx), 'a');
+      await tx.selectFrom('items').selectAll().execute();
+    });
+    await lockFor(own(db), 'a');
+    await lockFor(own(db), 'a');
+    const locks = sent.join(';\n').match(/pg_advisory_xact_lock/g) ?? [];
+    assert.equal(locks.length, 5, `a and b, a in the next transaction, and twice outside: ${JSON.stringify(sent)}`);
+  });
+
   it('a deferred advisory lock is held before the next statement reads (it sees what the holder committed)', { skip }, async () => {
     await reset();
     let release!: () => void;

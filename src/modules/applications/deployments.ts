@@ -115,6 +115,11 @@ export interface DeployOptions {
   dockerImage?: string;
   isRestart?: boolean;
   /**
+   * `a` was read with the application's lock held (lockApp before the read), so its status is
+   * current: no status write when it says the application is deploying already.
+   */
+  readLocked?: boolean;
+  /**
    * Run the build of this earlier successful deployment instead of building: one of the same
    * application (rollback, restart) or of another one (promotion). The new deployment carries its
    * commit, branch and image, skips checkout and build, and rolls out with its own application's
@@ -217,8 +222,10 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
     runAt: busy ? new Date(Date.now() + WAIT_RECHECK_MS) : undefined,
   };
   await supersedeJobs(tx, waiting, job);
-  // The new deployment is the application's latest, waiting or in progress.
-  await setAppStatus(tx, a.id, 'deploymentInProgress');
+  // The new deployment is the application's latest, waiting or in progress. Its status is only
+  // written under the lock (deletion aside, which setAppStatus leaves alone): read under it, a
+  // status that says so already stays so until this transaction ends.
+  if (!(o.readLocked && a.status === 'deploymentInProgress')) await setAppStatus(tx, a.id, 'deploymentInProgress');
   return row;
 }
 
@@ -345,15 +352,18 @@ export async function cancelDeployment(ctx: CallContext, appId: string, id: stri
 
 /** POST /applications/{id}/deployments: a new deployment, or a restart of the current release. */
 export async function triggerDeployment(ctx: CallContext, appId: string, body: { branch?: string; docker_image?: string; is_restart?: boolean } | undefined) {
+  // The lock first (createDeployment's own is then not taken again), so the application is read
+  // as it is while this trigger holds it. Another company's id only holds its key until the 404.
+  await lockApp(ctx.tx, appId);
   const a = await findApp(ctx, appId);
   assertDeployable(a);
   if (body?.is_restart) {
     const release = await currentRelease(ctx.tx, a.id);
     if (!release) throw badRequest('The application has no successful deployment to restart');
-    return deploymentView(await createDeployment(ctx, a, { trigger: 'restart', isRestart: true, reuse: release }));
+    return deploymentView(await createDeployment(ctx, a, { trigger: 'restart', isRestart: true, reuse: release, readLocked: true }));
   }
   if (body?.docker_image && a.source !== 'dockerImage') throw badRequest('docker_image applies only to applications whose source is dockerImage');
-  return deploymentView(await createDeployment(ctx, a, { trigger: 'manual', branch: body?.branch, dockerImage: body?.docker_image }));
+  return deploymentView(await createDeployment(ctx, a, { trigger: 'manual', branch: body?.branch, dockerImage: body?.docker_image, readLocked: true }));
 }
 
 /** Redeploys an earlier successful build: the release before the current one (or the current release after a failure). */
