@@ -12,7 +12,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Database, Tx } from './db/index.js';
 import type { DB, JobsTable } from './db/schema.js';
 import { newId } from './ids.js';
-import { later } from './db/postgres-client.js';
+import { fixedShape, later } from './db/postgres-client.js';
 import { insertRows, reusable } from './db/reusable.js';
 import { Coalescer } from './coalesce.js';
 import { inPostgresTransaction } from './db/dialect.js';
@@ -377,15 +377,20 @@ export class JobEngine {
     const nowIso = now.toISOString();
     const lease = new Date(now.getTime() + this.leaseMs).toISOString();
     const lock = this.database.kind === 'postgres' ? sql` FOR UPDATE SKIP LOCKED` : sql``;
+    // A claim's text is the same for every claim of a slot class (its kinds): a fixed shape.
     const take = async (due: ReturnType<typeof sql>, n: number) =>
       (
-        await sql<JobsTable>`
+        await this.database.db.executeQuery(
+          fixedShape(
+            sql<JobsTable>`
       UPDATE jobs SET status = 'running', lease_owner = ${this.workerId}, lease_expires_at = ${lease},
         attempts = attempts + 1, updated_at = ${nowIso}
       WHERE id IN (
         SELECT id FROM jobs WHERE kind IN (${sql.join(kinds)}) AND ${due} ORDER BY run_at, id LIMIT ${n}${lock}
       )
-      RETURNING *`.execute(this.database.db)
+      RETURNING *`.compile(this.database.db),
+          ),
+        )
       ).rows;
     let orphaned: JobsTable[] = [];
     if (now.getTime() - this.orphansCheckedAt >= this.leaseMs / 10) {

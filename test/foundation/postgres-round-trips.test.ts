@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { later, wrappedPool } from '../../src/shared/db/postgres-client.js';
+import { fixedShape, later, wrappedPool } from '../../src/shared/db/postgres-client.js';
 import { lockFor } from '../../src/shared/db/locks.js';
 import type { Tx } from '../../src/shared/db/index.js';
 import { createPgDatabase, skipUnless } from '../helpers/server.js';
@@ -111,6 +111,19 @@ describe('PostgreSQL round trips of a transaction', async () => {
       rows.map((r) => r.name),
       ['changed', 'changed', 'changed'],
     );
+  });
+
+  it('names a text with an IN list only when its shape is fixed (built once by code)', { skip }, async () => {
+    await reset();
+    const fixed = fixedShape(db.selectFrom('items').select('id').where('name', 'in', ['a', 'b']).compile());
+    const adHoc = db.selectFrom('items').select('name').where('id', 'in', [1, 2]).compile();
+    const prepared = await db.connection().execute(async (conn) => {
+      await conn.executeQuery(fixed);
+      await conn.executeQuery(adHoc);
+      return (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(conn)).rows.map((r) => r.statement);
+    });
+    assert.ok(prepared.includes(fixed.sql), JSON.stringify(prepared));
+    assert.ok(!prepared.includes(adHoc.sql), JSON.stringify(prepared));
   });
 
   it('a prepared text whose result columns a migration changed is parsed again under a new name', { skip }, async () => {

@@ -30,6 +30,19 @@ export async function later(tx: Tx, q: Compilable | RawBuilder<unknown> | Compil
   } else await tx.executeQuery(c);
 }
 
+/** Texts of a fixed shape (see `fixedShape`). */
+const fixedTexts = new Set<string>();
+
+/**
+ * Marks a compiled statement's text as one of a fixed shape, built once by code (the reusable
+ * statements, the job claims): named as a prepared statement even when it holds an IN list,
+ * since its list's length does not vary (see wrappedPool). Returns the statement.
+ */
+export function fixedShape<C extends { sql: string }>(compiled: C): C {
+  fixedTexts.add(compiled.sql);
+  return compiled;
+}
+
 type Result = PG.QueryResult;
 const none = (command?: string): Result => ({ command: command as string, rowCount: null, rows: [], oid: 0, fields: [] });
 
@@ -145,7 +158,8 @@ function batchClass(driver: Driver) {
  * The pool with each connection wrapped (see the top of this file). Prepared statements: one name
  * per SQL text, so each connection parses and plans a text once (planning was most of a simple
  * query's cost, profiled); texts with an IN list of several values (their number grows with the
- * lists' lengths) and texts beyond the first `maxNamed` run unnamed. When the result columns of a
+ * lists' lengths) run unnamed unless their shape is fixed (`fixedShape`), and so do texts beyond
+ * the first `maxNamed`. When the result columns of a
  * prepared text changed (a migration altered its table meanwhile: SQLSTATE 0A000), the text is
  * given a new name, so every connection parses it again; a statement sent on its own is then run
  * again, one in a batch fails its transaction (as any failing statement does) once.
@@ -156,7 +170,7 @@ export function wrappedPool(pool: PG.Pool, driver: Driver, maxNamed = 500): PG.P
   let issued = 0;
   const nameOf = (text: string): string | undefined => {
     let name = names.get(text);
-    if (name === undefined && names.size < maxNamed && !/\bin \(\$\d+, /i.test(text)) names.set(text, (name = `slipway_${++issued}`));
+    if (name === undefined && names.size < maxNamed && (fixedTexts.has(text) || !/\bin \(\$\d+, /i.test(text))) names.set(text, (name = `slipway_${++issued}`));
     return name;
   };
   /** After a 0A000 error: the texts that may have caused it (those with a name) are named anew. */

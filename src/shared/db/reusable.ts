@@ -5,6 +5,7 @@
 import type { Compilable, CompiledQuery, Insertable } from 'kysely';
 import type { Tx } from './index.js';
 import type { DB } from './schema.js';
+import { fixedShape } from './postgres-client.js';
 
 /** A value to be filled in at run time, taken from what the call is given (the compiled statement's parameter list holds these). */
 class Slot {
@@ -26,7 +27,7 @@ function fill<O>(shape: Shape, given: unknown): CompiledQuery<O> {
 }
 
 function shapeOf(compiled: CompiledQuery): Shape {
-  return { compiled, params: [...compiled.parameters] };
+  return { compiled: fixedShape(compiled), params: [...compiled.parameters] };
 }
 
 /** One compiled form per dialect adapter (SQLite and PostgreSQL compile to different SQL). */
