@@ -5,14 +5,14 @@
 import { sql } from 'kysely';
 import type { Tx } from './index.js';
 import { later } from './postgres-client.js';
-import { inPostgresTransaction, isPostgres } from './dialect.js';
+import { isPostgres } from './dialect.js';
 
 /** The keys each open PostgreSQL transaction holds (taken again, a lock is not sent again). */
 const held = new WeakMap<Tx, Set<string>>();
 
 export async function lockFor(tx: Tx, key: string): Promise<void> {
   if (!isPostgres(tx)) return;
-  if (inPostgresTransaction(tx)) {
+  if (tx.isTransaction) {
     let keys = held.get(tx);
     if (!keys) held.set(tx, (keys = new Set()));
     if (keys.has(key)) return;

@@ -159,10 +159,10 @@ function batchClass(driver: Driver) {
  * per SQL text, so each connection parses and plans a text once (planning was most of a simple
  * query's cost, profiled); texts with an IN list of several values (their number grows with the
  * lists' lengths) run unnamed unless their shape is fixed (`fixedShape`), and so do texts beyond
- * the first `maxNamed`. When the result columns of a
- * prepared text changed (a migration altered its table meanwhile: SQLSTATE 0A000), the text is
- * given a new name, so every connection parses it again; a statement sent on its own is then run
- * again, one in a batch fails its transaction (as any failing statement does) once.
+ * the first `maxNamed`. When the result columns of a prepared text changed (a migration altered
+ * its table meanwhile: SQLSTATE 0A000), the text is given a new name, so every connection parses
+ * it again; a statement sent on its own is then run again, one in a batch fails its transaction
+ * (as any failing statement does) once.
  */
 export function wrappedPool(pool: PG.Pool, driver: Driver, maxNamed = 500): PG.Pool {
   const Batch = batchClass(driver);
@@ -239,9 +239,11 @@ export function wrappedPool(pool: PG.Pool, driver: Driver, maxNamed = 500): PG.P
         const p = pending;
         pending = [];
         open = false;
-        // Nothing was sent: there is nothing to end.
-        if (p[0]?.text === 'begin' && p.length === 1) return Promise.resolve(none(text.toUpperCase()));
-        if (text === 'rollback') return p[0]?.text === 'begin' ? Promise.resolve(none('ROLLBACK')) : client.query(text);
+        // Nothing was sent yet (its BEGIN is still pending): nothing to roll back, and a commit
+        // with nothing to write ends nothing.
+        const unsent = p[0]?.text === 'begin';
+        if (text === 'rollback') return unsent ? Promise.resolve(none('ROLLBACK')) : client.query(text);
+        if (unsent && p.length === 1) return Promise.resolve(none('COMMIT'));
         return send([...p, { text: 'commit' }]);
       }
       if (open && text.startsWith(LATER)) {
