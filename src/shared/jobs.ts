@@ -13,7 +13,7 @@ import type { Database, Tx } from './db/index.js';
 import type { DB, JobsTable } from './db/schema.js';
 import { newId } from './ids.js';
 import { fixedShape, later } from './db/postgres-client.js';
-import { insertRows, reusable } from './db/reusable.js';
+import { insertRows, listOf, listValues, reusable, reusableBy } from './db/reusable.js';
 import { Coalescer } from './coalesce.js';
 import { inPostgresTransaction } from './db/dialect.js';
 
@@ -97,16 +97,35 @@ function jobRow<K extends JobName>(o: EnqueueOptions<K>): JobsTable {
 
 const insertJob = (tx: Tx, row: JobsTable) => later(tx, insertRows(tx, 'jobs', [row]));
 
-/** Cancels queued (not running) jobs of a subject (or of several), optionally of one kind. */
-export async function cancelJobs(tx: Tx, subjectId: string | readonly string[], kind?: JobName): Promise<number> {
-  let q = tx
+/** Lists of subjects up to this length have a statement of their own (see `subjectsUpdate`); longer ones are built each time. */
+const SHAPED_SUBJECTS = 8;
+
+/** An update of the queued jobs (`status`) of `n` subjects (values `subject0`...), of kind `kind` unless `kind` is omitted. */
+function subjectsUpdate(db: Tx, n: number, ofKind: boolean, p: { now: string; kind?: JobName }, set: 'cancel' | 'runNow') {
+  const q = db
     .updateTable('jobs')
-    .set({ status: 'cancelled', updated_at: new Date().toISOString() })
-    .where('subject_id', 'in', typeof subjectId === 'string' ? [subjectId] : subjectId)
+    .set(set === 'cancel' ? { status: 'cancelled', updated_at: p.now } : { run_at: p.now })
+    .where('subject_id', 'in', listOf(p, n, 'subject') as string[])
     .where('status', '=', 'queued');
-  if (kind) q = q.where('kind', '=', kind);
-  const r = await q.executeTakeFirst();
-  return Number(r.numUpdatedRows);
+  return ofKind ? q.where('kind', '=', p.kind!) : q;
+}
+
+const subjectsShapes = reusableBy((db, key: string, p: { now: string; kind?: JobName }) => {
+  const [n, ofKind, set] = key.split(' ');
+  return subjectsUpdate(db, Number(n), ofKind === 'kind', p, set as 'cancel' | 'runNow');
+});
+
+/** Runs `subjectsUpdate` (after the transaction's next statement on PostgreSQL: see `later`). */
+async function updateSubjects(tx: Tx, subjectIds: readonly string[], kind: JobName | undefined, set: 'cancel' | 'runNow'): Promise<void> {
+  if (!subjectIds.length) return;
+  const values = { now: new Date().toISOString(), kind, ...listValues(subjectIds, 'subject') };
+  const n = subjectIds.length;
+  await later(tx, n <= SHAPED_SUBJECTS ? subjectsShapes(tx, `${n} ${kind ? 'kind' : 'any'} ${set}`, values) : subjectsUpdate(tx, n, !!kind, values, set));
+}
+
+/** Cancels queued (not running) jobs of a subject (or of several), optionally of one kind. */
+export async function cancelJobs(tx: Tx, subjectId: string | readonly string[], kind?: JobName): Promise<void> {
+  await updateSubjects(tx, typeof subjectId === 'string' ? [subjectId] : subjectId, kind, 'cancel');
 }
 
 /**
@@ -187,14 +206,7 @@ export async function pendingSubjects(db: Tx, kind: JobName, subjectId?: string)
 
 /** Makes the queued jobs of `kind` for these subjects due now (e.g. the deployment waiting behind one that ended). */
 export async function runNow(tx: Tx, subjectIds: readonly string[], kind: JobName): Promise<void> {
-  if (!subjectIds.length) return;
-  await tx
-    .updateTable('jobs')
-    .set({ run_at: new Date().toISOString() })
-    .where('subject_id', 'in', [...subjectIds])
-    .where('kind', '=', kind)
-    .where('status', '=', 'queued')
-    .execute();
+  await updateSubjects(tx, subjectIds, kind, 'runNow');
 }
 
 /** Exponential backoff with ±20 % jitter: 1 s, 2 s, 4 s ... capped at 5 minutes. */

@@ -11,6 +11,7 @@ import type * as IORedis from 'ioredis';
 import type { Db } from './db/index.js';
 import type { Config, RateLimitConfig } from './config.js';
 import { Coalescer } from './coalesce.js';
+import { first, reusable } from './db/reusable.js';
 import { ApiError } from './errors.js';
 import { lazy } from './lazy.js';
 
@@ -114,6 +115,17 @@ abstract class SharedStore implements CounterStore {
   abstract close(): Promise<void>;
 }
 
+/** Adds `n` requests to a bucket's window (a new window when it ended); the count and the window's start after them. */
+const addToWindow = reusable((_db, p: { bucket: string; windowSeconds: number; nowSec: number; n: number }) => {
+  const expired = sql`rate_windows.window_start + ${p.windowSeconds} <= ${p.nowSec}`;
+  return sql<{ count: number; window_start: number }>`
+      INSERT INTO rate_windows (bucket, window_start, count) VALUES (${p.bucket}, ${p.nowSec}, ${p.n})
+      ON CONFLICT (bucket) DO UPDATE SET
+        count = CASE WHEN ${expired} THEN ${p.n} ELSE rate_windows.count + ${p.n} END,
+        window_start = CASE WHEN ${expired} THEN ${p.nowSec} ELSE rate_windows.window_start END
+      RETURNING count, window_start`;
+});
+
 /** Counters in the database: one upsert decides, so processes sharing PostgreSQL share the count. */
 export class DatabaseStore extends SharedStore {
   constructor(private db: Db) {
@@ -122,14 +134,7 @@ export class DatabaseStore extends SharedStore {
 
   protected async add(bucket: string, windowSeconds: number, now: number, n: number): Promise<Counted> {
     const nowSec = Math.floor(now / 1000);
-    const expired = sql`rate_windows.window_start + ${windowSeconds} <= ${nowSec}`;
-    const r = await sql<{ count: number; window_start: number }>`
-      INSERT INTO rate_windows (bucket, window_start, count) VALUES (${bucket}, ${nowSec}, ${n})
-      ON CONFLICT (bucket) DO UPDATE SET
-        count = CASE WHEN ${expired} THEN ${n} ELSE rate_windows.count + ${n} END,
-        window_start = CASE WHEN ${expired} THEN ${nowSec} ELSE rate_windows.window_start END
-      RETURNING count, window_start`.execute(this.db);
-    const row = r.rows[0]!;
+    const row = (await first(this.db, addToWindow(this.db, { bucket, windowSeconds, nowSec, n })))!;
     return { count: Number(row.count), reset: Math.max(1, Number(row.window_start) + windowSeconds - nowSec) };
   }
 

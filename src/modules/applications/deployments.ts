@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import { later, type Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
-import { insertRows, reusable } from '../../shared/db/reusable.js';
+import { all, first, insertRows, reusable } from '../../shared/db/reusable.js';
 import { badRequest } from '../../shared/errors.js';
 import { idDigits, newId } from '../../shared/ids.js';
 import { supersedeJobs, runNow, type EnqueueOptions } from '../../shared/jobs.js';
@@ -75,9 +75,11 @@ export function deploymentView(d: DeploymentsTable) {
   };
 }
 
+const latestNotSkipped = reusable((db, p: { appId: string }) => newestDeployments(db, p.appId).select('status').where('status', '!=', 'skipped').limit(1));
+
 /** The application's status follows its latest deployment that was not skipped. */
 export async function refreshAppStatus(tx: Tx, appId: string): Promise<void> {
-  const latest = await newestDeployments(tx, appId).select('status').where('status', '!=', 'skipped').limit(1).executeTakeFirst();
+  const latest = await first(tx, latestNotSkipped(tx, { appId }));
   const status = latest && APP_STATUS[latest.status];
   if (status) await setAppStatus(tx, appId, status);
 }
@@ -239,6 +241,11 @@ export async function cancelActiveDeployments(ctx: CallContext, appId: string, r
   for (const d of active) await finish(ctx, d, 'cancelled', [{ message: reason, severity: 'warning' }]);
 }
 
+/** The ids of the application's deployments with a status. */
+const withStatus = reusable((db, p: { appId: string; status: DeploymentsTable['status'] }) =>
+  db.selectFrom('deployments').select('id').where('app_id', '=', p.appId).where('status', '=', p.status),
+);
+
 /** Moves an active deployment to a final status (conditional on its current status). */
 async function finish(ctx: CallContext, d: DeploymentsTable, status: FinalStatus, lines: LogLine[]): Promise<boolean> {
   const { tx, app } = ctx;
@@ -247,7 +254,7 @@ async function finish(ctx: CallContext, d: DeploymentsTable, status: FinalStatus
   await refreshAppStatus(tx, d.app_id);
   await app.events.emit(tx, 'APP_DEPLOY', d.company_id, { appId: d.app_id, deploymentId: d.id });
   // The deployment waiting behind this one may start now rather than at its next check.
-  const waiting = await tx.selectFrom('deployments').select('id').where('app_id', '=', d.app_id).where('status', '=', 'waiting').execute();
+  const waiting = await all(tx, withStatus(tx, { appId: d.app_id, status: 'waiting' }));
   await runNow(
     tx,
     waiting.map((w) => w.id),
@@ -263,7 +270,7 @@ async function start(ctx: CallContext, d: DeploymentsTable, a: ApplicationsTable
   // Read the clock once the lock is held: the deployment this one waited for may have finished
   // while this step waited for the lock, and this one must not start before that end.
   const startAt = new Date();
-  const busy = await tx.selectFrom('deployments').select('id').where('app_id', '=', d.app_id).where('status', '=', 'inProgress').executeTakeFirst();
+  const busy = await first(tx, withStatus(tx, { appId: d.app_id, status: 'inProgress' }));
   if (busy) return new Date(startAt.getTime() + WAIT_RECHECK_MS);
   if (!(await beginPhases(tx, machine, d, startAt, startLines(d)))) return undefined;
   await app.events.signal(tx, 'deployment.started', { application: a, deploymentId: d.id });

@@ -184,9 +184,18 @@ export async function findApp({ tx, companyId }: CallContext, id: string): Promi
   return a;
 }
 
+const appOfId = reusable((db, p: { id: string }) => db.selectFrom('applications').selectAll().where('id', '=', p.id));
+
 /** An application by id whatever its company (background work that starts from its own rows). */
 export async function appById(tx: Tx, id: string): Promise<ApplicationsTable | undefined> {
-  return tx.selectFrom('applications').selectAll().where('id', '=', id).executeTakeFirst();
+  return first(tx, appOfId(tx, { id }));
+}
+
+const deploymentOfId = reusable((db, p: { id: string }) => db.selectFrom('deployments').selectAll().where('id', '=', p.id));
+
+/** A deployment by id whatever its application, or undefined. */
+export function deploymentById(tx: Tx, id: string): Promise<DeploymentsTable | undefined> {
+  return first(tx, deploymentOfId(tx, { id }));
 }
 
 /** The application's deployments, newest first (ties by id); the caller selects and filters. */

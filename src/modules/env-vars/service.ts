@@ -10,6 +10,7 @@
 import type { AppContext, CallContext } from '../../shared/context.js';
 import type { SecretBox } from '../../shared/crypto.js';
 import type { Tx } from '../../shared/db/index.js';
+import { all, reusable } from '../../shared/db/reusable.js';
 import { sql, type Kysely } from 'kysely';
 import { badRequest, notFound, type ApiError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
@@ -357,6 +358,26 @@ export function systemVariables(prefix: string, a: Pick<ApplicationsTable, 'id' 
   };
 }
 
+const ENV_COLUMNS = ['key', 'value', 'is_runtime', 'is_buildtime', 'created_at', 'id'] as const;
+
+/** The company's variables, then the application's own (which win), in one statement. */
+const environmentRows = reusable((db, p: { companyId: string; appId: string }) =>
+  db
+    .selectFrom('global_env_vars')
+    .select([sql<number>`0`.as('own'), ...ENV_COLUMNS])
+    .where('company_id', '=', p.companyId)
+    .unionAll(
+      db
+        .selectFrom('env_vars')
+        .select([sql<number>`1`.as('own'), ...ENV_COLUMNS])
+        .where('app_id', '=', p.appId)
+        .where('company_id', '=', p.companyId),
+    )
+    .orderBy('own')
+    .orderBy('created_at')
+    .orderBy('id'),
+);
+
 /**
  * The environment of one phase of a deployment. Precedence: global variables, then app-level
  * variables, then `system` (which wins). An app-level variable replaces the global one of the same
@@ -373,23 +394,7 @@ export async function resolveEnvironment(
   system: Record<string, string>,
   phase: 'build' | 'runtime',
 ): Promise<{ vars: Record<string, string>; problems: string[] }> {
-  // The company's variables, then the application's own (which win), in one statement.
-  const columns = ['key', 'value', 'is_runtime', 'is_buildtime', 'created_at', 'id'] as const;
-  const rows = await tx
-    .selectFrom('global_env_vars')
-    .select([sql<number>`0`.as('own'), ...columns])
-    .where('company_id', '=', application.company_id)
-    .unionAll(
-      tx
-        .selectFrom('env_vars')
-        .select([sql<number>`1`.as('own'), ...columns])
-        .where('app_id', '=', application.id)
-        .where('company_id', '=', application.company_id),
-    )
-    .orderBy('own')
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  const rows = await all(tx, environmentRows(tx, { companyId: application.company_id, appId: application.id }));
   const defs = new Map<string, (typeof rows)[number]>();
   for (const r of rows) defs.set(r.key, r);
   return resolveDefinitions(

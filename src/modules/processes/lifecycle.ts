@@ -4,7 +4,8 @@
 // The applications module announces those moments as signals (applications/signals.ts); this
 // file subscribes to them in `registerLifecycle`.
 import type { AppContext } from '../../shared/context.js';
-import type { Tx } from '../../shared/db/index.js';
+import { later, type Tx } from '../../shared/db/index.js';
+import { all, reusable } from '../../shared/db/reusable.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs, enqueue } from '../../shared/jobs.js';
 import { writeLogs, type LogLine } from '../../shared/runtime/logs.js';
@@ -64,6 +65,13 @@ async function copyProcesses(tx: Tx, fromAppId: string, to: ApplicationsTable): 
     .execute();
 }
 
+const processesOf = reusable((db, p: { appId: string }) =>
+  db.selectFrom('processes').selectAll().where('app_id', '=', p.appId).orderBy('created_at').orderBy('id'),
+);
+const rollOut = reusable((db, p: { appId: string; now: string }) =>
+  db.updateTable('processes').set({ rolled_out_at: p.now }).where('app_id', '=', p.appId).where('rolled_out_at', 'is', null),
+);
+
 /**
  * A deployment of the application succeeded: its processes take effect. Writes a runtime log line
  * per process, arms the schedule of every cron process, starts job processes that run after a
@@ -71,9 +79,8 @@ async function copyProcesses(tx: Tx, fromAppId: string, to: ApplicationsTable): 
  */
 async function onRollout(tx: Tx, app: AppContext, a: ApplicationsTable, deployment: string | null): Promise<number> {
   // Activation (deployment null) re-runs the rollout of the running deployment without a new one.
-  const procs = await tx.selectFrom('processes').selectAll().where('app_id', '=', a.id).orderBy('created_at').orderBy('id').execute();
-  const now = new Date().toISOString();
-  await tx.updateTable('processes').set({ rolled_out_at: now }).where('app_id', '=', a.id).where('rolled_out_at', 'is', null).execute();
+  const procs = await all(tx, processesOf(tx, { appId: a.id }));
+  await later(tx, rollOut(tx, { appId: a.id, now: new Date().toISOString() }));
   const lines: LogLine[] = [];
   for (const p of procs) {
     if (p.type === 'cron') {

@@ -7,6 +7,7 @@
 import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { ApiError, badRequest } from '../../shared/errors.js';
+import { all, first, reusable } from '../../shared/db/reusable.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs, enqueue } from '../../shared/jobs.js';
 import { uniqueName } from '../../shared/naming.js';
@@ -342,13 +343,16 @@ export async function triggerProcess(ctx: CallContext, appId: string, processId:
   return { message: 'Cron job triggered' };
 }
 
-/** How many processes the application has (deployment log lines). */
-export async function countProcesses(tx: Tx, appId: string): Promise<number> {
-  const r = await tx
+const processCount = reusable((db, p: { appId: string }) =>
+  db
     .selectFrom('processes')
     .select((eb) => eb.fn.countAll().as('n'))
-    .where('app_id', '=', appId)
-    .executeTakeFirst();
+    .where('app_id', '=', p.appId),
+);
+
+/** How many processes the application has (deployment log lines). */
+export async function countProcesses(tx: Tx, appId: string): Promise<number> {
+  const r = await first(tx, processCount(tx, { appId }));
   return Number(r?.n ?? 0);
 }
 
@@ -357,20 +361,23 @@ export async function processOf(tx: Tx, appId: string, processId: string): Promi
   return tx.selectFrom('processes').select(['id', 'type']).where('id', '=', processId).where('app_id', '=', appId).executeTakeFirst();
 }
 
-/** What a real runtime starts of an application: its web and worker processes with their command and instance count. */
-/** The job processes of an application with a start policy (the local runtime runs `beforeDeployment` jobs in the rollout). */
-export async function deploymentJobs(tx: Tx, appId: string, policy: JobStartPolicy): Promise<ProcessesTable[]> {
-  return tx
+const jobsWithPolicy = reusable((db, p: { appId: string; policy: JobStartPolicy }) =>
+  db
     .selectFrom('processes')
     .selectAll()
-    .where('app_id', '=', appId)
+    .where('app_id', '=', p.appId)
     .where('type', '=', 'job')
-    .where('job_start_policy', '=', policy)
+    .where('job_start_policy', '=', p.policy)
     .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+    .orderBy('id'),
+);
+
+/** The job processes of an application with a start policy (the local runtime runs `beforeDeployment` jobs in the rollout). */
+export async function deploymentJobs(tx: Tx, appId: string, policy: JobStartPolicy): Promise<ProcessesTable[]> {
+  return all(tx, jobsWithPolicy(tx, { appId, policy }));
 }
 
+/** What a real runtime starts of an application: its web and worker processes with their command and instance count. */
 export async function runnableProcesses(
   tx: Tx,
   appId: string,

@@ -11,7 +11,8 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type * as Undici from 'undici';
 import { lazy } from '../../shared/lazy.js';
 import type { AppContext } from '../../shared/context.js';
-import type { Tx } from '../../shared/db/index.js';
+import { later, type Tx } from '../../shared/db/index.js';
+import { all, insertRows, reusable } from '../../shared/db/reusable.js';
 import type { RecordedEvent } from '../../shared/events.js';
 import { newId } from '../../shared/ids.js';
 import { guardedLookup, outboundUrlProblem, refusedDestination } from '../../shared/net.js';
@@ -172,40 +173,41 @@ function deliveryBody(webhookId: string, deliveryId: string, event: { id: string
   });
 }
 
+const enabledHooks = reusable((db, p: { companyId: string }) =>
+  db.selectFrom('webhooks').select(['id', 'endpoint', 'allowed_events']).where('company_id', '=', p.companyId).where('is_enabled', '=', 1),
+);
+
 /** Creates the first attempt (and its job) for every enabled webhook of the company subscribed to the event. */
 export async function fanOut(tx: Tx, event: RecordedEvent): Promise<void> {
-  const hooks = await tx
-    .selectFrom('webhooks')
-    .select(['id', 'endpoint', 'allowed_events'])
-    .where('company_id', '=', event.companyId)
-    .where('is_enabled', '=', 1)
-    .execute();
+  const hooks = await all(tx, enabledHooks(tx, { companyId: event.companyId }));
   for (const h of hooks) {
     if (!(JSON.parse(h.allowed_events) as string[]).includes(event.type)) continue;
     const id = newId();
     const now = event.createdAt;
-    await tx
-      .insertInto('webhook_deliveries')
-      .values({
-        id,
-        chain_id: id,
-        webhook_id: h.id,
-        company_id: event.companyId,
-        event_id: event.id,
-        event_type: event.type,
-        attempt: 1,
-        status: 'PENDING',
-        endpoint: h.endpoint,
-        payload: deliveryBody(h.id, id, event),
-        response: null,
-        response_status: null,
-        response_time_ms: null,
-        due_at: now,
-        sent_at: null,
-        created_at: now,
-        updated_at: now,
-      })
-      .execute();
+    await later(
+      tx,
+      insertRows(tx, 'webhook_deliveries', [
+        {
+          id,
+          chain_id: id,
+          webhook_id: h.id,
+          company_id: event.companyId,
+          event_id: event.id,
+          event_type: event.type,
+          attempt: 1,
+          status: 'PENDING',
+          endpoint: h.endpoint,
+          payload: deliveryBody(h.id, id, event),
+          response: null,
+          response_status: null,
+          response_time_ms: null,
+          due_at: now,
+          sent_at: null,
+          created_at: now,
+          updated_at: now,
+        },
+      ]),
+    );
     await enqueue(tx, { kind: DELIVER, payload: { deliveryId: id }, subjectId: h.id, maxAttempts: 20 });
   }
 }

@@ -5,7 +5,10 @@
 import { sql } from 'kysely';
 import type { Tx } from './index.js';
 import { later } from './postgres-client.js';
+import { reusable } from './reusable.js';
 import { isPostgres } from './dialect.js';
+
+const lock = reusable((_db, p: { key: string }) => sql`select pg_advisory_xact_lock(hashtext(${p.key}))`);
 
 /** The keys each open PostgreSQL transaction holds (taken again, a lock is not sent again). */
 const held = new WeakMap<Tx, Set<string>>();
@@ -18,5 +21,5 @@ export async function lockFor(tx: Tx, key: string): Promise<void> {
     if (keys.has(key)) return;
     keys.add(key);
   }
-  await later(tx, sql`select pg_advisory_xact_lock(hashtext(${key}))`);
+  await later(tx, lock(tx, { key }));
 }

@@ -2,7 +2,7 @@
 // query builder builds an operation tree and compiles it to SQL on every call: about a sixth of a
 // deployment trigger's CPU time on SQLite (profiled, where the statements themselves are cheap).
 // A reusable statement's shape must not depend on its values: it is built with placeholders.
-import type { Compilable, CompiledQuery, Insertable } from 'kysely';
+import type { Compilable, CompiledQuery, Insertable, RawBuilder } from 'kysely';
 import type { Tx } from './index.js';
 import type { DB } from './schema.js';
 import { fixedShape } from './postgres-client.js';
@@ -40,15 +40,40 @@ const adapterOf = (tx: Tx): object => tx.getExecutor().adapter;
  * pass it as a list, since while `build` runs it is a placeholder, not the value. Lists in
  * `build` are part of the shape (a statement per length, if lengths vary).
  */
-export function reusable<P extends object, O>(build: (db: Tx, p: P) => Compilable<O>): (tx: Tx, values: P) => CompiledQuery<O> {
+export function reusable<P extends object, O>(build: (db: Tx, p: P) => Compilable<O> | RawBuilder<O>): (tx: Tx, values: P) => CompiledQuery<O> {
   const shapes = new WeakMap<object, Shape>();
   return (tx, values) => {
     const adapter = adapterOf(tx);
     let shape = shapes.get(adapter);
-    if (!shape) shapes.set(adapter, (shape = shapeOf(build(tx, slotsOf as P).compile())));
+    if (!shape) {
+      const q = build(tx, slotsOf as P);
+      shapes.set(adapter, (shape = shapeOf('isRawBuilder' in q ? q.compile(tx) : q.compile())));
+    }
     return fill<O>(shape, values);
   };
 }
+
+/**
+ * `reusable` for statements that also depend on a key from a small, fixed set (a table's name, a
+ * state machine, a list's length), compared by identity: one shape per key and dialect. `build`
+ * may use `key` to shape the statement.
+ */
+export function reusableBy<K, P extends object, O>(
+  build: (db: Tx, key: K, p: P) => Compilable<O> | RawBuilder<O>,
+): (tx: Tx, key: K, values: P) => CompiledQuery<O> {
+  const byKey = new Map<K, (tx: Tx, values: P) => CompiledQuery<O>>();
+  return (tx, key, values) => {
+    let statement = byKey.get(key);
+    if (!statement) byKey.set(key, (statement = reusable((db, p: P) => build(db, key, p))));
+    return statement(tx, values);
+  };
+}
+
+/** A list of `n` placeholders in a reusable statement's shape, filled from `listValues(items, prefix)`. */
+export const listOf = (p: object, n: number, prefix: string): unknown[] => Array.from({ length: n }, (_, i) => (p as Record<string, unknown>)[`${prefix}${i}`]);
+
+/** The values of a list for `listOf` (to spread into the values given). */
+export const listValues = (items: readonly unknown[], prefix: string): Record<string, unknown> => Object.fromEntries(items.map((v, i) => [`${prefix}${i}`, v]));
 
 const inserts = new WeakMap<object, Map<string, Shape>>();
 const MAX_INSERT_SHAPES = 256;
@@ -78,6 +103,11 @@ export function insertRows<T extends keyof DB & string>(tx: Tx, table: T, rows: 
     byKey.set(key, (shape = shapeOf((tail ? tail.finish(q) : q).compile() as CompiledQuery)));
   }
   return fill(shape, rows);
+}
+
+/** The rows of a compiled statement's result. */
+export async function all<O>(tx: Tx, q: CompiledQuery<O>): Promise<O[]> {
+  return (await tx.executeQuery(q)).rows;
 }
 
 /** The first row of a compiled statement's result, or undefined. */

@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import type { Database, Db, Tx } from '../db/index.js';
 import { badRequest, notFound } from '../errors.js';
 import { newId } from '../ids.js';
+import { first, reusable } from '../db/reusable.js';
 
 export type Progression = { mode: 'immediate' } | { mode: 'duration'; ms: number } | { mode: 'reads'; reads: number };
 
@@ -57,6 +58,13 @@ export function validateProgression(p: unknown): Progression {
   if (v?.mode === 'reads' && Number.isInteger(v.reads) && (v.reads as number) >= 1) return { mode: 'reads', reads: v.reads as number };
   throw badRequest('progression must be {"mode":"immediate"}, {"mode":"duration","ms":<integer ≥ 0>} or {"mode":"reads","reads":<integer ≥ 1>}');
 }
+
+/** The progression table and the fault rules in one statement (PostgreSQL: see forPhase). */
+const settings = reusable(
+  () => sql<{ progression: ProgressionRow[]; faults: FaultRow[] }>`
+      SELECT (SELECT coalesce(json_agg(p), '[]') FROM sim_progression p) AS progression,
+        (SELECT coalesce(json_agg(f ORDER BY created_at), '[]') FROM sim_faults f) AS faults`,
+);
 
 export class Simulation {
   private startupFaults: FaultRule[];
@@ -117,10 +125,7 @@ export class Simulation {
    */
   async forPhase(operation: string, tx: Tx): Promise<{ progression: Progression; faults?: FaultRow[] }> {
     if (this.database.kind !== 'postgres') return { progression: await this.progression(operation, tx) };
-    const r = await sql<{ progression: ProgressionRow[]; faults: FaultRow[] }>`
-      SELECT (SELECT coalesce(json_agg(p), '[]') FROM sim_progression p) AS progression,
-        (SELECT coalesce(json_agg(f ORDER BY created_at), '[]') FROM sim_faults f) AS faults`.execute(tx);
-    const { progression, faults } = r.rows[0]!;
+    const { progression, faults } = (await first(tx, settings(tx, {})))!;
     return { progression: this.pick(tableOf(progression), operation), faults };
   }
 
