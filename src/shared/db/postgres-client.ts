@@ -7,7 +7,8 @@
 // the server process 0.15 to 0.25 ms of CPU (socket writes and wake-ups, profiled). Until round 16
 // of the benchmark work these statements went as one multi-statement simple query with the values
 // written in, which PostgreSQL parsed, analysed and planned anew each time (37% of its CPU in
-// deployment triggers, perf).
+// deployment triggers, perf). Every statement with parameters goes out as such a batch (of one,
+// outside a transaction), whose rows are read with column parsers kept per prepared statement.
 import { CompiledQuery, type Compilable, type RawBuilder } from 'kysely';
 import type PG from 'pg';
 import type { Tx } from './index.js';
@@ -55,64 +56,95 @@ interface Pending {
 /** What a batch writes to: the driver's connection (pg's Connection, its extended-protocol messages). */
 interface Wire {
   parse(m: { text: string; name: string }): void;
-  bind(m: { statement: string; values: unknown[]; valueMapper: (v: unknown) => unknown }): void;
+  bind(m: { statement: string; values: unknown[] }): void;
   describe(m: { type: 'P'; name: string }): void;
   execute(m: { portal: string }): void;
   sync(): void;
+  sendCopyFail(message: string): void;
   stream: { cork?(): void; uncork?(): void };
   /** Names parsed on this connection, and those whose Parse is on its way (the driver's own bookkeeping). */
   parsedStatements: Record<string, string>;
   submittedNamedStatements: Record<string, string>;
 }
 
-/** The driver's Query as a batch uses it (its results, one per statement, and its callback). */
-interface DriverQuery {
-  handleDataRow(msg: unknown): void;
-  handleCommandComplete(msg: unknown, wire: Wire): void;
-  handleError(err: Error, wire: Wire): void;
+/** A RowDescription's field as the driver's protocol parser gives it. */
+interface Field {
+  name: string;
+  dataTypeID: number;
 }
-type DriverQueryClass = new (config: { text: string }, values: undefined, callback: (err: Error | null, r: Result | Result[]) => void) => DriverQuery;
 
-/** The driver (the pg module; passed in, as it is loaded lazily): its Query, and `utils.prepareValue` (untyped). */
+/** How the rows of one row description are read: each column's name and its text parser. */
+interface RowShape {
+  fields: Field[];
+  names: string[];
+  parsers: ((text: string) => unknown)[];
+}
+
+/** The driver (the pg module; passed in, as it is loaded lazily): its type parsers, and `utils.prepareValue` (untyped). */
 type Driver = typeof PG;
 
+/** `COMMAND [OID] ROWS`, as PostgreSQL's CommandComplete says it. */
+const COMMAND = /^([A-Za-z]+)(?: (\d+))?(?: (\d+))?/;
+
 /**
- * The class of batches for this driver: a query (in the driver's queue, as any other) made of
+ * The class of batches for this driver: a query object the driver queues like any other (its
+ * documented custom-query interface: `submit` and the `handle...` callbacks), made of one or
  * several statements written out at once, each as Parse (a named statement's first use on the
  * connection; an unnamed one every time), Bind and Execute (the last one also Describe: its rows
  * are the batch's result), then a single Sync. It ends with the last statement's result, or with
  * the first error (PostgreSQL skips the statements after a failing one until the Sync). The
  * driver records a named statement as parsed when its ParseComplete arrives, under the query's
- * `name` and `text`: for a batch, those of the statement being answered.
+ * `name` and `text`: those of the statement being answered. The rows are read with the column
+ * parsers of the statement's last row description, kept per statement name: the driver's own
+ * query object builds them anew for every result (8% of the server's CPU in a trigger burst,
+ * with the copies of its settings each query makes, profiled).
  */
 function batchClass(driver: Driver) {
-  const Query = driver.Query as unknown as DriverQueryClass;
-  const { utils } = driver as unknown as { utils?: { prepareValue?(v: unknown): unknown } };
+  const { utils, types } = driver as unknown as { utils?: { prepareValue?(v: unknown): unknown }; types: Driver['types'] };
   const prepareValue = utils?.prepareValue;
   if (!prepareValue) throw new Error('the PostgreSQL driver has no utils.prepareValue (pg 8 has)');
-  const valueMapper = (v: unknown) => prepareValue(v);
-  return class Batch extends Query {
+  /** The row shapes of named statements, by name (a name's text never changes). */
+  const shapes = new Map<string, RowShape>();
+  const sameFields = (a: Field[], b: Field[]) => a.length === b.length && a.every((f, i) => f.name === b[i]!.name && f.dataTypeID === b[i]!.dataTypeID);
+  const shapeOf = (fields: Field[], name: string | undefined): RowShape => {
+    const known = name ? shapes.get(name) : undefined;
+    if (known && sameFields(known.fields, fields)) return known;
+    const shape = {
+      fields,
+      names: fields.map((f) => f.name),
+      parsers: fields.map((f) => types.getTypeParser(f.dataTypeID, 'text') as (text: string) => unknown),
+    };
+    if (name) shapes.set(name, shape);
+    return shape;
+  };
+  return class Batch {
     /** Statements answered so far (CommandComplete received). */
     private answered = 0;
     private parsed: boolean[] = [];
+    private shape: RowShape | undefined;
+    private failed = false;
+    private readonly result: Result = { command: '', rowCount: null, oid: 0, rows: [], fields: [] };
 
     constructor(
       readonly statements: { text: string; values: unknown[]; name?: string }[],
-      callback: (err: Error | null, r: Result | Result[]) => void,
-    ) {
-      super({ text: statements[0]!.text }, undefined, callback);
-    }
+      readonly callback: (err: Error | null, r?: Result) => void,
+    ) {}
 
     get name(): string | undefined {
-      return this.parsed?.[this.answered] ? this.statements[this.answered]!.name : undefined;
+      return this.parsed[this.answered] ? this.statements[this.answered]!.name : undefined;
     }
-    set name(_: string | undefined) {}
     get text(): string | undefined {
-      return this.statements?.[this.answered]?.text;
+      return this.statements[this.answered]?.text;
     }
-    set text(_: string | undefined) {}
 
-    submit(wire: Wire): null {
+    submit(wire: Wire): Error | null {
+      let values: unknown[][];
+      try {
+        // Values the driver cannot send fail the batch before anything is written.
+        values = this.statements.map((s) => s.values.map((v) => prepareValue(v)));
+      } catch (e) {
+        return e as Error;
+      }
       wire.stream.cork?.();
       try {
         for (const [i, s] of this.statements.entries()) {
@@ -124,7 +156,7 @@ function batchClass(driver: Driver) {
               this.parsed[i] = true;
             }
           }
-          wire.bind({ statement: name, values: s.values, valueMapper });
+          wire.bind({ statement: name, values: values[i]! });
           // Only the last statement's rows are read: the others are not described (no
           // RowDescription or NoData to answer and parse), and rows they return are dropped.
           if (i === this.statements.length - 1) wire.describe({ type: 'P', name: '' });
@@ -137,20 +169,56 @@ function batchClass(driver: Driver) {
       return null;
     }
 
-    handleDataRow(msg: unknown): void {
-      if (this.answered === this.statements.length - 1) super.handleDataRow(msg);
+    private get last(): boolean {
+      return this.answered === this.statements.length - 1;
     }
 
-    handleCommandComplete(msg: unknown, wire: Wire): void {
-      super.handleCommandComplete(msg, wire);
+    handleRowDescription(msg: { fields: Field[] }): void {
+      this.shape = shapeOf(msg.fields, this.statements[this.answered]!.name);
+      this.result.fields = msg.fields as unknown as Result['fields'];
+    }
+
+    handleDataRow(msg: { fields: (string | null)[] }): void {
+      const shape = this.shape;
+      if (!this.last || !shape) return;
+      const row: Record<string, unknown> = {};
+      for (let i = 0; i < msg.fields.length; i++) {
+        const raw = msg.fields[i]!;
+        row[shape.names[i]!] = raw === null ? null : shape.parsers[i]!(raw);
+      }
+      this.result.rows.push(row);
+    }
+
+    handleCommandComplete(msg: { text: string }): void {
+      if (this.last) {
+        const m = COMMAND.exec(msg.text);
+        if (m) {
+          this.result.command = m[1]!;
+          if (m[3]) this.result.rowCount = Number(m[3]);
+          else if (m[2]) this.result.rowCount = Number(m[2]);
+        }
+      }
       this.answered++;
     }
 
     handleError(err: Error, wire: Wire): void {
       // The statements from the failing one on were skipped: their Parse never took effect.
       for (let i = this.answered; i < this.statements.length; i++) if (this.parsed[i]) delete wire.submittedNamedStatements[this.statements[i]!.name!];
-      super.handleError(err, wire);
+      if (this.failed) return;
+      this.failed = true;
+      this.callback(err);
     }
+
+    handleReadyForQuery(): void {
+      if (!this.failed) this.callback(null, this.result);
+    }
+
+    handleEmptyQuery(): void {}
+    handlePortalSuspended(): void {}
+    handleCopyInResponse(wire: Wire): void {
+      wire.sendCopyFail('no COPY data is sent through this connection');
+    }
+    handleCopyData(): void {}
   };
 }
 
@@ -173,11 +241,11 @@ export function wrappedPool(pool: PG.Pool, driver: Driver, maxNamed = 500): PG.P
     if (name === undefined && names.size < maxNamed && (fixedTexts.has(text) || !/\bin \(\$\d+, /i.test(text))) names.set(text, (name = `slipway_${++issued}`));
     return name;
   };
-  /** After a 0A000 error: the texts that may have caused it (those with a name) are named anew. */
-  const renamed = (e: unknown, texts: string[]): boolean => {
-    if ((e as { code?: unknown } | null)?.code !== '0A000') return false;
-    for (const t of texts) if (names.has(t)) names.set(t, `slipway_${++issued}`);
-    return true;
+  /** Whether an error says a prepared statement's result columns changed (SQLSTATE 0A000). */
+  const stale = (e: unknown) => (e as { code?: unknown } | null)?.code === '0A000';
+  /** After such an error: the texts that may have caused it (those with a name) are named anew. */
+  const renamed = (e: unknown, texts: string[]): void => {
+    if (stale(e)) for (const t of texts) if (names.has(t)) names.set(t, `slipway_${++issued}`);
   };
   const connect = pool.connect.bind(pool) as () => Promise<PG.PoolClient>;
   // One wrapper per pooled connection (the query builder keeps its state per connection object).
@@ -195,16 +263,18 @@ export function wrappedPool(pool: PG.Pool, driver: Driver, maxNamed = 500): PG.P
   });
 
   function wrap(client: PG.PoolClient): PG.PoolClient {
-    /** A statement as its prepared statement, or unnamed (no parameters: a simple query). */
-    const statement = (text: string, values?: unknown[]): Promise<Result> => {
-      const name = values?.length ? nameOf(text) : undefined;
-      return name ? client.query({ text, values, name }) : client.query(text, values);
-    };
-    const prepared = (text: string, values?: unknown[]): Promise<Result> =>
-      statement(text, values).catch((e: unknown) => {
-        if (!values?.length || !renamed(e, [text])) throw e;
-        return statement(text, values);
+    /**
+     * A statement on its own: with parameters as a batch of one (its prepared statement, or
+     * unnamed: see nameOf), run once more when its text was named anew (see renamed); without, as
+     * a simple query.
+     */
+    const prepared = (text: string, values?: unknown[]): Promise<Result> => {
+      if (!values?.length) return client.query(text, values);
+      return send([{ text, values }]).catch((e: unknown) => {
+        if (!stale(e)) throw e;
+        return send([{ text, values }]);
       });
+    };
     // Statements of the open transaction not sent yet: its BEGIN, then `later` writes.
     let pending: Pending[] = [];
     let open = false;
@@ -214,7 +284,7 @@ export function wrappedPool(pool: PG.Pool, driver: Driver, maxNamed = 500): PG.P
         const batch = new Batch(
           stmts.map((p) => ({ text: p.text, values: p.values ?? [], name: nameOf(p.text) })),
           (err, r) => {
-            if (!err) return resolve(Array.isArray(r) ? r[r.length - 1]! : r);
+            if (!err) return resolve(r!);
             renamed(
               err,
               stmts.map((p) => p.text),
