@@ -239,20 +239,61 @@ class LeaseLost extends Error {
 const LEASE_LOST = 'SW001';
 const isLeaseLost = (e: unknown): e is Error => e instanceof LeaseLost || (e as { code?: unknown } | null)?.code === LEASE_LOST;
 
+/** A held update's values: the worker, the ids (for the lease check's message) and how many rows it must change. */
+interface HeldValues {
+  worker: string;
+  ids: string;
+  n: number;
+  now: string;
+}
+
 /**
- * Runs `update` of jobs this worker holds, which must change `n` rows: otherwise a job is no longer
- * this worker's, and the transaction fails (LeaseLost) and rolls back. On PostgreSQL the check is
- * part of the statement (`slipway_lease_lost` raises when fewer rows changed), so the statement
- * goes with `later`, with the transaction's COMMIT, instead of a round trip of its own.
+ * `update` of jobs this worker holds, which must change `n` rows: otherwise a job is no longer
+ * this worker's, and the transaction must fail (LeaseLost) and roll back. `checked` (PostgreSQL):
+ * the check is part of the statement (`slipway_lease_lost` raises when fewer rows changed), so the
+ * statement can go with `later`, with the transaction's COMMIT, instead of a round trip of its own.
  */
-async function held(tx: Tx, update: UpdateQueryBuilder<DB, 'jobs', 'jobs', UpdateResult>, n: number, ids: string): Promise<void> {
-  if (inPostgresTransaction(tx)) {
-    const changed = update.returning(sql<number>`1`.as('one'));
-    await later(tx, sql`WITH changed AS (${changed}) SELECT slipway_lease_lost(${ids}) WHERE (SELECT count(*) FROM changed) <> ${n}`);
-    return;
-  }
-  const r = await update.executeTakeFirst();
-  if (Number(r.numUpdatedRows) !== n) throw new LeaseLost(ids);
+function heldUpdate(update: UpdateQueryBuilder<DB, 'jobs', 'jobs', UpdateResult>, checked: boolean, p: HeldValues) {
+  if (!checked) return update;
+  const changed = update.returning(sql<number>`1`.as('one'));
+  return sql`WITH changed AS (${changed}) SELECT slipway_lease_lost(${p.ids}) WHERE (SELECT count(*) FROM changed) <> ${p.n}`;
+}
+
+/** `n` jobs done (values `job0`...). Keyed by `n` and whether checked; `n` is at most the jobs that end together (the slots). */
+const markDone = reusableBy((db, key: string, p: HeldValues) => {
+  const [n, checked] = key.split(' ');
+  const update = db
+    .updateTable('jobs')
+    .set({ status: 'done', lease_owner: null, lease_expires_at: null, updated_at: p.now })
+    .where('id', 'in', listOf(p, Number(n), 'job') as string[])
+    .where('lease_owner', '=', p.worker);
+  return heldUpdate(update, checked === 'checked', p);
+});
+
+/** A job queued again (attempts reset) at `runAt`, with a new payload when keyed `payload`. */
+const requeue = reusableBy((db, key: string, p: HeldValues & { runAt: string; payload?: string }) => {
+  const [payload, checked] = key.split(' ');
+  const update = db
+    .updateTable('jobs')
+    .set({
+      status: 'queued',
+      run_at: p.runAt,
+      attempts: 0,
+      lease_owner: null,
+      lease_expires_at: null,
+      ...(payload === 'payload' ? { payload: p.payload! } : {}),
+      updated_at: p.now,
+    })
+    .where('id', '=', p.ids)
+    .where('lease_owner', '=', p.worker);
+  return heldUpdate(update, checked === 'checked', p);
+});
+
+/** Runs a held update (see heldUpdate): `statement` gives it checked or not. */
+async function held(tx: Tx, statement: (checked: 'checked' | 'counted') => CompiledQuery, p: HeldValues): Promise<void> {
+  if (inPostgresTransaction(tx)) return void (await later(tx, statement('checked')));
+  const r = await tx.executeQuery(statement('counted'));
+  if (Number(r.numAffectedRows) !== p.n) throw new LeaseLost(p.ids);
 }
 
 export class JobEngine {
@@ -528,28 +569,19 @@ export class JobEngine {
         done.push(row.id);
         continue;
       }
-      const update = tx
-        .updateTable('jobs')
-        .set({
-          status: 'queued',
-          run_at: outcome.rescheduleAt.toISOString(),
-          attempts: 0,
-          lease_owner: null,
-          lease_expires_at: null,
-          ...(outcome.payload !== undefined ? { payload: JSON.stringify(outcome.payload) } : {}),
-          updated_at: new Date().toISOString(),
-        })
-        .where('id', '=', row.id)
-        .where('lease_owner', '=', this.workerId);
-      await held(tx, update, 1, row.id);
+      const values = {
+        worker: this.workerId,
+        ids: row.id,
+        n: 1,
+        now: new Date().toISOString(),
+        runAt: outcome.rescheduleAt.toISOString(),
+        payload: outcome.payload !== undefined ? JSON.stringify(outcome.payload) : undefined,
+      };
+      await held(tx, (checked) => requeue(tx, `${values.payload !== undefined ? 'payload' : 'same'} ${checked}`, values), values);
     }
     if (!done.length) return;
-    const update = tx
-      .updateTable('jobs')
-      .set({ status: 'done', lease_owner: null, lease_expires_at: null, updated_at: new Date().toISOString() })
-      .where('id', 'in', done)
-      .where('lease_owner', '=', this.workerId);
-    await held(tx, update, done.length, done.join(', '));
+    const values = { worker: this.workerId, ids: done.join(', '), n: done.length, now: new Date().toISOString(), ...listValues(done, 'job') };
+    await held(tx, (checked) => markDone(tx, `${done.length} ${checked}`, values), values);
   }
 
   /** Whether `row` was claimed so recently that its lease cannot have run out (two thirds of it left). */
