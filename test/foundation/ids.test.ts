@@ -2,7 +2,7 @@
 // names derived from it use (the random ones of a version 7 id, the first ones of an older id).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { idDigits, newId, UUID_RE } from '../../src/shared/ids.js';
+import { idDigits, newId, randomHex, UUID_RE } from '../../src/shared/ids.js';
 import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 
 const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -21,6 +21,16 @@ describe('resource ids', () => {
     assert.equal(new Set(ids).size, ids.length, 'no two alike');
     // Ids of a later millisecond sort after those of an earlier one (so inserts land together in indexes).
     for (let i = 1; i < ids.length; i++) if (timeOf(ids[i]!) > timeOf(ids[i - 1]!)) assert.ok(ids[i]! > ids[i - 1]!);
+  });
+
+  it('random hex values have the length asked for, never repeat, and keep coming across refills of their pool', () => {
+    // 20 bytes each: 500 of them draw 10,000 bytes, more than twice the 4 KiB pool.
+    const values = Array.from({ length: 500 }, () => randomHex(20));
+    for (const v of values) assert.match(v, /^[0-9a-f]{40}$/);
+    assert.equal(new Set(values).size, values.length, 'no two alike');
+    // Every byte value turns up (a stuck or zeroed pool would not).
+    assert.equal(new Set(values.join('').match(/../g)).size, 256);
+    assert.throws(() => randomHex(5000), RangeError);
   });
 
   it('names derived from an id use its random digits; an older (version 4) id keeps its first digits', () => {

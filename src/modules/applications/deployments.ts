@@ -3,13 +3,12 @@
 // one durable job ('deployment.advance') that runs one step per execution and reschedules itself;
 // every transition is a conditional update, so a step that runs twice (after a crash, or from a
 // read in `reads` progression) changes nothing the second time.
-import { randomBytes } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import { later, type Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { all, first, insertRows, reusable } from '../../shared/db/reusable.js';
 import { badRequest } from '../../shared/errors.js';
-import { idDigits, newId } from '../../shared/ids.js';
+import { idDigits, newId, randomHex } from '../../shared/ids.js';
 import { supersedeJobs, runNow, type EnqueueOptions } from '../../shared/jobs.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { LogLine, LogQuery } from '../../shared/runtime/logs.js';
@@ -199,7 +198,7 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
     git_type: src ? src.git_type : image ? null : a.git_type,
     repo_url: src ? src.repo_url : image ? null : a.repo_url,
     branch: src ? src.branch : image ? null : (o.branch ?? a.default_branch ?? 'main'),
-    commit_sha: src ? src.commit_sha : image ? null : randomBytes(20).toString('hex'),
+    commit_sha: src ? src.commit_sha : image ? null : randomHex(20),
     commit_message: src ? src.commit_message : image ? null : `Latest commit on ${o.branch ?? a.default_branch ?? 'main'}`,
     author_login: null,
     author_img: null,

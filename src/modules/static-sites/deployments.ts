@@ -9,12 +9,11 @@
 // lane frees. Every change to a lane takes its advisory lock first (PostgreSQL: any process), and
 // every transition is conditional on the state it expects, so a step that runs twice changes
 // nothing the second time. Only production deployments move the site's status.
-import { randomBytes } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { badRequest } from '../../shared/errors.js';
-import { newId } from '../../shared/ids.js';
+import { newId, randomHex } from '../../shared/ids.js';
 import { enqueue, runNow } from '../../shared/jobs.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { LogLine, LogQuery } from '../../shared/runtime/logs.js';
@@ -145,11 +144,11 @@ export async function createDeployment(ctx: CallContext, s: StaticSitesTable, o:
     reads: 0,
     repo_url: src ? src.repo_url : s.repo_url,
     branch: o.branch,
-    commit_sha: src ? src.commit_sha : randomBytes(20).toString('hex'),
+    commit_sha: src ? src.commit_sha : randomHex(20),
     commit_message: src ? src.commit_message : `Latest commit on ${o.branch}`,
     author_login: null,
     author_img: null,
-    cloud_build_id: src ? src.cloud_build_id : `build-${randomBytes(8).toString('hex')}`,
+    cloud_build_id: src ? src.cloud_build_id : `build-${randomHex(8)}`,
     build_error: null,
     build_of: src ? (src.build_of ?? src.id) : null,
     initiated_by: ctx.actor,
