@@ -110,17 +110,16 @@ function subjectsUpdate(db: Tx, n: number, ofKind: boolean, p: { now: string; ki
   return ofKind ? q.where('kind', '=', p.kind!) : q;
 }
 
-const subjectsShapes = reusableBy((db, key: string, p: { now: string; kind?: JobName }) => {
-  const [n, ofKind, set] = key.split(' ');
-  return subjectsUpdate(db, Number(n), ofKind === 'kind', p, set as 'cancel' | 'runNow');
-});
+const subjectsShapes = reusableBy((db, [n, ofKind, set]: [number, 'kind' | 'any', 'cancel' | 'runNow'], p: { now: string; kind?: JobName }) =>
+  subjectsUpdate(db, n, ofKind === 'kind', p, set),
+);
 
 /** Runs `subjectsUpdate` (after the transaction's next statement on PostgreSQL: see `later`). */
 async function updateSubjects(tx: Tx, subjectIds: readonly string[], kind: JobName | undefined, set: 'cancel' | 'runNow'): Promise<void> {
   if (!subjectIds.length) return;
   const values = { now: new Date().toISOString(), kind, ...listValues(subjectIds, 'subject') };
   const n = subjectIds.length;
-  await later(tx, n <= SHAPED_SUBJECTS ? subjectsShapes(tx, `${n} ${kind ? 'kind' : 'any'} ${set}`, values) : subjectsUpdate(tx, n, !!kind, values, set));
+  await later(tx, n <= SHAPED_SUBJECTS ? subjectsShapes(tx, [n, kind ? 'kind' : 'any', set], values) : subjectsUpdate(tx, n, !!kind, values, set));
 }
 
 /** Cancels queued (not running) jobs of a subject (or of several), optionally of one kind. */
@@ -239,6 +238,9 @@ class LeaseLost extends Error {
 const LEASE_LOST = 'SW001';
 const isLeaseLost = (e: unknown): e is Error => e instanceof LeaseLost || (e as { code?: unknown } | null)?.code === LEASE_LOST;
 
+/** Whether a held update checks its row count in the statement (PostgreSQL) or has it counted after. */
+type Check = 'checked' | 'counted';
+
 /** A held update's values: the worker, the ids (for the lease check's message) and how many rows it must change. */
 interface HeldValues {
   worker: string;
@@ -253,26 +255,24 @@ interface HeldValues {
  * the check is part of the statement (`slipway_lease_lost` raises when fewer rows changed), so the
  * statement can go with `later`, with the transaction's COMMIT, instead of a round trip of its own.
  */
-function heldUpdate(update: UpdateQueryBuilder<DB, 'jobs', 'jobs', UpdateResult>, checked: boolean, p: HeldValues) {
-  if (!checked) return update;
+function heldUpdate(update: UpdateQueryBuilder<DB, 'jobs', 'jobs', UpdateResult>, checked: Check, p: HeldValues) {
+  if (checked === 'counted') return update;
   const changed = update.returning(sql<number>`1`.as('one'));
   return sql`WITH changed AS (${changed}) SELECT slipway_lease_lost(${p.ids}) WHERE (SELECT count(*) FROM changed) <> ${p.n}`;
 }
 
 /** `n` jobs done (values `job0`...). Keyed by `n` and whether checked; `n` is at most the jobs that end together (the slots). */
-const markDone = reusableBy((db, key: string, p: HeldValues) => {
-  const [n, checked] = key.split(' ');
+const markDone = reusableBy((db, [n, checked]: [number, Check], p: HeldValues) => {
   const update = db
     .updateTable('jobs')
     .set({ status: 'done', lease_owner: null, lease_expires_at: null, updated_at: p.now })
-    .where('id', 'in', listOf(p, Number(n), 'job') as string[])
+    .where('id', 'in', listOf(p, n, 'job') as string[])
     .where('lease_owner', '=', p.worker);
-  return heldUpdate(update, checked === 'checked', p);
+  return heldUpdate(update, checked, p);
 });
 
 /** A job queued again (attempts reset) at `runAt`, with a new payload when keyed `payload`. */
-const requeue = reusableBy((db, key: string, p: HeldValues & { runAt: string; payload?: string }) => {
-  const [payload, checked] = key.split(' ');
+const requeue = reusableBy((db, [payload, checked]: ['payload' | 'same', Check], p: HeldValues & { runAt: string; payload?: string }) => {
   const update = db
     .updateTable('jobs')
     .set({
@@ -286,11 +286,11 @@ const requeue = reusableBy((db, key: string, p: HeldValues & { runAt: string; pa
     })
     .where('id', '=', p.ids)
     .where('lease_owner', '=', p.worker);
-  return heldUpdate(update, checked === 'checked', p);
+  return heldUpdate(update, checked, p);
 });
 
 /** Runs a held update (see heldUpdate): `statement` gives it checked or not. */
-async function held(tx: Tx, statement: (checked: 'checked' | 'counted') => CompiledQuery, p: HeldValues): Promise<void> {
+async function held(tx: Tx, statement: (checked: Check) => CompiledQuery, p: HeldValues): Promise<void> {
   if (inPostgresTransaction(tx)) return void (await later(tx, statement('checked')));
   const r = await tx.executeQuery(statement('counted'));
   if (Number(r.numAffectedRows) !== p.n) throw new LeaseLost(p.ids);
@@ -577,11 +577,11 @@ export class JobEngine {
         runAt: outcome.rescheduleAt.toISOString(),
         payload: outcome.payload !== undefined ? JSON.stringify(outcome.payload) : undefined,
       };
-      await held(tx, (checked) => requeue(tx, `${values.payload !== undefined ? 'payload' : 'same'} ${checked}`, values), values);
+      await held(tx, (checked) => requeue(tx, [values.payload !== undefined ? 'payload' : 'same', checked], values), values);
     }
     if (!done.length) return;
     const values = { worker: this.workerId, ids: done.join(', '), n: done.length, now: new Date().toISOString(), ...listValues(done, 'job') };
-    await held(tx, (checked) => markDone(tx, `${done.length} ${checked}`, values), values);
+    await held(tx, (checked) => markDone(tx, [done.length, checked], values), values);
   }
 
   /** Whether `row` was claimed so recently that its lease cannot have run out (two thirds of it left). */

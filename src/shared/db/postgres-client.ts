@@ -25,10 +25,15 @@ const LATER = '/* later */ ';
  * row count does not matter. Elsewhere (SQLite, outside a transaction) it runs at once.
  */
 export async function later(tx: Tx, q: Compilable | RawBuilder<unknown> | CompiledQuery): Promise<void> {
-  const c = 'sql' in q && 'parameters' in q ? q : 'isRawBuilder' in q ? q.compile(tx) : q.compile();
+  const c = compiled(tx, q);
   if (inPostgresTransaction(tx)) {
     await tx.executeQuery(CompiledQuery.raw(LATER + c.sql, [...c.parameters]));
   } else await tx.executeQuery(c);
+}
+
+/** A query builder's statement, a raw one or a compiled one, compiled for `tx`. */
+export function compiled<O>(tx: Tx, q: Compilable<O> | RawBuilder<O> | CompiledQuery<O>): CompiledQuery<O> {
+  return 'sql' in q && 'parameters' in q ? q : 'isRawBuilder' in q ? q.compile(tx) : q.compile();
 }
 
 /** Texts of a fixed shape (see `fixedShape`). */
@@ -123,7 +128,7 @@ function batchClass(driver: Driver) {
     private parsed: boolean[] = [];
     private shape: RowShape | undefined;
     private failed = false;
-    private readonly result: Result = { command: '', rowCount: null, oid: 0, rows: [], fields: [] };
+    private readonly result = none();
 
     constructor(
       readonly statements: { text: string; values: unknown[]; name?: string }[],

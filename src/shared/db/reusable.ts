@@ -5,7 +5,7 @@
 import type { Compilable, CompiledQuery, Insertable, RawBuilder } from 'kysely';
 import type { Tx } from './index.js';
 import type { DB } from './schema.js';
-import { fixedShape } from './postgres-client.js';
+import { compiled, fixedShape } from './postgres-client.js';
 
 /** A value to be filled in at run time, taken from what the call is given (the compiled statement's parameter list holds these). */
 class Slot {
@@ -47,24 +47,28 @@ export function reusable<P extends object, O>(build: (db: Tx, p: P) => Compilabl
     let shape = shapes.get(adapter);
     if (!shape) {
       const q = build(tx, slotsOf as P);
-      shapes.set(adapter, (shape = shapeOf('isRawBuilder' in q ? q.compile(tx) : q.compile())));
+      shapes.set(adapter, (shape = shapeOf(compiled(tx, q))));
     }
     return fill<O>(shape, values);
   };
 }
 
+/** A key of `reusableBy`: the parts a statement's shape depends on (no spaces in them). */
+type KeyParts = readonly (string | number)[];
+
 /**
- * `reusable` for statements that also depend on a key from a small, fixed set (a table's name, a
- * state machine, a list's length), compared by identity: one shape per key and dialect. `build`
- * may use `key` to shape the statement.
+ * `reusable` for statements whose shape also depends on a few parts from small, fixed sets (a
+ * table's name, its columns, a list's length, a variant): one shape per key and dialect. `build`
+ * gets the key's parts to shape the statement with.
  */
-export function reusableBy<K, P extends object, O>(
+export function reusableBy<K extends KeyParts, P extends object, O>(
   build: (db: Tx, key: K, p: P) => Compilable<O> | RawBuilder<O>,
 ): (tx: Tx, key: K, values: P) => CompiledQuery<O> {
-  const byKey = new Map<K, (tx: Tx, values: P) => CompiledQuery<O>>();
+  const byKey = new Map<string, (tx: Tx, values: P) => CompiledQuery<O>>();
   return (tx, key, values) => {
-    let statement = byKey.get(key);
-    if (!statement) byKey.set(key, (statement = reusable((db, p: P) => build(db, key, p))));
+    const id = key.join(' ');
+    let statement = byKey.get(id);
+    if (!statement) byKey.set(id, (statement = reusable((db, p: P) => build(db, key, p))));
     return statement(tx, values);
   };
 }

@@ -89,28 +89,27 @@ export function logPhased<R extends PhasedRow>(tx: Tx, m: PhaseMachine<R, unknow
   return writeLogs(tx, { companyId: d.company_id, appId: ownerOf(m, d), kind: 'build', deploymentId: d.id }, lines);
 }
 
-// The machines' statements, one shape per table (a machine's owner column is its table's).
-const byId = reusableBy((db, table: PhasedTable, p: { id: string }) => shared(db).selectFrom(table).selectAll().where('id', '=', p.id));
-const ownersById = reusableBy((db, m: { table: PhasedTable; ownerColumn: OwnerColumn }, p: { id: string; ownerId: string }) =>
-  shared(db).selectFrom(m.table).selectAll().where('id', '=', p.id).where(m.ownerColumn, '=', p.ownerId),
+// The machines' statements, one shape per table (and owner column, or extra columns set).
+const byId = reusableBy((db, [table]: [PhasedTable], p: { id: string }) => shared(db).selectFrom(table).selectAll().where('id', '=', p.id));
+const ownersById = reusableBy((db, [table, ownerColumn]: [PhasedTable, OwnerColumn], p: { id: string; ownerId: string }) =>
+  shared(db).selectFrom(table).selectAll().where('id', '=', p.id).where(ownerColumn, '=', p.ownerId),
 );
-const begin = reusableBy((db, table: PhasedTable, p: { id: string; phase: string; at: string }) =>
+const begin = reusableBy((db, [table]: [PhasedTable], p: { id: string; phase: string; at: string }) =>
   shared(db)
     .updateTable(table)
     .set({ status: 'inProgress', phase: p.phase, phase_started_at: p.at, reads: 0, started_at: p.at, updated_at: p.at })
     .where('id', '=', p.id)
     .where('status', '=', 'waiting'),
 );
-/** Keyed by the table and the extra columns it sets (a machine sets the same ones each time), space-separated. */
-const end = reusableBy((db, key: string, p: Record<string, string | null>) => {
-  const [table, ...extra] = key.split(' ') as [PhasedTable, ...string[]];
-  return shared(db)
+/** Keyed by the table and the extra columns it sets (a machine sets the same ones each time). */
+const end = reusableBy((db, [table, ...extra]: [PhasedTable, ...string[]], p: Record<string, string | null>) =>
+  shared(db)
     .updateTable(table)
     .set({ ...Object.fromEntries(extra.map((c) => [c, p[c]])), status: p.status!, finished_at: p.now!, updated_at: p.now!, phase: null })
     .where('id', '=', p.id!)
-    .where('status', '=', p.was!);
-});
-const advanceTo = reusableBy((db, table: PhasedTable, p: { id: string; phase: string; next: string; now: string }) =>
+    .where('status', '=', p.was!),
+);
+const advanceTo = reusableBy((db, [table]: [PhasedTable], p: { id: string; phase: string; next: string; now: string }) =>
   shared(db)
     .updateTable(table)
     .set({ phase: p.next, phase_started_at: p.now, reads: 0, updated_at: p.now })
@@ -121,12 +120,12 @@ const advanceTo = reusableBy((db, table: PhasedTable, p: { id: string; phase: st
 
 /** A row by id (any owner), or undefined. */
 async function rowById<R extends PhasedRow>(tx: Tx, m: PhaseMachine<R, unknown, PhaseJobName>, id: string): Promise<R | undefined> {
-  return (await first(tx, byId(tx, m.table, { id }))) as R | undefined;
+  return (await first(tx, byId(tx, [m.table], { id }))) as R | undefined;
 }
 
 /** A row of the owner, or 404. */
 export async function findPhased<R extends PhasedRow>(tx: Tx, m: PhaseMachine<R, unknown, PhaseJobName>, ownerId: string, id: string): Promise<R> {
-  const d = await first(tx, ownersById(tx, m, { id, ownerId }));
+  const d = await first(tx, ownersById(tx, [m.table, m.ownerColumn], { id, ownerId }));
   if (!d) throw notFound('Deployment');
   return d as unknown as R;
 }
@@ -167,7 +166,7 @@ export const WAIT_RECHECK_MS = 2000;
 export async function beginPhases<R extends PhasedRow>(tx: Tx, m: PhaseMachine<R, unknown, PhaseJobName>, d: R, at: Date, lines: LogLine[]): Promise<boolean> {
   const steps = JSON.parse(d.steps) as string[];
   const ts = at.toISOString();
-  const r = await tx.executeQuery(begin(tx, m.table, { id: d.id, phase: steps[0]!, at: ts }));
+  const r = await tx.executeQuery(begin(tx, [m.table], { id: d.id, phase: steps[0]!, at: ts }));
   if (!Number(r.numAffectedRows)) return false;
   await logPhased(tx, m, d, lines);
   return true;
@@ -187,7 +186,7 @@ export async function endPhases<R extends PhasedRow>(
   extra: Record<string, string | null> = {},
 ): Promise<boolean> {
   const now = new Date().toISOString();
-  const r = await tx.executeQuery(end(tx, [m.table, ...Object.keys(extra)].join(' '), { ...extra, id: d.id, status, now, was: d.status }));
+  const r = await tx.executeQuery(end(tx, [m.table, ...Object.keys(extra)], { ...extra, id: d.id, status, now, was: d.status }));
   if (!Number(r.numAffectedRows)) return false;
   await cancelJobs(tx, d.id, m.kind);
   await logPhased(tx, m, d, [
@@ -248,7 +247,7 @@ export async function stepPhases<R extends PhasedRow, O>(app: AppContext, tx: Tx
     if (await m.finish(ctx, d, 'success', lines)) await m.succeeded?.(ctx, d, owner);
     return undefined;
   }
-  const r = await tx.executeQuery(advanceTo(tx, m.table, { id: d.id, phase, next, now: now.toISOString() }));
+  const r = await tx.executeQuery(advanceTo(tx, [m.table], { id: d.id, phase, next, now: now.toISOString() }));
   if (!Number(r.numAffectedRows)) return undefined;
   await logPhased(tx, m, d, lines);
   return now;
