@@ -90,10 +90,16 @@ for (const kind of DB_KINDS) {
       const to = () => new Date(Date.now() + 60_000).toISOString();
       const q = () => `from=${from}&to=${to()}`;
       const sum = (pts: { value: number }[]) => pts.reduce((n, p) => n + p.value, 0);
-      await waitFor(
-        'the records of A',
-        async () => sum(expectStatus(await s.get(`/applications/${a.id}/metrics/requests-per-minute?${q()}`), 200)) === count(seen, 'A'),
-      );
+      // Records are written in batches (every 500 requests or every second), so A's and B's last
+      // ones may land in different batches: wait for both.
+      for (const [label, app] of [
+        ['A', a],
+        ['B', b],
+      ] as const)
+        await waitFor(
+          `the records of ${label}`,
+          async () => sum(expectStatus(await s.get(`/applications/${app.id}/metrics/requests-per-minute?${q()}`), 200)) === count(seen, label),
+        );
       const pages = expectStatus(await s.get(`/applications/${b.id}/metrics/top-pages?${q()}`), 200);
       assert.deepEqual(pages, [{ page: '/', total: count(seen, 'B') }]);
       const codes = expectStatus(await s.get(`/applications/${b.id}/metrics/top-status-codes?${q()}`), 200);
