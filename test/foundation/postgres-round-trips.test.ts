@@ -32,6 +32,8 @@ describe('PostgreSQL round trips of a transaction', async () => {
    */
   let trips = 0;
   const sent: string[] = [];
+  /** Describe messages written (each asks the server for a RowDescription or NoData). */
+  let describes = 0;
 
   before(async () => {
     if (skip) return;
@@ -43,6 +45,12 @@ describe('PostgreSQL round trips of a transaction', async () => {
     raw.on('error', () => {});
     raw.on('connect', (client) => {
       client.on('error', () => {});
+      const connection = (client as unknown as { connection: { describe(m: unknown): void } }).connection;
+      const describe = connection.describe.bind(connection);
+      connection.describe = (m) => {
+        describes++;
+        describe(m);
+      };
       const query = client.query.bind(client) as (...a: unknown[]) => unknown;
       (client as { query: unknown }).query = (...a: unknown[]) => {
         trips++;
@@ -111,6 +119,38 @@ describe('PostgreSQL round trips of a transaction', async () => {
       rows.map((r) => r.name),
       ['changed', 'changed', 'changed'],
     );
+  });
+
+  it('describes a prepared statement once per connection: its rows are read as described then', { skip }, async () => {
+    await reset();
+    await db
+      .insertInto('items')
+      .values({ id: 1, name: 'one', data: Buffer.from([7]) })
+      .execute();
+    const read = (q: Pick<Kysely<T>, 'selectFrom'>) => q.selectFrom('items').selectAll().where('id', '>', 0).execute();
+    const before = describes;
+    let first = 0;
+    const results = await db.connection().execute(async (conn) => {
+      // On its own, and at the end of a batch (after a deferred write, then COMMIT): each twice.
+      const inBatch = (name: string) =>
+        conn.transaction().execute(async (tx) => {
+          await later(own(tx), tx.updateTable('items').set({ name }).where('id', '=', 1));
+          return read(tx);
+        });
+      const out = [await read(conn), await inBatch('uno')];
+      first = describes - before;
+      out.push(await read(conn), await inBatch('eins'));
+      return out;
+    });
+    // The select at its first run (and COMMIT, which returns no rows, unless this connection ran one before).
+    assert.ok(first >= 1 && first <= 2, `${first} described at first`);
+    assert.equal(describes - before - first, 0, 'nothing described again');
+    assert.deepEqual(results, [
+      [{ id: 1, name: 'one', data: Buffer.from([7]) }],
+      [{ id: 1, name: 'uno', data: Buffer.from([7]) }],
+      [{ id: 1, name: 'uno', data: Buffer.from([7]) }],
+      [{ id: 1, name: 'eins', data: Buffer.from([7]) }],
+    ]);
   });
 
   it('names a text with an IN list only when its shape is fixed (built once by code)', { skip }, async () => {

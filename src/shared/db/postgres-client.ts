@@ -85,6 +85,9 @@ interface RowShape {
   parsers: ((text: string) => unknown)[];
 }
 
+/** The shape of a statement that returns no rows (a described statement the server answered with NoData). */
+const NO_ROWS: RowShape = { fields: [], names: [], parsers: [] };
+
 /** The driver (the pg module; passed in, as it is loaded lazily): its type parsers, and `utils.prepareValue` (untyped). */
 type Driver = typeof PG;
 
@@ -122,11 +125,21 @@ function batchClass(driver: Driver) {
     if (name) shapes.set(name, shape);
     return shape;
   };
+  /**
+   * Per connection, the row shapes of the named statements it has described (a RowDescription
+   * answered): a statement prepared on that connection answers with the same columns every time
+   * (when its tables' columns change, PostgreSQL refuses to run it: SQLSTATE 0A000, see
+   * wrappedPool), so it is not described again there.
+   */
+  const described = new WeakMap<Wire, Map<string, RowShape>>();
   return class Batch {
     /** Statements answered so far (CommandComplete received). */
     private answered = 0;
     private parsed: boolean[] = [];
     private shape: RowShape | undefined;
+    private wire: Wire | undefined;
+    /** Whether the last statement was described (its RowDescription, or NoData, comes before its rows). */
+    private describing = false;
     private failed = false;
     private readonly result = none();
 
@@ -150,6 +163,8 @@ function batchClass(driver: Driver) {
       } catch (e) {
         return e as Error;
       }
+      this.wire = wire;
+      const known = described.get(wire);
       wire.stream.cork?.();
       try {
         for (const [i, s] of this.statements.entries()) {
@@ -163,8 +178,16 @@ function batchClass(driver: Driver) {
           }
           wire.bind({ statement: name, values: values[i]! });
           // Only the last statement's rows are read: the others are not described (no
-          // RowDescription or NoData to answer and parse), and rows they return are dropped.
-          if (i === this.statements.length - 1) wire.describe({ type: 'P', name: '' });
+          // RowDescription or NoData to answer and parse), and rows they return are dropped. Nor
+          // is the last one when this connection described its prepared statement before.
+          if (i === this.statements.length - 1) {
+            const shape = name && !this.parsed[i] ? known?.get(name) : undefined;
+            if (shape) this.shapeIs(shape);
+            else {
+              wire.describe({ type: 'P', name: '' });
+              this.describing = true;
+            }
+          }
           wire.execute({ portal: '' });
         }
         wire.sync();
@@ -178,9 +201,23 @@ function batchClass(driver: Driver) {
       return this.answered === this.statements.length - 1;
     }
 
+    private shapeIs(shape: RowShape): void {
+      this.shape = shape;
+      this.result.fields = shape.fields as unknown as Result['fields'];
+    }
+
     handleRowDescription(msg: { fields: Field[] }): void {
-      this.shape = shapeOf(msg.fields, this.statements[this.answered]!.name);
-      this.result.fields = msg.fields as unknown as Result['fields'];
+      const name = this.statements[this.answered]!.name;
+      this.shapeIs(shapeOf(msg.fields, name));
+      this.remember(name, this.shape!);
+    }
+
+    /** The last statement's shape as described, for this connection's next runs of it. */
+    private remember(name: string | undefined, shape: RowShape): void {
+      if (!name || !this.wire) return;
+      let known = described.get(this.wire);
+      if (!known) described.set(this.wire, (known = new Map()));
+      known.set(name, shape);
     }
 
     handleDataRow(msg: { fields: (string | null)[] }): void {
@@ -196,6 +233,8 @@ function batchClass(driver: Driver) {
 
     handleCommandComplete(msg: { text: string }): void {
       if (this.last) {
+        // Described, and no RowDescription came: it returns no rows (the server said NoData).
+        if (this.describing && !this.shape) this.remember(this.statements[this.answered]!.name, NO_ROWS);
         const m = COMMAND.exec(msg.text);
         if (m) {
           this.result.command = m[1]!;
