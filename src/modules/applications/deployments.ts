@@ -30,7 +30,16 @@ import {
 import { countProcesses } from '../processes/service.js';
 import * as envVars from '../env-vars/service.js';
 import { localRuntime } from './local/registry.js';
-import { findApp, appById, currentRelease, newestDeployments, type ApplicationsTable, type DeploymentsTable } from './storage.js';
+import {
+  findApp,
+  appById,
+  appWithActive,
+  currentRelease,
+  newestDeployments,
+  type ActiveDeployment,
+  type ApplicationsTable,
+  type DeploymentsTable,
+} from './storage.js';
 
 export const ACTIVE = ['waiting', 'inProgress'] as const;
 const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
@@ -127,6 +136,8 @@ export interface DeployOptions {
    * variables and settings.
    */
   reuse?: DeploymentsTable;
+  /** The application's active deployments, read with its lock held (with `a`, see appWithActive): not read again. */
+  active?: ActiveDeployment[];
 }
 
 /**
@@ -171,7 +182,7 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
   const { tx, app } = ctx;
   assertDeployable(a);
   await lockApp(tx, a.id);
-  const { rows: active } = await tx.executeQuery(activeOf(tx, { appId: a.id }));
+  const active = o.active ?? (await all(tx, activeOf(tx, { appId: a.id })));
   // Read the clock once the lock is held (on PostgreSQL it is taken with the read above), and be
   // newer than every deployment this one supersedes, even one created in the same millisecond:
   // the application's newest deployment by (created_at, id) is never a superseded one.
@@ -358,18 +369,19 @@ export async function cancelDeployment(ctx: CallContext, appId: string, id: stri
 
 /** POST /applications/{id}/deployments: a new deployment, or a restart of the current release. */
 export async function triggerDeployment(ctx: CallContext, appId: string, body: { branch?: string; docker_image?: string; is_restart?: boolean } | undefined) {
-  // The lock first (createDeployment's own is then not taken again), so the application is read
-  // as it is while this trigger holds it. Another company's id only holds its key until the 404.
+  // The lock first (createDeployment's own is then not taken again), so the application and its
+  // active deployments are read as they are while this trigger holds it, in one statement. Another
+  // company's id only holds its key until the 404.
   await lockApp(ctx.tx, appId);
-  const a = await findApp(ctx, appId);
+  const { app: a, active } = await appWithActive(ctx, appId);
   assertDeployable(a);
   if (body?.is_restart) {
     const release = await currentRelease(ctx.tx, a.id);
     if (!release) throw badRequest('The application has no successful deployment to restart');
-    return deploymentView(await createDeployment(ctx, a, { trigger: 'restart', isRestart: true, reuse: release, readLocked: true }));
+    return deploymentView(await createDeployment(ctx, a, { trigger: 'restart', isRestart: true, reuse: release, readLocked: true, active }));
   }
   if (body?.docker_image && a.source !== 'dockerImage') throw badRequest('docker_image applies only to applications whose source is dockerImage');
-  return deploymentView(await createDeployment(ctx, a, { trigger: 'manual', branch: body?.branch, dockerImage: body?.docker_image, readLocked: true }));
+  return deploymentView(await createDeployment(ctx, a, { trigger: 'manual', branch: body?.branch, dockerImage: body?.docker_image, readLocked: true, active }));
 }
 
 /** Redeploys an earlier successful build: the release before the current one (or the current release after a failure). */

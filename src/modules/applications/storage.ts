@@ -2,7 +2,7 @@
 import type { Kysely, Migration } from 'kysely';
 import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { first, reusable } from '../../shared/db/reusable.js';
+import { all, first, reusable } from '../../shared/db/reusable.js';
 import { notFound } from '../../shared/errors.js';
 import { countedTable } from '../../shared/pagination.js';
 
@@ -182,6 +182,37 @@ export async function findApp({ tx, companyId }: CallContext, id: string): Promi
   const a = await first(tx, appOfCompany(tx, { id, companyId }));
   if (!a) throw notFound('Application');
   return a;
+}
+
+/** An active deployment as the start of a new one reads it (see appWithActive). */
+export interface ActiveDeployment {
+  id: string;
+  status: 'waiting' | 'inProgress';
+  created_at: string;
+}
+
+const appAndActive = reusable((db, p: { id: string; companyId: string }) =>
+  db
+    .selectFrom('applications')
+    .leftJoin('deployments', (j) => j.onRef('deployments.app_id', '=', 'applications.id').on('deployments.status', 'in', ['waiting', 'inProgress']))
+    .selectAll('applications')
+    .select(['deployments.id as active_id', 'deployments.status as active_status', 'deployments.created_at as active_created_at'])
+    .where('applications.id', '=', p.id)
+    .where('applications.company_id', '=', p.companyId),
+);
+
+/**
+ * `findApp` and the application's active deployments (waiting or in progress) in one statement:
+ * the trigger of a deployment reads both with the application's deployment lock held.
+ */
+export async function appWithActive({ tx, companyId }: CallContext, id: string): Promise<{ app: ApplicationsTable; active: ActiveDeployment[] }> {
+  const rows = await all(tx, appAndActive(tx, { id, companyId }));
+  if (!rows.length) throw notFound('Application');
+  const { active_id: _id, active_status: _status, active_created_at: _created, ...app } = rows[0]!;
+  const active: ActiveDeployment[] = [];
+  for (const r of rows)
+    if (r.active_id) active.push({ id: r.active_id, status: r.active_status as ActiveDeployment['status'], created_at: r.active_created_at! });
+  return { app, active };
 }
 
 const appOfId = reusable((db, p: { id: string }) => db.selectFrom('applications').selectAll().where('id', '=', p.id));
