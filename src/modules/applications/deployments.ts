@@ -297,7 +297,7 @@ const machine: PhaseMachine<DeploymentsTable, ApplicationsTable, typeof ADVANCE>
   final: FINAL,
   owner: (tx, d) => appById(tx, d.app_id),
   start,
-  async request(tx, d, a) {
+  async request(tx, d, a, phase) {
     return {
       targetId: d.app_id,
       details: {
@@ -309,7 +309,8 @@ const machine: PhaseMachine<DeploymentsTable, ApplicationsTable, typeof ADVANCE>
         skip_build: !!d.build_of,
         reused_deployment_id: d.build_of,
         image: `registry.slipway.local/${a.namespace}:${d.commit_sha ? d.commit_sha.slice(0, 12) : idDigits(d.id, 12)}`,
-        process_count: await countProcesses(tx, a.id),
+        // What the rollout says it rolls out (see driver.ts); the other phases do not count them.
+        ...(phase === 'rollout' ? { process_count: await countProcesses(tx, a.id) } : {}),
       },
     };
   },

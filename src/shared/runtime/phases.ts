@@ -48,8 +48,8 @@ export interface PhaseMachine<R extends PhasedRow, O, K extends PhaseJobName = P
   owner(tx: Tx, d: R): Promise<O | undefined>;
   /** A waiting row: starts it (see `beginPhases`) when its turn has come, else when to look again. */
   start(ctx: CallContext, d: R, owner: O): Promise<Date | undefined>;
-  /** What the runtime is told of the current phase: the target (fault rules) and facts for its lines. */
-  request(tx: Tx, d: R, owner: O): Promise<{ targetId: string; details: Record<string, unknown> }>;
+  /** What the runtime is told of the current phase (`phase`): the target (fault rules) and facts for its lines. */
+  request(tx: Tx, d: R, owner: O, phase: string): Promise<{ targetId: string; details: Record<string, unknown> }>;
   /**
    * Advances a phase on a runtime of the module's own (e.g. real builds) instead of the shared
    * driver; undefined: the shared driver (`app.runtime`) does it.
@@ -219,7 +219,7 @@ export async function stepPhases<R extends PhasedRow, O>(app: AppContext, tx: Tx
   const steps = JSON.parse(d.steps) as string[];
   const phase = d.phase ?? steps[0]!;
   const index = Math.max(0, steps.indexOf(phase));
-  const { targetId, details } = await m.request(tx, d, owner);
+  const { targetId, details } = await m.request(tx, d, owner, phase);
   const req: PhaseRequest = {
     operation: m.operation,
     phase,
