@@ -8,7 +8,9 @@
 // of the benchmark work these statements went as one multi-statement simple query with the values
 // written in, which PostgreSQL parsed, analysed and planned anew each time (37% of its CPU in
 // deployment triggers, perf). Every statement with parameters goes out as such a batch (of one,
-// outside a transaction), whose rows are read with column parsers kept per prepared statement.
+// outside a transaction), whose rows are read with column parsers kept per prepared statement; a
+// prepared statement is described (its result columns asked for) at its first run on a connection
+// only.
 import { CompiledQuery, type Compilable, type RawBuilder } from 'kysely';
 import type PG from 'pg';
 import type { Tx } from './index.js';
