@@ -31,6 +31,7 @@ import { countProcesses } from '../processes/service.js';
 import * as envVars from '../env-vars/service.js';
 import { localRuntime } from './local/registry.js';
 import {
+  ACTIVE,
   findApp,
   appById,
   appWithActive,
@@ -41,7 +42,6 @@ import {
   type DeploymentsTable,
 } from './storage.js';
 
-export const ACTIVE = ['waiting', 'inProgress'] as const;
 const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
 export const ADVANCE = 'deployment.advance';
 

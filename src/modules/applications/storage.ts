@@ -184,17 +184,20 @@ export async function findApp({ tx, companyId }: CallContext, id: string): Promi
   return a;
 }
 
+/** The statuses of a deployment that is not final yet. */
+export const ACTIVE = ['waiting', 'inProgress'] as const;
+
 /** An active deployment as the start of a new one reads it (see appWithActive). */
 export interface ActiveDeployment {
   id: string;
-  status: 'waiting' | 'inProgress';
+  status: (typeof ACTIVE)[number];
   created_at: string;
 }
 
 const appAndActive = reusable((db, p: { id: string; companyId: string }) =>
   db
     .selectFrom('applications')
-    .leftJoin('deployments', (j) => j.onRef('deployments.app_id', '=', 'applications.id').on('deployments.status', 'in', ['waiting', 'inProgress']))
+    .leftJoin('deployments', (j) => j.onRef('deployments.app_id', '=', 'applications.id').on('deployments.status', 'in', [...ACTIVE]))
     .selectAll('applications')
     .select(['deployments.id as active_id', 'deployments.status as active_status', 'deployments.created_at as active_created_at'])
     .where('applications.id', '=', p.id)

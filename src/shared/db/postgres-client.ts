@@ -105,28 +105,19 @@ const COMMAND = /^([A-Za-z]+)(?: (\d+))?(?: (\d+))?/;
  * the first error (PostgreSQL skips the statements after a failing one until the Sync). The
  * driver records a named statement as parsed when its ParseComplete arrives, under the query's
  * `name` and `text`: those of the statement being answered. The rows are read with the column
- * parsers of the statement's last row description, kept per statement name: the driver's own
- * query object builds them anew for every result (8% of the server's CPU in a trigger burst,
+ * parsers of the statement's row description, kept per connection and statement name (see
+ * `described`): the driver's own query object builds them anew for every result (8% of the server's CPU in a trigger burst,
  * with the copies of its settings each query makes, profiled).
  */
 function batchClass(driver: Driver) {
   const { utils, types } = driver as unknown as { utils?: { prepareValue?(v: unknown): unknown }; types: Driver['types'] };
   const prepareValue = utils?.prepareValue;
   if (!prepareValue) throw new Error('the PostgreSQL driver has no utils.prepareValue (pg 8 has)');
-  /** The row shapes of named statements, by name (a name's text never changes). */
-  const shapes = new Map<string, RowShape>();
-  const sameFields = (a: Field[], b: Field[]) => a.length === b.length && a.every((f, i) => f.name === b[i]!.name && f.dataTypeID === b[i]!.dataTypeID);
-  const shapeOf = (fields: Field[], name: string | undefined): RowShape => {
-    const known = name ? shapes.get(name) : undefined;
-    if (known && sameFields(known.fields, fields)) return known;
-    const shape = {
-      fields,
-      names: fields.map((f) => f.name),
-      parsers: fields.map((f) => types.getTypeParser(f.dataTypeID, 'text') as (text: string) => unknown),
-    };
-    if (name) shapes.set(name, shape);
-    return shape;
-  };
+  const shapeOf = (fields: Field[]): RowShape => ({
+    fields,
+    names: fields.map((f) => f.name),
+    parsers: fields.map((f) => types.getTypeParser(f.dataTypeID, 'text') as (text: string) => unknown),
+  });
   /**
    * Per connection, the row shapes of the named statements it has described (a RowDescription
    * answered): a statement prepared on that connection answers with the same columns every time
@@ -140,8 +131,6 @@ function batchClass(driver: Driver) {
     private parsed: boolean[] = [];
     private shape: RowShape | undefined;
     private wire: Wire | undefined;
-    /** Whether the last statement was described (its RowDescription, or NoData, comes before its rows). */
-    private describing = false;
     private failed = false;
     private readonly result = none();
 
@@ -185,10 +174,7 @@ function batchClass(driver: Driver) {
           if (i === this.statements.length - 1) {
             const shape = name && !this.parsed[i] ? known?.get(name) : undefined;
             if (shape) this.shapeIs(shape);
-            else {
-              wire.describe({ type: 'P', name: '' });
-              this.describing = true;
-            }
+            else wire.describe({ type: 'P', name: '' });
           }
           wire.execute({ portal: '' });
         }
@@ -209,9 +195,8 @@ function batchClass(driver: Driver) {
     }
 
     handleRowDescription(msg: { fields: Field[] }): void {
-      const name = this.statements[this.answered]!.name;
-      this.shapeIs(shapeOf(msg.fields, name));
-      this.remember(name, this.shape!);
+      this.shapeIs(shapeOf(msg.fields));
+      this.remember(this.statements[this.answered]!.name, this.shape!);
     }
 
     /** The last statement's shape as described, for this connection's next runs of it. */
@@ -235,8 +220,9 @@ function batchClass(driver: Driver) {
 
     handleCommandComplete(msg: { text: string }): void {
       if (this.last) {
-        // Described, and no RowDescription came: it returns no rows (the server said NoData).
-        if (this.describing && !this.shape) this.remember(this.statements[this.answered]!.name, NO_ROWS);
+        // No shape known at submit (so it was described) and no RowDescription came: it returns
+        // no rows (the server said NoData).
+        if (!this.shape) this.remember(this.statements[this.answered]!.name, NO_ROWS);
         const m = COMMAND.exec(msg.text);
         if (m) {
           this.result.command = m[1]!;
