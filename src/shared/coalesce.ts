@@ -13,10 +13,13 @@ interface Waiter<I, O> {
  * began before it was made. `run` gets the batch's items in arrival order and returns one output
  * per item. With `gather`, a call for an idle key waits for the end of the event loop's turn
  * (setImmediate) so that the calls of the same turn run together: for work that completes within
- * one turn (SQLite is synchronous), where nothing would otherwise be in flight to wait for.
+ * one turn (SQLite is synchronous), where nothing would otherwise be in flight to wait for. The
+ * keys gathered in one turn all start their runs in one synchronous stretch at its end.
  */
 export class Coalescer<I, O> {
   private queues = new Map<string, Waiter<I, O>[]>();
+  /** Gathering: the keys whose first calls came in this turn (their runs start at its end). */
+  private turn: string[] | undefined;
 
   constructor(
     private run: (key: string, items: I[]) => Promise<O[]>,
@@ -31,13 +34,27 @@ export class Coalescer<I, O> {
         this.queues.set(key, []);
         return this.start(key, [{ item, resolve, reject }]);
       }
-      const turn: Waiter<I, O>[] = [{ item, resolve, reject }];
-      this.queues.set(key, turn);
-      setImmediate(() => {
-        this.queues.set(key, []);
-        this.start(key, turn);
-      });
+      this.queues.set(key, [{ item, resolve, reject }]);
+      if (!this.turn) {
+        this.turn = [];
+        setImmediate(() => this.endTurn());
+      }
+      this.turn.push(key);
     });
+  }
+
+  /**
+   * The end of a gathering turn: every key gathered in it starts its run, one after the other in
+   * one synchronous stretch (so runs that share a statement across keys, see batchedPerKey, can).
+   */
+  private endTurn(): void {
+    const keys = this.turn!;
+    this.turn = undefined;
+    for (const key of keys) {
+      const batch = this.queues.get(key)!;
+      this.queues.set(key, []);
+      this.start(key, batch);
+    }
   }
 
   private start(key: string, batch: Waiter<I, O>[]): void {
@@ -50,18 +67,25 @@ export class Coalescer<I, O> {
     } catch (e) {
       run = Promise.reject(e);
     }
-    run
-      .then(
-        (outs) => batch.forEach((w, i) => w.resolve(outs[i]!)),
-        (e) => batch.forEach((w) => w.reject(e)),
-      )
-      .finally(() => {
-        const next = this.queues.get(key)!;
-        if (next.length) {
-          this.queues.set(key, []);
-          this.start(key, next);
-        } else this.queues.delete(key);
-      });
+    // The key is free (or its next batch starts) as soon as its run has settled, before the
+    // callers resume: a call a caller makes next is not held for a run that has ended.
+    const settled = () => {
+      const next = this.queues.get(key)!;
+      if (next.length) {
+        this.queues.set(key, []);
+        this.start(key, next);
+      } else this.queues.delete(key);
+    };
+    run.then(
+      (outs) => {
+        settled();
+        batch.forEach((w, i) => w.resolve(outs[i]!));
+      },
+      (e) => {
+        settled();
+        batch.forEach((w) => w.reject(e));
+      },
+    );
   }
 }
 

@@ -10,8 +10,9 @@ import { sql } from 'kysely';
 import type * as IORedis from 'ioredis';
 import type { Db } from './db/index.js';
 import type { Config, RateLimitConfig } from './config.js';
-import { Coalescer } from './coalesce.js';
-import { first, reusable } from './db/reusable.js';
+import { batchedPerKey, Coalescer } from './coalesce.js';
+import { isPostgres } from './db/dialect.js';
+import { all, first, reusable } from './db/reusable.js';
 import { ApiError } from './errors.js';
 import { lazy } from './lazy.js';
 
@@ -126,15 +127,48 @@ const addToWindow = reusable((_db, p: { bucket: string; windowSeconds: number; n
       RETURNING count, window_start`;
 });
 
-/** Counters in the database: one upsert decides, so processes sharing PostgreSQL share the count. */
+/**
+ * PostgreSQL: `addToWindow` for several buckets of one window length at once (`buckets`, `nows`
+ * and `ns` side by side, the buckets in ascending order so that concurrent statements lock the
+ * rows they share in the same order); each bucket's count and window start.
+ */
+const addToWindows = reusable((_db, p: { buckets: string[]; nows: number[]; ns: number[]; windowSeconds: number }) => {
+  const expired = sql`rate_windows.window_start + ${p.windowSeconds} <= excluded.window_start`;
+  return sql<{ bucket: string; count: number; window_start: number }>`
+      INSERT INTO rate_windows (bucket, window_start, count)
+      SELECT * FROM unnest(${p.buckets}::varchar[], ${p.nows}::bigint[], ${p.ns}::integer[]) AS w (bucket, window_start, count) ORDER BY bucket
+      ON CONFLICT (bucket) DO UPDATE SET
+        count = CASE WHEN ${expired} THEN excluded.count ELSE rate_windows.count + excluded.count END,
+        window_start = CASE WHEN ${expired} THEN excluded.window_start ELSE rate_windows.window_start END
+      RETURNING bucket, count, window_start`;
+});
+
+interface Addition {
+  bucket: string;
+  windowSeconds: number;
+  nowSec: number;
+  n: number;
+}
+
+/**
+ * Counters in the database: one upsert decides, so processes sharing PostgreSQL share the count.
+ * On PostgreSQL the buckets whose counts start in the same synchronous stretch (those gathered in
+ * one turn, see SharedStore) share one statement per window length: one round trip, not one per
+ * bucket (deployment triggers count per application).
+ */
 export class DatabaseStore extends SharedStore {
+  private additions: (db: Db, a: Addition) => Promise<{ count: number; window_start: number }>;
+
   constructor(private db: Db) {
     super();
+    this.additions = isPostgres(db)
+      ? batchedPerKey((db: Db, items: Addition[]) => addAll(db, items))
+      : (db, a) => first(db, addToWindow(db, a)).then((r) => r!);
   }
 
   protected async add(bucket: string, windowSeconds: number, now: number, n: number): Promise<Counted> {
     const nowSec = Math.floor(now / 1000);
-    const row = (await first(this.db, addToWindow(this.db, { bucket, windowSeconds, nowSec, n })))!;
+    const row = await this.additions(this.db, { bucket, windowSeconds, nowSec, n });
     return { count: Number(row.count), reset: Math.max(1, Number(row.window_start) + windowSeconds - nowSec) };
   }
 
@@ -149,6 +183,22 @@ export class DatabaseStore extends SharedStore {
   }
 
   async close(): Promise<void> {}
+}
+
+/** The additions to distinct buckets, one statement per window length (one alone: addToWindow); the rows in `items`' order. */
+async function addAll(db: Db, items: Addition[]): Promise<{ count: number; window_start: number }[]> {
+  if (items.length === 1) return [(await first(db, addToWindow(db, items[0]!)))!];
+  const lengths = new Map<number, Addition[]>();
+  for (const a of items) lengths.set(a.windowSeconds, [...(lengths.get(a.windowSeconds) ?? []), a]);
+  const rows = new Map<string, { count: number; window_start: number }>();
+  await Promise.all(
+    [...lengths].map(async ([windowSeconds, group]) => {
+      group.sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : 0));
+      const p = { buckets: group.map((a) => a.bucket), nows: group.map((a) => a.nowSec), ns: group.map((a) => a.n), windowSeconds };
+      for (const r of await all(db, addToWindows(db, p))) rows.set(r.bucket, r);
+    }),
+  );
+  return items.map((a) => rows.get(a.bucket)!);
 }
 
 /**

@@ -201,5 +201,41 @@ for (const kind of DB_KINDS) {
       );
       assert.deepEqual(store.steps, [12, 1, 2]);
     });
+
+    it('counts the buckets gathered in one turn together (PostgreSQL: one statement per window length), each bucket exactly', async () => {
+      let statements = 0;
+      const counting = database.db.withPlugin({
+        transformQuery: (a) => a.node,
+        transformResult: async (a) => {
+          statements++;
+          return a.result;
+        },
+      });
+      const store = new DatabaseStore(counting);
+      const now = Date.now();
+      const k = `t${now}`;
+      for (let i = 0; i < 3; i++) await store.count(`${k}:a`, 60, now);
+      // A window that began two minutes ago has ended: the next count opens a new one.
+      await store.count(`${k}:old`, 60, now - 120_000);
+      statements = 0;
+      const turn = await Promise.all([
+        store.count(`${k}:b`, 60, now),
+        store.count(`${k}:a`, 60, now),
+        store.count(`${k}:hour`, 3600, now),
+        store.count(`${k}:old`, 60, now),
+        store.count(`${k}:b`, 60, now),
+        store.count(`${k}:c`, 60, now),
+        store.count(`${k}:b`, 60, now),
+      ]);
+      assert.deepEqual(
+        turn.map((c) => c.count),
+        [1, 4, 1, 1, 2, 1, 3],
+      );
+      assert.deepEqual(
+        turn.map((c) => c.reset),
+        [60, 60, 3600, 60, 60, 60, 60],
+      );
+      assert.equal(statements, kind === 'postgres' ? 2 : 5, 'statements for the turn');
+    });
   });
 }
