@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { fixedShape, later, wrappedPool } from '../../src/shared/db/postgres-client.js';
+import { fixedShape, later, together, wrappedPool } from '../../src/shared/db/postgres-client.js';
 import { lockFor } from '../../src/shared/db/locks.js';
 import type { Tx } from '../../src/shared/db/index.js';
 import { createPgDatabase, skipUnless } from '../helpers/server.js';
@@ -151,6 +151,70 @@ describe('PostgreSQL round trips of a transaction', async () => {
       [{ id: 1, name: 'uno', data: Buffer.from([7]) }],
       [{ id: 1, name: 'eins', data: Buffer.from([7]) }],
     ]);
+  });
+
+  it('reads independent statements together: one round trip, each its own rows, in order', { skip }, async () => {
+    await reset();
+    await db
+      .insertInto('items')
+      .values([
+        { id: 1, name: 'one', data: null },
+        { id: 2, name: 'two', data: Buffer.from([1, 2]) },
+      ])
+      .execute();
+    trips = 0;
+    sent.length = 0;
+    const got = await db.transaction().execute(async (tx) => {
+      await later(own(tx), tx.updateTable('items').set({ name: 'uno' }).where('id', '=', 1));
+      return together(own(tx), [
+        tx.selectFrom('items').selectAll().where('id', '=', 1).compile(),
+        tx.selectFrom('items').select(['name', 'data']).where('id', '=', 2).compile(),
+        tx.selectFrom('items').select('id').where('id', '>', 5).compile(),
+        tx
+          .selectFrom('items')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .compile(),
+      ]);
+    });
+    assert.deepEqual(got, [[{ id: 1, name: 'uno', data: null }], [{ name: 'two', data: Buffer.from([1, 2]) }], [], [{ n: '2' }]]);
+    // BEGIN, the deferred update and the four reads in one round trip, then COMMIT.
+    assert.equal(trips, 2, JSON.stringify(sent));
+    assert.match(sent[0]!, /^begin;\nupdate "items" .*;\nselect \* from "items" .*;\nselect "name", "data" .*;\nselect "id" .*;\nselect count/s);
+    // A second time on a connection that has described them: the same rows.
+    const again = await db
+      .transaction()
+      .execute((tx) =>
+        together(own(tx), [
+          tx.selectFrom('items').selectAll().where('id', '=', 1).compile(),
+          tx.selectFrom('items').select('id').where('id', '>', 5).compile(),
+        ]),
+      );
+    assert.deepEqual(again, [[{ id: 1, name: 'uno', data: null }], []]);
+    // Outside a transaction they are read one after the other.
+    assert.deepEqual(
+      await together(own(db), [
+        db.selectFrom('items').select('id').where('id', '=', 2).compile(),
+        db.selectFrom('items').select('id').where('id', '=', 1).compile(),
+      ]),
+      [[{ id: 2 }], [{ id: 1 }]],
+    );
+  });
+
+  it('a failing statement read together fails every read of its batch and the transaction', { skip }, async () => {
+    await reset();
+    await db.insertInto('items').values({ id: 1, name: 'one', data: null }).execute();
+    await assert.rejects(
+      db.transaction().execute(async (tx) => {
+        await later(own(tx), tx.updateTable('items').set({ name: 'uno' }).where('id', '=', 1));
+        return together(own(tx), [
+          tx.selectFrom('items').selectAll().where('id', '=', 1).compile(),
+          sql`select 1 / (select count(*) - 1 from items) as x`.compile(tx),
+          tx.selectFrom('items').select('id').compile(),
+        ]);
+      }),
+      /division by zero/,
+    );
+    assert.deepEqual(await db.selectFrom('items').select('name').execute(), [{ name: 'one' }], 'the deferred update was rolled back');
   });
 
   it('names a text with an IN list only when its shape is fixed (built once by code)', { skip }, async () => {

@@ -33,7 +33,7 @@ import { localRuntime } from './local/registry.js';
 import {
   ACTIVE,
   findApp,
-  appById,
+  appOfDeployment,
   appWithActive,
   currentRelease,
   newestDeployments,
@@ -295,7 +295,7 @@ const machine: PhaseMachine<DeploymentsTable, ApplicationsTable, typeof ADVANCE>
   kind: ADVANCE,
   operation: 'deployment',
   final: FINAL,
-  owner: (tx, d) => appById(tx, d.app_id),
+  ownerOfRow: (tx, id) => appOfDeployment(tx, { id }),
   start,
   async request(tx, d, a, phase) {
     return {

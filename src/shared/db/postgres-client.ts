@@ -10,7 +10,8 @@
 // deployment triggers, perf). Every statement with parameters goes out as such a batch (of one,
 // outside a transaction), whose rows are read with column parsers kept per prepared statement; a
 // prepared statement is described (its result columns asked for) at its first run on a connection
-// only.
+// only. Reads that do not depend on each other can go out in one batch too (`together`), each
+// with its own rows.
 import { CompiledQuery, type Compilable, type RawBuilder } from 'kysely';
 import type PG from 'pg';
 import type { Tx } from './index.js';
@@ -54,10 +55,45 @@ export function fixedShape<C extends { sql: string }>(compiled: C): C {
 type Result = PG.QueryResult;
 const none = (command?: string): Result => ({ command: command as string, rowCount: null, rows: [], oid: 0, fields: [] });
 
+/**
+ * A read of `together` that goes out with the transaction's next statement: it is given the
+ * read's result when that batch is answered, or the batch's error. It travels to the connection
+ * as the statement's last parameter value (the query builder passes the values on as they are).
+ */
+class Held {
+  constructor(
+    readonly deliver: (r: Result) => void,
+    readonly fail: (e: Error) => void,
+  ) {}
+}
+
 /** A statement of the open transaction not sent yet. */
 interface Pending {
   text: string;
   values?: unknown[];
+  held?: Held;
+}
+
+/**
+ * Reads that do not depend on each other, in one round trip where it saves one (PostgreSQL, in a
+ * transaction: all but the last go out with the last, in one batch); elsewhere one after the
+ * other. The rows of each, in order.
+ */
+export async function together(tx: Tx, queries: readonly CompiledQuery<unknown>[]): Promise<unknown[][]> {
+  const out: unknown[][] = [];
+  if (!inPostgresTransaction(tx)) {
+    for (const q of queries) out.push((await tx.executeQuery(q)).rows);
+  } else {
+    const held = queries.slice(0, -1).map(
+      (q) =>
+        new Promise<unknown[]>((resolve, reject) => {
+          tx.executeQuery(CompiledQuery.raw(q.sql, [...q.parameters, new Held((r) => resolve(r.rows), reject)])).catch(reject);
+        }),
+    );
+    const last = tx.executeQuery(queries[queries.length - 1]!).then((r) => r.rows);
+    out.push(...(await Promise.all([...held, last])));
+  }
+  return out;
 }
 
 /** What a batch writes to: the driver's connection (pg's Connection, its extended-protocol messages). */
@@ -129,15 +165,19 @@ function batchClass(driver: Driver) {
     /** Statements answered so far (CommandComplete received). */
     private answered = 0;
     private parsed: boolean[] = [];
-    private shape: RowShape | undefined;
+    /** Per statement whose rows are read (the last one, and the held reads): its row shape, and its result. */
+    private shapes: (RowShape | undefined)[] = [];
+    private results: (Result | undefined)[];
     private wire: Wire | undefined;
     private failed = false;
     private readonly result = none();
 
     constructor(
-      readonly statements: { text: string; values: unknown[]; name?: string }[],
+      readonly statements: { text: string; values: unknown[]; name?: string; held?: Held }[],
       readonly callback: (err: Error | null, r?: Result) => void,
-    ) {}
+    ) {
+      this.results = statements.map((st, i) => (i === statements.length - 1 ? this.result : st.held ? none() : undefined));
+    }
 
     get name(): string | undefined {
       return this.parsed[this.answered] ? this.statements[this.answered]!.name : undefined;
@@ -168,12 +208,13 @@ function batchClass(driver: Driver) {
             }
           }
           wire.bind({ statement: name, values: values[i]! });
-          // Only the last statement's rows are read: the others are not described (no
-          // RowDescription or NoData to answer and parse), and rows they return are dropped. Nor
-          // is the last one when this connection described its prepared statement before.
-          if (i === this.statements.length - 1) {
+          // Only the rows of the last statement and of held reads are read: the others are not
+          // described (no RowDescription or NoData to answer and parse), and rows they return
+          // are dropped. Nor is one described when this connection described its prepared
+          // statement before.
+          if (this.results[i]) {
             const shape = name && !this.parsed[i] ? known?.get(name) : undefined;
-            if (shape) this.shapeIs(shape);
+            if (shape) this.shapeIs(i, shape);
             else wire.describe({ type: 'P', name: '' });
           }
           wire.execute({ portal: '' });
@@ -185,21 +226,18 @@ function batchClass(driver: Driver) {
       return null;
     }
 
-    private get last(): boolean {
-      return this.answered === this.statements.length - 1;
-    }
-
-    private shapeIs(shape: RowShape): void {
-      this.shape = shape;
-      this.result.fields = shape.fields as unknown as Result['fields'];
+    private shapeIs(i: number, shape: RowShape): void {
+      this.shapes[i] = shape;
+      this.results[i]!.fields = shape.fields as unknown as Result['fields'];
     }
 
     handleRowDescription(msg: { fields: Field[] }): void {
-      this.shapeIs(shapeOf(msg.fields));
-      this.remember(this.statements[this.answered]!.name, this.shape!);
+      const i = this.answered;
+      this.shapeIs(i, shapeOf(msg.fields));
+      this.remember(this.statements[i]!.name, this.shapes[i]!);
     }
 
-    /** The last statement's shape as described, for this connection's next runs of it. */
+    /** A statement's shape as described, for this connection's next runs of it. */
     private remember(name: string | undefined, shape: RowShape): void {
       if (!name || !this.wire) return;
       let known = described.get(this.wire);
@@ -208,26 +246,29 @@ function batchClass(driver: Driver) {
     }
 
     handleDataRow(msg: { fields: (string | null)[] }): void {
-      const shape = this.shape;
-      if (!this.last || !shape) return;
+      const shape = this.shapes[this.answered];
+      const result = this.results[this.answered];
+      if (!result || !shape) return;
       const row: Record<string, unknown> = {};
       for (let i = 0; i < msg.fields.length; i++) {
         const raw = msg.fields[i]!;
         row[shape.names[i]!] = raw === null ? null : shape.parsers[i]!(raw);
       }
-      this.result.rows.push(row);
+      result.rows.push(row);
     }
 
     handleCommandComplete(msg: { text: string }): void {
-      if (this.last) {
+      const i = this.answered;
+      const result = this.results[i];
+      if (result) {
         // No shape known at submit (so it was described) and no RowDescription came: it returns
         // no rows (the server said NoData).
-        if (!this.shape) this.remember(this.statements[this.answered]!.name, NO_ROWS);
+        if (!this.shapes[i]) this.remember(this.statements[i]!.name, NO_ROWS);
         const m = COMMAND.exec(msg.text);
         if (m) {
-          this.result.command = m[1]!;
-          if (m[3]) this.result.rowCount = Number(m[3]);
-          else if (m[2]) this.result.rowCount = Number(m[2]);
+          result.command = m[1]!;
+          if (m[3]) result.rowCount = Number(m[3]);
+          else if (m[2]) result.rowCount = Number(m[2]);
         }
       }
       this.answered++;
@@ -238,11 +279,14 @@ function batchClass(driver: Driver) {
       for (let i = this.answered; i < this.statements.length; i++) if (this.parsed[i]) delete wire.submittedNamedStatements[this.statements[i]!.name!];
       if (this.failed) return;
       this.failed = true;
+      for (const st of this.statements) st.held?.fail(err);
       this.callback(err);
     }
 
     handleReadyForQuery(): void {
-      if (!this.failed) this.callback(null, this.result);
+      if (this.failed) return;
+      for (const [i, st] of this.statements.entries()) st.held?.deliver(this.results[i]!);
+      this.callback(null, this.result);
     }
 
     handleEmptyQuery(): void {}
@@ -314,7 +358,7 @@ export function wrappedPool(pool: PG.Pool, driver: Driver, maxNamed = 500): PG.P
     const send = (stmts: Pending[]): Promise<Result> =>
       new Promise((resolve, reject) => {
         const batch = new Batch(
-          stmts.map((p) => ({ text: p.text, values: p.values ?? [], name: nameOf(p.text) })),
+          stmts.map((p) => ({ text: p.text, values: p.values ?? [], name: nameOf(p.text), held: p.held })),
           (err, r) => {
             if (!err) return resolve(r!);
             renamed(
@@ -344,12 +388,20 @@ export function wrappedPool(pool: PG.Pool, driver: Driver, maxNamed = 500): PG.P
         // Nothing was sent yet (its BEGIN is still pending): nothing to roll back, and a commit
         // with nothing to write ends nothing.
         const unsent = p[0]?.text === 'begin';
-        if (text === 'rollback') return unsent ? Promise.resolve(none('ROLLBACK')) : client.query(text);
+        if (text === 'rollback') {
+          for (const st of p) st.held?.fail(new Error('the transaction was rolled back before this read was sent'));
+          return unsent ? Promise.resolve(none('ROLLBACK')) : client.query(text);
+        }
         if (unsent && p.length === 1) return Promise.resolve(none('COMMIT'));
         return send([...p, { text: 'commit' }]);
       }
       if (open && text.startsWith(LATER)) {
         pending.push({ text: text.slice(LATER.length), values });
+        return Promise.resolve(none());
+      }
+      const held = values?.[values.length - 1];
+      if (open && held instanceof Held) {
+        pending.push({ text, values: values!.slice(0, -1), held });
         return Promise.resolve(none());
       }
       if (pending.length) {

@@ -2,10 +2,11 @@
 // operations are split into phases; the control plane asks the driver to advance a phase and
 // records what it reports. The default `simulated` driver decides from the simulation settings
 // (progression and fault rules) and writes realistic log lines; real drivers come later.
+import type { CompiledQuery } from 'kysely';
 import type { Tx } from '../db/index.js';
 import type { LogLine } from './logs.js';
 import { SimulatedShell, type ShellIO, type ShellSession, type ShellSpec } from './shell.js';
-import { phaseDone, type Simulation } from './simulation.js';
+import { phaseDone, type SettingsRow, type Simulation } from './simulation.js';
 
 export interface PhaseRequest {
   /** Operation kind: `deployment`, `restart`, `restore`, `backup`, `cron`, ... */
@@ -36,8 +37,13 @@ export interface MetricPoint {
 
 export interface RuntimeDriver {
   readonly name: string;
-  /** Advances one phase of a long-running operation. */
-  advance(tx: Tx, req: PhaseRequest): Promise<PhaseResult>;
+  /**
+   * Advances one phase of a long-running operation. `read`: the rows of `phaseReads`' statements,
+   * when the caller read them (in this transaction, with its own reads).
+   */
+  advance(tx: Tx, req: PhaseRequest, read?: unknown[][]): Promise<PhaseResult>;
+  /** Statements whose rows `advance` uses, for a caller to read with its own (see `together`) and pass on. */
+  phaseReads?(tx: Tx): CompiledQuery[];
   /** A metric series of a running resource between two instants. */
   series(
     resourceId: string,
@@ -89,8 +95,12 @@ export class SimulatedDriver implements RuntimeDriver {
   readonly name = 'simulated';
   constructor(private sim: Simulation) {}
 
-  async advance(tx: Tx, req: PhaseRequest): Promise<PhaseResult> {
-    const { progression: p, faults } = await this.sim.forPhase(req.operation, tx);
+  phaseReads(tx: Tx): CompiledQuery[] {
+    return this.sim.settingsReads(tx);
+  }
+
+  async advance(tx: Tx, req: PhaseRequest, read?: unknown[][]): Promise<PhaseResult> {
+    const { progression: p, faults } = await this.sim.forPhase(req.operation, tx, read?.[0]?.[0] as SettingsRow | undefined);
     const done = phaseDone(p, req.phaseCount, Date.now() - Date.parse(req.startedAt), req.reads);
     if (!done.done) return { state: 'running', checkAfterMs: done.checkAfterMs };
     const lines = (PHASE_LINES[`${req.operation}:${req.phase}`]?.(req.details ?? {}) ?? [`${req.operation}: ${req.phase} finished`]).map((message) => ({

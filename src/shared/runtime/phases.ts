@@ -5,9 +5,10 @@
 // runtime driver and reschedules itself; in `reads` progression a client's read can run the step.
 // Every transition is a conditional update on the state it expects, so a step that runs twice
 // (after a crash, or from a read) changes nothing the second time.
-import type { Kysely } from 'kysely';
+import type { CompiledQuery, Kysely } from 'kysely';
 import { systemCall, type AppContext, type CallContext } from '../context.js';
 import type { Tx } from '../db/index.js';
+import { together } from '../db/postgres-client.js';
 import { first, reusableBy } from '../db/reusable.js';
 import { badRequest, notFound } from '../errors.js';
 import { cancelJobs, type JobKind, type JobMap, type JobName } from '../jobs.js';
@@ -44,8 +45,11 @@ export interface PhaseMachine<R extends PhasedRow, O, K extends PhaseJobName = P
   /** The simulated runtime's operation name (progression and fault rules). */
   operation: string;
   final: ReadonlySet<string>;
-  /** The row's owner; none: nothing more to do. */
-  owner(tx: Tx, d: R): Promise<O | undefined>;
+  /**
+   * The statement that reads the owner of the row with id `rowId` (none: nothing more to do): a
+   * step reads it with the row, in one round trip (see `together`).
+   */
+  ownerOfRow(tx: Tx, rowId: string): CompiledQuery<O>;
   /** A waiting row: starts it (see `beginPhases`) when its turn has come, else when to look again. */
   start(ctx: CallContext, d: R, owner: O): Promise<Date | undefined>;
   /** What the runtime is told of the current phase (`phase`): the target (fault rules) and facts for its lines. */
@@ -209,9 +213,11 @@ export function environmentLines(env: { problems: string[]; vars: Record<string,
  * job and, in `reads` progression, by the read that completes a phase.
  */
 export async function stepPhases<R extends PhasedRow, O>(app: AppContext, tx: Tx, m: PhaseMachine<R, O, PhaseJobName>, id: string): Promise<Date | undefined> {
-  const d = await rowById(tx, m, id);
+  // The row, its owner and what the runtime reads to judge a phase, in one round trip.
+  const [rows, owners, ...runtimeRead] = await together(tx, [byId(tx, [m.table], { id }), m.ownerOfRow(tx, id), ...(app.runtime.phaseReads?.(tx) ?? [])]);
+  const d = rows![0] as R | undefined;
   if (!d || m.final.has(d.status)) return undefined;
-  const owner = await m.owner(tx, d);
+  const owner = owners![0] as O | undefined;
   if (!owner) return undefined;
   const ctx = systemCall(app, tx, d.company_id);
   if (d.status === 'waiting') return m.start(ctx, d, owner);
@@ -230,7 +236,7 @@ export async function stepPhases<R extends PhasedRow, O>(app: AppContext, tx: Tx
     reads: d.reads,
     details,
   };
-  const result = await (m.advance?.(ctx, d, owner, req) ?? app.runtime.advance(tx, req));
+  const result = await (m.advance?.(ctx, d, owner, req) ?? app.runtime.advance(tx, req, runtimeRead));
   if (result.state === 'running') return new Date(now.getTime() + result.checkAfterMs);
   const lines: LogLine[] = result.lines.map((l) => ({ ...l, attributes: { phase } }));
   if (result.state === 'failed') {

@@ -5,7 +5,7 @@
 //   the build step; 30 % of restores fail), listed and removable.
 // Start-up defaults come from configuration; operator changes are stored in the database, so all
 // processes sharing PostgreSQL see them.
-import { sql } from 'kysely';
+import { sql, type CompiledQuery } from 'kysely';
 import type { Database, Db, Tx } from '../db/index.js';
 import { badRequest, notFound } from '../errors.js';
 import { newId } from '../ids.js';
@@ -60,8 +60,13 @@ export function validateProgression(p: unknown): Progression {
 }
 
 /** The progression table and the fault rules in one statement (PostgreSQL: see forPhase). */
+export interface SettingsRow {
+  progression: ProgressionRow[];
+  faults: FaultRow[];
+}
+
 const settings = reusable(
-  () => sql<{ progression: ProgressionRow[]; faults: FaultRow[] }>`
+  () => sql<SettingsRow>`
       SELECT (SELECT coalesce(json_agg(p), '[]') FROM sim_progression p) AS progression,
         (SELECT coalesce(json_agg(f ORDER BY created_at), '[]') FROM sim_faults f) AS faults`,
 );
@@ -121,12 +126,18 @@ export class Simulation {
   /**
    * For a phase about to be judged: the operation's progression and, where the tables are read on
    * every call (PostgreSQL), the stored fault rules with it, both in one statement (a phase step
-   * then reads them in one round trip, not two). Pass `faults` on to `shouldFail`.
+   * then reads them in one round trip, not two). Pass `faults` on to `shouldFail`. `read`: that
+   * statement's row (see `settingsReads`) when the caller read it in this transaction.
    */
-  async forPhase(operation: string, tx: Tx): Promise<{ progression: Progression; faults?: FaultRow[] }> {
+  async forPhase(operation: string, tx: Tx, read?: SettingsRow): Promise<{ progression: Progression; faults?: FaultRow[] }> {
     if (this.database.kind !== 'postgres') return { progression: await this.progression(operation, tx) };
-    const { progression, faults } = (await first(tx, settings(tx, {})))!;
+    const { progression, faults } = read ?? (await first(tx, settings(tx, {})))!;
     return { progression: this.pick(tableOf(progression), operation), faults };
+  }
+
+  /** The statement `forPhase` reads on PostgreSQL, for a caller to read with its own and pass as `read` (none on SQLite). */
+  settingsReads(tx: Tx): CompiledQuery[] {
+    return this.database.kind === 'postgres' ? [settings(tx, {})] : [];
   }
 
   async listProgression(): Promise<Record<string, Progression>> {
