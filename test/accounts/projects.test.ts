@@ -82,6 +82,32 @@ for (const kind of DB_KINDS) {
       assert.equal(theirs.company_id, other.companyId);
     });
 
+    it('a creation is one statement: on PostgreSQL without a transaction unless it carries an Idempotency-Key', async () => {
+      const db = s.app.database.db;
+      const transaction = db.transaction.bind(db);
+      let opened = 0;
+      db.transaction = () => (opened++, transaction());
+      try {
+        const a = await createProject('Single write');
+        const b = await createProject('Single write');
+        assert.notEqual(a.name, b.name, 'a taken name is still replaced');
+        assert.equal(opened, kind === 'postgres' ? 0 : 2, 'transactions opened without a key');
+        opened = 0;
+        const headers = { 'idempotency-key': randomUUID() };
+        const first = await s.post('/projects', { display_name: 'Keyed write' }, { headers });
+        const again = await s.post('/projects', { display_name: 'Keyed write' }, { headers });
+        expectStatus(first, 201);
+        expectStatus(again, 201);
+        assert.equal(again.headers.get('idempotent-replayed'), 'true');
+        assert.deepEqual(again.body, first.body);
+        assert.equal(opened, 1, 'the keyed creation ran in a transaction (its replay in none)');
+        const names = (await listAll<Project>(s, '/projects')).filter((p) => p.display_name === 'Keyed write');
+        assert.equal(names.length, 1);
+      } finally {
+        db.transaction = transaction;
+      }
+    });
+
     it('concurrent creations with one display name all succeed with distinct names', async () => {
       const rs = await Promise.all(Array.from({ length: 8 }, () => s.post('/projects', { display_name: 'Race Day' })));
       for (const r of rs) expectStatus(r, 201);

@@ -15,6 +15,7 @@ export const operations = [
     contract: c.createProjectContract,
     permission: 'PROJECT:CREATE',
     tier: 'general_write',
+    singleWrite: true,
     handler: async (r) => svc.createProject(r, r.body.display_name),
   }),
   defineOperation({

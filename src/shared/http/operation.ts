@@ -66,6 +66,15 @@ export interface Operation<C extends Contract = Contract> {
    * key's permission on that resource, existence in the company; 404 otherwise) before the handler.
    */
   references?: readonly Reference[];
+  /**
+   * The handler changes the database with one statement, atomic on its own (at most one that
+   * changes anything, e.g. an insert that tries another name when its name is taken), and emits
+   * no event: on PostgreSQL, a request without an Idempotency-Key runs it outside a transaction
+   * (one round trip: a transaction would add its BEGIN and COMMIT, the COMMIT a round trip of its
+   * own). With an Idempotency-Key, and on SQLite (where transactions are committed in groups), it
+   * runs in a transaction as every write does.
+   */
+  singleWrite?: boolean;
   handler(ctx: RequestContext<C>): Promise<C['response'] extends TSchema ? Static<C['response']> : void>;
   /**
    * `websocket`: the operation is a WebSocket endpoint. Authentication, rate limit, permission,

@@ -165,15 +165,19 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
           if (prior) return replay(reply, prior);
         }
         try {
-          const body = await app.database.db.transaction().execute(async (tx) => {
-            if (key && companyId && !(await idem.claim(tx, companyId, key, fp))) {
-              throw new Replay((await idem.lookup(tx, companyId, key, fp)) ?? { status: 409, body: undefined });
-            }
-            const result = await op.handler({ ...ctx, tx } as never);
-            if (key && companyId) await idem.complete(tx, companyId, key, { status: c.success, body: result });
-            return result;
-          });
-          app.jobs.wake();
+          const body =
+            op.singleWrite && !key && app.database.kind === 'postgres'
+              ? await op.handler(ctx as never)
+              : await app.database.db.transaction().execute(async (tx) => {
+                  if (key && companyId && !(await idem.claim(tx, companyId, key, fp))) {
+                    throw new Replay((await idem.lookup(tx, companyId, key, fp)) ?? { status: 409, body: undefined });
+                  }
+                  const result = await op.handler({ ...ctx, tx } as never);
+                  if (key && companyId) await idem.complete(tx, companyId, key, { status: c.success, body: result });
+                  return result;
+                });
+          // A single write enqueues no job (see Operation.singleWrite): nothing to wake the runners for.
+          if (!op.singleWrite) app.jobs.wake();
           await app.keys.announced();
           return send(reply, c.success, body);
         } catch (e) {
