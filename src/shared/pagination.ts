@@ -22,6 +22,7 @@ import { contentVersion } from './db/content-version.js';
 import { Coalescer } from './coalesce.js';
 import { sharedResult } from './shared-results.js';
 import { isPostgres } from './db/dialect.js';
+import { all, reusableBy } from './db/reusable.js';
 
 export interface Page {
   limit: number;
@@ -57,6 +58,11 @@ export interface Counted {
   tx: Tx;
   table: CountedTable;
   companyId: string;
+  /**
+   * The columns the list selects (those of the query given to `paginate`): a shallow page is a
+   * statement compiled once per table, columns and order (see `shallowPage`), not built per read.
+   */
+  columns: readonly string[];
   /** The content version the request arrived at (CallContext.asOf), read now when not given. */
   asOf?: string;
 }
@@ -134,17 +140,18 @@ async function page_<DB, TB extends keyof DB, O>(
   direction: 'asc' | 'desc',
   counted: Counted | undefined,
 ): Promise<PageResult<O>> {
-  // A query built only when it runs: a page served from memory costs no query building either.
-  const b = (typeof base === 'function' ? base() : base) as any;
   const envelope = (data: O[], total: number) => ({ data, total: Math.min(total, MAX_TOTAL), offset: page.offset, limit: page.limit });
-  const slice = (q: any, skip: number, from?: [string, string]) => sliced(q, order, direction, page.limit, skip, from).execute() as Promise<any[]>;
   if (counted && page.offset < BOOKMARK_EVERY) {
     // A shallow page: the rows carry the list's total (one query instead of two); an empty page
     // has no row to carry it.
-    const rows = await slice(b.select(totalOf(counted).as(TOTAL)), page.offset);
-    if (rows.length) return envelope(...carried(rows, TOTAL));
+    const key = [counted.table, order.column, order.id, direction, ...counted.columns] as const;
+    const rows = await all(counted.tx, shallowPage(counted.tx, key, { companyId: counted.companyId, limit: page.limit, skip: page.offset }));
+    if (rows.length) return envelope(...carried(rows as Record<string, unknown>[], TOTAL));
     return envelope([], (await listStats(counted)).n);
   }
+  // A query built only when it runs: a page served from memory costs no query building either.
+  const b = (typeof base === 'function' ? base() : base) as any;
+  const slice = (q: any, skip: number, from?: [string, string]) => sliced(q, order, direction, page.limit, skip, from).execute() as Promise<any[]>;
   // Deep offsets of a counted list in its own order start from a bookmark.
   const bookmarked = counted && page.offset >= BOOKMARK_EVERY && direction === 'asc' && order.column === 'created_at';
   if (counted && bookmarked) {
@@ -202,6 +209,29 @@ const countsRow = (c: Counted) =>
   sql`(SELECT coalesce(l.n, 0) + d.s AS ${sql.ref(TOTAL)}, coalesce(l.version, 0) + d.c AS ${sql.ref(VERSION)}
     FROM (SELECT coalesce(sum(delta), 0) AS s, count(*) AS c FROM list_count_deltas WHERE tbl = ${c.table} AND company_id = ${c.companyId}) AS d
     LEFT JOIN list_counts AS l ON l.tbl = ${c.table} AND l.company_id = ${c.companyId})`;
+
+/**
+ * A shallow page of a counted list (the company's whole list, from `skip` rows in), its rows
+ * carrying the list's total: built and compiled once per table, order and columns (reusableBy).
+ */
+const shallowPage = reusableBy(
+  (
+    db,
+    [table, column, id, direction, ...columns]: readonly [CountedTable, string, string, 'asc' | 'desc', ...string[]],
+    p: { companyId: string; limit: number; skip: number },
+  ) =>
+    sliced(
+      (db as Kysely<any>)
+        .selectFrom(table)
+        .select(columns)
+        .select(totalOf({ tx: db, table, companyId: p.companyId, columns }).as(TOTAL))
+        .where('company_id', '=', p.companyId),
+      { column, id },
+      direction,
+      p.limit,
+      p.skip,
+    ),
+);
 
 /** The page's rows of `q` in the list's order, `skip` rows after `from` (the sort key a bookmark holds) or the start. */
 function sliced(q: any, order: { column: string; id: string }, direction: 'asc' | 'desc', limit: number, skip: number, from?: [string, string]) {

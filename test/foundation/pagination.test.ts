@@ -117,17 +117,19 @@ for (const kind of DB_KINDS) {
         const { token: own, companyId } = await s.newCompany();
         for (let i = 0; i < 3; i++) assert.equal((await s.post('/projects', { display_name: `gathered ${i}` }, { token: own })).status, 201);
         let queries = 0;
+        // Counted as they run (a shallow page's statement is compiled once, not built per read).
         const counting = s.app.database.db.withPlugin({
-          transformQuery: (a) => (queries++, a.node),
-          transformResult: async (a) => a.result,
+          transformQuery: (a) => a.node,
+          transformResult: async (a) => (queries++, a.result),
         });
+        const columns = ['id', 'display_name'] as const;
         const read = () =>
-          paginate(
-            () => counting.selectFrom('projects').select(['id', 'display_name']).where('company_id', '=', companyId),
-            { limit: 25, offset: 0 },
-            undefined,
-            { tx: counting, table: 'projects', companyId },
-          );
+          paginate(() => counting.selectFrom('projects').select(columns).where('company_id', '=', companyId), { limit: 25, offset: 0 }, undefined, {
+            tx: counting,
+            table: 'projects',
+            companyId,
+            columns,
+          });
         const pages = await Promise.all(Array.from({ length: 5 }, read));
         assert.equal(queries, 1, 'one query for the five reads');
         assert.equal(pages[0]!.total, 3);

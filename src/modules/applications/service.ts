@@ -74,15 +74,15 @@ export function appDetailView(a: ApplicationsTable) {
   };
 }
 
+/** The columns of an application in a list. */
+const LISTED = ['id', 'name', 'display_name', 'status', 'type', 'source', 'is_suspended', 'created_at', 'updated_at'] as const;
+
 export async function listApps({ tx, companyId, scope, asOf }: CallContext, page: Page) {
   const q = () => {
-    const all = tx
-      .selectFrom('applications')
-      .select(['id', 'name', 'display_name', 'status', 'type', 'source', 'is_suspended', 'created_at', 'updated_at'])
-      .where('company_id', '=', companyId);
+    const all = tx.selectFrom('applications').select(LISTED).where('company_id', '=', companyId);
     return scope ? all.where('id', 'in', scope.size ? [...scope] : ['']) : all;
   };
-  const res = await paginate(q, page, undefined, scope ? undefined : { tx, table: 'applications', companyId, asOf });
+  const res = await paginate(q, page, undefined, scope ? undefined : { tx, table: 'applications', companyId, asOf, columns: LISTED });
   return sharedView(res, listView);
 }
 

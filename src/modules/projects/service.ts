@@ -17,12 +17,15 @@ const view = (p: ProjectsTable) => ({
   updated_at: p.updated_at,
 });
 
+/** The columns of a project in a list. */
+const LISTED = ['id', 'name', 'display_name', 'created_at', 'updated_at'] as const;
+
 export async function listProjects({ tx, companyId, scope, asOf }: CallContext, page: Page) {
   const q = () => {
-    const all = tx.selectFrom('projects').select(['id', 'name', 'display_name', 'created_at', 'updated_at']).where('company_id', '=', companyId);
+    const all = tx.selectFrom('projects').select(LISTED).where('company_id', '=', companyId);
     return scope ? all.where('id', 'in', scope.size ? [...scope] : ['']) : all;
   };
-  return paginate(q, page, undefined, scope ? undefined : { tx, table: 'projects', companyId, asOf });
+  return paginate(q, page, undefined, scope ? undefined : { tx, table: 'projects', companyId, asOf, columns: LISTED });
 }
 
 const lookup = ({ tx, companyId }: CallContext, id: string) =>
