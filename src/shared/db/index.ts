@@ -61,6 +61,10 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; grou
   // Savepoint journals (every grouped transaction is a savepoint, see group-commit.ts) stay in
   // memory: past 64 KiB SQLite would spill them to a temporary file, a pwrite per page written.
   file.pragma('temp_store = MEMORY');
+  // A page cache of up to 8 MB, not the driver's default 16 MB: the lists' hot pages fit, the
+  // rest is a read from the operating system's file cache, and the server's RSS stays within its
+  // target with 100,000 resources stored (README "Benchmarks").
+  file.pragma('cache_size = -8000');
   // Checkpoints run in a worker thread (see checkpointer.ts), started by this connection's first
   // write (an open that never writes, or a start up to its first write, spawns no thread); the
   // automatic checkpoint here only bounds the WAL.
