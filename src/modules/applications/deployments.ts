@@ -4,7 +4,7 @@
 // every transition is a conditional update, so a step that runs twice (after a crash, or from a
 // read in `reads` progression) changes nothing the second time.
 import type { AppContext, CallContext } from '../../shared/context.js';
-import { later, type Tx } from '../../shared/db/index.js';
+import { later, together, type Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { all, first, insertRows, reusable } from '../../shared/db/reusable.js';
 import { badRequest } from '../../shared/errors.js';
@@ -87,7 +87,11 @@ const latestNotSkipped = reusable((db, p: { appId: string }) => newestDeployment
 
 /** The application's status follows its latest deployment that was not skipped. */
 export async function refreshAppStatus(tx: Tx, appId: string): Promise<void> {
-  const latest = await first(tx, latestNotSkipped(tx, { appId }));
+  await followLatest(tx, appId, await first(tx, latestNotSkipped(tx, { appId })));
+}
+
+/** Sets the application's status from `latest`, its latest deployment that was not skipped (latestNotSkipped). */
+async function followLatest(tx: Tx, appId: string, latest: { status: DeploymentsTable['status'] } | undefined): Promise<void> {
   const status = latest && APP_STATUS[latest.status];
   if (status) await setAppStatus(tx, appId, status);
 }
@@ -261,10 +265,14 @@ async function finish(ctx: CallContext, d: DeploymentsTable, status: FinalStatus
   const { tx, app } = ctx;
   await lockApp(tx, d.app_id);
   if (!(await endPhases(tx, machine, d, status, lines))) return false;
-  await refreshAppStatus(tx, d.app_id);
+  // The latest deployment (the application's status follows it) and the one waiting behind this
+  // one (it may start now rather than at its next check), read together.
+  const [latest, waiting] = (await together(tx, [latestNotSkipped(tx, { appId: d.app_id }), withStatus(tx, { appId: d.app_id, status: 'waiting' })])) as [
+    { status: DeploymentsTable['status'] }[],
+    { id: string }[],
+  ];
+  await followLatest(tx, d.app_id, latest[0]);
   await app.events.emit(tx, 'APP_DEPLOY', d.company_id, { appId: d.app_id, deploymentId: d.id });
-  // The deployment waiting behind this one may start now rather than at its next check.
-  const waiting = await all(tx, withStatus(tx, { appId: d.app_id, status: 'waiting' }));
   await runNow(
     tx,
     waiting.map((w) => w.id),

@@ -4,7 +4,7 @@
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { CLUSTER_BY_ID } from '../resources/catalog.js';
-import { appById, deploymentById, type ApplicationsTable } from './storage.js';
+import { appAndDeployment, appById, type ApplicationsTable } from './storage.js';
 import { appDetailView } from './service.js';
 import { deploymentView } from './deployments.js';
 
@@ -59,8 +59,7 @@ export function registerApplicationEvents(app: AppContext): void {
     operations: ['triggerDeploymentV3', 'rollbackDeploymentV3', 'cancelDeploymentV3', 'cloneApplicationV3', 'deleteApplicationV3'],
     when: 'when a deployment reaches a final status: success, failed or cancelled (also deployments started by the deployment hook, and those cancelled by a deletion); not when it starts, and `skipped` emits nothing',
     payload: async (tx, { appId, deploymentId }) => {
-      const a = await appById(tx, appId);
-      const d = await deploymentById(tx, deploymentId);
+      const [a, d] = await appAndDeployment(tx, appId, deploymentId);
       return { ...(a ? appEventData(a) : { id: appId }), deployment: d ? deploymentView(d) : { id: deploymentId } };
     },
   });

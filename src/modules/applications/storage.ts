@@ -1,7 +1,7 @@
 // Tables of the applications area: applications and their deployments.
 import type { Kysely, Migration } from 'kysely';
 import type { CallContext } from '../../shared/context.js';
-import type { Tx } from '../../shared/db/index.js';
+import { together, type Tx } from '../../shared/db/index.js';
 import { all, first, reusable } from '../../shared/db/reusable.js';
 import { notFound } from '../../shared/errors.js';
 import { countedTable } from '../../shared/pagination.js';
@@ -235,9 +235,10 @@ export const appOfDeployment = reusable((db, p: { id: string }) =>
 
 const deploymentOfId = reusable((db, p: { id: string }) => db.selectFrom('deployments').selectAll().where('id', '=', p.id));
 
-/** A deployment by id whatever its application, or undefined. */
-export function deploymentById(tx: Tx, id: string): Promise<DeploymentsTable | undefined> {
-  return first(tx, deploymentOfId(tx, { id }));
+/** An application and a deployment by id (either may be gone), read together (one round trip in a transaction on PostgreSQL). */
+export async function appAndDeployment(tx: Tx, appId: string, deploymentId: string): Promise<[ApplicationsTable | undefined, DeploymentsTable | undefined]> {
+  const [apps, deployments] = await together(tx, [appOfId(tx, { id: appId }), deploymentOfId(tx, { id: deploymentId })]);
+  return [apps![0] as ApplicationsTable | undefined, deployments![0] as DeploymentsTable | undefined];
 }
 
 /** The application's deployments, newest first (ties by id); the caller selects and filters. */

@@ -13,7 +13,7 @@ import { wrappedPool } from './postgres-client.js';
 import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
 import { GroupCommitSqliteDialect } from './group-commit.js';
 
-export { later } from './postgres-client.js';
+export { later, together } from './postgres-client.js';
 
 export type Db = Kysely<DB>;
 export type Tx = Transaction<DB> | Kysely<DB>;

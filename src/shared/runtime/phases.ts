@@ -7,8 +7,7 @@
 // (after a crash, or from a read) changes nothing the second time.
 import type { CompiledQuery, Kysely } from 'kysely';
 import { systemCall, type AppContext, type CallContext } from '../context.js';
-import type { Tx } from '../db/index.js';
-import { together } from '../db/postgres-client.js';
+import { together, type Tx } from '../db/index.js';
 import { first, reusableBy } from '../db/reusable.js';
 import { badRequest, notFound } from '../errors.js';
 import { cancelJobs, type JobKind, type JobMap, type JobName } from '../jobs.js';
