@@ -17,7 +17,7 @@ import { buildOpenApi } from './shared/http/openapi.js';
 import { dashboard, findDashboardDir } from './shared/http/dashboard.js';
 import type { Operation } from './shared/http/operation.js';
 import { parseJsonBody } from './shared/http/input.js';
-import { admit, registerOperations } from './shared/http/router.js';
+import { admit, countedAfter, registerOperations } from './shared/http/router.js';
 import * as idem from './shared/idempotency.js';
 import { LIST_COUNTS_VACUUM_MS, vacuumListCounts } from './shared/pagination.js';
 import { UUID_RE } from './shared/ids.js';
@@ -220,7 +220,10 @@ export async function createServer(config: Config, opts: { database?: Database; 
     done();
   });
 
-  fastify.setErrorHandler((err: any, req, reply) => {
+  fastify.setErrorHandler(async (err: any, req, reply) => {
+    // A pure read counted while it ran: over the limit its 429 is the answer, and its headers go
+    // on any other (a failed count is the error then).
+    err = (await countedAfter(req, reply).catch((e: unknown) => e)) ?? err;
     if (err instanceof ApiError) return reply.status(err.status).headers(err.headers).send(err.body());
     if (err.validation) {
       const op = req.routeOptions.config?.op;

@@ -245,11 +245,28 @@ export class RedisStore extends SharedStore {
   }
 }
 
+/** How many buckets `RateLimiter.roomFor` remembers (the remembered ones are forgotten all at once beyond it). */
+const MAX_REMEMBERED = 10_000;
+
 export class RateLimiter {
+  /** Per bucket, what its last count left (`remaining`) and until when that window lasts (ms). */
+  private seen = new Map<string, { remaining: number; until: number }>();
+
   constructor(
     private store: CounterStore,
     private limits: RateLimitConfig,
   ) {}
+
+  /**
+   * Whether the bucket's last count, in the window still open, left at least a quarter of the
+   * tier's limit (and at least 10): a request that may be counted while it runs (a pure read, see
+   * the router) is then unlikely to be over the limit, so little work is done for nothing. A
+   * bucket near or over its limit, or not counted yet in this process, is counted first.
+   */
+  roomFor(bucket: string, tier: Tier | 'unauthenticated', now = Date.now()): boolean {
+    const s = this.seen.get(bucket);
+    return !!s && s.until > now && s.remaining >= Math.max(10, this.limits[tier] / 4);
+  }
 
   /**
    * Counts one request against `bucket`; throws 429 (with headers) once the window's limit is
@@ -261,6 +278,8 @@ export class RateLimiter {
     const limit = this.limits[tier];
     const { count, reset } = await this.store.count(bucket, window, now);
     const state = { limit, remaining: Math.max(0, limit - count), reset };
+    if (this.seen.size >= MAX_REMEMBERED && !this.seen.has(bucket)) this.seen.clear();
+    this.seen.set(bucket, { remaining: state.remaining, until: now + reset * 1000 });
     if (count > limit) {
       throw new ApiError(
         429,

@@ -11,7 +11,7 @@ import { DB_KINDS, REDIS_URL, openScratchDatabase, redisSkip, skipUnless, useSer
 import { migrate, type Database } from '../../src/shared/db/index.js';
 import { DatabaseStore } from '../../src/shared/ratelimit.js';
 import { moduleMigrations } from '../../src/modules/index.js';
-import { expectError } from '../helpers/util.js';
+import { expectError, MISSING, waitFor } from '../helpers/util.js';
 import { assertCommonHeaders, awaitFreshWindow } from './support.js';
 
 const READ = 5;
@@ -236,6 +236,82 @@ for (const kind of DB_KINDS) {
         [60, 60, 3600, 60, 60, 60, 60],
       );
       assert.equal(statements, kind === 'postgres' ? 2 : 5, 'statements for the turn');
+    });
+  });
+}
+
+// A pure read (Operation.pure) runs while it is counted once its bucket has room; the count still
+// decides every answer: its headers, and a 429 that wins over the request's other errors.
+for (const kind of DB_KINDS) {
+  describe(`pure reads counted while they run [${kind}]`, { skip: await skipUnless(kind) }, () => {
+    const LIMIT = 40;
+    const s = useServer({ db: kind, rateLimits: { read: LIMIT } });
+
+    it('a pure read runs while its count is in flight, a read that is not pure only after it', async () => {
+      await awaitFreshWindow();
+      const { token } = await s.newCompany();
+      const project = (await s.post('/projects', { display_name: 'counted while read' }, { token })).body;
+      assert.equal((await s.get(`/projects/${project.id}`, { token })).status, 200, 'the first read is counted first');
+      const store = (s.app.limiter as unknown as { store: { count: (...a: unknown[]) => Promise<{ count: number; reset: number }> } }).store;
+      const count = store.count.bind(store);
+      const db = s.app.database.db;
+      const selectFrom = db.selectFrom.bind(db);
+      const read: string[] = [];
+      let held: (() => void) | undefined;
+      let answer: ((real: { count: number; reset: number }) => { count: number; reset: number }) | undefined;
+      store.count = (...a) =>
+        new Promise((resolve) => {
+          held = () => void count(...a).then((real) => resolve(answer ? answer(real) : real));
+        });
+      (db as { selectFrom: unknown }).selectFrom = (table: string) => (read.push(table), selectFrom(table as never));
+      const whileHeld = async (path: string) => {
+        read.length = 0;
+        held = undefined;
+        const response = s.get(path, { token });
+        await waitFor('the count to start', () => held !== undefined, 5000);
+        await new Promise((r) => setTimeout(r, 100));
+        const seen = [...read];
+        held!();
+        return { seen, response: await response };
+      };
+      try {
+        const pure = await whileHeld(`/projects/${project.id}`);
+        assert.ok(pure.seen.includes('projects'), `the project was read while counted: ${pure.seen.join(', ')}`);
+        assert.equal(pure.response.status, 200);
+        assert.equal(assertCommonHeaders(pure.response, LIMIT).remaining, LIMIT - 2);
+
+        const other = await whileHeld('/api-keys');
+        assert.deepEqual(other.seen, [], 'a read that is not declared pure waits for its count');
+        assert.equal(other.response.status, 200);
+        assert.equal(assertCommonHeaders(other.response, LIMIT).remaining, LIMIT - 3);
+
+        // Over the limit, the count's 429 is the answer, not the 404 the read found meanwhile.
+        answer = (real) => ({ count: LIMIT + 1, reset: real.reset });
+        const over = await whileHeld(`/projects/${randomUUID()}`);
+        assert.ok(over.seen.includes('projects'), 'the read ran while counted');
+        assert429(over.response, LIMIT);
+        const overList = await whileHeld('/projects');
+        assert429(overList.response, LIMIT);
+      } finally {
+        store.count = count;
+        (db as { selectFrom: unknown }).selectFrom = selectFrom;
+      }
+    });
+
+    it('reads counted while they run are counted exactly: each its own place, the rest 429', async () => {
+      await awaitFreshWindow();
+      const { token } = await s.newCompany();
+      assert.equal((await s.get('/projects', { token })).status, 200);
+      const rs = await Promise.all(Array.from({ length: LIMIT * 2 }, (_, i) => s.get(i % 2 ? '/projects' : `/projects/${MISSING}`, { token })));
+      const counted = rs.filter((r) => r.status !== 429);
+      assert.equal(counted.length, LIMIT - 1, `statuses: ${rs.map((r) => r.status).join(' ')}`);
+      for (const r of counted) assert.ok(r.status === 200 || r.status === 404, `status ${r.status}`);
+      assert.deepEqual(
+        counted.map((r) => assertCommonHeaders(r, LIMIT).remaining).sort((a, b) => a - b),
+        Array.from({ length: LIMIT - 1 }, (_, i) => i),
+        'every counted read has its own place',
+      );
+      for (const r of rs.filter((r) => r.status === 429)) assert429(r, LIMIT);
     });
   });
 }

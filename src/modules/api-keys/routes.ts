@@ -29,6 +29,7 @@ export const operations = [
     contract: c.validateApiKeyContract,
     permission: null,
     tier: 'read',
+    pure: true,
     handler: async ({ auth }) => ({
       name: auth.key.name,
       expires_at: auth.key.expired_at,

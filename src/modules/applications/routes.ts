@@ -19,6 +19,7 @@ export const operations = [
     contract: c.listApplicationsContract,
     permission: 'APP:READ',
     tier: 'read',
+    pure: true,
     handler: async (r) => svc.listApps(r, pageOf(r.query)),
   }),
   defineOperation({

@@ -9,6 +9,7 @@ export const operations = [
     contract: c.listProjectsContract,
     permission: 'PROJECT:READ',
     tier: 'read',
+    pure: true,
     handler: async (r) => svc.listProjects(r, pageOf(r.query)),
   }),
   defineOperation({
@@ -22,6 +23,7 @@ export const operations = [
     contract: c.getProjectContract,
     permission: 'PROJECT:READ',
     tier: 'read',
+    pure: true,
     handler: async (r) => svc.getProject(r, r.params.id),
   }),
   defineOperation({

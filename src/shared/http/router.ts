@@ -15,7 +15,7 @@ import { missingPermissionMessage, type Permission } from '../auth/rbac.js';
 import type { AppContext, Scope } from '../context.js';
 import { ApiError, forbidden, notFound } from '../errors.js';
 import * as idem from '../idempotency.js';
-import { bucketFor, headersFor, type RateLimiter } from '../ratelimit.js';
+import { bucketFor, headersFor, type RateLimiter, type RateState } from '../ratelimit.js';
 import { isWrite, type Operation } from './operation.js';
 import { checkReferences } from './references.js';
 import { isSharedResult } from '../shared-results.js';
@@ -24,6 +24,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     auth?: AuthContext;
     scope?: Scope;
+    /** A pure read's count, still running while the request goes on (see `countedAfter`). */
+    counting?: Promise<RateState>;
   }
   interface FastifyContextConfig {
     op?: Operation;
@@ -70,7 +72,13 @@ export async function admit(app: AppContext, limiter: RateLimiter, req: FastifyR
   // counted without it and answered 400 once the company and permission checks have run.
   const paramsError = op?.contract.params ? invalidParams(req) : undefined;
   const serviceId = rp && !paramsError ? (req.params as Record<string, string>)[rp] : undefined;
-  reply.headers(headersFor(await limiter.hit(bucketFor(tier, auth.company.id, op?.contract.operationId ?? '-', serviceId), tier)));
+  const bucket = bucketFor(tier, auth.company.id, op?.contract.operationId ?? '-', serviceId);
+  if (op?.pure && limiter.roomFor(bucket, tier)) {
+    // Counted while the request goes on; answered (or refused) once the count is in: countedAfter.
+    const counting = limiter.hit(bucket, tier);
+    counting.catch(() => {});
+    req.counting = counting;
+  } else reply.headers(headersFor(await limiter.hit(bucket, tier)));
   if (!op) return;
   assertCompanyAllows(auth.company, isWrite(op.contract.method));
   req.scope = null;
@@ -83,6 +91,24 @@ export async function admit(app: AppContext, limiter: RateLimiter, req: FastifyR
     if (!g.all && !rp) req.scope = g.ids;
   }
   if (paramsError) throw paramsError;
+}
+
+/**
+ * The count of a pure read that ran while it was counted (see Operation.pure), awaited before the
+ * request is answered, with a result or an error: sets its headers, and returns its 429 when the
+ * request is over the limit (that answer replaces the other). Nothing when there is none.
+ */
+export async function countedAfter(req: FastifyRequest, reply: FastifyReply): Promise<ApiError | undefined> {
+  const counting = req.counting;
+  if (!counting) return undefined;
+  req.counting = undefined;
+  try {
+    reply.headers(headersFor(await counting));
+    return undefined;
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 429) return e;
+    throw e;
+  }
 }
 
 /** The validation error of the route's params schema for this request's path, if any. */
@@ -156,6 +182,8 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
         const key = write && auth ? idempotencyKey(req) : undefined;
         if (!write) {
           const result = await op.handler(ctx as never);
+          const limited = await countedAfter(req, reply);
+          if (limited) throw limited;
           return isSharedResult(result) ? sendShared(reply, c.success, result, serialized) : send(reply, c.success, result);
         }
         const companyId = auth?.company.id;
