@@ -184,10 +184,13 @@ async function page_<DB, TB extends keyof DB, O>(
   return envelope(await slice(b, start?.skip ?? page.offset, start?.from), total);
 }
 
-const onPostgres = (c: Counted) => isPostgres(c.tx);
+/** What the count subqueries of a list need of it. */
+type ListOf = Pick<Counted, 'tx' | 'table' | 'companyId'>;
+
+const onPostgres = (c: ListOf) => isPostgres(c.tx);
 
 /** A column of the list's `list_counts` row, as a subquery a page's rows can carry. */
-const rowOf = (c: Counted, column: 'n' | 'version') =>
+const rowOf = (c: ListOf, column: 'n' | 'version') =>
   sql<number>`(SELECT ${sql.ref(column)} FROM list_counts WHERE tbl = ${c.table} AND company_id = ${c.companyId})`;
 
 /**
@@ -195,7 +198,7 @@ const rowOf = (c: Counted, column: 'n' | 'version') =>
  * PostgreSQL plus the sum of its deltas not yet folded in (+1 and -1 each). A page that needs the
  * version as well takes both from `countsRow` there.
  */
-const totalOf = (c: Counted) =>
+const totalOf = (c: ListOf) =>
   onPostgres(c)
     ? sql<number>`(coalesce(${rowOf(c, 'n')}, 0) + coalesce((SELECT sum(delta) FROM list_count_deltas WHERE tbl = ${c.table} AND company_id = ${c.companyId}), 0))`
     : rowOf(c, 'n');
@@ -205,7 +208,7 @@ const totalOf = (c: Counted) =>
  * its `list_counts` row plus its deltas (one version step each), from one scan of the deltas,
  * whose index holds an entry for every delta folded since the table was last vacuumed.
  */
-const countsRow = (c: Counted) =>
+const countsRow = (c: ListOf) =>
   sql`(SELECT coalesce(l.n, 0) + d.s AS ${sql.ref(TOTAL)}, coalesce(l.version, 0) + d.c AS ${sql.ref(VERSION)}
     FROM (SELECT coalesce(sum(delta), 0) AS s, count(*) AS c FROM list_count_deltas WHERE tbl = ${c.table} AND company_id = ${c.companyId}) AS d
     LEFT JOIN list_counts AS l ON l.tbl = ${c.table} AND l.company_id = ${c.companyId})`;
@@ -224,7 +227,7 @@ const shallowPage = reusableBy(
       (db as Kysely<any>)
         .selectFrom(table)
         .select(columns)
-        .select(totalOf({ tx: db, table, companyId: p.companyId, columns }).as(TOTAL))
+        .select(totalOf({ tx: db, table, companyId: p.companyId }).as(TOTAL))
         .where('company_id', '=', p.companyId),
       { column, id },
       direction,

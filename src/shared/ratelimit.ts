@@ -189,7 +189,11 @@ export class DatabaseStore extends SharedStore {
 async function addAll(db: Db, items: Addition[]): Promise<{ count: number; window_start: number }[]> {
   if (items.length === 1) return [(await first(db, addToWindow(db, items[0]!)))!];
   const lengths = new Map<number, Addition[]>();
-  for (const a of items) lengths.set(a.windowSeconds, [...(lengths.get(a.windowSeconds) ?? []), a]);
+  for (const a of items) {
+    const group = lengths.get(a.windowSeconds);
+    if (group) group.push(a);
+    else lengths.set(a.windowSeconds, [a]);
+  }
   const rows = new Map<string, { count: number; window_start: number }>();
   await Promise.all(
     [...lengths].map(async ([windowSeconds, group]) => {

@@ -59,12 +59,13 @@ export function validateProgression(p: unknown): Progression {
   throw badRequest('progression must be {"mode":"immediate"}, {"mode":"duration","ms":<integer ≥ 0>} or {"mode":"reads","reads":<integer ≥ 1>}');
 }
 
-/** The progression table and the fault rules in one statement (PostgreSQL: see forPhase). */
+/** The progression table and the fault rules, as `settings` reads them. */
 export interface SettingsRow {
   progression: ProgressionRow[];
   faults: FaultRow[];
 }
 
+/** The progression table and the fault rules in one statement (PostgreSQL: see forPhase). */
 const settings = reusable(
   () => sql<SettingsRow>`
       SELECT (SELECT coalesce(json_agg(p), '[]') FROM sim_progression p) AS progression,
