@@ -33,7 +33,6 @@ import { localRuntime } from './local/registry.js';
 import {
   ACTIVE,
   findApp,
-  appOfDeployment,
   appWithActive,
   currentRelease,
   newestDeployments,
@@ -303,7 +302,7 @@ const machine: PhaseMachine<DeploymentsTable, ApplicationsTable, typeof ADVANCE>
   kind: ADVANCE,
   operation: 'deployment',
   final: FINAL,
-  ownerOfRow: (tx, id) => appOfDeployment(tx, { id }),
+  ownerTable: 'applications',
   start,
   async request(tx, d, a, phase) {
     return {

@@ -225,14 +225,6 @@ export async function appById(tx: Tx, id: string): Promise<ApplicationsTable | u
   return first(tx, appOfId(tx, { id }));
 }
 
-/** The application of the deployment with id `id` (a deployment step reads it with the deployment). */
-export const appOfDeployment = reusable((db, p: { id: string }) =>
-  db
-    .selectFrom('applications')
-    .selectAll()
-    .where('id', '=', db.selectFrom('deployments').select('app_id').where('id', '=', p.id)),
-);
-
 const deploymentOfId = reusable((db, p: { id: string }) => db.selectFrom('deployments').selectAll().where('id', '=', p.id));
 
 /** An application and a deployment by id (either may be gone), read together (one round trip in a transaction on PostgreSQL). */

@@ -35,7 +35,7 @@ import {
 import * as envVars from '../env-vars/service.js';
 import { checkBranch, previewLabel } from './git.js';
 import { staticRuntime } from './local/registry.js';
-import { findSite, siteOfDeployment, type SiteStatus, type StaticSiteDeploymentsTable, type StaticSitesTable } from './storage.js';
+import { findSite, type SiteStatus, type StaticSiteDeploymentsTable, type StaticSitesTable } from './storage.js';
 import { deploymentListView, deploymentView } from './views.js';
 
 export const ADVANCE = 'static-site-deployment.advance';
@@ -253,7 +253,7 @@ const machine: PhaseMachine<StaticSiteDeploymentsTable, StaticSitesTable, typeof
   kind: ADVANCE,
   operation: OPERATION,
   final: FINAL,
-  ownerOfRow: (tx, id) => siteOfDeployment(tx, { id }),
+  ownerTable: 'static_sites',
   start: tryStart,
   advance: (ctx, d, s, req) => staticRuntime(ctx.app)?.advance(ctx, d, s, req),
   async request(_tx, d, s) {

@@ -4,7 +4,6 @@
 import type { Kysely, Migration } from 'kysely';
 import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { reusable } from '../../shared/db/reusable.js';
 import { notFound } from '../../shared/errors.js';
 
 export type SiteStatus = 'deploymentInProgress' | 'deploymentFailed' | 'deploymentSuccess' | 'deploymentCancelled' | 'deleting' | 'deletionFailed';
@@ -175,14 +174,6 @@ export async function findSite({ tx, companyId }: CallContext, id: string): Prom
 export async function siteById(tx: Tx, id: string): Promise<StaticSitesTable | undefined> {
   return tx.selectFrom('static_sites').selectAll().where('id', '=', id).executeTakeFirst();
 }
-
-/** The static site of the deployment with id `id` (a deployment step reads it with the deployment). */
-export const siteOfDeployment = reusable((db, p: { id: string }) =>
-  db
-    .selectFrom('static_sites')
-    .selectAll()
-    .where('id', '=', db.selectFrom('static_site_deployments').select('static_site_id').where('id', '=', p.id)),
-);
 
 /**
  * The latest successful deployment of a lane (`production` or `preview:<branch>`): what the lane

@@ -5,7 +5,7 @@
 // runtime driver and reschedules itself; in `reads` progression a client's read can run the step.
 // Every transition is a conditional update on the state it expects, so a step that runs twice
 // (after a crash, or from a read) changes nothing the second time.
-import type { CompiledQuery, Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { systemCall, type AppContext, type CallContext } from '../context.js';
 import { together, type Tx } from '../db/index.js';
 import { first, reusableBy } from '../db/reusable.js';
@@ -18,6 +18,8 @@ import { queryLogs, writeLogs, type LogLine, type LogQuery } from './logs.js';
 export type PhasedTable = 'deployments' | 'static_site_deployments';
 /** The column naming a row's owner (an application or a static site). */
 export type OwnerColumn = 'app_id' | 'static_site_id';
+/** The owners' tables. */
+export type OwnerTable = 'applications' | 'static_sites';
 /** Job kinds that drive one phased row. */
 export type PhaseJobName = { [K in JobName]: JobMap[K] extends { deploymentId: string } ? K : never }[JobName];
 export type FinalStatus = 'success' | 'failed' | 'cancelled' | 'skipped';
@@ -44,11 +46,8 @@ export interface PhaseMachine<R extends PhasedRow, O, K extends PhaseJobName = P
   /** The simulated runtime's operation name (progression and fault rules). */
   operation: string;
   final: ReadonlySet<string>;
-  /**
-   * The statement that reads the owner of the row with id `rowId` (none: nothing more to do): a
-   * step reads it with the row, in one round trip (see `together`).
-   */
-  ownerOfRow(tx: Tx, rowId: string): CompiledQuery<O>;
+  /** The owners' table: a step reads a row's owner (none: nothing more to do) with the row, in one round trip. */
+  ownerTable: OwnerTable;
   /** A waiting row: starts it (see `beginPhases`) when its turn has come, else when to look again. */
   start(ctx: CallContext, d: R, owner: O): Promise<Date | undefined>;
   /** What the runtime is told of the current phase (`phase`): the target (fault rules) and facts for its lines. */
@@ -94,6 +93,13 @@ export function logPhased<R extends PhasedRow>(tx: Tx, m: PhaseMachine<R, unknow
 
 // The machines' statements, one shape per table (and owner column, or extra columns set).
 const byId = reusableBy((db, [table]: [PhasedTable], p: { id: string }) => shared(db).selectFrom(table).selectAll().where('id', '=', p.id));
+/** The owner of the row with id `id`, by the row's owner column in a subquery (so it is read with the row, see stepPhases). */
+const ownerOfRow = reusableBy((db, [table, ownerColumn, ownerTable]: [PhasedTable, OwnerColumn, OwnerTable], p: { id: string }) =>
+  (db as unknown as Kysely<Record<OwnerTable, { id: string }>>)
+    .selectFrom(ownerTable)
+    .selectAll()
+    .where('id', '=', shared(db).selectFrom(table).select(ownerColumn).where('id', '=', p.id)),
+);
 const ownersById = reusableBy((db, [table, ownerColumn]: [PhasedTable, OwnerColumn], p: { id: string; ownerId: string }) =>
   shared(db).selectFrom(table).selectAll().where('id', '=', p.id).where(ownerColumn, '=', p.ownerId),
 );
@@ -213,7 +219,11 @@ export function environmentLines(env: { problems: string[]; vars: Record<string,
  */
 export async function stepPhases<R extends PhasedRow, O>(app: AppContext, tx: Tx, m: PhaseMachine<R, O, PhaseJobName>, id: string): Promise<Date | undefined> {
   // The row, its owner and what the runtime reads to judge a phase, in one round trip.
-  const [rows, owners, ...runtimeRead] = await together(tx, [byId(tx, [m.table], { id }), m.ownerOfRow(tx, id), ...(app.runtime.phaseReads?.(tx) ?? [])]);
+  const [rows, owners, ...runtimeRead] = await together(tx, [
+    byId(tx, [m.table], { id }),
+    ownerOfRow(tx, [m.table, m.ownerColumn, m.ownerTable], { id }),
+    ...(app.runtime.phaseReads?.(tx) ?? []),
+  ]);
   const d = rows![0] as R | undefined;
   if (!d || m.final.has(d.status)) return undefined;
   const owner = owners![0] as O | undefined;
