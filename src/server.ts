@@ -19,8 +19,8 @@ import type { Operation } from './shared/http/operation.js';
 import { parseJsonBody } from './shared/http/input.js';
 import { admit, countedAfter, registerOperations } from './shared/http/router.js';
 import * as idem from './shared/idempotency.js';
-import { LIST_COUNTS_VACUUM_MS, vacuumListCounts } from './shared/pagination.js';
 import { UUID_RE } from './shared/ids.js';
+import { CHURN_VACUUM_MS, vacuumChurning } from './shared/db/vacuum.js';
 import { moduleMigrations, modules } from './modules/index.js';
 import { registerAdmin } from './modules/admin/routes.js';
 import { bootstrap, type BootstrapResult } from './modules/accounts/service.js';
@@ -299,12 +299,12 @@ export async function createServer(config: Config, opts: { database?: Database; 
     void idem.sweep(database.db).catch(() => {});
   }, 10 * 60_000);
   sweeper.unref();
-  // PostgreSQL: the folded deltas of the list counts, vacuumed away while they are few.
+  // PostgreSQL: the dead rows of the job queue, the rate windows and the list counts, vacuumed away while they are few.
   const vacuumer =
     database.kind === 'postgres'
       ? setInterval(
-          () => void vacuumListCounts(database.db).catch((e: Error) => fastify.log.warn({ err: e.message }, 'list counts vacuum failed')),
-          LIST_COUNTS_VACUUM_MS,
+          () => void vacuumChurning(database.db).catch((e: Error) => fastify.log.warn({ err: e.message }, 'vacuum of the churning tables failed')),
+          CHURN_VACUUM_MS,
         )
       : undefined;
   vacuumer?.unref();

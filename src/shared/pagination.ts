@@ -353,22 +353,6 @@ export async function countDeltas(db: Kysely<any>): Promise<void> {
     END $$`.execute(db);
 }
 
-/** PostgreSQL: how often each server process vacuums the list-count tables (`vacuumListCounts`). */
-export const LIST_COUNTS_VACUUM_MS = 5_000;
-
-/**
- * PostgreSQL: vacuums `list_count_deltas` and `list_counts`. Every fold deletes deltas, and their
- * index entries stay until a vacuum: after 20,000 creates, a page's count subquery walked 20,050
- * entries for its 2 live deltas, 1.2 to 1.5 ms a page on every list read (EXPLAIN ANALYZE), where
- * a vacuumed index costs it well under 0.1 ms. Autovacuum, where it is on, visits a table at most
- * once a minute. Both tables hold a few rows per list, so each vacuum is short; SKIP_LOCKED: one
- * that another process is running is not waited for.
- */
-export async function vacuumListCounts(db: Kysely<any>): Promise<void> {
-  if (!isPostgres(db)) return;
-  await sql`VACUUM (SKIP_LOCKED) list_count_deltas, list_counts`.execute(db);
-}
-
 /** The `list_counts` table and, on PostgreSQL, the trigger function `countedTable` uses. */
 export async function createListCounts(db: Kysely<any>): Promise<void> {
   await db.schema

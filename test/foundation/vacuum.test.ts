@@ -1,0 +1,74 @@
+// PostgreSQL: every server process vacuums the tables whose rows churn at the rate of requests
+// (src/shared/db/vacuum.ts) every CHURN_VACUUM_MS, so that lookups through their indexes walk
+// live entries only, with autovacuum off (as on the machines these tests run on) or too slow.
+// Measured as the entries a bitmap index scan walks (live ones, and dead ones until a vacuum)
+// against the live rows, once the churn is over.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { CHURN_VACUUM_MS } from '../../src/shared/db/vacuum.js';
+import { createApp, trigger } from '../applications/support.js';
+
+/**
+ * The index entries a bitmap scan of `table` where `where` walks, and the rows it finds live
+ * (plain index and sequential scans are off: the plan must scan one index into a bitmap).
+ */
+async function entries(db: Kysely<any>, table: string, where: RawBuilder<unknown>) {
+  return db.transaction().execute(async (tx) => {
+    await sql`SET LOCAL enable_seqscan = off`.execute(tx);
+    await sql`SET LOCAL enable_indexscan = off`.execute(tx);
+    const plan = await sql<{ 'QUERY PLAN': unknown }>`EXPLAIN (ANALYZE, FORMAT JSON) SELECT 1 FROM ${sql.table(table)} WHERE ${where}`.execute(tx);
+    const scans: { 'Node Type': string; 'Actual Rows': number }[] = [];
+    const walk = (n: { Plans?: unknown[] } & Record<string, unknown>) => {
+      if (n['Node Type'] === 'Bitmap Index Scan') scans.push(n as never);
+      for (const c of n.Plans ?? []) walk(c as never);
+    };
+    walk((plan.rows[0]!['QUERY PLAN'] as { Plan: never }[])[0]!.Plan);
+    const live = await sql<{ n: string }>`SELECT count(*) AS n FROM ${sql.table(table)} WHERE ${where}`.execute(tx);
+    assert.equal(scans.length, 1, 'the plan scans one index once');
+    return { walked: scans[0]!['Actual Rows'], live: Number(live.rows[0]!.n) };
+  });
+}
+
+/** `entries` once a vacuum has left no dead ones (waiting at most three vacuum periods). */
+async function vacuumed(db: Kysely<any>, table: string, where: RawBuilder<unknown>) {
+  let now = await entries(db, table, where);
+  for (const until = Date.now() + CHURN_VACUUM_MS * 3; now.walked !== now.live && Date.now() < until;) {
+    await new Promise((r) => setTimeout(r, 200));
+    now = await entries(db, table, where);
+  }
+  return now;
+}
+
+describe('vacuum of the churning tables [postgres]', { skip: await skipUnless('postgres') }, () => {
+  const s = useServer({ db: 'postgres', rateLimits: GENEROUS });
+
+  it('the list-count tables: no entries of folded deltas are left to walk; the totals stay exact', async () => {
+    const { token: own, companyId } = await s.newCompany();
+    const db = s.app.database.db;
+    for (let i = 0; i < 40; i++) assert.equal((await s.post('/projects', { display_name: `vacuumed ${i}` }, { token: own })).status, 201);
+    // 40 sequential creates fold 35 or more deltas; until a vacuum their entries are walked too
+    // (40 entries for 5 live deltas without it, checked).
+    const after = await vacuumed(db, 'list_count_deltas', sql`tbl = 'projects' AND company_id = ${companyId}`);
+    assert.equal(after.walked, after.live, `entries walked after the vacuum: ${after.walked}, live deltas ${after.live}`);
+    assert.ok(after.live < 8);
+    assert.equal((await s.get('/projects', { token: own })).body.total, 40);
+  });
+
+  it('the job queue: a job handed from deployment to deployment leaves no entries of its old subjects to walk', async () => {
+    const db = s.app.database.db;
+    const app = await createApp(s);
+    // The first deployment runs (the default progression advances it on reads only); each later
+    // trigger supersedes the one waiting and takes over its queued job: the job row gets a new
+    // subject every time, and the old subject's index entry points at a dead version.
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) ids.push((await trigger(s, app.id)).id);
+    const subjects = sql`subject_id IN (${sql.join(ids)})`;
+    const during = await entries(db, 'jobs', subjects);
+    assert.equal(during.live, 2, 'one job for the running deployment, one handed over to the newest');
+    const after = await vacuumed(db, 'jobs', subjects);
+    assert.ok(during.walked > 20, `entries walked before a vacuum could run: ${during.walked}`);
+    assert.equal(after.walked, after.live, `entries walked after the vacuum: ${after.walked}, live jobs ${after.live}`);
+  });
+});
