@@ -2,7 +2,8 @@
 // (src/shared/db/vacuum.ts) every CHURN_VACUUM_MS, so that lookups through their indexes walk
 // live entries only, with autovacuum off (as on the machines these tests run on) or too slow.
 // Measured as the entries a bitmap index scan walks (live ones, and dead ones until a vacuum)
-// against the live rows, once the churn is over.
+// against the live rows, once the churn is over. The same tick analyzes the tables that hold rows
+// and were never analyzed: measured as the index a lookup's plan takes.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
@@ -70,5 +71,24 @@ describe('vacuum of the churning tables [postgres]', { skip: await skipUnless('p
     const after = await vacuumed(db, 'jobs', subjects);
     assert.ok(during.walked > 20, `entries walked before a vacuum could run: ${during.walked}`);
     assert.equal(after.walked, after.live, `entries walked after the vacuum: ${after.walked}, live jobs ${after.live}`);
+  });
+
+  it('a table that holds rows and was never analyzed is analyzed: a lookup of an application by id and company no longer walks the company', async () => {
+    const db = s.app.database.db;
+    const { id, company_id } = await createApp(s);
+    const analyzed = async () =>
+      (
+        await sql<{ analyzed: boolean }>`SELECT (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL) AS analyzed
+          FROM pg_stat_user_tables WHERE relname = 'applications' AND schemaname = current_schema()`.execute(db)
+      ).rows[0]!.analyzed;
+    for (const until = Date.now() + CHURN_VACUUM_MS * 3; !(await analyzed()) && Date.now() < until;) await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await analyzed(), true);
+    // Unanalyzed, the plan walked an index on the company (applications_name, checked); with
+    // statistics it takes the primary key, or reads the table's one page.
+    const plan = await sql<{ 'QUERY PLAN': unknown }>`EXPLAIN (FORMAT JSON) SELECT * FROM applications WHERE id = ${id} AND company_id = ${company_id}`.execute(
+      db,
+    );
+    const used = JSON.stringify(plan.rows[0]!['QUERY PLAN']).match(/"Index Name":"(\w+)"/)?.[1];
+    assert.ok(used === undefined || used === 'applications_pkey', `the lookup took ${used}`);
   });
 });
