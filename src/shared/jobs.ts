@@ -95,7 +95,25 @@ function jobRow<K extends JobName>(o: EnqueueOptions<K>): JobsTable {
   };
 }
 
-const insertJob = (tx: Tx, row: JobsTable) => later(tx, insertRows(tx, 'jobs', [row]));
+/**
+ * Transactions that queued a job due now, or made queued jobs due now: the router wakes this
+ * process's job runners after such a transaction commits (`madeJobsDue`), and only then. A job due
+ * later, or one another process queued, is found by the runners' poll (every `pollMs`).
+ */
+const madeDue = new WeakSet<Tx>();
+
+/** Notes that `tx` queued a job due at `runAt` (an ISO time). */
+function noteDue(tx: Tx, runAt: string): void {
+  if (runAt <= new Date().toISOString()) madeDue.add(tx);
+}
+
+/** Whether `tx` queued a job due now or made queued jobs due now (see `madeDue`). */
+export const madeJobsDue = (tx: Tx): boolean => madeDue.has(tx);
+
+function insertJob(tx: Tx, row: JobsTable): Promise<void> {
+  noteDue(tx, row.run_at);
+  return later(tx, insertRows(tx, 'jobs', [row]));
+}
 
 /** Lists of subjects up to this length have a statement of their own (see `subjectsUpdate`); longer ones are built each time. */
 const SHAPED_SUBJECTS = 8;
@@ -117,6 +135,7 @@ const subjectsShapes = reusableBy((db, [n, ofKind, set]: [number, 'kind' | 'any'
 /** Runs `subjectsUpdate` (after the transaction's next statement on PostgreSQL: see `later`). */
 async function updateSubjects(tx: Tx, subjectIds: readonly string[], kind: JobName | undefined, set: 'cancel' | 'runNow'): Promise<void> {
   if (!subjectIds.length) return;
+  if (set === 'runNow') madeDue.add(tx);
   const values = { now: new Date().toISOString(), kind, ...listValues(subjectIds, 'subject') };
   const n = subjectIds.length;
   await later(tx, n <= SHAPED_SUBJECTS ? subjectsShapes(tx, [n, kind ? 'kind' : 'any', set], values) : subjectsUpdate(tx, n, !!kind, values, set));
@@ -140,6 +159,7 @@ export async function supersedeJobs<K extends JobName>(tx: Tx, from: readonly st
   // The new job as `enqueue` would insert it; a job handed over takes its values but keeps its id.
   const row = jobRow(o);
   if (!from.length) return void (await insertJob(tx, row));
+  noteDue(tx, row.run_at);
   const values = { subjectId: o.subjectId, payload: row.payload, runAt: row.run_at, now: row.updated_at, kind: row.kind };
   // Whether any of `from` may still have a queued job of `kind` once the hand-over is done.
   let left: boolean;

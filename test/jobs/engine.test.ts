@@ -4,7 +4,8 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { migrate, type Database } from '../../src/shared/db/index.js';
-import { backoffMs, cancelJobs, enqueue, JobEngine, supersedeJobs } from '../../src/shared/jobs.js';
+import { backoffMs, cancelJobs, enqueue, JobEngine, madeJobsDue, runNow, supersedeJobs } from '../../src/shared/jobs.js';
+import type { Tx } from '../../src/shared/db/index.js';
 import { moduleMigrations } from '../../src/modules/index.js';
 import { DB_KINDS, openScratchDatabase, skipUnless } from '../helpers/server.js';
 import { sleep, waitFor } from '../helpers/util.js';
@@ -378,6 +379,40 @@ for (const kind of DB_KINDS) {
       // Nothing superseded: a new job.
       await supersede([], `f-${tag}`, due);
       assert.equal((await jobsOf(`f-${tag}`)).length, 1);
+    });
+
+    it('a transaction is known to have made work due now (the router wakes the runners after it commits) only when it did', async () => {
+      // No engine runs here. Each case is one transaction, rolled back: what it says of itself is what is checked.
+      const tag = `due-${Date.now()}`;
+      const later = new Date(Date.now() + 3600_000);
+      const said = async (work: (tx: Tx) => Promise<unknown>) => {
+        let due: boolean | undefined;
+        await database.db
+          .transaction()
+          .execute(async (tx) => {
+            await work(tx);
+            due = madeJobsDue(tx);
+            throw new Error('rolled back');
+          })
+          .catch(() => {});
+        return due;
+      };
+      await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.taken', payload: null, subjectId: `${tag}-a`, runAt: later }));
+      assert.equal(await said(async () => {}), false, 'nothing queued');
+      assert.equal(await said((tx) => enqueue(tx, { kind: 't.taken', payload: null })), true, 'a job due now');
+      assert.equal(await said((tx) => enqueue(tx, { kind: 't.taken', payload: null, runAt: later })), false, 'a job due later');
+      assert.equal(
+        await said((tx) => supersedeJobs(tx, [`${tag}-a`], { kind: 't.taken', payload: null, subjectId: `${tag}-b`, runAt: later })),
+        false,
+        'handed over, due later',
+      );
+      assert.equal(
+        await said((tx) => supersedeJobs(tx, [`${tag}-a`], { kind: 't.taken', payload: null, subjectId: `${tag}-b` })),
+        true,
+        'handed over, due now',
+      );
+      assert.equal(await said((tx) => cancelJobs(tx, `${tag}-a`)), false, 'cancelled');
+      assert.equal(await said((tx) => runNow(tx, [`${tag}-a`], 't.taken')), true, 'made due now');
     });
   });
 }

@@ -19,6 +19,7 @@ import { bucketFor, headersFor, type RateLimiter, type RateState } from '../rate
 import { isWrite, type Operation } from './operation.js';
 import { checkReferences } from './references.js';
 import { isSharedResult } from '../shared-results.js';
+import { madeJobsDue } from '../jobs.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -193,6 +194,8 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
           if (prior) return replay(reply, prior);
         }
         try {
+          // Whether the write queued work due now: the job runners are woken once it committed.
+          let due = false;
           const body =
             op.singleWrite && !key && app.database.kind === 'postgres'
               ? await op.handler(ctx as never)
@@ -202,10 +205,10 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
                   }
                   const result = await op.handler({ ...ctx, tx } as never);
                   if (key && companyId) await idem.complete(tx, companyId, key, { status: c.success, body: result });
+                  due = madeJobsDue(tx);
                   return result;
                 });
-          // A single write enqueues no job (see Operation.singleWrite): nothing to wake the runners for.
-          if (!op.singleWrite) app.jobs.wake();
+          if (due) app.jobs.wake();
           await app.keys.announced();
           return send(reply, c.success, body);
         } catch (e) {
