@@ -32,15 +32,22 @@ async function entries(db: Kysely<any>, table: string, where: RawBuilder<unknown
   });
 }
 
-/** `entries` once a vacuum has left no dead ones (waiting at most three vacuum periods). */
-async function vacuumed(db: Kysely<any>, table: string, where: RawBuilder<unknown>) {
-  let now = await entries(db, table, where);
-  for (const until = Date.now() + CHURN_VACUUM_MS * 3; now.walked !== now.live && Date.now() < until;) {
+/** `read()` again every 200 ms until `done` holds of it or three vacuum periods have passed; its last value. */
+async function withinTicks<T>(read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
+  let now = await read();
+  for (const until = Date.now() + CHURN_VACUUM_MS * 3; !done(now) && Date.now() < until;) {
     await new Promise((r) => setTimeout(r, 200));
-    now = await entries(db, table, where);
+    now = await read();
   }
   return now;
 }
+
+/** `entries` once a vacuum has left no dead ones (waiting at most three vacuum periods). */
+const vacuumed = (db: Kysely<any>, table: string, where: RawBuilder<unknown>) =>
+  withinTicks(
+    () => entries(db, table, where),
+    (e) => e.walked === e.live,
+  );
 
 describe('vacuum of the churning tables [postgres]', { skip: await skipUnless('postgres') }, () => {
   const s = useServer({ db: 'postgres', rateLimits: GENEROUS });
@@ -68,8 +75,8 @@ describe('vacuum of the churning tables [postgres]', { skip: await skipUnless('p
     const subjects = sql`subject_id IN (${sql.join(ids)})`;
     const during = await entries(db, 'jobs', subjects);
     assert.equal(during.live, 2, 'one job for the running deployment, one handed over to the newest');
-    const after = await vacuumed(db, 'jobs', subjects);
     assert.ok(during.walked > 20, `entries walked before a vacuum could run: ${during.walked}`);
+    const after = await vacuumed(db, 'jobs', subjects);
     assert.equal(after.walked, after.live, `entries walked after the vacuum: ${after.walked}, live jobs ${after.live}`);
   });
 
@@ -81,8 +88,7 @@ describe('vacuum of the churning tables [postgres]', { skip: await skipUnless('p
         await sql<{ analyzed: boolean }>`SELECT (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL) AS analyzed
           FROM pg_stat_user_tables WHERE relname = 'applications' AND schemaname = current_schema()`.execute(db)
       ).rows[0]!.analyzed;
-    for (const until = Date.now() + CHURN_VACUUM_MS * 3; !(await analyzed()) && Date.now() < until;) await new Promise((r) => setTimeout(r, 200));
-    assert.equal(await analyzed(), true);
+    assert.equal(await withinTicks(analyzed, (yes) => yes), true);
     // Unanalyzed, the plan walked an index on the company (applications_name, checked); with
     // statistics it takes the primary key, or reads the table's one page.
     const plan = await sql<{ 'QUERY PLAN': unknown }>`EXPLAIN (FORMAT JSON) SELECT * FROM applications WHERE id = ${id} AND company_id = ${company_id}`.execute(
