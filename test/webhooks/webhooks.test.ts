@@ -66,12 +66,12 @@ describe('webhook settings and guards (unit)', () => {
       const url = r.url.replace('127.0.0.1', 'localhost');
       // Production mode: localhost resolves to loopback, refused at connect time (the form check passes for https only, so use the guard directly).
       const agent = guardedAgent(true, 2000);
-      const res = await post(agent, false, 2000, url, {}, '{}');
+      const res = await post(agent, 2000, url, {}, '{}');
       assert.equal(res.ok, false);
       assert.match(res.response!, /refused to connect: localhost resolves to/);
       assert.equal(r.received.length, 0);
       // Local mode allows loopback.
-      const ok = await post(guardedAgent(false, 2000), false, 2000, url, {}, '{}');
+      const ok = await post(guardedAgent(false, 2000), 2000, url, {}, '{}');
       assert.equal(ok.ok, true);
       await agent.close();
     } finally {
