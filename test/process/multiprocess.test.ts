@@ -4,29 +4,38 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPgDatabase, REDIS_URL, redisSkip, skipUnless } from '../helpers/server.js';
+import pg from 'pg';
+import { createPgDatabase, PG_ADMIN_URL, REDIS_URL, redisSkip, skipUnless } from '../helpers/server.js';
 import { call, startChild, type ChildServer } from '../helpers/process.js';
 
 /**
  * Registers hooks that start two `slipway serve` processes on one new PostgreSQL database (with
  * `extra` in their environment; started together when `together`, so they race for migrations and
- * the bootstrap) and stop them; the handle is usable from tests.
+ * the bootstrap) and stop them; the handle is usable from tests. `urlOfB` gives the second process
+ * another URL of the database (e.g. through the Unix socket).
  */
-function twoServers(extra: Record<string, string>, together = false) {
-  const s = { token: `svl_${randomBytes(32).toString('hex')}`, a: undefined as unknown as ChildServer, b: undefined as unknown as ChildServer };
+function twoServers(extra: Record<string, string>, together = false, urlOfB = (url: string) => url) {
+  const s = {
+    token: `svl_${randomBytes(32).toString('hex')}`,
+    a: undefined as unknown as ChildServer,
+    b: undefined as unknown as ChildServer,
+    dbUrl: '',
+  };
   let db: Awaited<ReturnType<typeof createPgDatabase>>;
   let dir: string;
   before(async () => {
     db = await createPgDatabase();
     dir = mkdtempSync(join(tmpdir(), 'slipway-mp-'));
+    s.dbUrl = db.url;
     const env = { DATABASE_URL: db.url, SLIPWAY_BOOTSTRAP_TOKEN: s.token, SLIPWAY_SECRET_KEY: 'shared-secret', DATA_DIR: dir, ...extra };
-    if (together) [s.a, s.b] = await Promise.all([startChild([], env), startChild([], env)]);
+    const envB = { ...env, DATABASE_URL: urlOfB(db.url) };
+    if (together) [s.a, s.b] = await Promise.all([startChild([], env), startChild([], envB)]);
     else {
       s.a = await startChild([], env);
-      s.b = await startChild([], env);
+      s.b = await startChild([], envB);
     }
   });
   after(async () => {
@@ -187,3 +196,47 @@ for (const store of ['database', 'redis'] as const) {
     },
   );
 }
+
+/** Where the local PostgreSQL's Unix socket is (Debian's default). */
+const SOCKET_DIR = process.env.SLIPWAY_TEST_POSTGRES_SOCKET_DIR ?? '/var/run/postgresql';
+
+/** The database of `url` through the Unix socket in SOCKET_DIR (same port and user). */
+function viaSocket(url: string): string {
+  const u = new URL(url);
+  return `postgres:///${u.pathname.slice(1)}?host=${encodeURIComponent(SOCKET_DIR)}&port=${u.port || '5432'}&user=${u.username}`;
+}
+
+async function socketSkip(): Promise<string | boolean> {
+  const unavailable = await skipUnless('postgres');
+  if (unavailable) return unavailable;
+  const socket = join(SOCKET_DIR, `.s.PGSQL.${new URL(PG_ADMIN_URL).port || '5432'}`);
+  return existsSync(socket) ? false : `no PostgreSQL socket at ${socket} (SLIPWAY_TEST_POSTGRES_SOCKET_DIR names its folder)`;
+}
+
+describe("a server on PostgreSQL's Unix socket next to one on TCP", { skip: await socketSkip() }, () => {
+  const s = twoServers({}, false, viaSocket);
+
+  it('connects through the socket, and shares state and key changes with the process on TCP', async () => {
+    const created = await call(s.b.baseUrl, 'POST', '/projects', s.token, { display_name: 'Through the socket' });
+    assert.equal(created.status, 201);
+    assert.equal((await call(s.a.baseUrl, 'GET', `/projects/${created.body.id}`, s.token)).body.display_name, 'Through the socket');
+    // The second process's connections have no client address: they came through the socket
+    // (this check and the first process connect over TCP).
+    const admin = new pg.Client({ connectionString: s.dbUrl });
+    await admin.connect();
+    try {
+      const r = await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND client_port = -1');
+      assert.ok(r.rows[0]!.n > 0, 'no connection through the socket');
+    } finally {
+      await admin.end();
+    }
+    // A key disabled through the process on TCP is refused at once by the one on the socket.
+    const k = await call(s.a.baseUrl, 'POST', '/api-keys', s.token, { name: 'socket-key', capabilities: [{ permission: 'PROJECT:READ' }] });
+    assert.equal(k.status, 201);
+    assert.equal((await call(s.b.baseUrl, 'GET', '/projects', k.body.token)).status, 200);
+    assert.equal((await call(s.a.baseUrl, 'POST', `/api-keys/${k.body.id}/toggle`, s.token)).status, 200);
+    const refused = await call(s.b.baseUrl, 'GET', '/projects', k.body.token);
+    assert.equal(refused.status, 401);
+    assert.match(refused.body.message, /disabled/);
+  });
+});
