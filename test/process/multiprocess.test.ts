@@ -17,6 +17,17 @@ import { call, startChild, type ChildServer } from '../helpers/process.js';
  * the bootstrap) and stop them; the handle is usable from tests. `urlOfB` gives the second process
  * another URL of the database (e.g. through the Unix socket).
  */
+/** A new key (any read permission) of the two servers' company, used once on each process so both have it cached. */
+async function cachedKeyOf(s: ReturnType<typeof twoServers>) {
+  const k = await call(s.a.baseUrl, 'POST', '/api-keys', s.token, {
+    name: `k-${randomBytes(3).toString('hex')}`,
+    capabilities: [{ permission: 'PROJECT:READ' }],
+  });
+  assert.equal(k.status, 201, JSON.stringify(k.body));
+  for (const x of [s.a, s.b, s.a, s.b]) assert.equal((await call(x.baseUrl, 'GET', '/projects', k.body.token)).status, 200);
+  return k.body as { id: string; token: string };
+}
+
 function twoServers(extra: Record<string, string>, together = false, urlOfB = (url: string) => url) {
   const s = {
     token: `svl_${randomBytes(32).toString('hex')}`,
@@ -94,17 +105,7 @@ describe('two server processes on one PostgreSQL', { skip: await skipUnless('pos
 
 describe('API keys cached by two server processes on one PostgreSQL', { skip: await skipUnless('postgres') }, () => {
   const s = twoServers({});
-
-  /** A new key (any read permission), used once on each process so both have it cached. */
-  async function cachedKey() {
-    const k = await call(s.a.baseUrl, 'POST', '/api-keys', s.token, {
-      name: `k-${randomBytes(3).toString('hex')}`,
-      capabilities: [{ permission: 'PROJECT:READ' }],
-    });
-    assert.equal(k.status, 201, JSON.stringify(k.body));
-    for (const x of [s.a, s.b, s.a, s.b]) assert.equal((await call(x.baseUrl, 'GET', '/projects', k.body.token)).status, 200);
-    return k.body as { id: string; token: string };
-  }
+  const cachedKey = () => cachedKeyOf(s);
 
   it('a key disabled through one process is refused by the other at once, and works again once enabled', async () => {
     const k = await cachedKey();
@@ -231,11 +232,9 @@ describe("a server on PostgreSQL's Unix socket next to one on TCP", { skip: awai
       await admin.end();
     }
     // A key disabled through the process on TCP is refused at once by the one on the socket.
-    const k = await call(s.a.baseUrl, 'POST', '/api-keys', s.token, { name: 'socket-key', capabilities: [{ permission: 'PROJECT:READ' }] });
-    assert.equal(k.status, 201);
-    assert.equal((await call(s.b.baseUrl, 'GET', '/projects', k.body.token)).status, 200);
-    assert.equal((await call(s.a.baseUrl, 'POST', `/api-keys/${k.body.id}/toggle`, s.token)).status, 200);
-    const refused = await call(s.b.baseUrl, 'GET', '/projects', k.body.token);
+    const k = await cachedKeyOf(s);
+    assert.equal((await call(s.a.baseUrl, 'POST', `/api-keys/${k.id}/toggle`, s.token)).status, 200);
+    const refused = await call(s.b.baseUrl, 'GET', '/projects', k.token);
     assert.equal(refused.status, 401);
     assert.match(refused.body.message, /disabled/);
   });
