@@ -42,10 +42,24 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/**
+ * Startup options of every PostgreSQL connection: prepared statements use their generic plan from
+ * the first execution on (`plan_cache_mode`). Every statement is prepared once per connection
+ * (postgres-client.ts), and by default PostgreSQL plans a statement anew for each execution
+ * whenever it guesses that a plan for the given values beats the generic one: on the trigger path
+ * the superseding update and the application-with-active-deployment read, over the
+ * `(app_id, status)` index, were planned on every execution, a sixth of the database's CPU per
+ * trigger. Slipway's statements are index lookups whose best plan does not depend on the values.
+ * `PGOPTIONS` is added after it (a later `-c` wins); options in DATABASE_URL replace both (pg).
+ */
+export function connectionOptions(env: NodeJS.ProcessEnv = process.env): string {
+  return ['-c plan_cache_mode=force_generic_plan', env.PGOPTIONS].filter(Boolean).join(' ');
+}
+
 /** `groupCommit`: SQLite transactions committed in groups (group-commit.ts; on unless `false`). */
 export function openDatabase(opts: { databaseUrl?: string; dataDir: string; groupCommit?: boolean }): Database {
   if (opts.databaseUrl) {
-    const pool = new (pgDriver().Pool)({ connectionString: opts.databaseUrl, max: 10 });
+    const pool = new (pgDriver().Pool)({ connectionString: opts.databaseUrl, max: 10, options: connectionOptions() });
     // An idle connection that the server closes (restart, admin termination) must not crash the
     // process; the pool replaces it on the next query.
     pool.on('error', () => {});
