@@ -11,9 +11,15 @@ export interface ServiceSummary {
   cluster_id?: string | null;
 }
 
-export interface ServiceKind {
+/** What a module registers for a kind of service it owns. */
+export interface ServiceKindSource {
   /** The contract's service type name, e.g. `app`, `database`, `object-storage`. */
   type: string;
+  /** Those of the services `ids` (one or more) that exist in the caller's company, in one query, in any order. */
+  summaries(ctx: CallContext, ids: readonly string[]): Promise<ServiceSummary[]>;
+}
+
+export interface ServiceKind extends ServiceKindSource {
   /** The service `id` of the caller's company, if it exists. */
   find(ctx: CallContext, id: string): Promise<ServiceSummary | undefined>;
 }
@@ -21,8 +27,8 @@ export interface ServiceKind {
 export class ServiceRegistry {
   private kinds = new Map<string, ServiceKind>();
   private others = new Map<string, ServiceKind['find']>();
-  register(kind: ServiceKind): void {
-    this.kinds.set(kind.type, kind);
+  register(source: ServiceKindSource): void {
+    this.kinds.set(source.type, { ...source, find: async (ctx, id) => (await source.summaries(ctx, [id]))[0] });
   }
   /** A resource that is not a service (projects, registry credentials), for reference checks. */
   registerResource(type: string, find: ServiceKind['find']): void {

@@ -27,6 +27,8 @@ for (const kind of DB_KINDS) {
     let stubType: (typeof SERVICE_TYPES)[number];
     let unavailableType: (typeof SERVICE_TYPES)[number] | undefined;
     const stubServices = new Map<string, ServiceSummary & { companyId: string }>();
+    /** The ids each call of the stub kind's `summaries` was given. */
+    const summaryCalls: string[][] = [];
 
     const s = useServer({ db: kind, rateLimits: { general_write: 1000 } });
     before(async () => {
@@ -34,9 +36,12 @@ for (const kind of DB_KINDS) {
       stubType = SERVICE_TYPES.filter((t) => t !== unavailableType).at(-1)!;
       s.app.services.register({
         type: stubType,
-        find: async ({ companyId }, id) => {
-          const svc = stubServices.get(id);
-          return svc && svc.companyId === companyId ? { id: svc.id, name: svc.name, display_name: svc.display_name } : undefined;
+        summaries: async ({ companyId }, ids) => {
+          summaryCalls.push([...ids]);
+          return ids.flatMap((id) => {
+            const svc = stubServices.get(id);
+            return svc && svc.companyId === companyId ? [{ id: svc.id, name: svc.name, display_name: svc.display_name }] : [];
+          });
         },
       });
     });
@@ -267,6 +272,17 @@ for (const kind of DB_KINDS) {
       expectError(r, 400, new RegExp(`"${unavailableType}" is not available`));
       expectError(await s.delete(`/projects/${p.id}/services/${randomUUID()}?service_type=${unavailableType}`), 400, /not available/);
       assert.deepEqual((await s.get(`/projects/${p.id}`)).body.services, []);
+    });
+
+    it("a project's services of one kind are read together, not one by one", async () => {
+      const p = await createProject('Many services');
+      const added = ['Alpha', 'Beta', 'Gamma'].map((n) => stubService(`${n} service`));
+      for (const svc of added) expectStatus(await s.post(`/projects/${p.id}/services`, { service_id: svc.id, service_type: stubType }), 200);
+      summaryCalls.length = 0;
+      const g = expectStatus(await s.get(`/projects/${p.id}`), 200);
+      assert.deepEqual(g.services.map((x: { id: string }) => x.id).sort(), added.map((x) => x.id).sort());
+      assert.equal(summaryCalls.length, 1, 'one call for the kind');
+      assert.deepEqual([...summaryCalls[0]!].sort(), added.map((x) => x.id).sort());
     });
 
     it('adds and removes services; the project lists them', async () => {

@@ -71,10 +71,11 @@ export function stubKind(s: TestServer, type: string) {
   const services = new Map<string, ServiceSummary & { companyId: string }>();
   s.app.services.register({
     type,
-    find: async ({ companyId }, id) => {
-      const svc = services.get(id);
-      return svc && svc.companyId === companyId ? { id: svc.id, name: svc.name, display_name: svc.display_name } : undefined;
-    },
+    summaries: async ({ companyId }, ids) =>
+      ids.flatMap((id) => {
+        const svc = services.get(id);
+        return svc && svc.companyId === companyId ? [{ id: svc.id, name: svc.name, display_name: svc.display_name }] : [];
+      }),
   });
   return (companyId = s.companyId) => {
     const id = randomUUID();

@@ -341,16 +341,12 @@ const machine: PhaseMachine<DeploymentsTable, ApplicationsTable, typeof ADVANCE>
 export const advanceJob = (app: AppContext) => phaseJob(app, machine);
 
 /**
- * Counts a client's read of a deployment (or of its application). In `reads` progression the
- * read that completes a phase advances the deployment before answering, so polling loops see
- * deterministic transitions.
+ * Counts a client's read of a deployment (or of its application: of the deployment in progress,
+ * if any). In `reads` progression the read that completes a phase advances the deployment before
+ * answering, so polling loops see deterministic transitions. Resolves to whether it counted.
  */
-export async function noteRead(app: AppContext, appId: string, deploymentId?: string): Promise<void> {
-  const db = app.database.db;
-  const d = deploymentId
-    ? await db.selectFrom('deployments').select(['id', 'status']).where('id', '=', deploymentId).executeTakeFirst()
-    : await db.selectFrom('deployments').select(['id', 'status']).where('app_id', '=', appId).where('status', '=', 'inProgress').executeTakeFirst();
-  await countRead(app, machine, d, (tx) => lockApp(tx, appId));
+export function noteRead(app: AppContext, appId: string, d: { id: string; status: string } | undefined): Promise<boolean> {
+  return countRead(app, machine, d, (tx) => lockApp(tx, appId));
 }
 
 export async function listDeployments(ctx: CallContext, appId: string, page: Page) {

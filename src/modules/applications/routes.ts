@@ -244,7 +244,7 @@ import { localRuntime, setupLocalRuntime } from './local/index.js';
 export function setup(app: AppContext): void {
   app.jobs.register(dep.ADVANCE, dep.advanceJob(app));
   app.jobs.register(svc.DELETE_JOB, svc.deleteJob(app));
-  app.services.register({ type: 'app', find: svc.appSummary });
+  app.services.register({ type: 'app', summaries: svc.appSummaries });
   registerApplicationEvents(app);
   setupLocalRuntime(app);
 }

@@ -14,7 +14,7 @@ import { teardownStep } from '../../shared/runtime/phases.js';
 import { CLUSTER_BY_ID } from '../resources/catalog.js';
 import { forgetService, placeService } from '../projects/service.js';
 import { cancelActiveDeployments, createDeployment, lockApp, noteRead } from './deployments.js';
-import { appById, findApp, type ApplicationsTable } from './storage.js';
+import { appById, appWithActive, findApp, type ApplicationsTable } from './storage.js';
 
 export const DELETE_JOB = 'application.delete';
 
@@ -108,9 +108,9 @@ export function assertMutable(a: ApplicationsTable) {
 
 /** GET /applications/{id}; in `reads` progression the read counts (and may advance a deployment) first. */
 export async function getApp(ctx: CallContext, id: string) {
-  await findApp(ctx, id);
-  await noteRead(ctx.app, id);
-  return appDetailView(await findApp(ctx, id));
+  const { app: a, active } = await appWithActive(ctx, id);
+  const running = active.find((d) => d.status === 'inProgress');
+  return appDetailView((await noteRead(ctx.app, id, running)) ? await findApp(ctx, id) : a);
 }
 
 type Named = 'name' | 'namespace' | 'temp_domain';
@@ -363,11 +363,11 @@ export const deleteJob = (app: AppContext): JobKind<typeof DELETE_JOB> => ({
 });
 
 /** The service registry's view of an application (projects, cross-service checks). */
-export async function appSummary({ tx, companyId }: CallContext, id: string) {
+export function appSummaries({ tx, companyId }: CallContext, ids: readonly string[]) {
   return tx
     .selectFrom('applications')
     .select(['id', 'name', 'display_name', 'cluster_id'])
-    .where('id', '=', id)
+    .where('id', 'in', ids)
     .where('company_id', '=', companyId)
-    .executeTakeFirst();
+    .execute();
 }

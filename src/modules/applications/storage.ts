@@ -206,7 +206,8 @@ const appAndActive = reusable((db, p: { id: string; companyId: string }) =>
 
 /**
  * `findApp` and the application's active deployments (waiting or in progress) in one statement:
- * the trigger of a deployment reads both with the application's deployment lock held.
+ * the trigger of a deployment reads both with the application's deployment lock held, and a read
+ * of the application finds the one in progress that it may advance.
  */
 export async function appWithActive({ tx, companyId }: CallContext, id: string): Promise<{ app: ApplicationsTable; active: ActiveDeployment[] }> {
   const rows = await all(tx, appAndActive(tx, { id, companyId }));

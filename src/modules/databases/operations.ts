@@ -172,15 +172,16 @@ export const operationJob = (app: AppContext): JobKind<'database.operation'> => 
 /**
  * Counts a client's read of a database. In `reads` progression the read that completes the
  * phase of the running operation (or backup) advances it before answering, so polling loops see
- * deterministic transitions.
+ * deterministic transitions. Resolves to whether it counted (then the database is read again).
  */
 export async function noteRead(
   app: AppContext,
   d: DatabasesTable,
   stepBackup: (tx: Tx, databaseId: string, backupId: string) => Promise<Date | undefined>,
-): Promise<void> {
+): Promise<boolean> {
   const db = app.database.db;
-  if (d.runtime) return; // real engines: the server decides when an operation ends
+  if (d.runtime) return false; // real engines: the server decides when an operation ends
+  let counted = false;
   if (d.operation && d.op_started_at && (await app.simulation.progression(d.operation)).mode === 'reads') {
     const { operation, op_started_at } = d;
     await db.transaction().execute(async (tx) => {
@@ -192,10 +193,11 @@ export async function noteRead(
         .execute();
       await step(tx, app, d.id, operation, op_started_at);
     });
+    counted = true;
   }
   if (d.backup_status === 'inProgress' && (await app.simulation.progression('backup')).mode === 'reads') {
     const pending = await db.selectFrom('database_backups').select('id').where('database_id', '=', d.id).where('status', '=', 'pending').execute();
-    if (!pending.length) return;
+    if (!pending.length) return counted;
     await db.transaction().execute(async (tx) => {
       for (const b of pending) {
         await tx
@@ -207,5 +209,7 @@ export async function noteRead(
         await stepBackup(tx, d.id, b.id);
       }
     });
+    counted = true;
   }
+  return counted;
 }

@@ -215,7 +215,7 @@ export function setup(app: AppContext): void {
   registerRuntimeJobs(app);
   registerScheduleJobs(app);
   runtimes(app); // reads the SLIPWAY_DB_* settings now: a bad one stops the start
-  app.services.register({ type: 'database', find: (ctx, id) => svc.databaseSummary(ctx, id) });
+  app.services.register({ type: 'database', summaries: svc.databaseSummaries });
   registerDatabaseEvents(app);
 }
 

@@ -147,8 +147,9 @@ export async function createDatabase(ctx: CallContext, input: CreateInput) {
  */
 export async function getDatabase(ctx: CallContext, id: string) {
   const { app } = ctx;
-  await noteRead(app, await findDatabase(ctx, id), (tx, databaseId, backupId) => stepBackup(tx, app, databaseId, backupId));
-  return databaseDetailView(await findDatabase(ctx, id));
+  const d = await findDatabase(ctx, id);
+  const counted = await noteRead(app, d, (tx, databaseId, backupId) => stepBackup(tx, app, databaseId, backupId));
+  return databaseDetailView(counted ? await findDatabase(ctx, id) : d);
 }
 
 /** Bumps the simulated data version: the database was written to. */
@@ -407,9 +408,6 @@ export async function storageValue(ctx: CallContext, id: string, which: 'all' | 
 }
 
 /** The service registry's view of a database (projects list and check services through it). */
-export async function databaseSummary({ tx, companyId }: CallContext, id: string): Promise<ServiceSummary | undefined> {
-  return (
-    (await tx.selectFrom('databases').select(['id', 'name', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst()) ??
-    undefined
-  );
+export function databaseSummaries({ tx, companyId }: CallContext, ids: readonly string[]): Promise<ServiceSummary[]> {
+  return tx.selectFrom('databases').select(['id', 'name', 'display_name']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
 }

@@ -77,7 +77,7 @@ export const operations = [
 ];
 
 export function setup(app: AppContext): void {
-  app.services.register({ type: svc.KIND, find: svc.loadBalancerSummary });
+  app.services.register({ type: svc.KIND, summaries: svc.loadBalancerSummaries });
   registerEdge(app);
   // A removed application stops being a destination (the choice for deleted services: see README).
   app.events.on('application.removed', async (tx, { application: a }) => svc.removeDestinationsTo(tx, a.id));

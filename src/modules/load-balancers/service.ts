@@ -14,7 +14,7 @@
 // - a service that is removed stops being a destination anywhere (removeDestinationsTo, called on
 //   the application's `application.removed` signal and when a load balancer is deleted).
 //
-// Public functions for other modules: removeDestinationsTo, loadBalancerSummary.
+// Public functions for other modules: removeDestinationsTo, loadBalancerSummaries.
 import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
@@ -148,15 +148,8 @@ export async function deleteLoadBalancer(ctx: CallContext, id: string): Promise<
 }
 
 /** The service registry's view of a load balancer (projects, domains, destinations, references). */
-export async function loadBalancerSummary({ tx, companyId }: CallContext, id: string): Promise<ServiceSummary | undefined> {
-  return (
-    (await tx
-      .selectFrom('load_balancers')
-      .select(['id', 'name', 'display_name'])
-      .where('id', '=', id)
-      .where('company_id', '=', companyId)
-      .executeTakeFirst()) ?? undefined
-  );
+export function loadBalancerSummaries({ tx, companyId }: CallContext, ids: readonly string[]): Promise<ServiceSummary[]> {
+  return tx.selectFrom('load_balancers').select(['id', 'name', 'display_name']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
 }
 
 // --- Destinations --------------------------------------------------------------------------------

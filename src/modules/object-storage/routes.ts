@@ -107,7 +107,7 @@ export const operations = [
 export function setup(app: AppContext): void {
   createRuntime(app);
   app.jobs.register(SWEEP_JOB, sweepJob(app));
-  app.services.register({ type: 'object-storage', find: (ctx, id) => svc.bucketSummary(ctx, id) });
+  app.services.register({ type: 'object-storage', summaries: svc.bucketSummaries });
   registerEdge(app);
 }
 

@@ -344,13 +344,6 @@ export async function deleteObjects(ctx: CallContext, id: string, keys: string[]
 }
 
 /** The service registry's view of a bucket (projects and database backup targets find buckets through it). */
-export async function bucketSummary({ tx, companyId }: CallContext, id: string): Promise<ServiceSummary | undefined> {
-  return (
-    (await tx
-      .selectFrom('object_storages')
-      .select(['id', 'name', 'display_name'])
-      .where('id', '=', id)
-      .where('company_id', '=', companyId)
-      .executeTakeFirst()) ?? undefined
-  );
+export function bucketSummaries({ tx, companyId }: CallContext, ids: readonly string[]): Promise<ServiceSummary[]> {
+  return tx.selectFrom('object_storages').select(['id', 'name', 'display_name']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
 }

@@ -105,6 +105,6 @@ export const operations = [
 
 export function setup(app: AppContext): void {
   app.jobs.register(svc.EXPIRE_JOB, svc.expireJob(app));
-  app.services.register({ type: 'pipeline', find: svc.pipelineSummary });
+  app.services.register({ type: 'pipeline', summaries: svc.pipelineSummaries });
   app.events.on('application.removed', (tx, { application }) => svc.forgetApp(tx, application.id));
 }

@@ -505,7 +505,7 @@ export async function forgetApp(tx: Tx, appId: string): Promise<void> {
 }
 
 /** The service registry's view of a pipeline (projects list it among their services). */
-export async function pipelineSummary({ tx, companyId }: CallContext, id: string) {
-  const p = await tx.selectFrom('pipelines').select(['id', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
-  return p ? { id: p.id, name: p.display_name, display_name: p.display_name } : undefined;
+export async function pipelineSummaries({ tx, companyId }: CallContext, ids: readonly string[]) {
+  const found = await tx.selectFrom('pipelines').select(['id', 'display_name']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
+  return found.map((p) => ({ id: p.id, name: p.display_name, display_name: p.display_name }));
 }

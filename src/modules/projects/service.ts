@@ -7,6 +7,7 @@ import { badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { insertNamed } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
+import type { ServiceSummary } from '../../shared/services.js';
 
 const view = (p: ProjectsTable) => ({
   id: p.id,
@@ -61,9 +62,18 @@ export async function getProject(ctx: CallContext, id: string) {
   const { tx, app } = ctx;
   const p = await requireProject(ctx, id);
   const links = await tx.selectFrom('project_services').selectAll().where('project_id', '=', id).orderBy('created_at').orderBy('service_id').execute();
+  // One query per kind of service present, not one per service.
+  const idsOf = new Map<string, string[]>();
+  for (const l of links) {
+    const ids = idsOf.get(l.service_type);
+    if (ids) ids.push(l.service_id);
+    else idsOf.set(l.service_type, [l.service_id]);
+  }
+  const found = new Map<string, ServiceSummary>();
+  for (const [type, ids] of idsOf) for (const s of (await app.services.get(type)?.summaries(ctx, ids)) ?? []) found.set(`${type}:${s.id}`, s);
   const services = [];
   for (const l of links) {
-    const s = await app.services.get(l.service_type)?.find(ctx, l.service_id);
+    const s = found.get(`${l.service_type}:${l.service_id}`);
     if (s) services.push({ id: s.id, name: s.name, display_name: s.display_name, type: l.service_type as 'app' });
   }
   return { ...view(p), services };

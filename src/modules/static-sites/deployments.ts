@@ -286,16 +286,20 @@ const machine: PhaseMachine<StaticSiteDeploymentsTable, StaticSitesTable, typeof
 export const advanceJob = (app: AppContext) => phaseJob(app, machine);
 
 /**
- * Counts a client's read of a deployment (or of its site, for the running production
- * deployment). In `reads` progression the read that completes a phase advances the deployment
- * before answering, so polling loops see deterministic transitions.
+ * Counts a client's read of a deployment (`d`), or of its site (no `d`: of the running production
+ * deployment, if any). In `reads` progression the read that completes a phase advances the
+ * deployment before answering, so polling loops see deterministic transitions. Resolves to
+ * whether it counted.
  */
-export async function noteRead(app: AppContext, siteId: string, deploymentId?: string): Promise<void> {
-  const db = app.database.db;
-  let q = db.selectFrom('static_site_deployments').select(['id', 'status', 'lane']).where('static_site_id', '=', siteId);
-  q = deploymentId ? q.where('id', '=', deploymentId) : q.where('lane', '=', PRODUCTION).where('status', '=', 'inProgress');
-  const d = await q.executeTakeFirst();
-  await countRead(app, machine, d, (tx, { lane }) => lockLane(tx, siteId, lane));
+export async function noteRead(app: AppContext, siteId: string, d?: Pick<StaticSiteDeploymentsTable, 'id' | 'status' | 'lane'>): Promise<boolean> {
+  d ??= await app.database.db
+    .selectFrom('static_site_deployments')
+    .select(['id', 'status', 'lane'])
+    .where('static_site_id', '=', siteId)
+    .where('lane', '=', PRODUCTION)
+    .where('status', '=', 'inProgress')
+    .executeTakeFirst();
+  return countRead(app, machine, d, (tx, { lane }) => lockLane(tx, siteId, lane));
 }
 
 export async function listDeployments(ctx: CallContext, siteId: string, page: Page) {

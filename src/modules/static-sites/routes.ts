@@ -108,7 +108,7 @@ export const operations = [
 export function setup(app: AppContext): void {
   app.jobs.register(dep.ADVANCE, dep.advanceJob(app));
   app.jobs.register(svc.DELETE_JOB, svc.deleteJob(app));
-  app.services.register({ type: 'static-site', find: svc.siteSummary });
+  app.services.register({ type: 'static-site', summaries: svc.siteSummaries });
   registerStaticSiteEvents(app);
   setupStaticRuntime(app);
 }

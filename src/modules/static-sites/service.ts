@@ -38,9 +38,8 @@ export async function listSites({ tx, companyId, scope }: CallContext, page: Pag
 
 /** GET /static-sites/{id}; in `reads` progression the read counts toward the running production deployment first. */
 export async function getSite(ctx: CallContext, id: string) {
-  await findSite(ctx, id);
-  await noteRead(ctx.app, id);
-  return siteView(await findSite(ctx, id));
+  const site = await findSite(ctx, id);
+  return siteView((await noteRead(ctx.app, id)) ? await findSite(ctx, id) : site);
 }
 
 export interface CreateInput {
@@ -288,6 +287,6 @@ export async function trafficMetric(ctx: CallContext, id: string, metric: Traffi
 }
 
 /** The service registry's view of a static site (projects, domains). Sites have no region. */
-export async function siteSummary({ tx, companyId }: CallContext, id: string) {
-  return tx.selectFrom('static_sites').select(['id', 'name', 'display_name']).where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+export function siteSummaries({ tx, companyId }: CallContext, ids: readonly string[]) {
+  return tx.selectFrom('static_sites').select(['id', 'name', 'display_name']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
 }

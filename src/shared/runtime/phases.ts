@@ -141,18 +141,18 @@ export async function findPhased<R extends PhasedRow>(tx: Tx, m: PhaseMachine<R,
 
 /**
  * GET of one of the owner's rows (404 when it is not the owner's). `note` is the module's read
- * counter: in `reads` progression the read counts (and may advance the row) before the answer.
+ * counter: in `reads` progression the read counts (and may advance the row) before the answer,
+ * which is then read again; a read that did not count answers with the row as first read.
  */
 export async function readPhased<R extends PhasedRow>(
   ctx: CallContext,
   m: PhaseMachine<R, unknown, PhaseJobName>,
   ownerId: string,
   id: string,
-  note: (app: AppContext, ownerId: string, id: string) => Promise<void>,
+  note: (app: AppContext, ownerId: string, row: R) => Promise<boolean>,
 ): Promise<R> {
-  await findPhased(ctx.tx, m, ownerId, id);
-  await note(ctx.app, ownerId, id);
-  return findPhased(ctx.tx, m, ownerId, id);
+  const row = await findPhased(ctx.tx, m, ownerId, id);
+  return (await note(ctx.app, ownerId, row)) ? findPhased(ctx.tx, m, ownerId, id) : row;
 }
 
 /** The build log of one of the owner's rows (404 when it is not the owner's); `service` names the owner. */
@@ -287,17 +287,18 @@ export function phaseJob<R extends PhasedRow, O, K extends PhaseJobName>(app: Ap
 /**
  * Counts a client's read of an in-progress row (`d`, read by the module). In `reads` progression
  * the read that completes a phase advances the row before answering, so polling loops see
- * deterministic transitions. `lock` takes the module's lock on the row's queue first.
+ * deterministic transitions. `lock` takes the module's lock on the row's queue first. Resolves to
+ * whether the read counted (the row, and what follows it, may have changed: read them again).
  */
 export async function countRead<R extends PhasedRow, O, D extends { id: string; status: string }>(
   app: AppContext,
   m: PhaseMachine<R, O, PhaseJobName>,
   d: D | undefined,
   lock: (tx: Tx, d: D) => Promise<void>,
-): Promise<void> {
-  if (!d || d.status !== 'inProgress') return;
+): Promise<boolean> {
+  if (!d || d.status !== 'inProgress') return false;
   const p = await app.simulation.progression(m.operation);
-  if (p.mode !== 'reads') return;
+  if (p.mode !== 'reads') return false;
   await app.database.db.transaction().execute(async (tx) => {
     await lock(tx, d);
     await shared(tx)
@@ -309,6 +310,7 @@ export async function countRead<R extends PhasedRow, O, D extends { id: string; 
     // Follow-up steps that need no reads (e.g. the start of the next phase) happen at once.
     for (let i = 0; at && at.getTime() <= Date.now() && i < 3; i++) at = await stepPhases(app, tx, m, d.id);
   });
+  return true;
 }
 
 /** Cancels an active row on request (400 when it is, or has just become, final). */
