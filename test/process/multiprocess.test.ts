@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { createPgDatabase, PG_ADMIN_URL, REDIS_URL, redisSkip, skipUnless } from '../helpers/server.js';
 import { call, startChild, type ChildServer } from '../helpers/process.js';
+import { ACK_CHANNEL, AUTH_CHANNEL, LISTENER_NAME } from '../../src/shared/auth/keycache.js';
 
 /**
  * Registers hooks that start two `slipway serve` processes on one new PostgreSQL database (with
@@ -138,7 +139,78 @@ describe('API keys cached by two server processes on one PostgreSQL', { skip: aw
       assert.match(r.body.message, /deleted/);
     }
   });
+
+  it('a change is answered only once every other listening process acknowledged it', async () => {
+    const k = await cachedKey();
+    const third = await listenerOf(s.dbUrl, 300);
+    try {
+      const rotated = await call(s.a.baseUrl, 'POST', `/api-keys/${k.id}/rotate`, s.token, {});
+      const answeredAt = Date.now();
+      assert.equal(rotated.status, 200);
+      // The stand-in acknowledged 300 ms after the change reached it, and the answer waited for it.
+      assert.equal(third.sentAt.length, 1);
+      assert.ok(answeredAt >= third.sentAt[0]!, `answered ${third.sentAt[0]! - answeredAt} ms before the acknowledgement`);
+      // B acknowledged too (A does not acknowledge its own change).
+      const listeners = await third.listenerPids();
+      assert.equal(listeners.length, 2);
+      assert.equal(third.ackers.size, 1);
+      assert.ok(listeners.includes([...third.ackers][0]!));
+      assert.equal((await call(s.b.baseUrl, 'GET', '/projects', k.token)).status, 401);
+    } finally {
+      await third.end();
+    }
+  });
+
+  it('a listening process that never acknowledges delays a change only for a bounded time', async () => {
+    const k = await cachedKey();
+    const silent = await listenerOf(s.dbUrl, null);
+    try {
+      const rotated = await call(s.a.baseUrl, 'POST', `/api-keys/${k.id}/rotate`, s.token, {});
+      assert.equal(rotated.status, 200);
+      assert.equal((await call(s.b.baseUrl, 'GET', '/projects', k.token)).status, 401);
+      assert.equal((await call(s.b.baseUrl, 'GET', '/projects', rotated.body.token)).status, 200);
+    } finally {
+      await silent.end();
+    }
+  });
 });
+
+/**
+ * A stand-in for a third process's key-cache listener on `url`: it acknowledges each key change
+ * `delayMs` after it arrives (never when null), noting when it sent each acknowledgement and which
+ * other backends acknowledged.
+ */
+async function listenerOf(url: string, delayMs: number | null) {
+  const client = new pg.Client({ connectionString: url, application_name: LISTENER_NAME });
+  await client.connect();
+  const own = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+  const sentAt: number[] = [];
+  const ackers = new Set<number>();
+  client.on('notification', (n) => {
+    if (n.channel === ACK_CHANNEL) {
+      if (n.processId !== own) ackers.add(n.processId);
+    } else if (delayMs !== null) {
+      setTimeout(() => {
+        sentAt.push(Date.now());
+        client.query('SELECT pg_notify($1, $2)', [ACK_CHANNEL, n.payload]).catch(() => {});
+      }, delayMs);
+    }
+  });
+  await client.query(`LISTEN ${AUTH_CHANNEL}; LISTEN ${ACK_CHANNEL}`);
+  return {
+    sentAt,
+    ackers,
+    /** The Slipway processes' listeners (not this one). */
+    listenerPids: async () =>
+      (
+        await client.query<{ pid: number }>(
+          'SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database() AND pid <> pg_backend_pid()',
+          [LISTENER_NAME],
+        )
+      ).rows.map((r) => r.pid),
+    end: () => client.end(),
+  };
+}
 
 describe('rate-limit counters in Redis shared by two server processes', { skip: (await skipUnless('postgres')) || (await redisSkip()) }, () => {
   const s = twoServers({

@@ -4,7 +4,11 @@
 // request reads (one indexed row, in-process), and send a NOTIFY on PostgreSQL, which each
 // process LISTENs for. While the LISTEN connection is down the cache is bypassed, and so it is in
 // the process that makes a change from the moment it announces it (`changing`, inside its
-// transaction) until that transaction's NOTIFY comes back: its own next request sees the change.
+// transaction) until that transaction's NOTIFY comes back. Every process acknowledges the changes
+// of the others once it has cleared its cache (a NOTIFY on ACK_CHANNEL), and the process that made
+// a change answers only when every other listening process has acknowledged it (`announced`): the
+// NOTIFY reaches each listener on its own connection, so without the acknowledgements another
+// process could still serve the old key to the client's very next request.
 import { sql } from 'kysely';
 import type SQLite from 'better-sqlite3';
 import type PG from 'pg';
@@ -14,6 +18,10 @@ import { pgDriver, type Database, type Tx } from '../db/index.js';
 import { contentVersion } from '../db/content-version.js';
 
 export const AUTH_CHANNEL = 'slipway_auth_changed';
+/** Where a process acknowledges another's change (payload: the change's transaction id). */
+export const ACK_CHANNEL = 'slipway_auth_ack';
+/** The `application_name` of the LISTEN connections, by which a process finds the others. */
+export const LISTENER_NAME = 'slipway-auth-listener';
 
 export interface KeyRows {
   key: ApiKeysTable;
@@ -46,6 +54,11 @@ export class KeyCache {
   private retry: NodeJS.Timeout | undefined;
   /** PostgreSQL: this process's transactions that change keys or companies, until their NOTIFY (deadline). */
   private pending = new Map<string, number>();
+  /**
+   * PostgreSQL: this process's changes whose NOTIFY came back, until every other listener
+   * acknowledged them, with the backend ids of those that did (also gathered while still pending).
+   */
+  private acks = new Map<string, { until: number; by: Set<number> }>();
   private waiters: (() => void)[] = [];
   /**
    * SQLite: the generation, read on every request straight from the file (a fifth of a cached
@@ -77,16 +90,24 @@ export class KeyCache {
   }
 
   private async listen(): Promise<void> {
-    const client = new (pgDriver().Client)({ connectionString: this.databaseUrl });
+    const client = new (pgDriver().Client)({ connectionString: this.databaseUrl, application_name: LISTENER_NAME });
     client.on('notification', (n) => {
-      if (n.payload) this.pending.delete(n.payload);
-      this.invalidate();
+      const id = n.payload ?? '';
+      if (n.channel === ACK_CHANNEL) this.acked(id, n.processId);
+      else {
+        this.invalidate();
+        const ours = this.pending.get(id);
+        if (ours !== undefined) {
+          this.pending.delete(id);
+          this.acks.set(id, { until: ours, by: this.acks.get(id)?.by ?? new Set() });
+        } else client.query('SELECT pg_notify($1, $2)', [ACK_CHANNEL, id]).catch(() => {});
+      }
       for (const w of this.waiters.splice(0)) w();
     });
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
     await client.connect();
-    await client.query(`LISTEN ${AUTH_CHANNEL}`);
+    await client.query(`LISTEN ${AUTH_CHANNEL}; LISTEN ${ACK_CHANNEL}`);
     if (this.stopped) return void (await client.end());
     this.listener = client;
     // Whatever changed while nobody listened: start empty.
@@ -121,19 +142,47 @@ export class KeyCache {
     this.invalidate();
   }
 
+  /** Another process cleared its cache for change `id` (kept only for this process's changes). */
+  private acked(id: string, backend: number) {
+    if (this.pending.has(id) && !this.acks.has(id)) this.acks.set(id, { until: this.pending.get(id)!, by: new Set() });
+    this.acks.get(id)?.by.add(backend);
+  }
+
   /**
-   * Resolves once every change announced by `changing` has come back as a NOTIFY (at most
-   * `timeoutMs`): called after a commit, before answering, so that the other processes, which get
-   * the same NOTIFY at the same moment, have it too by the time the client's next request arrives.
+   * Resolves once every change announced by `changing` has come back as a NOTIFY and every other
+   * process listening then has acknowledged it, i.e. cleared its cache (at most `timeoutMs` in all):
+   * called after a commit, before answering, so that the client's next request, whichever process
+   * it reaches, is answered from what the change left.
    */
   async announced(timeoutMs = 2000): Promise<void> {
+    if (this.pending.size === 0 && this.acks.size === 0) return;
     const deadline = Date.now() + timeoutMs;
-    while (!this.settled(Date.now()) && this.listening && Date.now() < deadline) {
+    const until = (done: () => boolean) => this.waitFor(done, deadline);
+    await until(() => this.settled(Date.now()));
+    if (this.acks.size === 0 || !this.listener) return;
+    const others = await this.listener
+      .query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database() AND pid <> pg_backend_pid()', [
+        LISTENER_NAME,
+      ])
+      .then((r) => r.rows.map((row) => row.pid))
+      .catch(() => []);
+    await until(() => this.acknowledged(others, Date.now()));
+  }
+
+  /** Waits (woken by each notification, or every 50 ms) until `done`, the deadline, or a lost listener. */
+  private async waitFor(done: () => boolean, deadline: number): Promise<void> {
+    while (!done() && this.listening && Date.now() < deadline) {
       await new Promise<void>((resolve) => {
         this.waiters.push(resolve);
         setTimeout(resolve, 50).unref();
       });
     }
+  }
+
+  /** Drops the changes every one of `others` acknowledged (or past their deadline); true when none is left. */
+  private acknowledged(others: number[], now: number): boolean {
+    for (const [id, a] of this.acks) if (a.until <= now || others.every((pid) => a.by.has(pid))) this.acks.delete(id);
+    return this.acks.size === 0;
   }
 
   private settled(now: number): boolean {
