@@ -43,7 +43,7 @@ export interface PageResult<T> {
 /** The highest total a list reports (and the highest offset it accepts). */
 const MAX_TOTAL = 10000;
 const BOOKMARK_EVERY = 250;
-/** The column a shallow counted page's rows carry the list's total in (removed before returning). */
+/** The column the rows of a shallow counted page, or of any page of another list, carry its total in (removed before returning). */
 const TOTAL = '__list_total';
 /** The column a deep counted page's rows carry the list's version in (removed before returning). */
 const VERSION = '__list_version';
@@ -100,9 +100,10 @@ const pages = new Map<string, CachedPage>();
 const MAX_CACHED_PAGES = 2000;
 
 /**
- * Runs `base` (a query, or a function that builds it) twice: once counted, once ordered and
- * sliced. `counted`: `base` is the company's whole list of that table (no further filter), so the
- * count and the deep offsets come from `list_counts` and the bookmarks.
+ * The page of `base` (a query, or a function that builds it), ordered and sliced, and its total:
+ * the rows carry the count, which is asked for alone only when the page is empty. `counted`:
+ * `base` is the company's whole list of that table (no further filter), so the count and the deep
+ * offsets come from `list_counts` and the bookmarks.
  */
 export async function paginate<DB, TB extends keyof DB, O>(
   base: SelectQueryBuilder<DB, TB, O> | (() => SelectQueryBuilder<DB, TB, O>),
@@ -152,9 +153,17 @@ async function page_<DB, TB extends keyof DB, O>(
   // A query built only when it runs: a page served from memory costs no query building either.
   const b = (typeof base === 'function' ? base() : base) as any;
   const slice = (q: any, skip: number, from?: [string, string]) => sliced(q, order, direction, page.limit, skip, from).execute() as Promise<any[]>;
+  if (!counted) {
+    // The page's rows carry the count (a subquery run once per statement): one query instead of
+    // two, and an empty page (no row to carry it) asks for the count alone.
+    const counting = b.clearSelect().select((eb: any) => eb.fn.countAll().as('n'));
+    const rows = await slice(b.select(counting.as(TOTAL)), page.offset);
+    if (rows.length) return envelope(...carried(rows, TOTAL));
+    return envelope([], Number((await counting.executeTakeFirst())?.n ?? 0));
+  }
   // Deep offsets of a counted list in its own order start from a bookmark.
-  const bookmarked = counted && page.offset >= BOOKMARK_EVERY && direction === 'asc' && order.column === 'created_at';
-  if (counted && bookmarked) {
+  const bookmarked = page.offset >= BOOKMARK_EVERY && direction === 'asc' && order.column === 'created_at';
+  if (bookmarked) {
     // With the list's bookmarks known, one query whose rows carry the list's total and version:
     // the page stands if that version is still the bookmarks' own (else, or for an empty page,
     // the current version and its bookmarks are read first, below).
@@ -168,19 +177,8 @@ async function page_<DB, TB extends keyof DB, O>(
       if (rows.length && Number(rows[0][VERSION]) === known.version) return envelope(...carried(rows, TOTAL, VERSION));
     }
   }
-  let total: number;
-  let start: { from: [string, string]; skip: number } | undefined;
-  if (counted) {
-    const stats = await listStats(counted);
-    total = stats.n;
-    if (bookmarked && page.offset < total) start = fromBookmark(await bookmarksOf(counted, stats.version), page.offset);
-  } else {
-    const countRow = await b
-      .clearSelect()
-      .select((eb: any) => eb.fn.countAll().as('n'))
-      .executeTakeFirst();
-    total = Number(countRow?.n ?? 0);
-  }
+  const { n: total, version } = await listStats(counted);
+  const start = bookmarked && page.offset < total ? fromBookmark(await bookmarksOf(counted, version), page.offset) : undefined;
   return envelope(await slice(b, start?.skip ?? page.offset, start?.from), total);
 }
 
