@@ -112,6 +112,27 @@ for (const kind of DB_KINDS) {
       expectError(await s.get('/api-keys?limit=101', { token }), 400);
     });
 
+    it('a list without kept counts reads its page and total in one query; an empty page asks for the count alone', async () => {
+      const { token: own, companyId } = await s.newCompany();
+      for (let i = 0; i < 3; i++) assert.equal((await s.post('/projects', { display_name: `carried ${i}` }, { token: own })).status, 201);
+      let queries = 0;
+      const counting = s.app.database.db.withPlugin({
+        transformQuery: (a) => a.node,
+        transformResult: async (a) => (queries++, a.result),
+      });
+      // Not `counted`: the page of any query, its total counted with it.
+      const read = (offset: number) => paginate(counting.selectFrom('projects').selectAll().where('company_id', '=', companyId), { limit: 2, offset });
+      const names = (p: { data: { display_name: string }[] }) => p.data.map((r) => r.display_name);
+      const listed = names((await s.get('/projects', { token: own })).body);
+      const first = await read(0);
+      assert.deepEqual([first.total, names(first), queries], [3, listed.slice(0, 2), 1]);
+      assert.ok(!first.data.some((r) => Object.keys(r).some((k) => k.startsWith('__'))), 'the carried count is not in the rows');
+      const second = await read(2);
+      assert.deepEqual([second.total, names(second), queries], [3, listed.slice(2), 2]);
+      const empty = await read(3);
+      assert.deepEqual([empty.total, empty.data, queries], [3, [], 4]);
+    });
+
     if (kind === 'postgres')
       it('on PostgreSQL, identical page reads made in the same turn of the event loop share one query', async () => {
         const { token: own, companyId } = await s.newCompany();
