@@ -179,9 +179,15 @@ export class KeyCache {
     }
   }
 
-  /** Drops the changes every one of `others` acknowledged (or past their deadline); true when none is left. */
+  /**
+   * Drops the changes whose NOTIFY came back and that every one of `others` acknowledged (or that
+   * are past their deadline); true when none is left. A change still pending keeps the
+   * acknowledgements that came before its own NOTIFY.
+   */
   private acknowledged(others: number[], now: number): boolean {
-    for (const [id, a] of this.acks) if (a.until <= now || others.every((pid) => a.by.has(pid))) this.acks.delete(id);
+    for (const [id, a] of this.acks) {
+      if (a.until <= now || (!this.pending.has(id) && others.every((pid) => a.by.has(pid)))) this.acks.delete(id);
+    }
     return this.acks.size === 0;
   }
 
