@@ -112,37 +112,37 @@ for (const kind of DB_KINDS) {
       expectError(await s.get('/api-keys?limit=101', { token }), 400);
     });
 
-    it('a list without kept counts reads its page and total in one query; an empty page asks for the count alone', async () => {
+    /** A new company with three projects (`${prefix} 0` to 2), and a query builder that counts the statements it runs. */
+    async function threeProjects(prefix: string) {
       const { token: own, companyId } = await s.newCompany();
-      for (let i = 0; i < 3; i++) assert.equal((await s.post('/projects', { display_name: `carried ${i}` }, { token: own })).status, 201);
-      let queries = 0;
+      for (let i = 0; i < 3; i++) assert.equal((await s.post('/projects', { display_name: `${prefix} ${i}` }, { token: own })).status, 201);
+      const ran = { queries: 0 };
       const counting = s.app.database.db.withPlugin({
         transformQuery: (a) => a.node,
-        transformResult: async (a) => (queries++, a.result),
+        transformResult: async (a) => (ran.queries++, a.result),
       });
+      return { own, companyId, counting, ran };
+    }
+
+    it('a list without kept counts reads its page and total in one query; an empty page asks for the count alone', async () => {
+      const { own, companyId, counting, ran } = await threeProjects('carried');
       // Not `counted`: the page of any query, its total counted with it.
       const read = (offset: number) => paginate(counting.selectFrom('projects').selectAll().where('company_id', '=', companyId), { limit: 2, offset });
       const names = (p: { data: { display_name: string }[] }) => p.data.map((r) => r.display_name);
       const listed = names((await s.get('/projects', { token: own })).body);
       const first = await read(0);
-      assert.deepEqual([first.total, names(first), queries], [3, listed.slice(0, 2), 1]);
+      assert.deepEqual([first.total, names(first), ran.queries], [3, listed.slice(0, 2), 1]);
       assert.ok(!first.data.some((r) => Object.keys(r).some((k) => k.startsWith('__'))), 'the carried count is not in the rows');
       const second = await read(2);
-      assert.deepEqual([second.total, names(second), queries], [3, listed.slice(2), 2]);
+      assert.deepEqual([second.total, names(second), ran.queries], [3, listed.slice(2), 2]);
       const empty = await read(3);
-      assert.deepEqual([empty.total, empty.data, queries], [3, [], 4]);
+      assert.deepEqual([empty.total, empty.data, ran.queries], [3, [], 4]);
     });
 
     if (kind === 'postgres')
       it('on PostgreSQL, identical page reads made in the same turn of the event loop share one query', async () => {
-        const { token: own, companyId } = await s.newCompany();
-        for (let i = 0; i < 3; i++) assert.equal((await s.post('/projects', { display_name: `gathered ${i}` }, { token: own })).status, 201);
-        let queries = 0;
         // Counted as they run (a shallow page's statement is compiled once, not built per read).
-        const counting = s.app.database.db.withPlugin({
-          transformQuery: (a) => a.node,
-          transformResult: async (a) => (queries++, a.result),
-        });
+        const { own, companyId, counting, ran } = await threeProjects('gathered');
         const columns = ['id', 'display_name'] as const;
         const read = () =>
           paginate(() => counting.selectFrom('projects').select(columns).where('company_id', '=', companyId), { limit: 25, offset: 0 }, undefined, {
@@ -152,13 +152,13 @@ for (const kind of DB_KINDS) {
             columns,
           });
         const pages = await Promise.all(Array.from({ length: 5 }, read));
-        assert.equal(queries, 1, 'one query for the five reads');
+        assert.equal(ran.queries, 1, 'one query for the five reads');
         assert.equal(pages[0]!.total, 3);
         for (const p of pages) assert.equal(p, pages[0], 'one shared result');
         // A read after they were answered is a query of its own (it sees what committed since).
         assert.equal((await s.post('/projects', { display_name: 'gathered 3' }, { token: own })).status, 201);
         assert.equal((await read()).total, 4);
-        assert.equal(queries, 2);
+        assert.equal(ran.queries, 2);
       });
 
     if (kind === 'sqlite')
