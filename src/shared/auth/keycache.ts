@@ -98,8 +98,8 @@ export class KeyCache {
         this.invalidate();
         const ours = this.pending.get(id);
         if (ours !== undefined) {
+          this.awaitingAcks(id, ours);
           this.pending.delete(id);
-          this.acks.set(id, { until: ours, by: this.acks.get(id)?.by ?? new Set() });
         } else client.query('SELECT pg_notify($1, $2)', [ACK_CHANNEL, id]).catch(() => {});
       }
       for (const w of this.waiters.splice(0)) w();
@@ -144,8 +144,15 @@ export class KeyCache {
 
   /** Another process cleared its cache for change `id` (kept only for this process's changes). */
   private acked(id: string, backend: number) {
-    if (this.pending.has(id) && !this.acks.has(id)) this.acks.set(id, { until: this.pending.get(id)!, by: new Set() });
-    this.acks.get(id)?.by.add(backend);
+    const until = this.pending.get(id);
+    (until !== undefined ? this.awaitingAcks(id, until) : this.acks.get(id))?.by.add(backend);
+  }
+
+  /** The acknowledgements of this process's change `id` (deadline `until`), gathered so far. */
+  private awaitingAcks(id: string, until: number): { until: number; by: Set<number> } {
+    let a = this.acks.get(id);
+    if (!a) this.acks.set(id, (a = { until, by: new Set() }));
+    return a;
   }
 
   /**
