@@ -35,7 +35,7 @@ import {
 import * as envVars from '../env-vars/service.js';
 import { checkBranch, previewLabel } from './git.js';
 import { staticRuntime } from './local/registry.js';
-import { findSite, type SiteStatus, type StaticSiteDeploymentsTable, type StaticSitesTable } from './storage.js';
+import { findSite, PRODUCTION, type RunningDeployment, type SiteStatus, type StaticSiteDeploymentsTable, type StaticSitesTable } from './storage.js';
 import { deploymentListView, deploymentView } from './views.js';
 
 export const ADVANCE = 'static-site-deployment.advance';
@@ -43,7 +43,6 @@ export const ADVANCE = 'static-site-deployment.advance';
 export const OPERATION = 'static_site_deployment';
 const ACTIVE = ['waiting', 'inProgress'] as const;
 const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
-export const PRODUCTION = 'production';
 
 declare module '../../shared/jobs.js' {
   interface JobMap {
@@ -286,20 +285,13 @@ const machine: PhaseMachine<StaticSiteDeploymentsTable, StaticSitesTable, typeof
 export const advanceJob = (app: AppContext) => phaseJob(app, machine);
 
 /**
- * Counts a client's read of a deployment (`d`), or of its site (no `d`: of the running production
- * deployment, if any). In `reads` progression the read that completes a phase advances the
- * deployment before answering, so polling loops see deterministic transitions. Resolves to
- * whether it counted.
+ * Counts a client's read of a deployment (`d`; a read of the site passes its running production
+ * deployment, null when none: see siteWithRunning). In `reads` progression the read that completes
+ * a phase advances the deployment before answering, so polling loops see deterministic
+ * transitions. Resolves to whether it counted.
  */
-export async function noteRead(app: AppContext, siteId: string, d?: Pick<StaticSiteDeploymentsTable, 'id' | 'status' | 'lane'>): Promise<boolean> {
-  d ??= await app.database.db
-    .selectFrom('static_site_deployments')
-    .select(['id', 'status', 'lane'])
-    .where('static_site_id', '=', siteId)
-    .where('lane', '=', PRODUCTION)
-    .where('status', '=', 'inProgress')
-    .executeTakeFirst();
-  return countRead(app, machine, d, (tx, { lane }) => lockLane(tx, siteId, lane));
+export function noteRead(app: AppContext, siteId: string, d: RunningDeployment | null): Promise<boolean> {
+  return countRead(app, machine, d ?? undefined, (tx, { lane }) => lockLane(tx, siteId, lane));
 }
 
 export async function listDeployments(ctx: CallContext, siteId: string, page: Page) {

@@ -14,9 +14,9 @@ import { teardownStep } from '../../shared/runtime/phases.js';
 import { accessLog, trafficMetric as metricOf } from '../../shared/edge/traffic.js';
 import type { TrafficMetric, TrafficSource, Window } from '../../shared/runtime/traffic.js';
 import { forgetService, placeService } from '../projects/service.js';
-import { cancelActiveDeployments, createDeployment, noteRead, PRODUCTION } from './deployments.js';
+import { cancelActiveDeployments, createDeployment, noteRead } from './deployments.js';
 import { checkBranch, checkDeployPaths, checkRepoUrl, gitTypeFor, type GitType } from './git.js';
-import { findSite, siteById, type StaticSitesTable } from './storage.js';
+import { findSite, PRODUCTION, siteById, siteWithRunning, type StaticSitesTable } from './storage.js';
 import { siteUpdateView, siteView } from './views.js';
 
 export const DELETE_JOB = 'static-site.delete';
@@ -38,8 +38,8 @@ export async function listSites({ tx, companyId, scope }: CallContext, page: Pag
 
 /** GET /static-sites/{id}; in `reads` progression the read counts toward the running production deployment first. */
 export async function getSite(ctx: CallContext, id: string) {
-  const site = await findSite(ctx, id);
-  return siteView((await noteRead(ctx.app, id)) ? await findSite(ctx, id) : site);
+  const { site, running } = await siteWithRunning(ctx, id);
+  return siteView((await noteRead(ctx.app, id, running)) ? await findSite(ctx, id) : site);
 }
 
 export interface CreateInput {

@@ -170,6 +170,33 @@ export async function findSite({ tx, companyId }: CallContext, id: string): Prom
   return s;
 }
 
+/** The lane of a site's production deployments (the others are `preview:<branch>`). */
+export const PRODUCTION = 'production';
+
+/** A site's production deployment in progress, as a read of the site needs it (see siteWithRunning). */
+export type RunningDeployment = Pick<StaticSiteDeploymentsTable, 'id' | 'status' | 'lane'>;
+
+/**
+ * `findSite` and its production deployment in progress (null: none), in one statement: a read of
+ * the site counts toward that deployment in `reads` progression (a lane runs one at a time, so at
+ * most one row).
+ */
+export async function siteWithRunning({ tx, companyId }: CallContext, id: string): Promise<{ site: StaticSitesTable; running: RunningDeployment | null }> {
+  const row = await tx
+    .selectFrom('static_sites')
+    .leftJoin('static_site_deployments as d', (j) =>
+      j.onRef('d.static_site_id', '=', 'static_sites.id').on('d.lane', '=', PRODUCTION).on('d.status', '=', 'inProgress'),
+    )
+    .selectAll('static_sites')
+    .select(['d.id as running_id', 'd.lane as running_lane'])
+    .where('static_sites.id', '=', id)
+    .where('static_sites.company_id', '=', companyId)
+    .executeTakeFirst();
+  if (!row) throw notFound('Static site');
+  const { running_id, running_lane, ...site } = row;
+  return { site, running: running_id ? { id: running_id, status: 'inProgress', lane: running_lane! } : null };
+}
+
 /** A static site by id whatever its company (background work that starts from its own rows). */
 export async function siteById(tx: Tx, id: string): Promise<StaticSitesTable | undefined> {
   return tx.selectFrom('static_sites').selectAll().where('id', '=', id).executeTakeFirst();
