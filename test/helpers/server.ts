@@ -22,6 +22,7 @@ import pg from 'pg';
 import { loadConfig, DEFAULT_RATE_LIMITS, type RateLimitConfig } from '../../src/shared/config.js';
 import { createServer, type Server } from '../../src/server.js';
 import { openDatabase, type Database } from '../../src/shared/db/index.js';
+import type { GroupCommitOptions } from '../../src/shared/db/group-commit.js';
 import { ContractChecker } from './contract.js';
 
 export type DbKind = 'sqlite' | 'postgres';
@@ -114,7 +115,7 @@ export async function createPgDatabase(): Promise<{ url: string; drop(): Promise
 export async function openScratchDatabase(
   kind: 'sqlite' | 'postgres',
   prefix: string,
-  opts: { groupCommit?: boolean } = {},
+  opts: { groupCommit?: boolean | GroupCommitOptions } = {},
 ): Promise<{ database: Database; cleanup(): Promise<void> }> {
   if (kind === 'postgres') {
     const made = await createPgDatabase();

@@ -21,7 +21,7 @@ import { SelectQueryNode, SqliteDialect, type CompiledQuery, type DatabaseConnec
 
 /** The most transactions committed by one COMMIT. */
 const MAX_GROUP = 64;
-/** A group older than this is committed when its current transaction ends. */
+/** A group older than this is committed when its current transaction ends (the default of `maxAgeMs`). */
 const MAX_GROUP_MS = 20;
 const SAVEPOINT = 'slipway_group';
 
@@ -66,6 +66,7 @@ class GroupCommitDriver implements Driver {
     readonly db: SqliteDatabase,
     /** Whether SQLite has a transaction open (better-sqlite3's `inTransaction`). */
     private inTransaction: () => boolean,
+    private maxAgeMs: number,
   ) {}
 
   async init(): Promise<void> {}
@@ -160,7 +161,7 @@ class GroupCommitDriver implements Driver {
 
   /** The group is to be committed when its current transaction ends: full, old, or its turn of the event loop over. */
   private due(group: Group): boolean {
-    return group.due || group.ended.length + 1 >= MAX_GROUP || performance.now() - group.openedAt >= MAX_GROUP_MS;
+    return group.due || group.ended.length + 1 >= MAX_GROUP || performance.now() - group.openedAt >= this.maxAgeMs;
   }
 
   private passOn() {
@@ -198,15 +199,21 @@ class GroupCommitDriver implements Driver {
   }
 }
 
+/** Options of group commit: `maxAgeMs`, how old a group may grow before the transaction that ends in it commits it (default 20 ms). */
+export interface GroupCommitOptions {
+  maxAgeMs?: number;
+}
+
 /** Kysely's SQLite dialect with group commit (see above). */
 export class GroupCommitSqliteDialect extends SqliteDialect {
   constructor(
     private database: SqliteDatabase,
     private inTransaction: () => boolean,
+    private options: GroupCommitOptions,
   ) {
     super({ database });
   }
   override createDriver(): Driver {
-    return new GroupCommitDriver(this.database, this.inTransaction);
+    return new GroupCommitDriver(this.database, this.inTransaction, this.options.maxAgeMs ?? MAX_GROUP_MS);
   }
 }

@@ -11,7 +11,7 @@ import { migrationProvider } from './migrations.js';
 import { setContentVersion } from './content-version.js';
 import { wrappedPool } from './postgres-client.js';
 import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
-import { GroupCommitSqliteDialect } from './group-commit.js';
+import { GroupCommitSqliteDialect, type GroupCommitOptions } from './group-commit.js';
 
 export { later, together } from './postgres-client.js';
 
@@ -56,8 +56,11 @@ export function connectionOptions(env: NodeJS.ProcessEnv = process.env): string 
   return ['-c plan_cache_mode=force_generic_plan', env.PGOPTIONS].filter(Boolean).join(' ');
 }
 
-/** `groupCommit`: SQLite transactions committed in groups (group-commit.ts; on unless `false`). */
-export function openDatabase(opts: { databaseUrl?: string; dataDir: string; groupCommit?: boolean }): Database {
+/**
+ * `groupCommit`: SQLite transactions committed in groups (group-commit.ts; on unless `false`; its
+ * options, for tests that must not depend on how fast the machine is, instead of `true`).
+ */
+export function openDatabase(opts: { databaseUrl?: string; dataDir: string; groupCommit?: boolean | GroupCommitOptions }): Database {
   if (opts.databaseUrl) {
     const pool = new (pgDriver().Pool)({ connectionString: opts.databaseUrl, max: 10, options: connectionOptions() });
     // An idle connection that the server closes (restart, admin termination) must not crash the
@@ -91,7 +94,10 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; grou
   };
   const dataVersion = file.prepare('PRAGMA data_version').pluck();
   const statements = cachingStatements(file, changed);
-  const dialect = opts.groupCommit !== false ? new GroupCommitSqliteDialect(statements, () => file.inTransaction) : new SqliteDialect({ database: statements });
+  const grouped = opts.groupCommit ?? true;
+  const dialect = grouped
+    ? new GroupCommitSqliteDialect(statements, () => file.inTransaction, grouped === true ? {} : grouped)
+    : new SqliteDialect({ database: statements });
   const db = new Kysely<DB>({ dialect });
   const version = (other: number) => `${writes}:${other}`;
   // Other processes' commits, read once for the callers of a turn (contentVersionOfTurn). The
