@@ -89,8 +89,21 @@ export async function redisSkip(): Promise<false | string> {
   return `Redis not reachable at ${REDIS_URL} (set SLIPWAY_REQUIRE_REDIS=1 to fail instead)`;
 }
 
+/**
+ * A test database's name is the run's prefix (test/run.mjs gives each run its own, and drops the
+ * run's leftovers by it), then the test file's name (`authentication` for
+ * test/foundation/authentication.test.ts), so a database left behind names the file that made it.
+ */
+const dbPrefix = process.env.SLIPWAY_TEST_DB_PREFIX ?? 'slipway_test_';
+const fileTag = (process.argv[1] ?? '')
+  .replace(/^.*[\\/]/, '')
+  .replace(/\.test\.[mc]?[jt]s$/, '')
+  .toLowerCase()
+  .replace(/[^a-z0-9]+/g, '_')
+  .slice(0, 24);
+
 export async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `slipway_test_${randomBytes(6).toString('hex')}`;
+  const name = `${dbPrefix}${fileTag}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
