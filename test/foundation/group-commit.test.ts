@@ -196,24 +196,27 @@ describe('SQLite group commit: the setting', () => {
 
   it('off: each transaction is committed as it ends', async () => {
     const { database: db, cleanup: done } = await openScratchDatabase('sqlite', 'slipway-group-commit-off-', { groupCommit: false });
+    let release = () => {};
+    let reader: SQLite.Database | undefined;
     try {
       await sql`create table t (name text)`.execute(db.db);
-      const reader = new SQLite(db.file!.name, { readonly: true });
+      const opened = (reader = new SQLite(db.file!.name, { readonly: true }));
       let seen: string[] = [];
-      let release!: () => void;
       const held = new Promise<void>((r) => (release = r));
       const first = db.db.transaction().execute((tx) => items(tx).insertInto('t').values({ name: 'x' }).execute());
       const second = db.db.transaction().execute(async () => {
         // Runs after the first ended: with group commit off, the first is committed already.
-        seen = reader.prepare('select name from t').pluck().all() as string[];
+        seen = opened.prepare('select name from t').pluck().all() as string[];
         await held;
       });
       await first;
       release();
       await second;
-      reader.close();
       assert.deepEqual(seen, ['x']);
     } finally {
+      // Released and closed even when an assertion failed, so close() below does not wait for ever.
+      release();
+      reader?.close();
       await db.close();
       await done();
     }
