@@ -486,15 +486,34 @@ async function seedProjects(base: string, token: string) {
 
 /**
  * BENCH_BEFORE_BIN: the write scenarios against that build (the one before the performance work,
- * README "Benchmarks") on a fresh database, right after this build's, so the 3x write targets can
- * also be judged in absolute terms within one run. `first` is this build's round; `again`
- * measures this build once more. With BENCH_WRITE_ROUNDS above 1 the two builds then take turns,
- * this build first, until each has that many rounds; the pairs of rounds, in order. Undefined when
- * BENCH_BEFORE_BIN is not set.
+ * README "Benchmarks"), so the 3x write targets can also be judged in absolute terms within one
+ * run. `first` is this build's round on its main server. With BENCH_WRITE_ROUNDS above 1 the two
+ * builds then take turns, this build first, until each has that many rounds. Every round but this
+ * build's first runs on a server of its own on a fresh database, prepared as the main server was
+ * (`writesOnFresh`), so no round measures a database that earlier rounds made larger, and the main
+ * server's later scenarios (memory with 100,000 resources) see no extra rows. The pairs of rounds,
+ * in order; undefined when BENCH_BEFORE_BIN is not set.
  */
-async function writesOfBefore(storage: 'SQLite' | 'PostgreSQL', first: Writes, again: () => Promise<Writes>) {
+async function writesOfBefore(storage: 'SQLite' | 'PostgreSQL', first: Writes) {
   const bin = process.env.BENCH_BEFORE_BIN;
   if (!bin) return undefined;
+  console.log(`the build before (BENCH_BEFORE_BIN=${bin}), write scenarios:`);
+  const rounds: { now: Writes; then: Writes }[] = [];
+  for (let i = 1; i <= writeRounds; i++) {
+    if (i > 1) console.log(`paired write round ${i} of ${writeRounds}: this build, then the build before, each on a fresh database`);
+    const now = i === 1 ? first : await writesOnFresh(process.env.BENCH_BIN || BIN, storage, `now${i}`, ` (round ${i})`);
+    rounds.push({ now, then: await writesOnFresh(bin, storage, `before${i}`, ` (build before, round ${i})`) });
+  }
+  return rounds;
+}
+
+/**
+ * One round of the write scenarios on a new server of `bin` with a fresh database (on PostgreSQL
+ * one named after DATABASE_URL's with `suffix`), after the load the main server had before its
+ * writes (the 1,000 projects, then the two reads), unprinted: no round's write path is measured
+ * in a colder process than another's.
+ */
+async function writesOnFresh(bin: string, storage: 'SQLite' | 'PostgreSQL', suffix: string, label = ''): Promise<Writes> {
   let drop: (() => Promise<void>) | undefined;
   const env: Record<string, string> = {};
   if (storage === 'PostgreSQL') {
@@ -502,7 +521,7 @@ async function writesOfBefore(storage: 'SQLite' | 'PostgreSQL', first: Writes, a
     const server = process.env.DATABASE_URL!;
     const admin = new pg.Client({ connectionString: server });
     await admin.connect();
-    const made = await createDatabase(admin, server, `${new URL(server).pathname.slice(1)}_before`);
+    const made = await createDatabase(admin, server, `${new URL(server).pathname.slice(1)}_${suffix}`);
     drop = async () => {
       await made.drop();
       await admin.end();
@@ -511,21 +530,11 @@ async function writesOfBefore(storage: 'SQLite' | 'PostgreSQL', first: Writes, a
   }
   const { server, dir, token } = await benchServer(bin, env);
   try {
-    console.log(`the build before (BENCH_BEFORE_BIN=${bin}), write scenarios:`);
-    // The load this build's server had before its writes (the projects, then the two reads),
-    // unprinted: neither build's write path is measured in a colder process than the other's.
     await seedProjects(server.baseUrl, token);
     await analyze(dir, env.DATABASE_URL);
     for (const path of ['/v3/projects', '/v3/api-keys/validate'])
       await autocannon({ url: `${server.baseUrl}${path}`, connections, duration: seconds, headers: { authorization: `Bearer ${token}` } });
-    const rounds = [{ now: first, then: await writes(server.baseUrl, token, ' (build before)') }];
-    // Later rounds alternate the two builds, so each pair is measured minutes apart at most.
-    for (let i = 2; i <= writeRounds; i++) {
-      console.log(`paired write round ${i} of ${writeRounds}: this build, then the build before`);
-      const now = await again();
-      rounds.push({ now, then: await writes(server.baseUrl, token, ' (build before)') });
-    }
-    return rounds;
+    return await writes(server.baseUrl, token, label);
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -605,7 +614,7 @@ async function throughputOn(storage: 'SQLite' | 'PostgreSQL') {
       const ratio = perSecond / bareRps;
       lines.push(`${title}: ${pct(ratio)} of bare (${versus(ratio, before.deployments)}; p99 ${p99.toFixed(0)} ms (target < 50 ms) ${mark(p99 < 50)}`);
     }
-    const rounds = await writesOfBefore(storage, w, () => writes(server.baseUrl, token));
+    const rounds = await writesOfBefore(storage, w);
     if (rounds) {
       // Each round's ratio, and the median of them judged (as the read shares are).
       const x = (pick: (w: Writes) => number) => {
