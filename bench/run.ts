@@ -20,7 +20,7 @@ import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,7 +88,7 @@ async function drained(base: string, token: string, appIds: string[]) {
  * twice as much), then 3,000 more, the sustained rate. After each burst, the time from its first
  * accepted trigger until the deployment lists show every deployment final.
  */
-async function deployments(base: string, token: string) {
+async function deployments(base: string, token: string, server: CpuOf) {
   // The triggers go out through undici's request on kept-alive connections: fetch cost the load
   // client about three times the CPU per request (1.2 against 0.4 ms per sustained trigger in a
   // paired run), on the same two cores as the server and the database it measures. Both builds
@@ -105,13 +105,13 @@ async function deployments(base: string, token: string) {
     return { status: r.statusCode, body: text ? JSON.parse(text) : undefined };
   };
   try {
-    return await triggerBursts(base, token, trigger);
+    return await triggerBursts(base, token, trigger, server);
   } finally {
     await agent.close();
   }
 }
 
-async function triggerBursts(base: string, token: string, trigger: (id: string) => Promise<{ status: number; body: any }>) {
+async function triggerBursts(base: string, token: string, trigger: (id: string) => Promise<{ status: number; body: any }>, server: CpuOf) {
   const apps = 50;
   const inFlight = 20;
   const clusters = await call(base, 'GET', '/resources/clusters', token);
@@ -147,6 +147,7 @@ async function triggerBursts(base: string, token: string, trigger: (id: string) 
     let firstAccept = 0;
     let rejected = 0;
     const latencies: number[] = [];
+    const cpu0 = cpuNow(server);
     const t0 = performance.now();
     await pool(
       Array.from({ length: total }, (_, i) => i),
@@ -161,10 +162,15 @@ async function triggerBursts(base: string, token: string, trigger: (id: string) 
       },
     );
     const lastAccept = performance.now();
+    const cpu = cpuSince(server, cpu0);
     const accepting = (lastAccept - t0) / 1000;
     latencies.sort((a, b) => a - b);
     console.log(
       `${title.padEnd(44)} ${((total - rejected) / accepting).toFixed(0).padStart(7)} accepted/s   p99 ${String(Math.round(percentile(latencies, 99))).padStart(4)} ms   p50 ${String(Math.round(percentile(latencies, 50))).padStart(3)} ms${rejected ? `   (${rejected} not accepted!)` : ''}`,
+    );
+    const per = (ms: number) => `${(ms / (total - rejected)).toFixed(2)} ms`;
+    console.log(
+      `${'  CPU per accepted trigger'.padEnd(44)} server ${per(cpu.server)}${cpu.postgres === undefined ? '' : `, PostgreSQL ${per(cpu.postgres)}`}, load client ${per(cpu.client)}`,
     );
     // Every deployment was accepted before this point, so the lists only need to be polled now.
     const finals = await drained(base, token, appIds);
@@ -210,6 +216,48 @@ function cpuMs(pid: number): number {
   } catch {
     return NaN;
   }
+}
+
+/** Whose CPU time a trigger burst reports: the server's process, and PostgreSQL's when it is the storage. */
+interface CpuOf {
+  pid: number;
+  postgres: boolean;
+}
+
+/**
+ * CPU time (ms) of every PostgreSQL process on this machine (its backends, writers and the rest),
+ * from /proc: the benchmark's database server is the local one, and nothing else uses it meanwhile.
+ */
+function postgresCpuMs(): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (stat.includes(' (postgres) ')) total += cpuMs(Number(entry));
+  }
+  return total;
+}
+
+const cpuNow = (of: CpuOf) => ({ server: cpuMs(of.pid), postgres: of.postgres ? postgresCpuMs() : NaN, client: process.cpuUsage() });
+
+/**
+ * CPU time spent since `start` (ms) by the server, PostgreSQL (undefined: not the storage, or no
+ * /proc) and this process (the load client), all on the same cores: where a burst's time went.
+ */
+function cpuSince(of: CpuOf, start: ReturnType<typeof cpuNow>) {
+  const now = cpuNow(of);
+  const client = process.cpuUsage(start.client);
+  const postgres = now.postgres - start.postgres;
+  return {
+    server: now.server - start.server,
+    postgres: Number.isNaN(postgres) || postgres <= 0 ? undefined : postgres,
+    client: (client.user + client.system) / 1000,
+  };
 }
 
 /**
@@ -534,7 +582,7 @@ async function writesOnFresh(bin: string, storage: 'SQLite' | 'PostgreSQL', suff
     await analyze(dir, env.DATABASE_URL);
     for (const path of ['/v3/projects', '/v3/api-keys/validate'])
       await autocannon({ url: `${server.baseUrl}${path}`, connections, duration: seconds, headers: { authorization: `Bearer ${token}` } });
-    return await writes(server.baseUrl, token, label);
+    return await writes(server.baseUrl, token, { pid: server.child.pid!, postgres: storage === 'PostgreSQL' }, label);
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -553,13 +601,13 @@ interface Writes {
 }
 
 /** One round of a build's write scenarios: `POST /v3/projects` for the scenario's seconds, then the two trigger bursts. */
-async function writes(base: string, token: string, label = ''): Promise<Writes> {
+async function writes(base: string, token: string, server: CpuOf, label = ''): Promise<Writes> {
   const w = await projectWrites(base, token);
   const accepted = w['2xx'] / seconds;
   console.log(
     `${`POST /v3/projects${label}`.padEnd(44)} ${accepted.toFixed(0).padStart(7)} accepted/s   p99 ${String(w.latency.p99).padStart(4)} ms   p50 ${String(w.latency.p50).padStart(3)} ms${w.non2xx + w.errors ? `   (${w.non2xx + w.errors} non-2xx/errors!)` : ''}`,
   );
-  const d = await deployments(base, token);
+  const d = await deployments(base, token, server);
   return {
     projects: accepted,
     projectsP99: w.latency.p99,
@@ -599,7 +647,7 @@ async function throughputOn(storage: 'SQLite' | 'PostgreSQL') {
       `GET /v3/api-keys/validate: ${pct(reads.validate)} of bare ${shares(reads.validateShares)} (target >= GET /v3/projects) ${mark(reads.validate >= reads.projects * 0.95)}`,
     );
 
-    const w = await writes(server.baseUrl, token);
+    const w = await writes(server.baseUrl, token, { pid: server.child.pid!, postgres: storage === 'PostgreSQL' });
     const before = BEFORE[storage];
     const wRatio = w.projects / bareRps;
     const versus = (now: number, then: number) =>
