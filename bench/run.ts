@@ -208,11 +208,16 @@ function freePort(): Promise<number> {
   });
 }
 
-/** CPU time (user + system) a process has used so far, in ms; NaN where /proc is missing. Clock ticks are 10 ms on Linux. */
+/** The CPU time (user + system, ms) in a /proc/<pid>/stat text. Clock ticks are 10 ms on Linux. */
+function statCpuMs(stat: string): number {
+  const fields = stat.split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** CPU time (user + system) a process has used so far, in ms; NaN where /proc is missing. */
 function cpuMs(pid: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    return statCpuMs(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return NaN;
   }
@@ -223,6 +228,12 @@ interface CpuOf {
   pid: number;
   postgres: boolean;
 }
+
+/** The CpuOf of a bench server on `storage`. */
+const cpuOf = (server: { child: { pid?: number } }, storage: 'SQLite' | 'PostgreSQL'): CpuOf => ({
+  pid: server.child.pid!,
+  postgres: storage === 'PostgreSQL',
+});
 
 /**
  * CPU time (ms) of every PostgreSQL process on this machine (its backends, writers and the rest),
@@ -238,7 +249,7 @@ function postgresCpuMs(): number {
     } catch {
       continue; // gone meanwhile
     }
-    if (stat.includes(' (postgres) ')) total += cpuMs(Number(entry));
+    if (stat.includes(' (postgres) ')) total += statCpuMs(stat);
   }
   return total;
 }
@@ -582,7 +593,7 @@ async function writesOnFresh(bin: string, storage: 'SQLite' | 'PostgreSQL', suff
     await analyze(dir, env.DATABASE_URL);
     for (const path of ['/v3/projects', '/v3/api-keys/validate'])
       await autocannon({ url: `${server.baseUrl}${path}`, connections, duration: seconds, headers: { authorization: `Bearer ${token}` } });
-    return await writes(server.baseUrl, token, { pid: server.child.pid!, postgres: storage === 'PostgreSQL' }, label);
+    return await writes(server.baseUrl, token, cpuOf(server, storage), label);
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -647,7 +658,7 @@ async function throughputOn(storage: 'SQLite' | 'PostgreSQL') {
       `GET /v3/api-keys/validate: ${pct(reads.validate)} of bare ${shares(reads.validateShares)} (target >= GET /v3/projects) ${mark(reads.validate >= reads.projects * 0.95)}`,
     );
 
-    const w = await writes(server.baseUrl, token, { pid: server.child.pid!, postgres: storage === 'PostgreSQL' });
+    const w = await writes(server.baseUrl, token, cpuOf(server, storage));
     const before = BEFORE[storage];
     const wRatio = w.projects / bareRps;
     const versus = (now: number, then: number) =>
