@@ -2,10 +2,12 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, MISSING, sleep, waitFor } from '../helpers/util.js';
 import { Receiver, emitNow, verify } from './support.js';
 import {
+  deliverJob,
   endpointProblem,
   guardedAgent,
   post,
@@ -447,6 +449,51 @@ for (const kind of DB_KINDS) {
         await bad.close();
       }
     });
+
+    it(
+      'a deletion while attempts are being recorded waits for them: no deadlock, no 500',
+      { skip: kind !== 'postgres' && 'row locks: PostgreSQL only' },
+      async () => {
+        // The job runner is stopped and the test records two attempts itself, in one transaction held
+        // open across the deletion: the second attempt first, then, once the deletion waits, the
+        // first. A deletion that removed the attempts in the table's order before taking the
+        // webhook's lock would hold the first row and wait for the second, while the record waited
+        // for the first: a deadlock, one of the two rolled back (PostgreSQL's deadlock_timeout later).
+        const db = s.app.database.db;
+        const w = await create();
+        await s.app.jobs.stop();
+        try {
+          await emitNow(s, 'APP_CREATE', { id: MISSING, n: 1 });
+          await emitNow(s, 'APP_CREATE', { id: MISSING, n: 2 });
+          const attempts = await db.selectFrom('webhook_deliveries').select('id').where('webhook_id', '=', w.id).orderBy('created_at').execute();
+          assert.equal(attempts.length, 2);
+          const job = deliverJob(s.app);
+          const sent = (await Promise.all(attempts.map((a) => job.run(db, { payload: { deliveryId: a.id } } as any)))) as any[];
+          assert.ok(
+            sent.every((o) => typeof o?.record === 'function'),
+            'both attempts were sent and wait to be recorded',
+          );
+          const waiting = async () => {
+            const r = await sql<{
+              n: number;
+            }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(db);
+            return r.rows[0]!.n > 0;
+          };
+          let deleted: ReturnType<typeof s.delete> | undefined;
+          await db.transaction().execute(async (tx) => {
+            await sent[1].record(tx);
+            deleted = s.delete(`/webhooks/${w.id}`);
+            await waitFor('the deletion waits for the record', waiting);
+            await sent[0].record(tx);
+          });
+          expectStatus(await deleted!, 200);
+          assert.equal((await db.selectFrom('webhook_deliveries').select('id').where('webhook_id', '=', w.id).execute()).length, 0);
+          expectStatus(await s.get(`/webhooks/${w.id}`), 404);
+        } finally {
+          await s.app.jobs.start();
+        }
+      },
+    );
 
     it('paginates deliveries newest first', async () => {
       const w = await create();

@@ -13,6 +13,7 @@ import { lazy } from '../../shared/lazy.js';
 import { memoized } from '../../shared/memo.js';
 import type { AppContext } from '../../shared/context.js';
 import { later, type Tx } from '../../shared/db/index.js';
+import { lockFor } from '../../shared/db/locks.js';
 import { all, insertRows, reusable } from '../../shared/db/reusable.js';
 import type { RecordedEvent } from '../../shared/events.js';
 import { newId } from '../../shared/ids.js';
@@ -229,13 +230,28 @@ function signingSecrets(
   return { current, previous };
 }
 
+/**
+ * The lock that orders a webhook's deletion against the recording of its attempts (PostgreSQL):
+ * the recording transactions hold it shared, before they touch an attempt, and a deletion
+ * exclusively, before it touches anything. Without it a deletion (removing the attempts in the
+ * table's order) and a burst's record (updating them in its own order) could each wait for a row
+ * the other holds: a deadlock, and a 500 for the deletion.
+ */
+export const webhookLock = (webhookId: string) => `webhook:${webhookId}`;
+
+/** Holds the locks of these webhooks shared, in one order (see webhookLock). */
+async function lockWebhooks(tx: Tx, webhookIds: Iterable<string>): Promise<void> {
+  for (const id of [...new Set(webhookIds)].sort()) await lockFor(tx, webhookLock(id), 'shared');
+}
+
 async function settleChain(tx: Tx, chainId: string, status: 'SUCCESS' | 'FAILED', now: string) {
   await tx.updateTable('webhook_deliveries').set({ status, updated_at: now }).where('chain_id', '=', chainId).execute();
 }
 
-/** What an attempt's record writes to its row (`status`: a first attempt's outcome settles its chain). */
+/** What an attempt's record writes to its row (`status`: a first attempt's outcome settles its chain); `webhook_id` is not written, only locked. */
 interface Sent {
   id: string;
+  webhook_id: string;
   endpoint: string;
   sent_at: string;
   response_status: number | null;
@@ -251,6 +267,10 @@ interface Sent {
  * deliveries completed together) are written by one statement.
  */
 const recordSent = batchedPerKey<Tx, Sent, boolean>(async (tx, items) => {
+  await lockWebhooks(
+    tx,
+    items.map((s) => s.webhook_id),
+  );
   // VALUES columns are column1, column2, ... on both SQLite and PostgreSQL (untyped there: text).
   const rows = items.map(
     (s) => sql`(${s.id}, ${s.endpoint}, ${s.sent_at}, ${s.response_status}, ${s.response}, ${s.response_time_ms}, ${s.updated_at}, ${s.status})`,
@@ -315,6 +335,7 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
       if (!w.is_enabled) {
         const now = new Date().toISOString();
         await db.transaction().execute(async (tx) => {
+          await lockWebhooks(tx, [d.webhook_id]);
           await tx.updateTable('webhook_deliveries').set({ response: 'Not sent: the webhook is disabled', updated_at: now }).where('id', '=', d.id).execute();
           await settleChain(tx, d.chain_id, 'FAILED', now);
         });
@@ -347,6 +368,7 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
           const settles = result.ok || last ? (result.ok ? 'SUCCESS' : 'FAILED') : undefined;
           const sent: Sent = {
             id: d.id,
+            webhook_id: d.webhook_id,
             endpoint: w.endpoint,
             sent_at: sentAt.toISOString(),
             response_status: result.status,

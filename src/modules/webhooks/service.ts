@@ -8,7 +8,7 @@ import type { EventType } from '../../shared/events.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs } from '../../shared/jobs.js';
 import type { Page } from '../../shared/pagination.js';
-import { DELIVER, endpointProblem, newSecret } from './delivery.js';
+import { DELIVER, endpointProblem, newSecret, webhookLock } from './delivery.js';
 import type { WebhookDeliveriesTable, WebhooksTable } from './storage.js';
 
 const MAX_WEBHOOKS_PER_COMPANY = 10;
@@ -141,6 +141,8 @@ export async function updateWebhook(ctx: CallContext, id: string, body: { allowe
 export async function deleteWebhook(ctx: CallContext, id: string) {
   const { tx } = ctx;
   await find(ctx, id);
+  // Before any job or attempt row: the attempts being recorded are written first (webhookLock).
+  await lockFor(tx, webhookLock(id));
   await cancelJobs(tx, id, DELIVER);
   await tx.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute();
   await tx.deleteFrom('webhooks').where('id', '=', id).execute();
