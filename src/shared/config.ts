@@ -44,7 +44,7 @@ export interface Config {
   publicUrl?: string;
   /** The web dashboard's built files (default: web/dist of this package). */
   dashboardDir?: string;
-  jobs: { concurrency: number; ioConcurrency: number; leaseMs: number; pollMs: number; retryBaseMs: number };
+  jobs: { concurrency: number; concurrencyUnderLoad: number | undefined; ioConcurrency: number; leaseMs: number; pollMs: number; retryBaseMs: number };
   /**
    * Webhook delivery settings (read here because tests pass their environment to loadConfig,
    * not to process.env). Parsed by `webhookSettings` in src/modules/webhooks/delivery.ts.
@@ -209,11 +209,12 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     publicUrl: str('public-url', 'SLIPWAY_PUBLIC_URL'),
     dashboardDir: env.SLIPWAY_DASHBOARD_DIR || undefined,
     jobs: {
-      concurrency: Number(env.SLIPWAY_JOB_CONCURRENCY || 8),
-      ioConcurrency: Number(env.SLIPWAY_JOB_IO_CONCURRENCY || 64),
-      leaseMs: Number(env.SLIPWAY_JOB_LEASE_MS || 15_000),
-      pollMs: Number(env.SLIPWAY_JOB_POLL_MS || 100),
-      retryBaseMs: Number(env.SLIPWAY_JOB_RETRY_BASE_MS || 1000),
+      concurrency: intSetting(env, 'SLIPWAY_JOB_CONCURRENCY', 8),
+      concurrencyUnderLoad: env.SLIPWAY_JOB_CONCURRENCY_UNDER_LOAD ? intSetting(env, 'SLIPWAY_JOB_CONCURRENCY_UNDER_LOAD', 2) : undefined,
+      ioConcurrency: intSetting(env, 'SLIPWAY_JOB_IO_CONCURRENCY', 64),
+      leaseMs: intSetting(env, 'SLIPWAY_JOB_LEASE_MS', 15_000),
+      pollMs: intSetting(env, 'SLIPWAY_JOB_POLL_MS', 100),
+      retryBaseMs: intSetting(env, 'SLIPWAY_JOB_RETRY_BASE_MS', 1000),
     },
     webhooks: { env: pickEnv(env, 'SLIPWAY_WEBHOOK_') },
     domains: { env: pickEnv(env, 'SLIPWAY_DOMAINS_') },

@@ -236,6 +236,12 @@ export function backoffMs(attempt: number, baseMs = 1000, capMs = 300_000): numb
 
 export interface JobEngineOptions {
   concurrency?: number;
+  /**
+   * Slots of the work that holds the database while API requests are being handled (see
+   * `JobEngine.foreground`): background work yields the cores and pooled connections to them.
+   * Default 2 on PostgreSQL, all of `concurrency` on SQLite.
+   */
+  concurrencyUnderLoad?: number;
   /** Slots of the `io` kinds. */
   ioConcurrency?: number;
   pollMs?: number;
@@ -321,9 +327,17 @@ export class JobEngine {
   private kinds = new Map<string, JobKind<JobName>>();
   /** The two classes of slots: work that holds the database, and `io` work that waits on the network. */
   private slots = {
-    db: { running: new Set<Promise<void>>(), size: 0, kinds: [] as string[] },
-    io: { running: new Set<Promise<void>>(), size: 0, kinds: [] as string[] },
+    db: { running: new Set<Promise<void>>(), size: 0, underLoad: 0, kinds: [] as string[] },
+    io: { running: new Set<Promise<void>>(), size: 0, underLoad: 0, kinds: [] as string[] },
   };
+  /**
+   * API requests this process is handling now (the router counts them). While there are any, the
+   * database's slots take new jobs only up to `concurrencyUnderLoad`: a job that is running goes
+   * on, but the API comes first for the cores and the pooled connections, and background work
+   * (say, the phases of many deployments at once) cannot push its latency up. The `io` slots wait
+   * on the network and are not limited.
+   */
+  foreground = 0;
   /** When the claim last looked for jobs whose worker died (they appear a lease after it did). */
   private orphansCheckedAt = 0;
   private timer?: NodeJS.Timeout;
@@ -339,7 +353,11 @@ export class JobEngine {
     opts: JobEngineOptions = {},
   ) {
     this.slots.db.size = opts.concurrency ?? 8;
-    this.slots.io.size = opts.ioConcurrency ?? 64;
+    this.slots.io.size = this.slots.io.underLoad = opts.ioConcurrency ?? 64;
+    // On SQLite the jobs' writes share the requests' group commits, and fewer of them at once made
+    // the API no faster in the bench: there they keep their slots unless told otherwise.
+    const underLoad = opts.concurrencyUnderLoad ?? (database.kind === 'postgres' ? 2 : this.slots.db.size);
+    this.slots.db.underLoad = Math.min(this.slots.db.size, underLoad);
     this.pollMs = opts.pollMs ?? 100;
     this.leaseMs = opts.leaseMs ?? 15_000;
     this.retryBaseMs = opts.retryBaseMs ?? 1000;
@@ -417,8 +435,10 @@ export class JobEngine {
       // One statement claims as many due jobs as there are free slots (a burst of deliveries or
       // deployments costs one claim per batch, not one per job).
       for (const slots of [this.slots.db, this.slots.io]) {
-        while (!this.stopped && slots.kinds.length && slots.running.size < slots.size) {
-          const rows = await this.claim(slots.size - slots.running.size, slots.kinds);
+        for (;;) {
+          const size = this.foreground > 0 ? slots.underLoad : slots.size;
+          if (this.stopped || !slots.kinds.length || slots.running.size >= size) break;
+          const rows = await this.claim(size - slots.running.size, slots.kinds);
           if (!rows.length) break;
           claimed += rows.length;
           for (const row of rows) {

@@ -7,6 +7,7 @@ import { migrate, type Database } from '../../src/shared/db/index.js';
 import { backoffMs, cancelJobs, enqueue, JobEngine, madeJobsDue, runNow, supersedeJobs } from '../../src/shared/jobs.js';
 import type { Tx } from '../../src/shared/db/index.js';
 import { moduleMigrations } from '../../src/modules/index.js';
+import { loadConfig } from '../../src/shared/config.js';
 import { DB_KINDS, openScratchDatabase, skipUnless } from '../helpers/server.js';
 import { sleep, waitFor } from '../helpers/util.js';
 
@@ -25,6 +26,7 @@ declare module '../../src/shared/jobs.js' {
     't.rec': { n: number };
     't.taken': null;
     't.taken2': null | { step: number };
+    't.yield': { n: number };
   }
 }
 
@@ -128,6 +130,46 @@ for (const kind of DB_KINDS) {
       release();
       for (const id of ios) await waitFor(`I/O job ${id} done`, async () => (await row(id)).status === 'done');
       assert.equal(most, 3);
+      await e.stop();
+    });
+
+    it('while API requests are handled, the database slots take new jobs only up to their number under load; a running job goes on', async () => {
+      const e = engine({ concurrency: 4, concurrencyUnderLoad: 1 });
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let running = 0;
+      let most = 0;
+      e.register('t.yield', {
+        transactional: false,
+        run: async () => {
+          most = Math.max(most, ++running);
+          await held;
+          running--;
+        },
+      });
+      const ids = await database.db.transaction().execute(async (tx) => {
+        const out = [];
+        for (let n = 0; n < 5; n++) out.push(await enqueue(tx, { kind: 't.yield', payload: { n } }));
+        return out;
+      });
+      e.foreground = 1;
+      await e.start();
+      try {
+        await waitFor('a job running', async () => running > 0);
+        // Polls and wakes while requests are handled claim nothing more.
+        for (let i = 0; i < 5; i++) {
+          e.wake();
+          await sleep(30);
+        }
+        assert.equal(most, 1, 'one job at a time while requests are handled');
+        e.foreground = 0;
+        e.wake();
+        await waitFor('all four slots busy once no request is handled', async () => running === 4);
+      } finally {
+        release();
+      }
+      for (const id of ids) await waitFor(`job ${id} done`, async () => (await row(id)).status === 'done');
+      assert.equal(most, 4);
       await e.stop();
     });
 
@@ -425,5 +467,19 @@ describe('job backoff', () => {
       assert.ok(v >= base * 0.8 && v <= base * 1.2, `${attempt}: ${v}`);
     }
     assert.ok(backoffMs(40) <= 300_000 * 1.2);
+  });
+});
+
+describe('job settings', () => {
+  it('are checked at start; the slots under load are unset unless given', () => {
+    const d = loadConfig({}, {}).jobs;
+    assert.deepEqual([d.concurrency, d.concurrencyUnderLoad, d.ioConcurrency], [8, undefined, 64]);
+    assert.equal(loadConfig({}, { SLIPWAY_JOB_CONCURRENCY_UNDER_LOAD: '3' }).jobs.concurrencyUnderLoad, 3);
+    for (const [name, v] of [
+      ['SLIPWAY_JOB_CONCURRENCY_UNDER_LOAD', 'two'],
+      ['SLIPWAY_JOB_CONCURRENCY', '0'],
+      ['SLIPWAY_JOB_POLL_MS', '-5'],
+    ])
+      assert.throws(() => loadConfig({}, { [name!]: v }), new RegExp(`${name} must be a positive integer`));
   });
 });
