@@ -176,63 +176,64 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
           }
         : {}),
       handler: async (req, reply) => {
-        // Counted while it runs: the job runner takes fewer new jobs while requests are handled.
+        if (op.upgrade) throw new ApiError(426, 'Upgrade Required: connect with a WebSocket client (Upgrade: websocket)', undefined, { upgrade: op.upgrade });
+        const write = isWrite(c.method);
+        const auth = req.auth as AuthContext;
+        const ctx = requestContext(app, req);
+        const key = write && auth ? idempotencyKey(req) : undefined;
+        // A handler is counted while it runs (`foreground`): meanwhile the job runner takes fewer
+        // new jobs. Counted inline, not by a wrapper: an extra async frame per request shows on reads.
+        if (!write) {
+          let result: unknown;
+          app.jobs.foreground++;
+          try {
+            result = await op.handler(ctx as never);
+          } finally {
+            app.jobs.foreground--;
+          }
+          const limited = await countedAfter(req, reply);
+          if (limited) throw limited;
+          return isSharedResult(result) ? sendShared(reply, c.success, result, serialized) : send(reply, c.success, result);
+        }
+        const companyId = auth?.company.id;
+        const fp = key ? idem.fingerprint(c.method, req.url, req.body) : '';
+        if (key && companyId) {
+          const prior = await idem.lookup(app.database.db, companyId, key, fp);
+          if (prior) return replay(reply, prior);
+        }
         app.jobs.foreground++;
         try {
-          return await handle(req, reply);
+          // Whether the write queued work due now: the job runners are woken once it committed.
+          let due = false;
+          const body =
+            op.singleWrite && !key && app.database.kind === 'postgres'
+              ? await op.handler(ctx as never)
+              : await app.database.db.transaction().execute(async (tx) => {
+                  if (key && companyId && !(await idem.claim(tx, companyId, key, fp))) {
+                    throw new Replay((await idem.lookup(tx, companyId, key, fp)) ?? { status: 409, body: undefined });
+                  }
+                  const result = await op.handler({ ...ctx, tx } as never);
+                  if (key && companyId) await idem.complete(tx, companyId, key, { status: c.success, body: result });
+                  due = madeJobsDue(tx);
+                  return result;
+                });
+          if (due) app.jobs.wake();
+          await app.keys.announced();
+          return send(reply, c.success, body);
+        } catch (e) {
+          if (e instanceof Replay) {
+            if (e.stored.status === 409) throw new ApiError(409, 'A request with this Idempotency-Key is still being processed; retry shortly.');
+            return replay(reply, e.stored);
+          }
+          if (key && companyId && e instanceof ApiError && e.status < 500 && e.status !== 429) {
+            await idem.recordFailure(app.database.db, companyId, key, fp, { status: e.status, body: e.body() });
+          }
+          throw e;
         } finally {
           app.jobs.foreground--;
         }
       },
     });
-
-    async function handle(req: FastifyRequest, reply: FastifyReply) {
-      if (op.upgrade) throw new ApiError(426, 'Upgrade Required: connect with a WebSocket client (Upgrade: websocket)', undefined, { upgrade: op.upgrade });
-      const write = isWrite(c.method);
-      const auth = req.auth as AuthContext;
-      const ctx = requestContext(app, req);
-      const key = write && auth ? idempotencyKey(req) : undefined;
-      if (!write) {
-        const result = await op.handler(ctx as never);
-        const limited = await countedAfter(req, reply);
-        if (limited) throw limited;
-        return isSharedResult(result) ? sendShared(reply, c.success, result, serialized) : send(reply, c.success, result);
-      }
-      const companyId = auth?.company.id;
-      const fp = key ? idem.fingerprint(c.method, req.url, req.body) : '';
-      if (key && companyId) {
-        const prior = await idem.lookup(app.database.db, companyId, key, fp);
-        if (prior) return replay(reply, prior);
-      }
-      try {
-        // Whether the write queued work due now: the job runners are woken once it committed.
-        let due = false;
-        const body =
-          op.singleWrite && !key && app.database.kind === 'postgres'
-            ? await op.handler(ctx as never)
-            : await app.database.db.transaction().execute(async (tx) => {
-                if (key && companyId && !(await idem.claim(tx, companyId, key, fp))) {
-                  throw new Replay((await idem.lookup(tx, companyId, key, fp)) ?? { status: 409, body: undefined });
-                }
-                const result = await op.handler({ ...ctx, tx } as never);
-                if (key && companyId) await idem.complete(tx, companyId, key, { status: c.success, body: result });
-                due = madeJobsDue(tx);
-                return result;
-              });
-        if (due) app.jobs.wake();
-        await app.keys.announced();
-        return send(reply, c.success, body);
-      } catch (e) {
-        if (e instanceof Replay) {
-          if (e.stored.status === 409) throw new ApiError(409, 'A request with this Idempotency-Key is still being processed; retry shortly.');
-          return replay(reply, e.stored);
-        }
-        if (key && companyId && e instanceof ApiError && e.status < 500 && e.status !== 429) {
-          await idem.recordFailure(app.database.db, companyId, key, fp, { status: e.status, body: e.body() });
-        }
-        throw e;
-      }
-    }
   }
 }
 
