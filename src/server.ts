@@ -5,6 +5,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import websocket from '@fastify/websocket';
+import pino from 'pino';
 import AjvModule from 'ajv';
 import formatsModule from 'ajv-formats';
 import type { ValidateFunction } from 'ajv';
@@ -62,6 +63,18 @@ class OneLinePerRequest extends LogController {
     else reply.log.info(line, 'request completed');
   }
 }
+
+/**
+ * Where the server's log lines go unless the caller gives a logger: standard output, written
+ * asynchronously. A synchronous write was a system call per request, a measurable share of a
+ * read's cost; written asynchronously, the lines logged while a write is under way go out together
+ * in the next one, so an idle server still writes each line at once. What is still buffered is
+ * written out synchronously when the process exits (pino registers that), but a process killed
+ * with SIGKILL loses it. At most 16 MiB wait for a reader that does not keep up; beyond that lines
+ * are dropped instead of the memory growing. One per process: every server of a process shares it.
+ */
+let stdoutLog: ReturnType<typeof pino.destination> | undefined;
+const logDestination = () => (stdoutLog ??= pino.destination({ dest: 1, sync: false, maxLength: 16 * 1024 * 1024 }));
 
 function makeAjv(coerce: boolean, useDefaults = true) {
   const ajv = new Ajv({ allErrors: true, coerceTypes: coerce ? 'array' : false, useDefaults, removeAdditional: false, strict: false });
@@ -124,7 +137,7 @@ export async function createServer(config: Config, opts: { database?: Database; 
     connectionsCheckingInterval: Math.max(50, Math.min(5_000, Math.floor(limits.headersTimeoutMs / 4))),
   };
   const fastify = Fastify({
-    logger: opts.logger ?? { level: config.logLevel },
+    logger: opts.logger ?? { level: config.logLevel, ...(config.logLevel === 'silent' ? {} : { stream: logDestination() }) },
     logController: new OneLinePerRequest(),
     // Response serializers are built on first use too (see the validator compiler below).
     schemaController: { compilersFactory: { buildSerializer: lazySerializers } },

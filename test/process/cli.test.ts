@@ -54,6 +54,32 @@ describe('slipway command line', () => {
     await again.stop();
   });
 
+  it('logs one JSON line per request to standard output, and writes every line still buffered before it exits', async () => {
+    const dir = tmp();
+    const s = await startChild(['--log-level', 'info'], { DATA_DIR: dir });
+    const n = 300;
+    try {
+      const token = /API key:\s+(svl_[0-9a-f]{64})/.exec(s.output())![1]!;
+      // 20 at a time (the connections a client address may hold are capped).
+      const statuses: number[] = [];
+      for (let i = 0; i < n; i += 20)
+        statuses.push(
+          ...(await Promise.all(Array.from({ length: 20 }, (_, j) => call(s.baseUrl, 'GET', `/api-keys/me?n=${i + j}`, token).then((r) => r.status)))),
+        );
+      assert.deepEqual(new Set(statuses), new Set([200]));
+    } finally {
+      // Stopped at once: lines not written yet must still come out before the process ends.
+      await s.stop();
+    }
+    const lines = s
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('"request completed"'))
+      .map((l) => JSON.parse(l) as { url: string; statusCode: number });
+    const seen = new Set(lines.filter((l) => l.url.startsWith('/v3/api-keys/me?n=') && l.statusCode === 200).map((l) => l.url));
+    assert.equal(seen.size, n, `request lines logged: ${seen.size} of ${n}`);
+  });
+
   it('admin commands act on the same data directory', async () => {
     const dir = tmp();
     const created = JSON.parse(slipway(['admin', 'create-company', '--name', 'Acme', '--data-dir', dir]));
