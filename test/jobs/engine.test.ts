@@ -32,6 +32,23 @@ declare module '../../src/shared/jobs.js' {
 
 const log = pino({ level: 'silent' });
 
+/** A job body that waits until `release()`, counting the runs under way (`running`) and the most at once (`most`). */
+function heldJobs() {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const held = {
+    running: 0,
+    most: 0,
+    release: () => release(),
+    run: async () => {
+      held.most = Math.max(held.most, ++held.running);
+      await gate;
+      held.running--;
+    },
+  };
+  return held;
+}
+
 for (const kind of DB_KINDS) {
   describe(`job engine [${kind}]`, { skip: await skipUnless(kind) }, () => {
     let database: Database;
@@ -99,19 +116,8 @@ for (const kind of DB_KINDS) {
 
     it('jobs that wait on the network run in slots of their own: they neither starve nor outnumber the rest', async () => {
       const e = engine({ concurrency: 1, ioConcurrency: 3 });
-      let release!: () => void;
-      const held = new Promise<void>((r) => (release = r));
-      let waiting = 0;
-      let most = 0;
-      e.register('t.io', {
-        transactional: false,
-        io: true,
-        run: async () => {
-          most = Math.max(most, ++waiting);
-          await held;
-          waiting--;
-        },
-      });
+      const held = heldJobs();
+      e.register('t.io', { transactional: false, io: true, run: held.run });
       let dbRan = false;
       e.register('t.db', { run: async () => void (dbRan = true) });
       const ios = await database.db.transaction().execute(async (tx) => {
@@ -120,33 +126,23 @@ for (const kind of DB_KINDS) {
         return ids;
       });
       await e.start();
-      await waitFor('three I/O jobs waiting', async () => waiting === 3);
+      await waitFor('three I/O jobs waiting', async () => held.running === 3);
       const dbJob = await database.db.transaction().execute((tx) => enqueue(tx, { kind: 't.db', payload: null }));
       e.wake();
       // The database slot is free while every I/O slot waits.
       await waitFor('the other job done', async () => (await row(dbJob)).status === 'done');
       assert.ok(dbRan);
-      assert.equal(most, 3, 'no more I/O jobs at once than their slots');
-      release();
+      assert.equal(held.most, 3, 'no more I/O jobs at once than their slots');
+      held.release();
       for (const id of ios) await waitFor(`I/O job ${id} done`, async () => (await row(id)).status === 'done');
-      assert.equal(most, 3);
+      assert.equal(held.most, 3);
       await e.stop();
     });
 
     it('while API requests are handled, the database slots take new jobs only up to their number under load; a running job goes on', async () => {
       const e = engine({ concurrency: 4, concurrencyUnderLoad: 1 });
-      let release!: () => void;
-      const held = new Promise<void>((r) => (release = r));
-      let running = 0;
-      let most = 0;
-      e.register('t.yield', {
-        transactional: false,
-        run: async () => {
-          most = Math.max(most, ++running);
-          await held;
-          running--;
-        },
-      });
+      const held = heldJobs();
+      e.register('t.yield', { transactional: false, run: held.run });
       const ids = await database.db.transaction().execute(async (tx) => {
         const out = [];
         for (let n = 0; n < 5; n++) out.push(await enqueue(tx, { kind: 't.yield', payload: { n } }));
@@ -155,21 +151,21 @@ for (const kind of DB_KINDS) {
       e.foreground = 1;
       await e.start();
       try {
-        await waitFor('a job running', async () => running > 0);
+        await waitFor('a job running', async () => held.running > 0);
         // Polls and wakes while requests are handled claim nothing more.
         for (let i = 0; i < 5; i++) {
           e.wake();
           await sleep(30);
         }
-        assert.equal(most, 1, 'one job at a time while requests are handled');
+        assert.equal(held.most, 1, 'one job at a time while requests are handled');
         e.foreground = 0;
         e.wake();
-        await waitFor('all four slots busy once no request is handled', async () => running === 4);
+        await waitFor('all four slots busy once no request is handled', async () => held.running === 4);
       } finally {
-        release();
+        held.release();
       }
       for (const id of ids) await waitFor(`job ${id} done`, async () => (await row(id)).status === 'done');
-      assert.equal(most, 4);
+      assert.equal(held.most, 4);
       await e.stop();
     });
 
