@@ -98,10 +98,11 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
 };
 
 /**
- * An integer setting of the operator's environment (`d` when unset), checked at start: anything
- * but digits, or a value below `min`, stops the server with a message naming the variable.
+ * An integer setting of the operator's environment (`d` when unset, which may be undefined: a
+ * default decided elsewhere), checked at start: anything but digits, or a value below `min`, stops
+ * the server with a message naming the variable.
  */
-export function intSetting(env: Record<string, string | undefined>, name: string, d: number, min = 1): number {
+export function intSetting<D extends number | undefined>(env: Record<string, string | undefined>, name: string, d: D, min = 1): number | D {
   const v = env[name];
   if (v === undefined || v === '') return d;
   if (!/^\d+$/.test(v) || Number(v) < min) throw new Error(`${name} must be ${min === 1 ? 'a positive integer' : `an integer >= ${min}`} (got "${v}")`);
@@ -210,7 +211,8 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     dashboardDir: env.SLIPWAY_DASHBOARD_DIR || undefined,
     jobs: {
       concurrency: intSetting(env, 'SLIPWAY_JOB_CONCURRENCY', 8),
-      concurrencyUnderLoad: env.SLIPWAY_JOB_CONCURRENCY_UNDER_LOAD ? intSetting(env, 'SLIPWAY_JOB_CONCURRENCY_UNDER_LOAD', 2) : undefined,
+      // Unset: the job engine's default, which depends on the database (src/shared/jobs.ts).
+      concurrencyUnderLoad: intSetting(env, 'SLIPWAY_JOB_CONCURRENCY_UNDER_LOAD', undefined),
       ioConcurrency: intSetting(env, 'SLIPWAY_JOB_IO_CONCURRENCY', 64),
       leaseMs: intSetting(env, 'SLIPWAY_JOB_LEASE_MS', 15_000),
       pollMs: intSetting(env, 'SLIPWAY_JOB_POLL_MS', 100),
