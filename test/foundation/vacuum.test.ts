@@ -2,8 +2,9 @@
 // (src/shared/db/vacuum.ts) every CHURN_VACUUM_MS, so that lookups through their indexes walk
 // live entries only, with autovacuum off (as on the machines these tests run on) or too slow.
 // Measured as the entries a bitmap index scan walks (live ones, and dead ones until a vacuum)
-// against the live rows, once the churn is over. The same tick analyzes the tables that hold rows
-// and were never analyzed: measured as the index a lookup's plan takes.
+// against the live rows, once the churn is over. The same tick analyzes the tables whose
+// statistics are stale (never analyzed, or more rows changed since than autovacuum's threshold):
+// measured as the row count the planner is given and the index a lookup's plan takes.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
@@ -96,5 +97,38 @@ describe('vacuum of the churning tables [postgres]', { skip: await skipUnless('p
     );
     const used = JSON.stringify(plan.rows[0]!['QUERY PLAN']).match(/"Index Name":"(\w+)"/)?.[1];
     assert.ok(used === undefined || used === 'applications_pkey', `the lookup took ${used}`);
+  });
+
+  it('a table analyzed while nearly empty is analyzed again once its rows changed past the threshold: a deployment read by id takes the primary key', async () => {
+    const db = s.app.database.db;
+    // Autovacuum off for the table (as it is on the machines these tests run on): only the
+    // server's tick can analyze it.
+    await sql`ALTER TABLE deployments SET (autovacuum_enabled = false)`.execute(db);
+    try {
+      const app = await createApp(s);
+      await trigger(s, app.id);
+      await sql`ANALYZE deployments`.execute(db);
+      // 50 plus 10% of the rows counted at that analysis (autovacuum's defaults) must change.
+      const ids: string[] = [];
+      for (let i = 0; i < 150; i++) ids.push((await trigger(s, app.id)).id);
+      const rows = async () =>
+        Number((await sql<{ n: number }>`SELECT reltuples AS n FROM pg_class WHERE oid = 'deployments'::regclass`.execute(db)).rows[0]!.n);
+      const counted = await withinTicks(rows, (n) => n >= 150);
+      assert.ok(counted >= 150, `rows the planner counts: ${counted}, stored: 150 or more`);
+      // The statement every deployment read runs, with its generic plan (as the server's
+      // connections do): planned as the one page of the first analysis it scanned the table.
+      const used = await db.connection().execute(async (c) => {
+        await sql`PREPARE read_deployment(text) AS SELECT * FROM deployments WHERE id = $1`.execute(c);
+        try {
+          const plan = await sql<{ 'QUERY PLAN': unknown }>`EXPLAIN (FORMAT JSON) EXECUTE read_deployment(${sql.lit(ids[0])})`.execute(c);
+          return JSON.stringify(plan.rows[0]!['QUERY PLAN']);
+        } finally {
+          await sql`DEALLOCATE read_deployment`.execute(c);
+        }
+      });
+      assert.match(used, /"Index Name":"deployments_pkey"/, `the read by id: ${used}`);
+    } finally {
+      await sql`ALTER TABLE deployments RESET (autovacuum_enabled)`.execute(db);
+    }
   });
 });
