@@ -5,7 +5,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
-import { expectError, expectStatus, listAll, MISSING, UUID_RE, waitFor } from '../helpers/util.js';
+import { expectError, expectStatus, listAll, MISSING, plannedIndexes, UUID_RE, waitFor } from '../helpers/util.js';
+import { ACTIVE_STATUSES } from '../../src/modules/applications/storage.js';
+import { sql } from 'kysely';
 import {
   IMMEDIATE_ENV,
   addFault,
@@ -140,6 +142,48 @@ for (const kind of DB_KINDS) {
       assert.ok(started.started_at);
       assert.equal((await waitForFinal(s, a.id, d2.id)).status, 'success');
       assert.equal((await readApp(s, a.id)).status, 'deploymentSuccess');
+    });
+
+    it("the lookups of an application's active deployments are planned on the index of the active ones, not on every deployment it had", async () => {
+      await reads(100);
+      const a = await createApp(s, { kind: 'image' });
+      for (let i = 0; i < 20; i++) await trigger(s, a.id);
+      const db = s.app.database.db;
+      if (kind === 'postgres') await sql`ANALYZE deployments`.execute(db);
+      // The conditions of the trigger's statements (deployments.ts, storage.ts): ACTIVE_STATUSES
+      // written into them, so both planners can prove the partial index's predicate.
+      const active = db.selectFrom('deployments').select('id').where('app_id', '=', a.id).where('status', 'in', ACTIVE_STATUSES);
+      const statements = {
+        active,
+        waiting: active.where('status', '=', 'waiting'),
+        supersede: db
+          .updateTable('deployments')
+          .set({ status: 'skipped' })
+          .where('app_id', '=', a.id)
+          .where('status', 'in', ACTIVE_STATUSES)
+          .where('status', '=', 'waiting'),
+        'application with its active deployments': db
+          .selectFrom('applications')
+          .leftJoin('deployments', (j) => j.onRef('deployments.app_id', '=', 'applications.id').on('deployments.status', 'in', ACTIVE_STATUSES))
+          .select('deployments.id')
+          .where('applications.id', '=', a.id),
+      };
+      for (const [name, q] of Object.entries(statements)) {
+        const used = await plannedIndexes(s, q.compile(), { indexesOnly: true });
+        assert.ok(used.includes('deployments_active'), `${name} (${q.compile().sql}) planned on ${used.join(', ')}`);
+      }
+      if (kind === 'postgres') {
+        // And the server's own statements read it: each trigger looks up the active ones.
+        const scans = async () =>
+          Number(
+            (
+              await sql<{
+                n: string;
+              }>`SELECT idx_scan AS n FROM pg_stat_user_indexes WHERE indexrelname = 'deployments_active' AND schemaname = current_schema()`.execute(db)
+            ).rows[0]?.n ?? 0,
+          );
+        await waitFor("the triggers' scans of deployments_active to be counted", async () => (await scans()) >= 20);
+      }
     });
 
     it('skipped: three deployments triggered while the first runs — the second is skipped when the third is created', async () => {

@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { plannedIndexes } from '../helpers/util.js';
 import { CHURN_VACUUM_MS } from '../../src/shared/db/vacuum.js';
 import { createApp, trigger } from '../applications/support.js';
 
@@ -116,17 +117,9 @@ describe('vacuum of the churning tables [postgres]', { skip: await skipUnless('p
       const counted = await withinTicks(rows, (n) => n >= 150);
       assert.ok(counted >= 150, `rows the planner counts: ${counted}, stored: 150 or more`);
       // The statement every deployment read runs, with its generic plan (as the server's
-      // connections do): planned as the one page of the first analysis it scanned the table.
-      const used = await db.connection().execute(async (c) => {
-        await sql`PREPARE read_deployment(text) AS SELECT * FROM deployments WHERE id = $1`.execute(c);
-        try {
-          const plan = await sql<{ 'QUERY PLAN': unknown }>`EXPLAIN (FORMAT JSON) EXECUTE read_deployment(${sql.lit(ids[0])})`.execute(c);
-          return JSON.stringify(plan.rows[0]!['QUERY PLAN']);
-        } finally {
-          await sql`DEALLOCATE read_deployment`.execute(c);
-        }
-      });
-      assert.match(used, /"Index Name":"deployments_pkey"/, `the read by id: ${used}`);
+      // connections run it): planned as the one page of the first analysis it scanned the table.
+      const used = await plannedIndexes(s, db.selectFrom('deployments').selectAll().where('id', '=', ids[0]!).compile());
+      assert.deepEqual(used, ['deployments_pkey'], 'the read by id');
     } finally {
       await sql`ALTER TABLE deployments RESET (autovacuum_enabled)`.execute(db);
     }

@@ -1,7 +1,7 @@
 // The generic helpers every suite shares: waiting, polling, status and error-body assertions, and
 // a few constants. Area support files (test/<area>/support.ts) hold only area-specific helpers.
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
+import { sql, type CompiledQuery } from 'kysely';
 import type { Tx } from '../../src/shared/db/index.js';
 import type { TestServer } from './server.js';
 
@@ -97,4 +97,27 @@ export async function whileRowsHeld<T>(s: TestServer, change: (tx: Tx) => Promis
     );
   });
   return sent!;
+}
+
+/**
+ * The indexes the plan of `query` reads, as the server's connections plan it: on PostgreSQL its
+ * generic plan (a prepared statement's, planned without the values, which the server's connections
+ * always use); on SQLite the plan of the statement with its values bound. `indexesOnly`: with
+ * sequential scans ruled out (PostgreSQL), so that on a small table the choice among the indexes is
+ * what is planned.
+ */
+export async function plannedIndexes(s: TestServer, query: CompiledQuery, opts: { indexesOnly?: boolean } = {}): Promise<string[]> {
+  const { db, file } = s.app.database;
+  if (file) {
+    const rows = file.prepare(`EXPLAIN QUERY PLAN ${query.sql}`).all(...(query.parameters as unknown[])) as { detail: string }[];
+    return rows.flatMap((r) => [...r.detail.matchAll(/USING (?:COVERING )?INDEX (\w+)/g)].map((m) => m[1]!));
+  }
+  return db.transaction().execute(async (tx) => {
+    if (opts.indexesOnly) for (const scan of ['seqscan', 'bitmapscan']) await sql`SELECT set_config(${`enable_${scan}`}, 'off', true)`.execute(tx);
+    await sql`PREPARE planned AS ${sql.raw(query.sql)}`.execute(tx);
+    const values = query.parameters.map((v) => sql.lit(v));
+    const plan = await sql<{ 'QUERY PLAN': unknown }>`EXPLAIN (FORMAT JSON) EXECUTE planned${values.length ? sql`(${sql.join(values)})` : sql``}`.execute(tx);
+    await sql`DEALLOCATE planned`.execute(tx);
+    return [...JSON.stringify(plan.rows[0]!['QUERY PLAN']).matchAll(/"Index Name":"(\w+)"/g)].map((m) => m[1]!);
+  });
 }

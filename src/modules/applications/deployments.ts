@@ -31,7 +31,7 @@ import { countProcesses } from '../processes/service.js';
 import * as envVars from '../env-vars/service.js';
 import { localRuntime } from './local/registry.js';
 import {
-  ACTIVE,
+  ACTIVE_STATUSES,
   findApp,
   appWithActive,
   currentRelease,
@@ -163,15 +163,16 @@ export function assertDeployable(a: ApplicationsTable, subject = 'The applicatio
 }
 
 const activeOf = reusable((db, p: { appId: string }) =>
-  db
-    .selectFrom('deployments')
-    .select(['id', 'status', 'created_at'])
-    .where('app_id', '=', p.appId)
-    .where('status', 'in', [...ACTIVE]),
+  db.selectFrom('deployments').select(['id', 'status', 'created_at']).where('app_id', '=', p.appId).where('status', 'in', ACTIVE_STATUSES),
 );
 
 const supersede = reusable((db, p: { appId: string; now: string }) =>
-  db.updateTable('deployments').set({ status: 'skipped', finished_at: p.now, updated_at: p.now }).where('app_id', '=', p.appId).where('status', '=', 'waiting'),
+  db
+    .updateTable('deployments')
+    .set({ status: 'skipped', finished_at: p.now, updated_at: p.now })
+    .where('app_id', '=', p.appId)
+    .where('status', 'in', ACTIVE_STATUSES)
+    .where('status', '=', 'waiting'),
 );
 
 /** The time now, or a millisecond after the latest of `times` (ISO) if that is not earlier. */
@@ -245,18 +246,13 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
 }
 
 export async function cancelActiveDeployments(ctx: CallContext, appId: string, reason: string) {
-  const active = await ctx.tx
-    .selectFrom('deployments')
-    .selectAll()
-    .where('app_id', '=', appId)
-    .where('status', 'in', [...ACTIVE])
-    .execute();
+  const active = await ctx.tx.selectFrom('deployments').selectAll().where('app_id', '=', appId).where('status', 'in', ACTIVE_STATUSES).execute();
   for (const d of active) await finish(ctx, d, 'cancelled', [{ message: reason, severity: 'warning' }]);
 }
 
-/** The ids of the application's deployments with a status. */
-const withStatus = reusable((db, p: { appId: string; status: DeploymentsTable['status'] }) =>
-  db.selectFrom('deployments').select('id').where('app_id', '=', p.appId).where('status', '=', p.status),
+/** The ids of the application's deployments with an active status. */
+const withStatus = reusable((db, p: { appId: string; status: ActiveDeployment['status'] }) =>
+  db.selectFrom('deployments').select('id').where('app_id', '=', p.appId).where('status', 'in', ACTIVE_STATUSES).where('status', '=', p.status),
 );
 
 /** Moves an active deployment to a final status (conditional on its current status). */
