@@ -21,7 +21,7 @@ import { parseJsonBody } from './shared/http/input.js';
 import { admit, countedAfter, registerOperations } from './shared/http/router.js';
 import * as idem from './shared/idempotency.js';
 import { UUID_RE } from './shared/ids.js';
-import { CHURN_VACUUM_MS, vacuumChurning } from './shared/db/vacuum.js';
+import { startMaintenance } from './shared/db/vacuum.js';
 import { moduleMigrations, modules } from './modules/index.js';
 import { registerAdmin } from './modules/admin/routes.js';
 import { bootstrap, type BootstrapResult } from './modules/accounts/service.js';
@@ -312,15 +312,10 @@ export async function createServer(config: Config, opts: { database?: Database; 
     void idem.sweep(database.db).catch(() => {});
   }, 10 * 60_000);
   sweeper.unref();
-  // PostgreSQL: the dead rows of the job queue, the rate windows and the list counts, vacuumed away while they are few.
-  const vacuumer =
-    database.kind === 'postgres'
-      ? setInterval(
-          () => void vacuumChurning(database.db).catch((e: Error) => fastify.log.warn({ err: e.message }, 'vacuum of the churning tables failed')),
-          CHURN_VACUUM_MS,
-        )
-      : undefined;
-  vacuumer?.unref();
+  // PostgreSQL: the dead rows of the job queue, the rate windows and the list counts, vacuumed away
+  // while they are few; the statistics of tables that grew or changed kept current.
+  const stopMaintenance =
+    database.kind === 'postgres' ? startMaintenance(database.db, (what, e) => fastify.log.warn({ err: e.message }, `${what} failed`)) : undefined;
 
   return {
     fastify,
@@ -339,7 +334,7 @@ export async function createServer(config: Config, opts: { database?: Database; 
     },
     async close() {
       clearInterval(sweeper);
-      clearInterval(vacuumer);
+      stopMaintenance?.();
       await fastify.close();
       await app.jobs.stop();
       await app.edge?.stop();

@@ -124,4 +124,20 @@ describe('vacuum of the churning tables [postgres]', { skip: await skipUnless('p
       await sql`ALTER TABLE deployments RESET (autovacuum_enabled)`.execute(db);
     }
   });
+
+  it('a table that doubled in size since its last analysis is analyzed again, with fewer rows changed than the modification rule asks for', async () => {
+    const db = s.app.database.db;
+    await sql`CREATE TABLE growth_probe (id integer PRIMARY KEY, pad text) WITH (autovacuum_enabled = false)`.execute(db);
+    try {
+      await sql`INSERT INTO growth_probe VALUES (0, repeat('x', 1500))`.execute(db);
+      await sql`ANALYZE growth_probe`.execute(db);
+      // 40 rows of 1,500 bytes: 8 pages or more, from one, and 40 changes, fewer than 50.
+      await sql`INSERT INTO growth_probe SELECT i, repeat('x', 1500) FROM generate_series(1, 40) i`.execute(db);
+      const rows = async () =>
+        Number((await sql<{ n: number }>`SELECT reltuples AS n FROM pg_class WHERE oid = 'growth_probe'::regclass`.execute(db)).rows[0]!.n);
+      assert.equal(await withinTicks(rows, (n) => n === 41), 41, 'rows the planner counts');
+    } finally {
+      await sql`DROP TABLE growth_probe`.execute(db);
+    }
+  });
 });
