@@ -13,7 +13,6 @@
 // statistics are stale (`analyzeStale`): after each vacuum, and every GROWTH_CHECK_MS those that
 // doubled in size.
 import { sql, type Kysely } from 'kysely';
-import { isPostgres } from './dialect.js';
 
 /** How often each server process vacuums CHURNING_TABLES (PostgreSQL). */
 export const CHURN_VACUUM_MS = 5_000;
@@ -39,9 +38,8 @@ export const GROWTH_CHECK_MS = 1_000;
  */
 export const CHURNING_TABLES = ['jobs', 'rate_windows', 'list_count_deltas', 'list_counts'] as const;
 
-/** Vacuums CHURNING_TABLES on PostgreSQL; nothing on SQLite (deleted rows' space is reused there without one). */
-export async function vacuumChurning(db: Kysely<any>): Promise<void> {
-  if (!isPostgres(db)) return;
+/** Vacuums CHURNING_TABLES (PostgreSQL; SQLite reuses deleted rows' space without one). */
+async function vacuumChurning(db: Kysely<any>): Promise<void> {
   await sql`VACUUM (SKIP_LOCKED, TRUNCATE false) ${sql.raw(CHURNING_TABLES.join(', '))}`.execute(db);
 }
 
