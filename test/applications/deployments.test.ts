@@ -6,7 +6,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, listAll, MISSING, plannedIndexes, UUID_RE, waitFor } from '../helpers/util.js';
-import { ACTIVE_STATUSES } from '../../src/modules/applications/storage.js';
+import { appAndActive } from '../../src/modules/applications/storage.js';
+import { activeOf, supersede, withStatus } from '../../src/modules/applications/deployments.js';
 import { sql } from 'kysely';
 import {
   IMMEDIATE_ENV,
@@ -150,27 +151,17 @@ for (const kind of DB_KINDS) {
       for (let i = 0; i < 20; i++) await trigger(s, a.id);
       const db = s.app.database.db;
       if (kind === 'postgres') await sql`ANALYZE deployments`.execute(db);
-      // The conditions of the trigger's statements (deployments.ts, storage.ts): ACTIVE_STATUSES
-      // written into them, so both planners can prove the partial index's predicate.
-      const active = db.selectFrom('deployments').select('id').where('app_id', '=', a.id).where('status', 'in', ACTIVE_STATUSES);
+      // The statements themselves (deployments.ts, storage.ts), with ACTIVE_STATUSES written into
+      // them, so that both planners can prove the partial index's predicate.
       const statements = {
-        active,
-        waiting: active.where('status', '=', 'waiting'),
-        supersede: db
-          .updateTable('deployments')
-          .set({ status: 'skipped' })
-          .where('app_id', '=', a.id)
-          .where('status', 'in', ACTIVE_STATUSES)
-          .where('status', '=', 'waiting'),
-        'application with its active deployments': db
-          .selectFrom('applications')
-          .leftJoin('deployments', (j) => j.onRef('deployments.app_id', '=', 'applications.id').on('deployments.status', 'in', ACTIVE_STATUSES))
-          .select('deployments.id')
-          .where('applications.id', '=', a.id),
+        active: activeOf(db, { appId: a.id }),
+        waiting: withStatus(db, { appId: a.id, status: 'waiting' }),
+        supersede: supersede(db, { appId: a.id, now: new Date().toISOString() }),
+        'application with its active deployments': appAndActive(db, { id: a.id, companyId: a.company_id }),
       };
       for (const [name, q] of Object.entries(statements)) {
-        const used = await plannedIndexes(s, q.compile(), { indexesOnly: true });
-        assert.ok(used.includes('deployments_active'), `${name} (${q.compile().sql}) planned on ${used.join(', ')}`);
+        const used = await plannedIndexes(s, q, { indexesOnly: true });
+        assert.ok(used.includes('deployments_active'), `${name} (${q.sql}) planned on ${used.join(', ')}`);
       }
     });
 

@@ -162,11 +162,13 @@ export function assertDeployable(a: ApplicationsTable, subject = 'The applicatio
   if (a.is_suspended) throw badRequest(`${subject} is suspended; activate it before deploying`);
 }
 
-const activeOf = reusable((db, p: { appId: string }) =>
+/** The application's active deployments (exported for the test of their plans, as are the two below). */
+export const activeOf = reusable((db, p: { appId: string }) =>
   db.selectFrom('deployments').select(['id', 'status', 'created_at']).where('app_id', '=', p.appId).where('status', 'in', ACTIVE_STATUSES),
 );
 
-const supersede = reusable((db, p: { appId: string; now: string }) =>
+/** A new deployment supersedes the application's waiting one. */
+export const supersede = reusable((db, p: { appId: string; now: string }) =>
   db
     .updateTable('deployments')
     .set({ status: 'skipped', finished_at: p.now, updated_at: p.now })
@@ -251,7 +253,7 @@ export async function cancelActiveDeployments(ctx: CallContext, appId: string, r
 }
 
 /** The ids of the application's deployments with an active status. */
-const withStatus = reusable((db, p: { appId: string; status: ActiveDeployment['status'] }) =>
+export const withStatus = reusable((db, p: { appId: string; status: ActiveDeployment['status'] }) =>
   db.selectFrom('deployments').select('id').where('app_id', '=', p.appId).where('status', 'in', ACTIVE_STATUSES).where('status', '=', p.status),
 );
 

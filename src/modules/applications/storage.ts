@@ -223,7 +223,8 @@ export interface ActiveDeployment {
   created_at: string;
 }
 
-const appAndActive = reusable((db, p: { id: string; companyId: string }) =>
+/** An application with its active deployments, a row for each (see appWithActive). */
+export const appAndActive = reusable((db, p: { id: string; companyId: string }) =>
   db
     .selectFrom('applications')
     .leftJoin('deployments', (j) => j.onRef('deployments.app_id', '=', 'applications.id').on('deployments.status', 'in', ACTIVE_STATUSES))
