@@ -592,7 +592,11 @@ function beforeBuild(): { bin: string; remove(): void } | undefined {
   const root = fileURLToPath(new URL('..', import.meta.url));
   const dir = mkdtempSync(join(tmpdir(), 'slipway-before-'));
   try {
-    execSync(`git archive ${BEFORE_COMMIT} | tar -x -C ${JSON.stringify(dir)}`, { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], shell: '/bin/bash' });
+    execSync(`set -o pipefail; git archive ${BEFORE_COMMIT} | tar -x -C ${JSON.stringify(dir)}`, {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      shell: '/bin/bash',
+    });
     symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
     execSync(`${JSON.stringify(process.execPath)} scripts/bundle.mjs`, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   } catch (e) {
