@@ -575,9 +575,6 @@ async function seedProjects(base: string, token: string) {
 /** The build before the performance work (README "Benchmarks"). */
 const BEFORE_COMMIT = '5d44513';
 
-/** The build before's `bin/slipway.mjs` for the write rounds (`beforeBuild`), set by `throughput`. */
-let beforeBin: string | undefined;
-
 /**
  * The build the write targets are judged against: BENCH_BEFORE_BIN when set ("none": no build, the
  * recorded shares are judged), else BEFORE_COMMIT from this checkout's git history, extracted with
@@ -612,7 +609,7 @@ function beforeBuild(): { bin: string; remove(): void } | undefined {
 }
 
 /**
- * The write scenarios against the build before (`beforeBin`), so the 3x write targets are judged
+ * The write scenarios against the build before (`bin`, from `beforeBuild`), so the 3x write targets are judged
  * within one run. `first` is this build's round on its main server. With BENCH_WRITE_ROUNDS above 1 the two
  * builds then take turns, this build first, until each has that many rounds. Every round but this
  * build's first runs on a server of its own on a fresh database, prepared as the main server was
@@ -620,8 +617,7 @@ function beforeBuild(): { bin: string; remove(): void } | undefined {
  * server's later scenarios (memory with 100,000 resources) see no extra rows. The pairs of rounds,
  * in order; undefined when there is no build before.
  */
-async function writesOfBefore(storage: 'SQLite' | 'PostgreSQL', first: Writes) {
-  const bin = beforeBin;
+async function writesOfBefore(storage: 'SQLite' | 'PostgreSQL', first: Writes, bin: string | undefined) {
   if (!bin) return undefined;
   console.log(`the build before (${bin}), write scenarios:`);
   const rounds: { now: Writes; then: Writes }[] = [];
@@ -696,8 +692,11 @@ async function writes(base: string, token: string, server: CpuOf, label = ''): P
   };
 }
 
-/** One storage: the read path against the bare route, deep offsets, writes, deliveries, memory. */
-async function throughputOn(storage: 'SQLite' | 'PostgreSQL') {
+/**
+ * One storage: the read path against the bare route, deep offsets, writes (against `beforeBin`,
+ * the build before, if any), deliveries, memory.
+ */
+async function throughputOn(storage: 'SQLite' | 'PostgreSQL', beforeBin: string | undefined) {
   const { server, dir, token } = await benchServer(process.env.BENCH_BIN || BIN);
   let bare: Awaited<ReturnType<typeof bareServer>> | undefined;
   try {
@@ -726,7 +725,7 @@ async function throughputOn(storage: 'SQLite' | 'PostgreSQL') {
     );
 
     const w = await writes(server.baseUrl, token, cpuOf(server, storage));
-    const rounds = await writesOfBefore(storage, w);
+    const rounds = await writesOfBefore(storage, w, beforeBin);
     // The shares recorded before are judged only when the build before did not run here.
     const before = BEFORE[storage];
     const versus = (now: number, then: number) =>
@@ -803,9 +802,8 @@ async function createDatabase(client: { query(text: string): Promise<unknown> },
 /** The throughput scenarios on both storages, with the build before made for them first (`beforeBuild`). */
 async function throughput() {
   const made = beforeBuild();
-  beforeBin = made?.bin;
   try {
-    await throughputOnBoth();
+    await throughputOnBoth(made?.bin);
   } finally {
     made?.remove();
   }
@@ -815,11 +813,11 @@ async function throughput() {
  * SQLite, then PostgreSQL on a fresh database (DATABASE_URL names the server to use, default
  * postgres://postgres@127.0.0.1:5432; skipped when unreachable).
  */
-async function throughputOnBoth() {
+async function throughputOnBoth(beforeBin: string | undefined) {
   const only = process.env.BENCH_STORAGE; // sqlite or postgres: just that one
   const given = process.env.DATABASE_URL;
   delete process.env.DATABASE_URL;
-  if (only !== 'postgres') await throughputOn('SQLite');
+  if (only !== 'postgres') await throughputOn('SQLite', beforeBin);
   if (only === 'sqlite') return;
   const admin = given ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const pg = (await import('pg')).default;
@@ -834,7 +832,7 @@ async function throughputOnBoth() {
   const made = await createDatabase(client, admin, name);
   process.env.DATABASE_URL = made.url;
   try {
-    await throughputOn('PostgreSQL');
+    await throughputOn('PostgreSQL', beforeBin);
   } finally {
     await made.drop();
     await client.end();
