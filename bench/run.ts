@@ -39,11 +39,16 @@ const writeRounds = Number(process.env.BENCH_WRITE_ROUNDS ?? 3);
 
 async function run(title: string, url: string, headers: Record<string, string> = {}) {
   const r = await autocannon({ url, connections, duration: seconds, headers });
+  printRun(title, r, String(r.latency.p99).padStart(4), String(r.latency.p50).padStart(3));
+  return r;
+}
+
+/** A read scenario's line: requests per second, the p99 and p50 as given, and any answers not 2xx. */
+function printRun(title: string, r: autocannon.Result, p99: string, p50: string) {
   const non2xx = r.non2xx + r.errors;
   console.log(
-    `${title.padEnd(44)} ${r.requests.average.toFixed(0).padStart(7)} req/s   p99 ${String(r.latency.p99).padStart(4)} ms   p50 ${String(r.latency.p50).padStart(3)} ms${non2xx ? `   (${non2xx} non-2xx/errors!)` : ''}`,
+    `${title.padEnd(44)} ${r.requests.average.toFixed(0).padStart(7)} req/s   p99 ${p99} ms   p50 ${p50} ms${non2xx ? `   (${non2xx} non-2xx/errors!)` : ''}`,
   );
-  return r;
 }
 
 /**
@@ -62,10 +67,7 @@ async function runPrecise(title: string, url: string, headers: Record<string, st
   });
   latencies.sort((a, b) => a - b);
   const p99 = percentile(latencies, 99);
-  const non2xx = r.non2xx + r.errors;
-  console.log(
-    `${title.padEnd(44)} ${r.requests.average.toFixed(0).padStart(7)} req/s   p99 ${p99.toFixed(2).padStart(7)} ms   p50 ${percentile(latencies, 50).toFixed(2)} ms${non2xx ? `   (${non2xx} non-2xx/errors!)` : ''}`,
-  );
+  printRun(title, r, p99.toFixed(2).padStart(7), percentile(latencies, 50).toFixed(2));
   return p99;
 }
 
