@@ -165,6 +165,19 @@ for (const kind of DB_KINDS) {
       expectError(await preview(lone.id, { branch: 'x' }, viewer.token), 403, /APP:CREATE/);
     });
 
+    it('a preview app needs APP:CREATE for the whole company, like clone: a capability scoped to the source is 403', async () => {
+      const { src } = await setup();
+      const read = { permission: 'APP:READ', id_resource: src.id };
+      const scoped = await s.newKey({ capabilities: [{ permission: 'APP:CREATE', id_resource: src.id }, read] });
+      const before = (await listAll(s, '/applications')).length;
+      expectError(await preview(src.id, { branch: 'scoped' }, scoped.token), 403, /APP:CREATE/);
+      expectError(await s.post(`/applications/${src.id}/clone`, { display_name: 'scoped copy' }, { token: scoped.token }), 403, /APP:CREATE/);
+      assert.equal((await listAll(s, '/applications')).length, before, 'nothing was created');
+      // The same key with APP:CREATE for the whole company may.
+      const wide = await s.newKey({ capabilities: [{ permission: 'APP:CREATE' }, read] });
+      assert.equal(expectStatus(await preview(src.id, { branch: 'wide' }, wide.token), 201).type, 'previewApp');
+    });
+
     it('disabling preview deletes its preview apps and removes the stage; the other stages renumber', async () => {
       const { p, src } = await setup();
       const a = expectStatus(await preview(src.id, { branch: 'one' }), 201);

@@ -97,8 +97,10 @@ export const operations = [
     contract: c.createApplicationPreviewAppContract,
     permission: 'APP:CREATE',
     tier: 'service_creation',
-    // Like clone: a creation counted per company, allowed to a key that may create from this application.
+    // Like clone: it creates a new service, so it is counted per company and needs APP:CREATE for the
+    // whole company (a capability scoped to the source application does not do).
     resourceParam: 'id',
+    companyWide: true,
     handler: async (r) => svc.createPreviewApp(r, r.params.id, r.body),
   }),
 ];
