@@ -181,16 +181,19 @@ for (const kind of DB_KINDS) {
         ],
       );
       assert.equal(expectStatus(await s.get(`/object-storage/${b.id}`), 200).access_key, r.access_key);
-      // Immediately: every earlier key is gone. No body means 0 hours.
+      // Immediately (no body means 0 hours): the pair in use is gone; the first keeps its own grace.
       const now = expectStatus(await s.post(`/object-storage/${b.id}/rotate-credentials`), 200);
-      const left = await s.app.database.db.selectFrom('object_storage_keys').select('access_key').where('bucket_id', '=', b.id).execute();
+      const left = await s.app.database.db.selectFrom('object_storage_keys').selectAll().where('bucket_id', '=', b.id).orderBy('created_at').execute();
       assert.deepEqual(
-        left.map((k) => k.access_key),
-        [now.access_key],
+        left.map((k) => [k.access_key, k.expires_at]),
+        [
+          [b.access_key, r.old_keys_expired_at],
+          [now.access_key, null],
+        ],
       );
       expectError(await s.post(`/object-storage/${b.id}/rotate-credentials`, { old_keys_ttl_hours: 169 }), 400);
       expectError(await s.post(`/object-storage/${b.id}/rotate-credentials`, { old_keys_ttl_hours: -1 }), 400);
-      assert.equal((await s.app.database.db.selectFrom('object_storage_keys').select('access_key').where('bucket_id', '=', b.id).execute()).length, 1);
+      assert.equal((await s.app.database.db.selectFrom('object_storage_keys').select('access_key').where('bucket_id', '=', b.id).execute()).length, 2);
       expectError(await s.post(`/object-storage/${MISSING}/rotate-credentials`, {}), 404);
     });
 

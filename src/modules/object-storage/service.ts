@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
+import { lockFor } from '../../shared/db/locks.js';
 import { idDigits, newId } from '../../shared/ids.js';
 import { uniqueName } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
@@ -167,23 +168,21 @@ export async function deleteBucket(ctx: CallContext, id: string) {
 
 export async function rotateCredentials(ctx: CallContext, id: string, input: { old_keys_ttl_hours?: number } | undefined) {
   const { tx, app } = ctx;
+  // One rotation of a bucket at a time, so each retires the pair the one before it issued.
+  await lockFor(tx, `object-storage-keys:${id}`);
   const b = await findBucket(ctx, id);
   const hours = input?.old_keys_ttl_hours ?? 0;
   const now = runtime(app).now();
   const old = await currentKey(ctx, id);
-  // Keys already expired are dropped; the rest expire now (0 hours) or after the grace period,
-  // never later than an earlier rotation said.
+  // Only the pair in use (no deadline yet) is retired: now (0 hours) or after the grace period.
+  // Pairs retired by earlier rotations keep their own deadlines, neither cut short nor extended;
+  // those past it are dropped.
   await tx.deleteFrom('object_storage_keys').where('bucket_id', '=', id).where('expires_at', '<=', new Date(now).toISOString()).execute();
   let expiresAt: string | null = null;
-  if (hours === 0) await tx.deleteFrom('object_storage_keys').where('bucket_id', '=', id).execute();
+  if (hours === 0) await tx.deleteFrom('object_storage_keys').where('bucket_id', '=', id).where('expires_at', 'is', null).execute();
   else {
     expiresAt = new Date(now + hours * 3600_000).toISOString();
-    await tx
-      .updateTable('object_storage_keys')
-      .set({ expires_at: expiresAt })
-      .where('bucket_id', '=', id)
-      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', expiresAt!)]))
-      .execute();
+    await tx.updateTable('object_storage_keys').set({ expires_at: expiresAt }).where('bucket_id', '=', id).where('expires_at', 'is', null).execute();
   }
   const keys = await issueKey(ctx, id);
   await tx.updateTable('object_storages').set({ updated_at: new Date().toISOString() }).where('id', '=', id).execute();
