@@ -68,6 +68,8 @@ for (const kind of DB_KINDS) {
       assert.equal(d.branch, 'main');
       assert.equal(d.repo_url, git.repo_url);
       assert.match(d.commit_sha, /^[0-9a-f]{40}$/);
+      // The simulated runtime's commit is a stand-in: it has no message to claim.
+      assert.equal(d.commit_message, null);
       assert.ok(d.started_at, 'an inProgress deployment has started');
       assert.equal(d.finished_at, null);
 

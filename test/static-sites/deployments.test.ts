@@ -79,6 +79,8 @@ for (const kind of DB_KINDS) {
       assert.equal(d.branch, 'main');
       assert.equal(d.repo_url, site.repo_url);
       assert.match(d.commit_sha, /^[0-9a-f]{40}$/);
+      // The simulated runtime's commit is a stand-in: it has no message to claim.
+      assert.equal(d.commit_message, null);
       assert.match(d.cloud_build_id, /^build-[0-9a-f]{16}$/);
       assert.equal(d.build_error, null);
       assert.ok(d.started_at);

@@ -200,6 +200,10 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
   const image = a.source === 'dockerImage';
   const steps = o.reuse ? ['rollout'] : image ? ['checkout', 'rollout'] : ['checkout', 'build', 'rollout'];
   const src = o.reuse;
+  // A trigger names a branch, not a commit. The local runtime's checkout records the commit it
+  // checked out; until then none is known (null). The simulated runtime has no repository: its
+  // stand-in commit is a random id (the one its checkout names), and it has no message to claim.
+  const standIn = image || app.config.runtime === 'local' ? null : randomHex(20);
   const row: DeploymentsTable = {
     id: newId(),
     app_id: a.id,
@@ -215,8 +219,8 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
     git_type: src ? src.git_type : image ? null : a.git_type,
     repo_url: src ? src.repo_url : image ? null : a.repo_url,
     branch: src ? src.branch : image ? null : (o.branch ?? a.default_branch ?? 'main'),
-    commit_sha: src ? src.commit_sha : image ? null : randomHex(20),
-    commit_message: src ? src.commit_message : image ? null : `Latest commit on ${o.branch ?? a.default_branch ?? 'main'}`,
+    commit_sha: src ? src.commit_sha : standIn,
+    commit_message: src ? src.commit_message : null,
     author_login: null,
     author_img: null,
     build_of: src ? (src.build_of ?? src.id) : null,

@@ -143,8 +143,11 @@ export async function createDeployment(ctx: CallContext, s: StaticSitesTable, o:
     reads: 0,
     repo_url: src ? src.repo_url : s.repo_url,
     branch: o.branch,
-    commit_sha: src ? src.commit_sha : randomHex(20),
-    commit_message: src ? src.commit_message : `Latest commit on ${o.branch}`,
+    // A trigger names a branch, not a commit. The local runtime's checkout records the commit it
+    // checked out; until then none is known (null). The simulated runtime has no repository: its
+    // stand-in commit is a random id (the one its checkout names), and it has no message to claim.
+    commit_sha: src ? src.commit_sha : ctx.app.config.runtime === 'local' ? null : randomHex(20),
+    commit_message: src ? src.commit_message : null,
     author_login: null,
     author_img: null,
     cloud_build_id: src ? src.cloud_build_id : `build-${randomHex(8)}`,
