@@ -1,9 +1,9 @@
 // The S3-compatible data plane, served by the main server: path-style under `/s3/<bucket>/<key>`,
 // virtual-hosted style (`<bucket>.<base domain>`) when the operator sets a base domain, and public
-// reads on a bucket's CDN hostname. Requests are authenticated with AWS Signature V4 using the
-// bucket's own keys; a key opens only its own bucket. Bodies are streamed (never parsed as JSON)
-// and every error is S3's XML error document. Registered as an encapsulated Fastify plugin, so
-// the JSON API's parsers and error handler never see these requests.
+// reads on a bucket's CDN hostname. Requests are authenticated with AWS Signature V4
+// (auth.ts) using the bucket's own keys; a key opens only its own bucket. Bodies are streamed
+// (never parsed as JSON) and every error is S3's XML error document. Registered as an encapsulated
+// Fastify plugin, so the JSON API's parsers and error handler never see these requests.
 import { pipeline, type Readable } from 'node:stream';
 import type { ByteRange } from './blobs.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -37,7 +37,9 @@ import { runtime } from './runtime.js';
 import { accessDenied, invalidArgument, invalidRequest, malformedXml, noSuchKey, noSuchUpload, notImplemented, S3Error } from './s3-errors.js';
 import { corsRules } from './service.js';
 import { PATH_PREFIX } from './settings.js';
-import { chunkSignature, trailerSignature, verify, type Caller } from './sigv4.js';
+import { verify } from './auth.js';
+import type { Caller } from './signing.js';
+import { chunkSignature, trailerSignature } from './sigv4.js';
 import type { ObjectStoragesTable } from './storage.js';
 
 /** Internal prefix public CDN requests are rewritten to (`/_object-storage/cdn/<hostname>/<key>`). */

@@ -1,56 +1,31 @@
 // AWS Signature Version 4 for the S3 data plane: the Authorization header and presigned-URL
 // forms. The expected signature is computed with @smithy/signature-v4 over exactly the headers the
-// client signed, and compared in constant time. The bucket's access keys are looked up here.
-import { createHash, timingSafeEqual } from 'node:crypto';
+// client signed, and compared in constant time; the key, clock and expiry rules are signing.ts's.
+import { createHash } from 'node:crypto';
 import type * as HashNode from '@smithy/hash-node';
 import type * as Signing from '@smithy/signature-v4';
 import { lazy } from '../../shared/lazy.js';
 import type { AppContext } from '../../shared/context.js';
 import { accessDenied, invalidArgument, invalidRequest, S3Error } from './s3-errors.js';
-import { runtime } from './runtime.js';
+import {
+  checkPresignedWindow,
+  checkRequestTime,
+  equal,
+  header,
+  lookupKey,
+  MAX_PRESIGN_SECONDS,
+  mismatch,
+  parseAmzDate,
+  queryValue,
+  UNSIGNED_PAYLOAD,
+  type Caller,
+  type SignedRequest,
+} from './signing.js';
 
 const ALGORITHM = 'AWS4-HMAC-SHA256';
-const MAX_SKEW_MS = 15 * 60_000;
-const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
-const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 const hashNode = lazy<typeof HashNode>('@smithy/hash-node');
 const signing = lazy<typeof Signing>('@smithy/signature-v4');
-
-/** What the data plane needs of an incoming request. */
-export interface SignedRequest {
-  method: string;
-  /** The path exactly as sent (still percent-encoded), without the query string. */
-  rawPath: string;
-  /** Decoded query parameters. */
-  query: Record<string, string | string[]>;
-  headers: Record<string, string | string[] | undefined>;
-}
-
-/** The verified caller: which key, of which bucket, and what the chunk signatures chain from. */
-export interface Caller {
-  accessKey: string;
-  bucketId: string;
-  /** Header form only: the request's own signature (the seed of streaming chunk signatures). */
-  seed: { signature: string; signer: Signing.SignatureV4; date: Date; scope: string } | null;
-  /** The declared payload hash (header form) or UNSIGNED-PAYLOAD (presigned). */
-  payloadHash: string;
-}
-
-const header = (h: SignedRequest['headers'], name: string): string | undefined => {
-  const v = h[name];
-  return Array.isArray(v) ? v.join(',') : v;
-};
-
-const equal = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
-
-/** `20240101T000000Z` -> Date, or null. */
-function parseAmzDate(s: string | undefined): Date | null {
-  const m = s && /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(s);
-  if (!m) return null;
-  const d = new Date(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!));
-  return Number.isNaN(d.getTime()) ? null : d;
-}
 
 interface Credential {
   accessKey: string;
@@ -70,18 +45,6 @@ function parseCredential(s: string | undefined): Credential {
   return { accessKey: parts[0], date: parts[1]!, region: parts[2]!, scope: parts.slice(1).join('/') };
 }
 
-/** The key's bucket and secret, if the key exists and has not expired. */
-async function lookupKey(app: AppContext, accessKey: string): Promise<{ bucketId: string; secret: string }> {
-  const row = await app.database.db
-    .selectFrom('object_storage_keys')
-    .select(['bucket_id', 'secret_enc', 'expires_at'])
-    .where('access_key', '=', accessKey)
-    .executeTakeFirst();
-  if (!row || (row.expires_at !== null && Date.parse(row.expires_at) <= runtime(app).now()))
-    throw new S3Error(403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.');
-  return { bucketId: row.bucket_id, secret: app.secrets.decrypt(row.secret_enc) };
-}
-
 function signerFor(accessKey: string, secret: string, region: string): Signing.SignatureV4 {
   const Hash = hashNode().Hash;
   return new (signing().SignatureV4)({
@@ -93,13 +56,6 @@ function signerFor(accessKey: string, secret: string, region: string): Signing.S
     applyChecksum: false,
   });
 }
-
-const mismatch = () =>
-  new S3Error(
-    403,
-    'SignatureDoesNotMatch',
-    'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
-  );
 
 function signedHeaders(req: SignedRequest, list: string): Record<string, string> {
   const names = list.split(';').filter(Boolean);
@@ -113,33 +69,19 @@ function signedHeaders(req: SignedRequest, list: string): Record<string, string>
   return out;
 }
 
-/**
- * Verifies the request's signature (header or presigned form) and answers the caller, or throws
- * the S3 error a client expects (403 AccessDenied / InvalidAccessKeyId / SignatureDoesNotMatch /
- * RequestTimeTooSkewed). Requests with neither form are anonymous: AccessDenied.
- */
-export async function verify(app: AppContext, req: SignedRequest): Promise<Caller> {
-  const auth = header(req.headers, 'authorization');
-  if (auth) return verifyHeader(app, req, auth);
-  if (req.query['X-Amz-Algorithm'] !== undefined) return verifyPresigned(app, req);
-  throw accessDenied("Anonymous requests are not allowed: sign the request with the bucket's access key (AWS Signature Version 4).");
-}
-
-async function verifyHeader(app: AppContext, req: SignedRequest, auth: string): Promise<Caller> {
+/** `Authorization: AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=...` */
+export async function verifyHeader(app: AppContext, req: SignedRequest, auth: string): Promise<Caller> {
   const m = /^AWS4-HMAC-SHA256\s+Credential=([^,\s]+),\s*SignedHeaders=([^,\s]+),\s*Signature=([0-9a-f]{64})\s*$/.exec(auth.trim());
-  if (!m) {
-    if (auth.startsWith('AWS ')) throw invalidArgument('Signature Version 2 is not supported; use AWS Signature Version 4.');
+  if (!m)
     throw new S3Error(
       400,
       'AuthorizationHeaderMalformed',
       'The authorization header is malformed; expected AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=...',
     );
-  }
   const cred = parseCredential(m[1]);
   const date = parseAmzDate(header(req.headers, 'x-amz-date'));
   if (!date) throw accessDenied('AWS authentication requires a valid x-amz-date header.');
-  if (Math.abs(Date.now() - date.getTime()) > MAX_SKEW_MS)
-    throw new S3Error(403, 'RequestTimeTooSkewed', 'The difference between the request time and the current time is too large.');
+  checkRequestTime(date);
   if (!header(req.headers, 'x-amz-date')!.startsWith(cred.date))
     throw new S3Error(400, 'AuthorizationHeaderMalformed', 'The credential date does not match the x-amz-date header.');
   const payloadHash = header(req.headers, 'x-amz-content-sha256');
@@ -163,11 +105,9 @@ async function verifyHeader(app: AppContext, req: SignedRequest, auth: string): 
   return { accessKey: cred.accessKey, bucketId, seed: { signature: m[3]!, signer, date, scope: `${cred.scope}` }, payloadHash };
 }
 
-async function verifyPresigned(app: AppContext, req: SignedRequest): Promise<Caller> {
-  const q = (k: string) => {
-    const v = req.query[k];
-    return Array.isArray(v) ? v[0] : v;
-  };
+/** A presigned URL: `X-Amz-Algorithm`, `X-Amz-Credential`, `X-Amz-Date`, `X-Amz-Expires`, `X-Amz-SignedHeaders`, `X-Amz-Signature`. */
+export async function verifyPresigned(app: AppContext, req: SignedRequest): Promise<Caller> {
+  const q = (k: string) => queryValue(req.query, k);
   if (q('X-Amz-Algorithm') !== ALGORITHM) throw invalidArgument(`X-Amz-Algorithm must be ${ALGORITHM}.`);
   const cred = parseCredential(q('X-Amz-Credential'));
   const date = parseAmzDate(q('X-Amz-Date'));
@@ -176,8 +116,7 @@ async function verifyPresigned(app: AppContext, req: SignedRequest): Promise<Cal
   const names = q('X-Amz-SignedHeaders') ?? '';
   if (!date || !Number.isInteger(expires) || expires < 1 || expires > MAX_PRESIGN_SECONDS || !/^[0-9a-f]{64}$/.test(given))
     throw accessDenied('The presigned URL is malformed (X-Amz-Date, X-Amz-Expires of 1 to 604800 seconds, and X-Amz-Signature are required).');
-  if (Date.now() > date.getTime() + expires * 1000) throw accessDenied('Request has expired');
-  if (date.getTime() > Date.now() + MAX_SKEW_MS) throw accessDenied('Request is not valid yet');
+  checkPresignedWindow(date.getTime(), date.getTime() + expires * 1000);
   const { bucketId, secret } = await lookupKey(app, cred.accessKey);
   const signer = signerFor(cred.accessKey, secret, cred.region);
   const headers = signedHeaders(req, names);
