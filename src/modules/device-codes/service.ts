@@ -4,7 +4,7 @@
 import { randomInt } from 'node:crypto';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { lockFor } from '../../shared/db/locks.js';
+import { refuseIfTaken } from '../../shared/naming.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
 import { createKeyWithRole, findCompany } from '../accounts/service.js';
 
@@ -18,21 +18,26 @@ function newCode(): string {
 }
 
 export async function createCode(app: AppContext, tx: Tx, ip: string) {
-  // Count and insert as one step per address, or concurrent requests overshoot the limit. SQLite
-  // runs one transaction at a time; PostgreSQL needs a transaction-scoped lock on the address.
-  await lockFor(tx, `device-codes:${ip}`);
+  // Count and insert as one step per address, or concurrent requests overshoot the limit.
   const now = new Date();
-  const active = await tx
-    .selectFrom('device_codes')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('client_ip', '=', ip)
-    .where('status', '=', 'pending')
-    .where('expires_at', '>', now.toISOString())
-    .executeTakeFirst();
-  if (Number(active?.n ?? 0) >= MAX_ACTIVE_PER_IP)
-    throw new ApiError(429, `At most ${MAX_ACTIVE_PER_IP} device codes may be pending per client address; wait for one to expire.`, undefined, {
-      'retry-after': '60',
-    });
+  await refuseIfTaken(
+    tx,
+    `device-codes:${ip}`,
+    async () => {
+      const active = await tx
+        .selectFrom('device_codes')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('client_ip', '=', ip)
+        .where('status', '=', 'pending')
+        .where('expires_at', '>', now.toISOString())
+        .executeTakeFirst();
+      return Number(active?.n ?? 0) >= MAX_ACTIVE_PER_IP;
+    },
+    () =>
+      new ApiError(429, `At most ${MAX_ACTIVE_PER_IP} device codes may be pending per client address; wait for one to expire.`, undefined, {
+        'retry-after': '60',
+      }),
+  );
   await tx
     .deleteFrom('device_codes')
     .where('expires_at', '<', new Date(now.getTime() - 86400_000).toISOString())

@@ -6,7 +6,7 @@ import type { AppContext, CallContext } from '../../shared/context.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { idDigits, newId } from '../../shared/ids.js';
-import { uniqueName } from '../../shared/naming.js';
+import { insertNamed, refuseIfTaken } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
 import { forgetService, placeService } from '../projects/service.js';
@@ -112,11 +112,8 @@ export async function createBucket(
   const { tx, app, companyId } = ctx;
   const id = newId();
   const now = new Date().toISOString();
-  const name = await uniqueName(
-    input.display_name,
-    async (n) => !!(await tx.selectFrom('object_storages').select('id').where('company_id', '=', companyId).where('name', '=', n).executeTakeFirst()),
-  );
-  const row: ObjectStoragesTable = {
+  // The name is unique in the company even under concurrent creates: the unique index decides.
+  const row = await insertNamed(tx, 'object_storages', companyId, input.display_name, (name): ObjectStoragesTable => ({
     id,
     company_id: companyId,
     project_id: input.project_id ?? null,
@@ -128,8 +125,7 @@ export async function createBucket(
     bucket_name: `${name}-${idDigits(id, 8)}`,
     created_at: now,
     updated_at: now,
-  };
-  await tx.insertInto('object_storages').values(row).execute();
+  }));
   const keys = await issueKey(ctx, id);
   let domain: string | null = null;
   if (input.public_access) await claimHostname(ctx, id, (domain = cdnHostname(app, row)));
@@ -203,7 +199,13 @@ export async function rotateCredentials(ctx: CallContext, id: string, input: { o
 export async function enableDomain(ctx: CallContext, id: string) {
   const { tx, app } = ctx;
   const b = await findBucket(ctx, id);
-  if (await hostnameOf(tx, id)) throw badRequest('The bucket already has a CDN domain; disable it first');
+  // One CDN domain per bucket: of concurrent enables one wins, the others find its domain.
+  await refuseIfTaken(
+    tx,
+    `object-storage-domain:${id}`,
+    async () => !!(await hostnameOf(tx, id)),
+    () => badRequest('The bucket already has a CDN domain; disable it first'),
+  );
   const domain = cdnHostname(app, b);
   await claimHostname(ctx, id, domain);
   await tx.updateTable('object_storages').set({ updated_at: new Date().toISOString() }).where('id', '=', id).execute();

@@ -10,7 +10,7 @@ import { ApiError, badRequest } from '../../shared/errors.js';
 import { all, first, reusable } from '../../shared/db/reusable.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs, enqueue } from '../../shared/jobs.js';
-import { uniqueName } from '../../shared/naming.js';
+import { insertNamed, refuseIfTaken } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import { writeLogs } from '../../shared/runtime/logs.js';
 import { findApp, type ApplicationsTable } from '../applications/storage.js';
@@ -239,8 +239,13 @@ export async function createProcess(
   const { tx, companyId } = ctx;
   const app = await liveApp(ctx, appId);
   const type = body.type;
-  if (type === 'web' && (await tx.selectFrom('processes').select('id').where('app_id', '=', appId).where('type', '=', 'web').executeTakeFirst()))
-    throw badRequest('An application can have at most one web process');
+  if (type === 'web')
+    await refuseIfTaken(
+      tx,
+      `processes-web:${appId}`,
+      async () => !!(await tx.selectFrom('processes').select('id').where('app_id', '=', appId).where('type', '=', 'web').executeTakeFirst()),
+      () => badRequest('An application can have at most one web process'),
+    );
   const fields = applyInput(
     {
       type,
@@ -263,35 +268,19 @@ export async function createProcess(
     true,
   );
   const now = new Date().toISOString();
-  // Concurrent creates may take the same key (or the web slot) between check and insert; the unique
-  // indexes turn that into "nothing inserted" and the next round decides.
-  for (let attempt = 0; attempt < 10; attempt++) {
-    const key = await uniqueName(
-      body.display_name,
-      async (k) => !!(await tx.selectFrom('processes').select('id').where('app_id', '=', appId).where('key', '=', k).executeTakeFirst()),
-    );
-    const row: ProcessesTable = {
-      id: newId(),
-      app_id: appId,
-      company_id: companyId,
-      key,
-      ...fields,
-      cron_token: null,
-      rolled_out_at: null,
-      created_at: now,
-      updated_at: now,
-    };
-    const inserted = await tx
-      .insertInto('processes')
-      .values(row)
-      .onConflict((oc) => oc.doNothing())
-      .returning('id')
-      .executeTakeFirst();
-    if (inserted) return view(row, app);
-    if (type === 'web' && (await tx.selectFrom('processes').select('id').where('app_id', '=', appId).where('type', '=', 'web').executeTakeFirst()))
-      throw badRequest('An application can have at most one web process');
-  }
-  throw new Error(`no free process key for "${body.display_name}" after 10 attempts`);
+  // The key is unique in the application even under concurrent creates: the unique index decides.
+  const row = await insertNamed(tx, 'processes', appId, body.display_name, (key): ProcessesTable => ({
+    id: newId(),
+    app_id: appId,
+    company_id: companyId,
+    key,
+    ...fields,
+    cron_token: null,
+    rolled_out_at: null,
+    created_at: now,
+    updated_at: now,
+  }));
+  return view(row, app);
 }
 
 export async function updateProcess(ctx: CallContext, appId: string, processId: string, body: ProcessInput) {

@@ -6,6 +6,7 @@ import { lockFor } from '../../shared/db/locks.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import type { EventType } from '../../shared/events.js';
 import { newId } from '../../shared/ids.js';
+import { refuseIfTaken } from '../../shared/naming.js';
 import { cancelJobs } from '../../shared/jobs.js';
 import type { Page } from '../../shared/pagination.js';
 import { DELIVER, endpointProblem, newSecret, webhookLock } from './delivery.js';
@@ -84,13 +85,20 @@ export async function getWebhook(ctx: CallContext, id: string) {
 export async function createWebhook(ctx: CallContext, body: { allowed_events: EventType[]; endpoint: string; description?: string }) {
   const { tx, app, companyId } = ctx;
   checkEndpoint(app, body.endpoint);
-  await lockFor(tx, `webhooks:${companyId}`); // the limit holds under concurrent creates
-  const n = await tx
-    .selectFrom('webhooks')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('company_id', '=', companyId)
-    .executeTakeFirst();
-  if (Number(n?.n ?? 0) >= MAX_WEBHOOKS_PER_COMPANY) throw badRequest(`A company can have at most ${MAX_WEBHOOKS_PER_COMPANY} webhooks; delete one first`);
+  // The limit holds under concurrent creates.
+  await refuseIfTaken(
+    tx,
+    `webhooks:${companyId}`,
+    async () => {
+      const n = await tx
+        .selectFrom('webhooks')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('company_id', '=', companyId)
+        .executeTakeFirst();
+      return Number(n?.n ?? 0) >= MAX_WEBHOOKS_PER_COMPANY;
+    },
+    () => badRequest(`A company can have at most ${MAX_WEBHOOKS_PER_COMPANY} webhooks; delete one first`),
+  );
   const now = new Date().toISOString();
   const row: WebhooksTable = {
     id: newId(),
