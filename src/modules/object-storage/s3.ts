@@ -1,6 +1,6 @@
 // The S3-compatible data plane, served by the main server: path-style under `/s3/<bucket>/<key>`,
 // virtual-hosted style (`<bucket>.<base domain>`) when the operator sets a base domain, and public
-// reads on a bucket's CDN hostname. Requests are authenticated with AWS Signature V4
+// reads on a bucket's CDN hostname. Requests are authenticated with AWS Signature V4 or V2
 // (auth.ts) using the bucket's own keys; a key opens only its own bucket. Bodies are streamed
 // (never parsed as JSON) and every error is S3's XML error document. Registered as an encapsulated
 // Fastify plugin, so the JSON API's parsers and error handler never see these requests.
@@ -91,6 +91,12 @@ interface Target {
   /** The path as sent (percent-encoded), for the signature. */
   rawPath: string;
   query: Record<string, string | string[]>;
+  /** The query string as sent. */
+  rawQuery: string;
+  /** `/<bucket>/<key>` (percent-encoded) whatever the addressing, for SigV2's signed resource. */
+  resource: string;
+  /** The Host named the bucket. */
+  virtualHosted: boolean;
   /** The bucket named in the request (null: the service root, ListBuckets). */
   bucket: string | null;
   /** The object key ('' for bucket operations). */
@@ -130,7 +136,19 @@ function target(req: FastifyRequest, prefix: string): Target {
   const bucket = rest === '' ? null : decode(slash < 0 ? rest : rest.slice(0, slash));
   const key = slash < 0 ? '' : decode(rest.slice(slash + 1));
   if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw new S3Error(400, 'KeyTooLongError', 'Your key is too long.');
-  return { method: req.method, rawPath: oq < 0 ? original : original.slice(0, oq), query: parseQuery(q < 0 ? '' : url.slice(q + 1)), bucket, key };
+  const rawPath = oq < 0 ? original : original.slice(0, oq);
+  const rawQuery = q < 0 ? '' : url.slice(q + 1);
+  return {
+    method: req.method,
+    rawPath,
+    query: parseQuery(rawQuery),
+    rawQuery,
+    resource: rest === '' ? '/' : slash < 0 ? `/${rest}/` : `/${rest}`,
+    // rewriteUrl prefixes path-style requests on the base domain with `prefix` alone, virtual-hosted ones with the bucket too.
+    virtualHosted: path !== rawPath && path !== `${prefix}${rawPath}`,
+    bucket,
+    key,
+  };
 }
 
 const one = (q: Target['query'], k: string): string | undefined => {
@@ -348,7 +366,7 @@ async function handle(app: AppContext, req: FastifyRequest, reply: FastifyReply)
   reply.header('x-amz-request-id', String(req.id));
   const t = target(req, PATH_PREFIX);
   if (req.method === 'OPTIONS') return preflight(app, t, req, reply);
-  const caller = await verify(app, { method: req.method, rawPath: t.rawPath, query: t.query, headers: req.headers });
+  const caller = await verify(app, { ...t, headers: req.headers, headersDistinct: req.raw.headersDistinct });
   const b = await bucketRow(app, caller.bucketId);
   if (t.bucket === null) {
     if (req.method !== 'GET') throw new S3Error(405, 'MethodNotAllowed', 'The specified method is not allowed against this resource.');

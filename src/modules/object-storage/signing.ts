@@ -1,7 +1,7 @@
 // What every signature version of the S3 data plane checks the same way: the access key (it exists
 // and is current or within its rotation grace period), a header-signed request's clock, a
 // presigned URL's validity window, constant-time comparison and the errors clients expect.
-// sigv4.ts computes the signatures; auth.ts picks the form a request uses. Which bucket
+// sigv2.ts and sigv4.ts compute the signatures; auth.ts picks the one a request uses. Which bucket
 // a key opens is decided once the caller is known (s3.ts).
 import { timingSafeEqual } from 'node:crypto';
 import type * as Signing from '@smithy/signature-v4';
@@ -22,7 +22,18 @@ export interface SignedRequest {
   rawPath: string;
   /** Decoded query parameters. */
   query: Record<string, string | string[]>;
+  /** The query string as sent. */
+  rawQuery: string;
+  /**
+   * The path as `/<bucket>/<key>` (still percent-encoded) whatever the addressing: `/<bucket>/`
+   * for the bucket itself, `/` for the service.
+   */
+  resource: string;
+  /** The Host named the bucket (virtual-hosted style), not the path. */
+  virtualHosted: boolean;
   headers: Record<string, string | string[] | undefined>;
+  /** Every header's values apart, as repeated in the request. */
+  headersDistinct: Record<string, string[] | undefined>;
 }
 
 /** The verified caller: which key, of which bucket, and what the chunk signatures chain from. */
