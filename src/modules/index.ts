@@ -101,6 +101,7 @@ export const modules: Module[] = [
     tables: loadBalancers.tables,
     migrations: loadBalancers.migrations,
     setup: loadBalancers.setup,
+    start: loadBalancers.start,
   },
   {
     name: 'object-storage',

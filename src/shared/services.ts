@@ -9,6 +9,8 @@ export interface ServiceSummary {
   display_name: string;
   /** The region (cluster) the service runs in, for rules between services of one region. */
   cluster_id?: string | null;
+  /** The system hostname the service was given at creation, where its kind has one (the domains module registers it). */
+  hostname?: string | null;
 }
 
 /** What a module registers for a kind of service it owns. */

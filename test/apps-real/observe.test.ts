@@ -86,12 +86,14 @@ for (const kind of DB_KINDS) {
       assert.equal(closed, 4003);
     });
 
-    it("the application's system domain is <name>.<base domain>, and the edge serves it", async () => {
+    it("the application's system domain is <name>-<hex>.<base domain>; the edge serves it and the short name <name>.<base domain>", async () => {
       const domains = await listAll(s, `/applications/${app.id}/domains`);
       const system = domains.filter((d: { type: string }) => d.type === 'SYSTEM');
       assert.equal(system.length, 1);
-      assert.equal(system[0].name, `${app.name}.localhost`);
+      assert.match(system[0].name, new RegExp(`^${app.name}-[0-9a-f]{6}\\.localhost$`));
+      assert.equal(domains.length, 1, 'the short name is not listed as a domain');
       assert.equal((await edgeGet(port, system[0].name)).status, 200);
+      assert.equal((await edgeGet(port, `${app.name}.localhost`)).status, 200);
     });
   });
 }

@@ -7,11 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { expectError, expectStatus, MISSING } from '../helpers/util.js';
 import { systemCall } from '../../src/shared/context.js';
-import { claimHostname, domainsOf, releaseHostname, removeServiceDomains } from '../../src/modules/domains/service.js';
+import { claimHostname, domainsOf, releaseHostname } from '../../src/modules/domains/service.js';
+import { removeServiceDomains } from '../../src/modules/domains/registry.js';
 import { addDomain, createApp, DOMAIN_KEYS, domainPath, domainsPath, host, LIMITS, listDomains, stubKind, type Domain } from './support.js';
 
 const OWNERS = [
-  { base: '/static-sites', type: 'static-site', label: 'Static site', resource: 'STATIC_SITE', system: /^site-\d+-[0-9a-f]{6}\.slipway\.page$/, deleted: 200 },
+  { base: '/static-sites', type: 'static-site', label: 'Static site', resource: 'STATIC_SITE', system: /^site-\d+-[0-9a-f]{6}\.slipway\.site$/, deleted: 200 },
   {
     base: '/load-balancers',
     type: 'load-balancer',

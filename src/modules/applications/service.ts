@@ -7,6 +7,7 @@ import { badRequest } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import { insertNamed } from '../../shared/naming.js';
+import { systemHostname } from '../domains/registry.js';
 import { paginate, type Page, type PageResult } from '../../shared/pagination.js';
 import { sharedView } from '../../shared/shared-results.js';
 import { deleteLogs, writeLogs } from '../../shared/runtime/logs.js';
@@ -120,14 +121,11 @@ type Named = 'name' | 'namespace' | 'temp_domain';
  * display name, unique in the company even under concurrent creates (the unique index decides).
  */
 async function insertApp({ tx, app }: CallContext, fields: Omit<ApplicationsTable, Named>): Promise<ApplicationsTable> {
-  const clusterName = CLUSTER_BY_ID.get(fields.cluster_id)?.name ?? 'local';
-  // With the local runtime the edge serves `<name>.<base domain>`: that is the system domain.
-  const baseDomain = app.edge?.settings.baseDomain;
   return insertNamed(tx, 'applications', fields.company_id, fields.display_name, (name) => ({
     ...fields,
     name,
     namespace: `app-${name}-${randomBytes(4).toString('hex')}`,
-    temp_domain: baseDomain ? `${name}.${baseDomain}` : `${name}-${randomBytes(3).toString('hex')}.${clusterName}.slipway.app`,
+    temp_domain: systemHostname(app, 'app', name, fields.cluster_id),
   }));
 }
 

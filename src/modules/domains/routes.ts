@@ -7,6 +7,7 @@ import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import { domainContracts, type OwnerNames } from './schemas.js';
 import * as svc from './service.js';
+import { registerService, removeServiceDomains, routeOf } from './registry.js';
 import { domainSettings } from './settings.js';
 
 export { migrations, tables } from './storage.js';
@@ -131,11 +132,17 @@ export const operations = [
 
 export function setup(app: AppContext): void {
   domainSettings(app.config); // a bad SLIPWAY_DOMAINS_* setting stops the start
-  // Applications announce their generated domain at creation (and clone); it becomes the system domain.
+  // Applications and static sites announce their generated hostname at creation (and clone); it
+  // becomes the system domain, and the short name is claimed beside it (registry.ts).
   app.events.on('application.created', async (tx, { application: a }) =>
-    svc.provisionSystemDomain(systemCall(app, tx, a.company_id), 'app', { id: a.id, name: a.name, cluster_id: a.cluster_id }, a.temp_domain),
+    registerService(systemCall(app, tx, a.company_id), 'app', { id: a.id, name: a.name, cluster_id: a.cluster_id, hostname: a.temp_domain }),
   );
-  app.events.on('application.removed', async (tx, { application: a }) => svc.removeServiceDomains(tx, a.id));
-  app.events.on('static-site.removed', async (tx, { site }) => svc.removeServiceDomains(tx, site.id));
-  app.events.on('object-storage.removed', async (tx, { bucketId }) => svc.removeServiceDomains(tx, bucketId));
+  app.events.on('static-site.created', async (tx, { site: s }) =>
+    registerService(systemCall(app, tx, s.company_id), 'static-site', { id: s.id, name: s.name, cluster_id: null, hostname: s.hostname }),
+  );
+  app.events.on('application.removed', async (tx, { application: a }) => removeServiceDomains(tx, a.id));
+  app.events.on('static-site.removed', async (tx, { site }) => removeServiceDomains(tx, site.id));
+  app.events.on('object-storage.removed', async (tx, { bucketId }) => removeServiceDomains(tx, bucketId));
+  // The edge routes every hostname by the registry alone.
+  app.edge?.routeBy((host) => routeOf(app.database.db, host));
 }

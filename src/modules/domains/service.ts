@@ -8,31 +8,30 @@
 //   and switched off (toggle), never deleted;
 // - a custom domain starts in VERIFICATION with the DNS records to create; refresh-status runs
 //   the checks (verification.ts); ACTIVE means verified and certificate issued;
-// - a hostname is held by at most one service in the whole installation (unique index, and a
-//   per-hostname lock so a lost race answers 400, never 500); the 400 never names the holder;
+// - a hostname is held by at most one service in the whole installation (registry.ts); the 400
+//   for a held one never names the holder;
 // - exactly one primary per service (unique partial index); only an ACTIVE custom domain or the
 //   enabled system domain can be primary; deleting the primary promotes the oldest other ACTIVE
 //   custom domain, else the system domain (switched back on if it was off).
 //
-// Public functions for other modules: provisionSystemDomain, removeServiceDomains, domainsOf,
-// claimHostname, releaseHostname.
+// Public functions for other modules: domainsOf, claimHostname, releaseHostname, and registry.ts's
+// registerService, registerExisting, removeServiceDomains.
 import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { badRequest, notFound } from '../../shared/errors.js';
-import { newId } from '../../shared/ids.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
-import { CLUSTER_BY_ID } from '../resources/catalog.js';
 import { MAX_HOSTNAME, parseHostname, parseLabel } from './hostnames.js';
 import { domainSettings, type DomainSettings } from './settings.js';
 import type { DomainsTable, OwnerType } from './storage.js';
 import { checkPhase, dnsRecords, OPERATION, PHASES } from './verification.js';
+import { baseRow, inTx, insertIfFree, lockService, previewHolder, provisionSystemDomain, reservedSuffixes, taken, type ServiceType } from './registry.js';
 
 /** A service type whose domains the API manages, and how its messages name it. */
 export interface Owner {
-  type: Exclude<OwnerType, 'object-storage'>;
+  type: ServiceType;
   label: string;
 }
 
@@ -42,17 +41,9 @@ export const OWNERS = {
   'load-balancer': { type: 'load-balancer', label: 'Load balancer' },
 } as const satisfies Record<Owner['type'], Owner>;
 
-/** Where system domains live; custom domains may not be added under these. */
-export const SYSTEM_BASE = 'slipway.app';
-const RESERVED = [SYSTEM_BASE, 'slipway.page'];
-function systemSuffix(type: Owner['type'], clusterId: string | null | undefined): string {
-  if (type === 'static-site') return 'slipway.page';
-  if (type === 'load-balancer') return `lb.${SYSTEM_BASE}`;
-  const region = clusterId ? CLUSTER_BY_ID.get(clusterId)?.name : undefined;
-  return region ? `${region}.${SYSTEM_BASE}` : SYSTEM_BASE;
-}
-
 const bool = (n: number) => n === 1;
+/** The domains the API shows: aliases and CDN hostnames are the registry's own business. */
+const LISTED = ['SYSTEM', 'CUSTOM'] as const;
 const now = () => new Date().toISOString();
 
 export function domainView(d: DomainsTable, s: DomainSettings) {
@@ -86,103 +77,10 @@ async function findDomain({ tx, companyId }: CallContext, serviceId: string, dom
     .where('id', '=', domainId)
     .where('service_id', '=', serviceId)
     .where('company_id', '=', companyId)
-    .where('type', '!=', 'CDN')
+    .where('type', 'in', LISTED)
     .executeTakeFirst();
   if (!d) throw notFound('Domain');
   return d;
-}
-
-/** Serializes the domain writes of one service (limits, the one-primary rule). */
-const lockService = (tx: Tx, serviceId: string) => lockFor(tx, `domains:${serviceId}`);
-
-/** Runs `fn` in the call's transaction, or in a new one when the call is a read. */
-function inTx<T>(ctx: CallContext, fn: (ctx: CallContext) => Promise<T>): Promise<T> {
-  if (ctx.tx.isTransaction) return fn(ctx);
-  return ctx.app.database.db.transaction().execute((tx) => fn({ ...ctx, tx }));
-}
-
-/**
- * Inserts `row` if its hostname is free in the whole installation. Writers of one hostname are
- * serialized by a lock, and the unique index (with ON CONFLICT DO NOTHING, so the transaction
- * survives) backs it up: a lost race is `false`, never an error.
- */
-async function insertIfFree(tx: Tx, row: DomainsTable): Promise<boolean> {
-  await lockFor(tx, `hostname:${row.hostname}`);
-  const r = await tx
-    .insertInto('domains')
-    .values(row)
-    .onConflict((oc) => oc.doNothing())
-    .executeTakeFirst();
-  return Number(r.numInsertedOrUpdatedRows ?? 0n) === 1;
-}
-
-/** The 400 for a hostname somebody holds: says whether it is the caller's own, never who else holds it. */
-async function taken(tx: Tx, companyId: string, hostname: string) {
-  const holder = await tx.selectFrom('domains').select('company_id').where('hostname', '=', hostname).executeTakeFirst();
-  if (holder?.company_id === companyId) return badRequest(`The domain ${hostname} is already in use by a service of your company`);
-  return badRequest(`The domain ${hostname} is not available: it is already in use`);
-}
-
-function baseRow(companyId: string, serviceId: string, serviceType: OwnerType, hostname: string): DomainsTable {
-  const t = now();
-  return {
-    id: newId(),
-    company_id: companyId,
-    service_id: serviceId,
-    service_type: serviceType,
-    hostname,
-    type: 'SYSTEM',
-    status: 'ACTIVE',
-    is_enabled: 1,
-    is_wildcard: 0,
-    is_primary: 0,
-    verification_token: null,
-    phase_started_at: null,
-    reads: 0,
-    errors: null,
-    certificate: 'issued',
-    custom_cert: null,
-    custom_key_enc: null,
-    created_at: t,
-    updated_at: t,
-  };
-}
-
-const slug = (name: string) =>
-  name
-    .toLowerCase()
-    .replace(/[^a-z0-9-]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 40) || 'service';
-
-/**
- * Gives a service its system domain if it has none (idempotent). `hostname` is the one the owner
- * already announced (an application's generated domain); otherwise one is generated. The system
- * domain becomes primary when the service has no primary yet.
- */
-export async function provisionSystemDomain(
-  ctx: CallContext,
-  type: Owner['type'],
-  service: Pick<ServiceSummary, 'id' | 'name' | 'cluster_id'>,
-  hostname?: string,
-): Promise<void> {
-  const has = () => ctx.tx.selectFrom('domains').select('id').where('service_id', '=', service.id).where('type', '=', 'SYSTEM').executeTakeFirst();
-  if (await has()) return;
-  await inTx(ctx, async ({ tx, companyId }) => {
-    await lockService(tx, service.id);
-    if (await tx.selectFrom('domains').select('id').where('service_id', '=', service.id).where('type', '=', 'SYSTEM').executeTakeFirst()) return;
-    const primary = await tx.selectFrom('domains').select('id').where('service_id', '=', service.id).where('is_primary', '=', 1).executeTakeFirst();
-    for (let attempt = 0; attempt < 8; attempt++) {
-      const name = attempt === 0 && hostname ? hostname : `${slug(service.name)}-${randomBytes(3).toString('hex')}.${systemSuffix(type, service.cluster_id)}`;
-      if (await insertIfFree(tx, { ...baseRow(companyId, service.id, type, name), is_primary: primary ? 0 : 1 })) return;
-    }
-    throw new Error(`could not find a free system domain for service ${service.id}`);
-  });
-}
-
-/** Removes every domain of a service (it is being deleted), freeing its hostnames. */
-export async function removeServiceDomains(tx: Tx, serviceId: string): Promise<void> {
-  await tx.deleteFrom('domains').where('service_id', '=', serviceId).execute();
 }
 
 /** What the edge needs to route a service's traffic: its hostnames and their state. */
@@ -352,7 +250,7 @@ export async function listDomains(ctx: CallContext, owner: Owner, serviceId: str
   await provisionSystemDomain(ctx, owner.type, s);
   await settle(ctx, s.id);
   const res = await paginate(
-    ctx.tx.selectFrom('domains').selectAll().where('service_id', '=', s.id).where('company_id', '=', ctx.companyId).where('type', '!=', 'CDN'),
+    ctx.tx.selectFrom('domains').selectAll().where('service_id', '=', s.id).where('company_id', '=', ctx.companyId).where('type', 'in', LISTED),
     page,
   );
   return { ...res, data: res.data.map((d) => view(ctx.app, d)) };
@@ -396,7 +294,7 @@ export async function addDomain(
 ) {
   const { tx, app, companyId } = ctx;
   const s = await findOwner(ctx, owner, serviceId);
-  const h = parseHostname(input.domain_name, { wildcard: input.is_wildcard === true, reserved: RESERVED });
+  const h = parseHostname(input.domain_name, { wildcard: input.is_wildcard === true, reserved: reservedSuffixes(app.config) });
   checkCertificate(h.hostname, h.base, input.custom_ssl_cert, input.custom_ssl_key);
   await lockService(tx, s.id);
   await provisionSystemDomain(ctx, owner.type, s);
@@ -420,6 +318,9 @@ export async function addDomain(
     custom_cert: custom ? input.custom_ssl_cert! : null,
     custom_key_enc: custom ? app.secrets.encrypt(input.custom_ssl_key!) : null,
   };
+  // A preview name of another company's hostname would route to that company's previews.
+  const previewOf = await previewHolder(tx, h.hostname);
+  if (previewOf && previewOf !== companyId) throw badRequest(`The domain ${h.hostname} is not available: it is already in use`);
   if (!(await insertIfFree(tx, row))) throw await taken(tx, companyId, h.hostname);
   return view(app, row);
 }
@@ -509,17 +410,4 @@ export async function toggleSystemDomain(ctx: CallContext, owner: Owner, service
   const enabled = d.is_enabled ? 0 : 1;
   await tx.updateTable('domains').set({ is_enabled: enabled, updated_at: now() }).where('id', '=', d.id).execute();
   return { message: enabled ? 'System domain enabled' : 'System domain disabled' };
-}
-
-/** The service a verified, enabled custom domain routes to (the edge), or null. */
-export async function serviceOfHostname(tx: Tx, hostname: string): Promise<string | null> {
-  const d = await tx
-    .selectFrom('domains')
-    .select('service_id')
-    .where('hostname', '=', hostname.toLowerCase())
-    .where('type', '=', 'CUSTOM')
-    .where('status', '=', 'ACTIVE')
-    .where('is_enabled', '=', 1)
-    .executeTakeFirst();
-  return d?.service_id ?? null;
 }

@@ -1,11 +1,12 @@
 // The one table of the domains area: every hostname served by the installation (system domains,
-// custom domains and object storage CDN domains), whatever service owns it. A hostname appears
+// custom domains, aliases and object storage CDN domains), whatever service owns it. A hostname appears
 // at most once in the whole installation (unique index), so two companies can never both hold it.
 import { sql, type Kysely, type Migration } from 'kysely';
 
 /** Service types that own domains (the contract's service type names). */
 export type OwnerType = 'app' | 'static-site' | 'load-balancer' | 'object-storage';
-export type DomainType = 'SYSTEM' | 'CUSTOM' | 'CDN';
+/** ALIAS: a further name the system assigned (a short name, a static site's hostname); never listed by the API. */
+export type DomainType = 'SYSTEM' | 'CUSTOM' | 'CDN' | 'ALIAS';
 export type DomainStatus = 'VERIFICATION' | 'POINTING' | 'ACTIVE' | 'TIMED_OUT';
 /** TLS certificate of the hostname: follows verification (`pending` -> `issued`), or the user's own. */
 export type CertificateStatus = 'pending' | 'issued' | 'custom';

@@ -16,7 +16,6 @@ import { distanceKm } from '../../shared/edge/geo.js';
 import { badGateway, page, sendPage } from '../../shared/edge/pages.js';
 import { proxy, retryable } from '../../shared/edge/proxy.js';
 import { guardedLookup } from '../../shared/net.js';
-import { serviceOfHostname } from '../domains/service.js';
 import type { DestinationType, LoadBalancerDestinationsTable, LoadBalancersTable } from './storage.js';
 
 /** How long a destination that refused is left out. */
@@ -56,23 +55,6 @@ class Balancer {
 
   async byId(id: string): Promise<EdgeSite | null> {
     return this.site(await this.db.selectFrom('load_balancers').selectAll().where('id', '=', id).executeTakeFirst());
-  }
-
-  async resolve(host: string): Promise<EdgeSite | null> {
-    const label = this.app.edge!.systemLabel(host);
-    if (label) {
-      const lb = await this.db
-        .selectFrom('load_balancers')
-        .selectAll()
-        .where('name', '=', label)
-        .orderBy('created_at')
-        .orderBy('id')
-        .limit(1)
-        .executeTakeFirst();
-      return this.site(lb);
-    }
-    const id = await serviceOfHostname(this.db, host);
-    return id ? this.byId(id) : null;
   }
 
   private async serve(lb: LoadBalancersTable, req: IncomingMessage, res: ServerResponse, info: EdgeRequest): Promise<void | 'refused'> {
@@ -151,5 +133,5 @@ class Balancer {
 export function registerEdge(app: AppContext): void {
   if (!app.edge) return;
   const b = new Balancer(app);
-  app.edge.register({ kind: 'load-balancer', resolve: (host) => b.resolve(host), byId: (id) => b.byId(id) });
+  app.edge.register({ kind: 'load-balancer', byId: (id) => b.byId(id) });
 }

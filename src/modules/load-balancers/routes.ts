@@ -8,6 +8,7 @@ import { pageOf } from '../../shared/pagination.js';
 import * as c from './schemas.js';
 import * as svc from './service.js';
 import { registerEdge } from './edge.js';
+import { registerExisting } from '../domains/registry.js';
 
 export { migrations, tables } from './storage.js';
 
@@ -83,4 +84,9 @@ export function setup(app: AppContext): void {
   app.events.on('application.removed', async (tx, { application: a }) => svc.removeDestinationsTo(tx, a.id));
   app.events.on('static-site.removed', async (tx, { site }) => svc.removeDestinationsTo(tx, site.id));
   app.events.on('object-storage.removed', async (tx, { bucketId }) => svc.removeDestinationsTo(tx, bucketId));
+}
+
+/** Where the edge runs: load balancers from before it ran get their names registered (oldest first). */
+export async function start(app: AppContext): Promise<void> {
+  await registerExisting(app, svc.KIND, await svc.allLoadBalancers(app.database.db));
 }

@@ -16,14 +16,16 @@
 //
 // Public functions for other modules: removeDestinationsTo, loadBalancerSummaries.
 import type { CallContext } from '../../shared/context.js';
+import type { Kysely } from 'kysely';
 import type { Tx } from '../../shared/db/index.js';
+import type { DB } from '../../shared/db/schema.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { insertNamed } from '../../shared/naming.js';
 import { outboundUrlProblem } from '../../shared/net.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
-import { provisionSystemDomain, removeServiceDomains } from '../domains/service.js';
+import { registerService, removeServiceDomains } from '../domains/registry.js';
 import { forgetService, placeService } from '../projects/service.js';
 import {
   findLoadBalancer,
@@ -100,7 +102,7 @@ export async function createLoadBalancer(ctx: CallContext, input: { display_name
   };
   const lb = await insertNamed(tx, 'load_balancers', companyId, input.display_name, (name): LoadBalancersTable => ({ ...fields, name }));
   if (lb.project_id) await placeService(ctx, lb.id, KIND, lb.project_id);
-  await provisionSystemDomain(ctx, KIND, { id: lb.id, name: lb.name, cluster_id: null });
+  await registerService(ctx, KIND, { id: lb.id, name: lb.name, cluster_id: null });
   return view(lb);
 }
 
@@ -150,6 +152,11 @@ export async function deleteLoadBalancer(ctx: CallContext, id: string): Promise<
 /** The service registry's view of a load balancer (projects, domains, destinations, references). */
 export function loadBalancerSummaries({ tx, companyId }: CallContext, ids: readonly string[]): Promise<ServiceSummary[]> {
   return tx.selectFrom('load_balancers').select(['id', 'name', 'display_name']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
+}
+
+/** Every load balancer of the installation, oldest first, as the domains registry needs them. */
+export function allLoadBalancers(db: Kysely<DB>) {
+  return db.selectFrom('load_balancers').select(['id', 'company_id', 'name']).orderBy('created_at').orderBy('id').execute();
 }
 
 // --- Destinations --------------------------------------------------------------------------------

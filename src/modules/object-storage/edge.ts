@@ -25,5 +25,5 @@ async function bucketSite(app: AppContext, id: string): Promise<EdgeSite | null>
 
 /** Registers buckets with the edge, by id only (their own hostnames are the API server's). */
 export function registerEdge(app: AppContext): void {
-  app.edge?.register({ kind: 'object-storage', resolve: async () => null, byId: (id) => bucketSite(app, id) });
+  app.edge?.register({ kind: 'object-storage', byId: (id) => bucketSite(app, id) });
 }

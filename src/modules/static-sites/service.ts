@@ -1,13 +1,13 @@
 // Static sites: create (which queues the initial production deployment), read, update, delete
 // (cancels running deployments, goes through `deleting`, then removes the site and everything it
 // owns in a durable job), pretty URLs, edge cache purges, simulated access logs and traffic metrics.
-import { randomBytes } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest, conflict } from '../../shared/errors.js';
 import { newId, slugify } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import { insertNamed } from '../../shared/naming.js';
+import { systemHostname } from '../domains/registry.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import { deleteLogs, writeLogs } from '../../shared/runtime/logs.js';
 import { teardownStep } from '../../shared/runtime/phases.js';
@@ -104,21 +104,22 @@ export async function createSite(ctx: CallContext, input: CreateInput) {
     created_at: now,
     updated_at: now,
   };
-  const row = await insertUnique(tx, base);
+  const row = await insertUnique(ctx, base);
   await placeService(ctx, row.id, 'static-site', row.project_id);
+  await app.events.signal(tx, 'static-site.created', { site: row });
   await createDeployment(ctx, row, { trigger: 'initial', type: 'automatic', branch: row.default_branch, isPreview: false });
   await app.events.emit(tx, 'STATIC_SITE_CREATE', companyId, row);
   return siteView((await siteById(tx, row.id))!);
 }
 
 /** Inserts the site under a free name (`my-site`, `my-site-2`, ...) and its system hostname. */
-async function insertUnique(tx: Tx, base: Omit<StaticSitesTable, 'id' | 'name' | 'hostname'>): Promise<StaticSitesTable> {
+async function insertUnique({ tx, app }: CallContext, base: Omit<StaticSitesTable, 'id' | 'name' | 'hostname'>): Promise<StaticSitesTable> {
   const display = slugify(base.display_name) ? base.display_name : 'site';
   return insertNamed(tx, 'static_sites', base.company_id, display, (name) => ({
     ...base,
     id: newId(),
     name,
-    hostname: `${name}-${randomBytes(3).toString('hex')}.slipway.site`,
+    hostname: systemHostname(app, 'static-site', name),
   }));
 }
 
@@ -288,5 +289,5 @@ export async function trafficMetric(ctx: CallContext, id: string, metric: Traffi
 
 /** The service registry's view of a static site (projects, domains). Sites have no region. */
 export function siteSummaries({ tx, companyId }: CallContext, ids: readonly string[]) {
-  return tx.selectFrom('static_sites').select(['id', 'name', 'display_name']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
+  return tx.selectFrom('static_sites').select(['id', 'name', 'display_name', 'hostname']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
 }

@@ -1,6 +1,8 @@
 // The HTTP edge (SLIPWAY_RUNTIME=local): one server on SLIPWAY_EDGE_PORT that routes each request by
 // its Host header to a *site* — an application's instances, a static site's release, a load
-// balancer's destinations — found by the edge services that modules register in their setup().
+// balancer's destinations. Which service a hostname names is decided by one router (the domains
+// module's hostname registry, `routeBy`), never by a service kind searching its own names; the
+// kind's edge service (registered in setup()) then makes the site of that service.
 // The edge applies what every site shares (IP restriction 403, maintenance 503 with Retry-After, the
 // 404 for unknown hosts, 502 when the site fails) and tells listeners about every request served
 // (access logs and traffic metrics). What a site serves is the registering module's business.
@@ -52,13 +54,18 @@ export interface EdgeSite {
   serve(req: IncomingMessage, res: ServerResponse, info: EdgeRequest): Promise<void | 'refused'>;
 }
 
-/** What a module registers: how its hostnames (and, for load balancer destinations, its ids) map to sites. */
+/** What a module registers: how its services (by id) become sites. */
 export interface EdgeService {
   kind: string;
-  /** The site a hostname names, or null when it names none of this module's resources. */
-  resolve(host: string): Promise<EdgeSite | null>;
-  /** The site of one resource by id (a load balancer's destination), or null. */
-  byId?(id: string): Promise<EdgeSite | null>;
+  /** The site of one service (a preview lane's, where the kind has them), or null when it serves nothing. */
+  byId(id: string, preview?: string): Promise<EdgeSite | null>;
+}
+
+/** The service a hostname names (and, for a static site's preview name, the branch label). */
+export interface EdgeRoute {
+  kind: string;
+  id: string;
+  preview?: string;
 }
 
 /** One request the edge answered, for access logs and metrics. */
@@ -85,6 +92,7 @@ export class Edge {
   port = 0;
   private server: Server | null = null;
   private services: EdgeService[] = [];
+  private router: (host: string) => Promise<EdgeRoute | null> = async () => null;
   private listeners: ((s: Served) => void)[] = [];
   /** Every answered request, stored in batches for access logs and traffic metrics. */
   readonly traffic: TrafficRecorder;
@@ -100,9 +108,14 @@ export class Edge {
     this.cache = new EdgeCache(this.settings.cacheBytes);
   }
 
-  /** Adds a module's hostnames (in setup()); services are asked in the order they registered. */
+  /** Adds a kind of service the edge can serve (in setup()). */
   register(service: EdgeService): void {
     this.services.push(service);
+  }
+
+  /** Sets what decides which service a hostname names (in setup(); the one owner of every hostname). */
+  routeBy(router: (host: string) => Promise<EdgeRoute | null>): void {
+    this.router = router;
   }
 
   /** Calls `fn` after every answered request (in setup()). */
@@ -110,31 +123,15 @@ export class Edge {
     this.listeners.push(fn);
   }
 
-  /** The system hostname of a service named `name`. */
-  systemHost(name: string): string {
-    return `${name}.${this.settings.baseDomain}`;
-  }
-
-  /** The `<label>` of a `<label>.<base domain>` host, or null. */
-  systemLabel(host: string): string | null {
-    const suffix = `.${this.settings.baseDomain}`;
-    if (!host.endsWith(suffix)) return null;
-    const label = host.slice(0, -suffix.length);
-    return label && !label.includes('.') ? label : null;
-  }
-
-  /** The site of a resource of a kind, by id (load balancer destinations). */
-  async site(kind: string, id: string): Promise<EdgeSite | null> {
+  /** The site of a service of a kind, by id (load balancer destinations, routed hostnames). */
+  async site(kind: string, id: string, preview?: string): Promise<EdgeSite | null> {
     const s = this.services.find((x) => x.kind === kind);
-    return s?.byId ? s.byId(id) : null;
+    return s ? s.byId(id, preview) : null;
   }
 
   private async resolve(host: string): Promise<EdgeSite | null> {
-    for (const s of this.services) {
-      const site = await s.resolve(host);
-      if (site) return site;
-    }
-    return null;
+    const route = await this.router(host);
+    return route ? this.site(route.kind, route.id, route.preview) : null;
   }
 
   /** Applies a site's IP restriction and maintenance mode, then lets it answer (a load balancer's destination is reported on its own too). */

@@ -16,13 +16,13 @@ import type { ShellIO, ShellSession, ShellSpec } from '../../../shared/runtime/s
 import { enqueue, type JobKind } from '../../../shared/jobs.js';
 import { PhaseTasks } from '../../../shared/runtime/tasks.js';
 import * as envVars from '../../env-vars/service.js';
-import { serviceOfHostname } from '../../domains/service.js';
 import { endInterruptedRuns, endRealRun, maxRunTimeMs, startDeploymentRun } from '../../processes/cron.js';
 import { deploymentJobs, runnableProcesses } from '../../processes/service.js';
 import type { ProcessesTable } from '../../processes/storage.js';
 import { edgeSettings } from '../settings.js';
 import { appById, currentRelease, type ApplicationsTable, type DeploymentsTable } from '../storage.js';
 import { appCacheDir, appReleasesDir, build, BuildError, checkout, commandOf, readRelease, releaseDir, buildDir, type ReleaseInfo } from './build.js';
+import { registerExisting } from '../../domains/registry.js';
 import type { EdgeRequest, EdgeSite } from '../../../shared/edge/index.js';
 import { badGateway } from '../../../shared/edge/pages.js';
 import { Hibernation } from './hibernation.js';
@@ -488,27 +488,9 @@ export class LocalRuntime {
     };
   }
 
-  /** The application a hostname names: `<name>.<base domain>` (the oldest of that name), or a verified custom domain. */
-  private async route(host: string): Promise<EdgeSite | null> {
-    const db = this.app.database.db;
-    const label = this.app.edge!.systemLabel(host);
-    let a: ApplicationsTable | undefined;
-    if (label) {
-      a = await db.selectFrom('applications').selectAll().where('name', '=', label).orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
-    } else {
-      const id = await serviceOfHostname(db, host);
-      a = id ? await appById(db, id) : undefined;
-    }
-    return this.site(a);
-  }
-
-  /** Registers the applications' hostnames with the edge (from setup()). */
+  /** Registers the applications with the edge (from setup()); which hostname names which application is the domains registry's. */
   registerEdge(): void {
-    this.app.edge!.register({
-      kind: 'app',
-      resolve: (host) => this.route(host),
-      byId: async (id) => this.site(await appById(this.app.database.db, id)),
-    });
+    this.app.edge!.register({ kind: 'app', byId: async (id) => this.site(await appById(this.app.database.db, id)) });
   }
 
   // ---- Start and stop ------------------------------------------------------------------------
@@ -520,6 +502,13 @@ export class LocalRuntime {
     const ended = await endInterruptedRuns(this.app, this.createdAt);
     if (ended) this.app.log.warn({ ended }, 'cron and job runs interrupted by the previous run ended');
     this.boot();
+    const all = await this.app.database.db
+      .selectFrom('applications')
+      .select(['id', 'company_id', 'name', 'cluster_id', 'temp_domain as hostname'])
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    await registerExisting(this.app, 'app', all);
     // Every application that was serving serves again (its current release, started afresh).
     const apps = await this.app.database.db.selectFrom('applications').select('id').where('is_suspended', '=', 0).execute();
     for (const a of apps) void this.sync(a.id).catch((e: Error) => this.app.log.warn({ err: e.message, app: a.id }, 'could not start the application'));

@@ -10,6 +10,7 @@
 // release of the latest successful production deployment; a failed or skipped one changes nothing.
 import { readdir, rm } from 'node:fs/promises';
 import type { AppContext, CallContext } from '../../../shared/context.js';
+import { registerExisting } from '../../domains/registry.js';
 import type { EdgeSite } from '../../../shared/edge/index.js';
 import { page, sendPage } from '../../../shared/edge/pages.js';
 import type { PhaseRequest, PhaseResult } from '../../../shared/runtime/driver.js';
@@ -17,7 +18,6 @@ import { buildLogOf } from '../../../shared/runtime/logs.js';
 import { PhaseTasks, type TaskEnd } from '../../../shared/runtime/tasks.js';
 import { BuildError } from '../../../shared/runtime/build.js';
 import * as envVars from '../../env-vars/service.js';
-import { serviceOfHostname } from '../../domains/service.js';
 import { previewLabel } from '../git.js';
 import { latestRelease, siteById, type StaticSiteDeploymentsTable, type StaticSitesTable } from '../storage.js';
 import { buildDir, buildSite, checkoutSite, isPublished, publishSite, releaseDir, siteReleasesDir, type SiteBuild } from './build.js';
@@ -147,43 +147,9 @@ export class StaticRuntime {
     };
   }
 
-  private oldestNamed(name: string) {
-    return this.app.database.db.selectFrom('static_sites').selectAll().where('name', '=', name).orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
-  }
-
-  private byHostname(hostname: string) {
-    return this.app.database.db.selectFrom('static_sites').selectAll().where('hostname', '=', hostname).executeTakeFirst();
-  }
-
-  /** The static site (and preview branch) a hostname names. */
-  private async route(host: string): Promise<EdgeSite | null> {
-    const label = this.app.edge!.systemLabel(host);
-    const split = (h: string) => {
-      const i = h.indexOf('--');
-      return i > 0 ? { preview: h.slice(0, i), rest: h.slice(i + 2) } : null;
-    };
-    if (label) {
-      const p = split(label);
-      return p ? this.site(await this.oldestNamed(p.rest), p.preview) : this.site(await this.oldestNamed(label));
-    }
-    const own = await this.byHostname(host);
-    if (own) return this.site(own);
-    const p = split(host);
-    if (p) {
-      const s = await this.byHostname(p.rest);
-      if (s) return this.site(s, p.preview);
-    }
-    const id = await serviceOfHostname(this.app.database.db, host);
-    return id ? this.site(await siteById(this.app.database.db, id)) : null;
-  }
-
-  /** Registers the static sites' hostnames with the edge (from setup(), after the applications). */
+  /** Registers the static sites with the edge (from setup()); the domains registry routes their hostnames and preview names here. */
   registerEdge(): void {
-    this.app.edge!.register({
-      kind: 'static-site',
-      resolve: (host) => this.route(host),
-      byId: async (id) => this.site(await siteById(this.app.database.db, id)),
-    });
+    this.app.edge!.register({ kind: 'static-site', byId: async (id, preview) => this.site(await siteById(this.app.database.db, id), preview) });
   }
 
   // ---- Housekeeping --------------------------------------------------------------------------
@@ -194,8 +160,19 @@ export class StaticRuntime {
     await rm(siteReleasesDir(this.settings.root, siteId), { recursive: true, force: true });
   }
 
-  /** Removes build directories of deployments that no longer run (cancelled, or ended while Slipway was down). */
+  /** Registers the names of sites from before the edge ran; removes build directories of deployments that no longer run (cancelled, or ended while Slipway was down). */
   async start(): Promise<void> {
+    const all = await this.app.database.db
+      .selectFrom('static_sites')
+      .select(['id', 'company_id', 'name', 'hostname'])
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    await registerExisting(
+      this.app,
+      'static-site',
+      all.map((s) => ({ ...s, cluster_id: null })),
+    );
     let dirs: string[];
     try {
       dirs = await readdir(`${this.settings.root}/builds`);
