@@ -99,7 +99,11 @@ describe(
       await q('CREATE TABLE big ENGINE=InnoDB AS SELECT seq AS n, md5(seq) AS h FROM seq_1_to_100000');
       await q('CREATE VIEW big_count AS SELECT COUNT(*) AS n FROM big');
       await h.api('POST', `/databases/${d.id}/backups`, 202, { display_name: 'before crash' });
-      const snapshot = await waitFor('the backup', async () => ((await h.api('GET', `/databases/${d.id}/backups`, 200)) as { id: string }[])[0], 60_000);
+      const snapshot = await waitFor(
+        'the backup',
+        async () => ((await h.api('GET', `/databases/${d.id}/backups`, 200)) as { id: string; status: string }[]).find((b) => b.status === 'ready'),
+        60_000,
+      );
       for (const delay of [0, 50, 150, 400]) {
         await q('DROP TABLE IF EXISTS big');
         await q("CREATE TABLE big AS SELECT 1 AS n, 'changed' AS h");
@@ -213,7 +217,11 @@ describe(
         for (let i = 0; i < 20; i++) await r.set(`k${i}`, 'backed up');
       });
       await h.api('POST', `/databases/${d.id}/backups`, 202, { display_name: 'before crash' });
-      const snapshot = await waitFor('the backup', async () => ((await h.api('GET', `/databases/${d.id}/backups`, 200)) as { id: string }[])[0], 60_000);
+      const snapshot = await waitFor(
+        'the backup',
+        async () => ((await h.api('GET', `/databases/${d.id}/backups`, 200)) as { id: string; status: string }[]).find((b) => b.status === 'ready'),
+        60_000,
+      );
       for (const delay of [0, 20, 100, 300]) {
         await redis(d, async (r) => {
           await r.flushall();

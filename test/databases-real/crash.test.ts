@@ -97,7 +97,11 @@ describe(
       };
       await q('CREATE TABLE big AS SELECT g AS n, md5(g::text) AS h FROM generate_series(1, 200000) g');
       await api('POST', `/databases/${d.id}/backups`, 202, { display_name: 'before crash' });
-      const snapshot = await waitFor('the backup', async () => ((await api('GET', `/databases/${d.id}/backups`, 200)) as { id: string }[])[0], 60_000);
+      const snapshot = await waitFor(
+        'the backup',
+        async () => ((await api('GET', `/databases/${d.id}/backups`, 200)) as { id: string; status: string }[]).find((b) => b.status === 'ready'),
+        60_000,
+      );
       for (const delay of [0, 50, 150, 400]) {
         await q('DROP TABLE IF EXISTS big');
         await q("CREATE TABLE big AS SELECT 1 AS n, 'changed' AS h");

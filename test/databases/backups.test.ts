@@ -3,7 +3,7 @@
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
-import { expectError, expectStatus, MISSING, waitFor } from '../helpers/util.js';
+import { expectError, expectStatus, listAll, MISSING, waitFor } from '../helpers/util.js';
 import {
   IMMEDIATE_ENV,
   OTHER_CLUSTER,
@@ -61,6 +61,50 @@ for (const kind of DB_KINDS) {
       assert.ok(Date.parse(list[0].expires_at) > Date.parse(list[0].created_at));
       assert.equal(expectStatus(await s.get(`/databases/${d.id}/backups?type=manual`), 200).length, 1);
       assert.equal(expectStatus(await s.get(`/databases/${d.id}/backups?type=daily`), 200).length, 0);
+    });
+
+    it('a backup in progress shows: the database backup_status inProgress (the reason restart is refused), the backup listed inProgress', async () => {
+      const d = await createDb(s);
+      const listed = async () => (await listAll(s, '/databases')).find((x) => x.id === d.id);
+      assert.equal((await getDb(s, d.id)).backup_status, 'ready');
+      assert.equal((await listed()).backup_status, 'ready');
+      await setProgression(s, 'backup', { mode: 'reads', reads: 3 });
+      expectStatus(await s.post(`/databases/${d.id}/backups`, { display_name: 'Running' }), 202);
+      // One read of the database: the backup needs three to finish.
+      assert.equal((await getDb(s, d.id)).backup_status, 'inProgress');
+      assert.equal((await listed()).backup_status, 'inProgress');
+      assert.equal(expectStatus(await s.patch(`/databases/${d.id}`, { display_name: 'Renamed while backing up' }), 200).backup_status, 'inProgress');
+      const [running] = expectStatus(await s.get(`/databases/${d.id}/backups`), 200);
+      assert.equal(running.display_name, 'Running');
+      assert.equal(running.status, 'inProgress');
+      assert.equal(expectStatus(await s.get(`/databases/${d.id}/backups?type=manual`), 200)[0].status, 'inProgress');
+      expectError(await s.post(`/databases/${d.id}/restart`), 400, /backup/);
+      expectError(await s.post(`/databases/${d.id}/backups/${running.id}/restore`, null), 400, /still being taken/);
+      await waitFor('backup taken', async () => (await getDb(s, d.id)).backup_status === 'ready');
+      const [taken] = expectStatus(await s.get(`/databases/${d.id}/backups`), 200);
+      assert.equal(taken.id, running.id);
+      assert.equal(taken.status, 'ready');
+      expectStatus(await s.post(`/databases/${d.id}/restart`), 200);
+    });
+
+    it('the served document marks the decided field backup_status and the backup status x-decided', async () => {
+      const doc = expectStatus(await s.get('/openapi.json'), 200);
+      const resolve = (x: any): any => (x.$ref ? resolve(doc.components.schemas[x.$ref.split('/').pop()]) : x);
+      const schemaOf = (path: string, method: string, code: string) => resolve(doc.paths[path][method].responses[code].content['application/json'].schema);
+      const item = (x: any) => resolve(x.properties?.data?.items ?? x);
+      for (const [path, method, code] of [
+        ['/databases', 'get', '200'],
+        ['/databases', 'post', '201'],
+        ['/databases/{id}', 'get', '200'],
+        ['/databases/{id}', 'patch', '200'],
+      ]) {
+        const field = item(schemaOf(path!, method!, code!)).properties.backup_status;
+        assert.deepEqual(field?.enum, ['ready', 'inProgress'], `${method} ${path}`);
+        assert.equal(field['x-decided'], true, `${method} ${path}`);
+      }
+      const status = resolve(schemaOf('/databases/{id}/backups', 'get', '200').items).properties.status;
+      assert.deepEqual(status?.enum, ['ready', 'inProgress']);
+      assert.equal(status['x-decided'], true);
     });
 
     it('delete backup; unknown backup is 404', async () => {

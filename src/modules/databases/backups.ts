@@ -225,13 +225,22 @@ async function restore(tx: Tx, source: DatabasesTable, backupId: string, targetI
 
 // --- Internal backups -------------------------------------------------------------------------
 
+/** The internal backups, those being taken (inProgress) among them: a failed one is not listed. */
 export async function listBackups(ctx: CallContext, id: string, type?: 'daily' | 'manual') {
   const { tx } = ctx;
   const d = await findDatabase(ctx, id);
-  let q = tx.selectFrom('database_backups').selectAll().where('database_id', '=', d.id).where('external', '=', 0).where('status', '=', 'ready');
+  let q = tx.selectFrom('database_backups').selectAll().where('database_id', '=', d.id).where('external', '=', 0).where('status', '!=', 'failed');
   if (type) q = q.where('type', '=', type);
   const rows = await q.orderBy('created_at', 'desc').orderBy('id').execute();
-  return rows.map((b) => ({ id: b.id, name: b.name, display_name: b.display_name, type: b.type, created_at: b.created_at, expires_at: b.expires_at }));
+  return rows.map((b) => ({
+    id: b.id,
+    name: b.name,
+    display_name: b.display_name,
+    type: b.type,
+    created_at: b.created_at,
+    expires_at: b.expires_at,
+    status: b.status === 'pending' ? ('inProgress' as const) : ('ready' as const),
+  }));
 }
 
 export async function createBackup(ctx: CallContext, id: string, displayName: string) {

@@ -31,6 +31,22 @@ export const DATABASE_STATUSES = [
 ] as const;
 export const DATABASE_TYPES = ['postgresql', 'mariadb', 'mysql', 'mongodb', 'redis', 'valkey'] as const;
 const DatabaseStatusSchema = StringEnum(DATABASE_STATUSES);
+/**
+ * The specification gives a database a backup status whose value `ready` it names, and refuses a
+ * restart while a backup is in progress; no public source names the field or the other value, so
+ * both are this project's decision (marked x-decided like the additions document's decided fields).
+ */
+const BACKUP_STATUSES = ['ready', 'inProgress'] as const;
+const DatabaseBackupStatus = StringEnum(BACKUP_STATUSES, {
+  'x-decided': true,
+  description:
+    'inProgress while a backup (internal or external) of the database is being taken, else ready. Restart, password reset, suspension and restores wait for ready.',
+});
+/** A listed backup: inProgress until it is taken (it can be restored or deleted only once ready). */
+const BackupStatus = StringEnum(BACKUP_STATUSES, {
+  'x-decided': true,
+  description: 'inProgress while the backup is being taken (it cannot be restored or deleted yet), then ready.',
+});
 const DatabaseTypeSchema = StringEnum(DATABASE_TYPES);
 const BackupParams = Type.Object({
   id: Uuid(),
@@ -69,14 +85,15 @@ export const DatabaseView = Type.Object(
     resource_type_name: Nullable(Type.String()),
     created_at: DateTime(),
     updated_at: DateTime(),
+    backup_status: DatabaseBackupStatus,
   },
   { additionalProperties: false },
 );
 
 /** An item of GET /databases: the database view without company_id and project_id. */
-const { id, name, display_name, status, type, version, resource_type_name, is_suspended, created_at, updated_at } = DatabaseView.properties;
+const { id, name, display_name, status, type, version, resource_type_name, is_suspended, created_at, updated_at, backup_status } = DatabaseView.properties;
 const DatabaseListItem = Type.Object(
-  { id, name, display_name, status, type, version, resource_type_name, is_suspended, created_at, updated_at },
+  { id, name, display_name, status, type, version, resource_type_name, is_suspended, created_at, updated_at, backup_status },
   { additionalProperties: false },
 );
 
@@ -286,6 +303,7 @@ export const listDatabaseBackupsContract = {
         type: BackupType,
         created_at: DateTime(),
         expires_at: DateTime(),
+        status: BackupStatus,
       },
       { additionalProperties: false },
     ),

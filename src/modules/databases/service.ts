@@ -34,7 +34,7 @@ const PORTS: Record<DatabaseType, string> = { postgresql: '5432', mysql: '3306',
 export async function listDatabases({ tx, companyId, scope }: CallContext, page: Page) {
   let q = tx
     .selectFrom('databases')
-    .select(['id', 'name', 'display_name', 'status', 'type', 'version', 'resource_type_id', 'is_suspended', 'created_at', 'updated_at'])
+    .select(['id', 'name', 'display_name', 'status', 'type', 'version', 'resource_type_id', 'is_suspended', 'created_at', 'updated_at', 'backup_status'])
     .where('company_id', '=', companyId);
   if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
   const res = await paginate(q, page);

@@ -24,6 +24,7 @@ export function databaseView(d: DatabasesTable) {
     resource_type_name: DATABASE_RESOURCE_TYPE_BY_ID.get(d.resource_type_id)?.name ?? null,
     created_at: d.created_at,
     updated_at: d.updated_at,
+    backup_status: d.backup_status,
   };
 }
 

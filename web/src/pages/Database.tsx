@@ -18,7 +18,8 @@ export function DatabasePage({ id }: { id: string }) {
   const db = useQuery({
     queryKey: ['databases', id],
     queryFn: () => call(api.GET('/databases/{id}', path)),
-    refetchInterval: (q) => (STEADY.has(String(q.state.data?.status)) ? 10_000 : 1_500),
+    // Polled quickly while an operation or a backup runs.
+    refetchInterval: (q) => (STEADY.has(String(q.state.data?.status)) && q.state.data?.backup_status === 'ready' ? 10_000 : 1_500),
   });
   const inv = [
     ['databases', id],
@@ -114,7 +115,8 @@ export function DatabasePage({ id }: { id: string }) {
 
 function Backups({ id }: { id: string }) {
   const can = useCan('DATABASE:UPDATE', id);
-  // A backup or a restore in progress shows as the database's state (the list holds finished backups).
+  // A restore in progress shows as the database's state, a backup being taken as its backup status
+  // and in the list (restored only once ready).
   const db = useQuery({ queryKey: ['databases', id], queryFn: () => call(api.GET('/databases/{id}', { params: { path: { id } } })) });
   const list = useQuery({
     queryKey: ['backups', id],
@@ -138,7 +140,7 @@ function Backups({ id }: { id: string }) {
   return (
     <Section title="Backups" id="backups" actions={can ? <ActionButton label="Create backup" run={() => create.mutate()} pending={create.isPending} /> : null}>
       <p className="muted small" data-backup-state>
-        Database state: <Badge status={db.data?.status ?? undefined} />
+        Database state: <Badge status={db.data?.status ?? undefined} /> · backup status: <Badge status={db.data?.backup_status ?? undefined} />
       </p>
       <ErrorBox error={create.error ?? restore.error} />
       <Loaded q={list} label="backups">
@@ -149,11 +151,13 @@ function Backups({ id }: { id: string }) {
               {items.map((x) => (
                 <li key={x.id} className="row" data-backup={x.id}>
                   <strong>{x.display_name}</strong>
-                  <Badge status="available" />
+                  <Badge status={x.status === 'ready' ? 'available' : x.status} />
                   <span className="muted small">
                     {x.type} · {when(x.created_at)}
                   </span>
-                  {can ? <ActionButton label="Restore" run={() => restore.mutate(x.id)} confirm="Restore this backup? Current data is replaced." /> : null}
+                  {can && x.status === 'ready' ? (
+                    <ActionButton label="Restore" run={() => restore.mutate(x.id)} confirm="Restore this backup? Current data is replaced." />
+                  ) : null}
                 </li>
               ))}
             </ul>
