@@ -23,6 +23,14 @@ import type { SqlSettings } from './settings.js';
 const driver = lazy<typeof mysql>('mysql2/promise');
 
 const id = (s: string) => `\`${s.replace(/`/g, '``')}\``;
+/**
+ * A database name as a grant takes it. There `_` and `%` match any character: unescaped, a grant on
+ * `a_1` would also cover `ax1`, a database the user could create and open, or someone else's that
+ * the pattern happens to match.
+ */
+const pattern = (database: string) => database.replace(/[_%]/g, '\\$&');
+/** The tables of one database, as the object of a grant. */
+const grantOn = (database: string) => `${id(pattern(database))}.*`;
 /** mysql_native_password's hash: `*` and the upper-case hex of SHA1(SHA1(password)). */
 const nativeHash = (pw: string) => `*${createHash('sha1').update(createHash('sha1').update(pw).digest()).digest('hex').toUpperCase()}`;
 
@@ -176,10 +184,15 @@ export class MysqlEngine implements DatabaseEngine {
     const want = new Set([...allow, ...deny]);
     const account = (host: string) => `${c.escape(t.user)}@${c.escape(host)}`;
     for (const h of have) if (!want.has(h)) await c.query(`DROP USER IF EXISTS ${account(h)}`);
+    // Grants made before database names were escaped (their pattern covered more than the database).
+    if (pattern(t.database) !== t.database) {
+      const [loose] = await c.query<mysql.RowDataPacket[]>('SELECT Host FROM mysql.db WHERE User = ? AND Db = ?', [t.user, t.database]);
+      for (const r of loose) await c.query(`REVOKE ALL PRIVILEGES ON ${id(t.database)}.* FROM ${account(String(r.Host))}`);
+    }
     // A re-run after a crash finds the accounts it created (the name was claimed for this database first).
     for (const h of allow) {
       await c.query(`${have.has(h) ? 'ALTER' : 'CREATE'} USER ${account(h)} ${this.identified(c, password)} ACCOUNT ${t.suspended ? 'LOCK' : 'UNLOCK'}`);
-      await c.query(`GRANT ALL PRIVILEGES ON ${id(t.database)}.* TO ${account(h)}`);
+      await c.query(`GRANT ALL PRIVILEGES ON ${grantOn(t.database)} TO ${account(h)}`);
     }
     for (const h of deny) {
       if (have.has(h)) await c.query(`REVOKE ALL PRIVILEGES, GRANT OPTION FROM ${account(h)}`);
@@ -276,7 +289,7 @@ export class MysqlEngine implements DatabaseEngine {
     await this.conn(async (c) => {
       await c.query(`DROP DATABASE IF EXISTS ${id(scratch)}`);
       await c.query(`CREATE DATABASE ${id(scratch)} CHARACTER SET utf8mb4`);
-      if (allow.length) await c.query(`GRANT ALL PRIVILEGES ON ${id(scratch)}.* TO ${accounts(c)}`);
+      if (allow.length) await c.query(`GRANT ALL PRIVILEGES ON ${grantOn(scratch)} TO ${accounts(c)}`);
     });
     try {
       const r = await this.withOptions((cnf) => run(this.clientTool!, [`--defaults-extra-file=${cnf}`, '--batch', scratch], { stdin: input }));
@@ -319,7 +332,7 @@ export class MysqlEngine implements DatabaseEngine {
       await rm(input, { force: true });
       await this.conn(async (c) => {
         await c.query(`DROP DATABASE IF EXISTS ${id(scratch)}`);
-        if (allow.length) await c.query(`REVOKE ALL PRIVILEGES ON ${id(scratch)}.* FROM ${accounts(c)}`);
+        if (allow.length) await c.query(`REVOKE ALL PRIVILEGES ON ${grantOn(scratch)} FROM ${accounts(c)}`);
       }).catch(() => {});
     }
   }

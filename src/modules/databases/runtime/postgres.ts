@@ -1,11 +1,13 @@
 // PostgreSQL: each Slipway database is a role (the requested user, marked with a comment naming the
 // Slipway database) and a database it owns, on the server of SLIPWAY_DB_POSTGRESQL_URL. Nobody
-// else may connect to it (CONNECT revoked from PUBLIC). Passwords are sent as SCRAM verifiers
-// computed here, so no statement the server might log holds a password. Dumps are pg_dump's
-// custom format; a restore turns the dump into SQL first (a broken or incompatible dump stops
-// there) and replays it as the owner in one transaction that first drops everything the owner had:
-// it commits whole or not at all. External access and IP restrictions are recorded, not enforced:
-// that takes pg_hba.conf, which belongs to the server's operator, not to Slipway.
+// else may connect to it (CONNECT revoked from PUBLIC), and its role opens no other Slipway
+// database, nor `postgres` or the templates, which PUBLIC may open by default (`closeShared`).
+// Passwords are sent as SCRAM verifiers computed here, so no statement the server might log holds
+// a password. Dumps are pg_dump's custom format; a restore turns the dump into SQL first (a broken
+// or incompatible dump stops there) and replays it as the owner in one transaction that first
+// drops everything the owner had: it commits whole or not at all. External access and IP
+// restrictions are recorded, not enforced: that takes pg_hba.conf, which belongs to the server's
+// operator, not to Slipway.
 import { createHmac, createHash, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -34,6 +36,8 @@ export const pgExtensions = (flags: Record<string, boolean | undefined>) =>
 
 const ident = (s: string) => pgDriver().escapeIdentifier(s);
 const literal = (s: string) => pgDriver().escapeLiteral(s);
+/** Takes away what every role may do on these databases by default (owners and superusers keep theirs). */
+const closeToPublic = (names: string[]) => `REVOKE CONNECT, TEMPORARY ON DATABASE ${names.map(ident).join(', ')} FROM PUBLIC`;
 
 export class PostgresEngine implements DatabaseEngine {
   readonly family = 'postgresql' as const;
@@ -92,8 +96,23 @@ export class PostgresEngine implements DatabaseEngine {
     return this.client(null, async (c) => (await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [t.user])).rowCount! > 0);
   }
 
+  /**
+   * A server opens `postgres` and its templates to PUBLIC: any database's user could connect to
+   * them. Checked before each creation, so a server's defaults, or a grant made since, never
+   * outlive the next one; other databases of the server are its operator's.
+   */
+  private async closeShared(c: pg.Client): Promise<void> {
+    const open = await c.query<{ name: string }>(
+      `SELECT datname AS name FROM pg_database WHERE datallowconn AND (datistemplate OR datname = 'postgres')
+         AND EXISTS (SELECT 1 FROM aclexplode(coalesce(datacl, acldefault('d', datdba))) a
+                     WHERE a.grantee = 0 AND a.privilege_type IN ('CONNECT', 'TEMPORARY'))`,
+    );
+    if (open.rows.length) await c.query(closeToPublic(open.rows.map((r) => r.name)));
+  }
+
   async create(t: Target): Promise<void> {
     await this.client(null, async (c) => {
+      await this.closeShared(c);
       const role = ident(t.user);
       await c.query('BEGIN');
       const exists = (await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [t.user])).rowCount! > 0;
@@ -110,7 +129,7 @@ export class PostgresEngine implements DatabaseEngine {
           if ((e as { code?: string }).code !== '42P04') throw e; // created meanwhile by a concurrent run
         }
       }
-      await c.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${ident(t.database)} FROM PUBLIC`);
+      await c.query(closeToPublic([t.database]));
       await c.query(`COMMENT ON DATABASE ${ident(t.database)} IS ${literal(`Slipway database ${t.id}`)}`);
     });
     if (t.extensions.length) {
