@@ -30,6 +30,8 @@ export const DATABASE_STATUSES = [
   'updatingExternalConnection',
 ] as const;
 export const DATABASE_TYPES = ['postgresql', 'mariadb', 'mysql', 'mongodb', 'redis', 'valkey'] as const;
+/** The types a database can be created with: the contract's create enum leaves mongodb out (representations still name it). */
+export const CREATABLE_DATABASE_TYPES = ['postgresql', 'mariadb', 'mysql', 'redis', 'valkey'] as const;
 const DatabaseStatusSchema = StringEnum(DATABASE_STATUSES);
 /**
  * The specification gives a database a backup status whose value `ready` it names, and refuses a
@@ -138,7 +140,7 @@ export const createDatabaseContract = {
   body: Type.Object(
     {
       display_name: DisplayName,
-      type: StringEnum(['postgresql', 'mariadb', 'mysql', 'redis', 'valkey']),
+      type: StringEnum(CREATABLE_DATABASE_TYPES, { description: 'The database engine. mongodb databases cannot be created (a schema mismatch, 400).' }),
       version: Type.String(),
       cluster_id: Uuid(),
       resource_type_id: Type.String(),

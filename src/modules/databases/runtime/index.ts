@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { AppContext } from '../../../shared/context.js';
 import type { Db, Tx } from '../../../shared/db/index.js';
+import { CREATABLE_DATABASE_TYPES } from '../schemas.js';
 import type { DatabaseBackupsTable, DatabasesTable, DatabaseType } from '../storage.js';
 import type { DatabaseEngine, Target } from './engine.js';
 import { MysqlEngine } from './mysql.js';
@@ -50,7 +51,8 @@ export class DatabaseRuntimes {
   /** Start-banner lines: which engines are real. */
   banner(): string[] {
     const real = Object.values(this.engines).map((e) => e.describe());
-    const simulated = (['postgresql', 'mysql', 'mariadb', 'redis', 'valkey', 'mongodb'] as const).filter((t) => !this.isReal(t));
+    // Only the types a database can be created with: listing another would promise what create refuses.
+    const simulated = CREATABLE_DATABASE_TYPES.filter((t) => !this.isReal(t));
     return [...real, ...(simulated.length ? [`${simulated.join(', ')}: simulated`] : [])].map((l) => `  Databases: ${l}`);
   }
 
