@@ -130,7 +130,7 @@ export const createApplicationContract = {
       repo_url: Type.Optional(Nullable(Type.String())),
       default_branch: Type.Optional(Nullable(Type.String())),
       docker_image: Type.Optional(Nullable(Type.String())),
-      docker_registry_credential_id: Type.Optional(Nullable(Type.String())),
+      docker_registry_credential_id: Type.Optional(Nullable(Uuid())),
     },
     { additionalProperties: false },
   ),

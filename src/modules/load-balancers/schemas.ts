@@ -152,7 +152,11 @@ export const createLoadBalancerDestinationContract = {
   body: Type.Object(
     {
       service_id: Type.Optional(
-        Type.String({ minLength: 1, description: 'The service to send traffic to; required for every type but EXTERNAL, which must not have one' }),
+        Type.String({
+          minLength: 1,
+          maxLength: 255,
+          description: 'The service to send traffic to; required for every type but EXTERNAL, which must not have one',
+        }),
       ),
       service_type: StringEnum([...DESTINATION_TYPES], { description: 'What the destination is' }),
       weight: Type.Optional(Weight('Share of traffic under DEFAULT routing (100 when omitted)')),

@@ -2,7 +2,7 @@
 // scripts/contract-to-typebox.mjs and tidied: the stage shapes are shared, a preview app is
 // answered with the application representation.
 import { Type, type TSchema } from '@sinclair/typebox';
-import { DateTime, IdParams, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, IdParams, MAX_INT4, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 import { Application } from '../applications/schemas.js';
 
 export const PIPELINE_TYPES = ['trunk', 'branch'] as const;
@@ -328,7 +328,7 @@ export const createApplicationPreviewAppContract = {
   body: Type.Object(
     {
       branch: Type.String({ minLength: 1, maxLength: 255 }),
-      pull_request_number: Type.Optional(Nullable(Type.Integer({ minimum: 1 }))),
+      pull_request_number: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: MAX_INT4 }))),
       display_name: Type.Optional(Type.String({ minLength: 2, maxLength: 64 })),
     },
     { additionalProperties: false },

@@ -2,7 +2,18 @@
 // trigger, and per-process metrics. Shapes follow the v3 contract; create/list/get/update come
 // from the additions document (which adds the cron fields concurrency_policy and max_run_time_seconds).
 import { Type } from '@sinclair/typebox';
-import { DateTime, MessageResponse, MetricSeries, MetricWindowQuery, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import {
+  DateTime,
+  MAX_INT4,
+  MessageResponse,
+  MetricSeries,
+  MetricWindowQuery,
+  Nullable,
+  PageQuery,
+  Paginated,
+  StringEnum,
+  Uuid,
+} from '../../shared/schemas/common.js';
 
 export const PROCESS_TYPES = ['web', 'worker', 'cron', 'job'] as const;
 export const JOB_START_POLICIES = ['beforeDeployment', 'afterSuccessDeployment', 'afterFailedDeployment'] as const;
@@ -206,7 +217,7 @@ export const CreateProcessBody = Type.Object({
   display_name: Type.String({ minLength: 1, maxLength: 255 }),
   entrypoint: Type.Optional(Type.String({ maxLength: 1024 })),
   type: StringEnum(PROCESS_TYPES),
-  resource_type_id: Type.String(),
+  resource_type_id: Type.String({ maxLength: 36 }),
   scaling_strategy: ScalingStrategyInput,
   port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
   schedule: Type.Optional(Type.String({ maxLength: 100 })),
@@ -215,7 +226,7 @@ export const CreateProcessBody = Type.Object({
   liveness_probe: Type.Optional(ProbeInput),
   readiness_probe: Type.Optional(ProbeInput),
   concurrency_policy: Type.Optional(StringEnum(CONCURRENCY_POLICIES, { default: 'Forbid' })),
-  max_run_time_seconds: Type.Optional(Nullable(Type.Integer({ minimum: 0 }))),
+  max_run_time_seconds: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: MAX_INT4 }))),
 });
 
 // The contract documents `default: "Forbid"` on concurrency_policy here too. The server fills
@@ -224,7 +235,7 @@ export const CreateProcessBody = Type.Object({
 export const UpdateProcessBody = Type.Object({
   display_name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
   entrypoint: Type.Optional(Type.String({ maxLength: 1024 })),
-  resource_type_id: Type.Optional(Type.String()),
+  resource_type_id: Type.Optional(Type.String({ maxLength: 36 })),
   scaling_strategy: Type.Optional(ScalingStrategyInput),
   port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
   is_ingress_enabled: Type.Optional(Type.Boolean()),
@@ -235,7 +246,7 @@ export const UpdateProcessBody = Type.Object({
   liveness_probe: Type.Optional(ProbeInput),
   readiness_probe: Type.Optional(ProbeInput),
   concurrency_policy: Type.Optional(StringEnum(CONCURRENCY_POLICIES)),
-  max_run_time_seconds: Type.Optional(Nullable(Type.Integer({ minimum: 0 }))),
+  max_run_time_seconds: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: MAX_INT4 }))),
 });
 
 // ---- Parameters and metric shapes -----------------------------------------------------------

@@ -7,6 +7,8 @@ export const DateTime = (options: SchemaOptions = {}) => Type.String({ format: '
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 export const StringEnum = <const T extends readonly string[]>(values: T, options: SchemaOptions = {}): TUnsafe<T[number]> =>
   Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+/** The largest value an `integer` column holds (PostgreSQL's int4): the bound of a request integer stored in one. */
+export const MAX_INT4 = 2_147_483_647;
 
 /**
  * Marks a shape used by several operations: the served OpenAPI document lists it once under
