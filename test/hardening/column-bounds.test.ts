@@ -87,14 +87,13 @@ const TABLES: Record<string, string[]> = {
 
 /**
  * Body fields whose column has another name (`table.column`), or that are not stored as given
- * (null: only compared, looked up, turned into something else, or kept as JSON text). Keyed by
- * field, or by `path field` where the field means something else there.
+ * (null: looked up, turned into something else, or stored item by item elsewhere). Keyed by
+ * field, or by `METHOD path field` where the field means something else there.
  */
 const FIELDS: Record<string, string | null> = {
-  // Secrets are stored encrypted (text), tokens hashed.
+  // Secrets are stored encrypted (text).
   db_password: 'databases.password_enc',
   new_password: 'databases.password_enc',
-  secret: null,
   'POST /databases/{id}/backup-targets access_key': 'database_backup_targets.access_key_enc',
   'POST /databases/{id}/backup-targets secret_key': 'database_backup_targets.secret_key_enc',
   custom_ssl_cert: 'domains.custom_cert',
@@ -128,7 +127,8 @@ const FIELDS: Record<string, string | null> = {
   is_restart: null,
   public_access: null,
   keys: null,
-  // Kept as JSON text.
+  // Lists whose items become rows of another table; their integers are bounded far below an
+  // integer column's range by their own schemas (a percentage, a stage order).
   triggers: null,
   stage_order: null,
 };
