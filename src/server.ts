@@ -82,12 +82,16 @@ function makeAjv(coerce: boolean, useDefaults = true) {
   return ajv;
 }
 
+/** Connections answered 408 by clientError: a request cut there is the client's delay, not a fault. */
+const timedOut = new WeakSet<Duplex>();
+
 /**
  * Answers an HTTP parser error or an expired request deadline on the raw socket with the contract's
  * error body (there is no request to reply to), then closes the connection.
  */
 function clientError(err: NodeJS.ErrnoException, socket: Duplex, limits: Config['http']): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') timedOut.add(socket);
   const [status, message] =
     err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? [408, `The request did not arrive in time (headers within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms)`]
@@ -260,6 +264,14 @@ export async function createServer(config: Config, opts: { database?: Database; 
     if (status === 413) return reply.status(413).send({ message: `The request body is larger than the limit of ${config.bodyLimit} bytes`, status: 413 });
     if (status === 415) return reply.status(415).send({ message: 'Unsupported content type: send the body as application/json', status: 415 });
     if (status >= 400 && status < 500 && err.code?.startsWith?.('FST_')) return reply.status(400).send({ message: 'The request is malformed', status: 400 });
+    // The connection closed before the request arrived whole (the deadline's 408, or the client
+    // gave up): nobody is left to answer, and it is the client's doing, so no error and no stack.
+    if (err.code === 'ECONNRESET' && req.raw.socket?.destroyed) {
+      const line = { method: req.method, url: req.url };
+      if (timedOut.has(req.raw.socket)) req.log.info(line, 'request timed out: answered 408, connection closed');
+      else req.log.info(line, 'request abandoned: the client closed the connection before it arrived');
+      return reply.status(timedOut.has(req.raw.socket) ? 408 : 400).send();
+    }
     const code = `ERR-${randomUUID()}`;
     req.log.error({ err, code }, 'unhandled error');
     return reply.status(500).send({

@@ -4,8 +4,10 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { Writable } from 'node:stream';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { DEFAULT_HTTP_LIMITS, loadConfig } from '../../src/shared/config.js';
+import { sleep, waitFor } from '../helpers/util.js';
 import { assertRawErrorBody, portOf, rawRequest } from './support.js';
 
 const LIMITS = {
@@ -59,6 +61,42 @@ for (const kind of DB_KINDS) {
         assertRawErrorBody(r, 408);
         assert.ok(r.closed, 'closed');
         assert.ok(r.elapsedMs >= 700 && r.elapsedMs < 2500, `answered after ${r.elapsedMs} ms`);
+      }
+    });
+
+    it('a request cut by the deadline is logged as a client timeout at info, not as an error with a stack', async () => {
+      const lines: { level: number; msg: string; err?: unknown }[] = [];
+      const sink = new Writable({
+        write(chunk: Buffer, _enc, done) {
+          for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+          done();
+        },
+      });
+      const logged = await startServer({ db: kind, env: LIMITS, logger: { level: 'info', stream: sink } });
+      try {
+        const p = portOf(logged.baseUrl);
+        const stalled = [
+          `POST /v3/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${logged.token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"display_name":`,
+          `POST /v3/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${logged.token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"dis`,
+        ];
+        for (const r of await Promise.all(stalled.map((d) => rawRequest(p, d, 5000)))) assertRawErrorBody(r, 408);
+        // Each cut request is logged once its connection closes: as what it is, or (the fault) as an error.
+        const about = () => lines.filter((l) => l.level >= 50 || /timed out/.test(l.msg));
+        await waitFor('the cut requests logged', () => about().length >= 2);
+        await sleep(200);
+        assert.deepEqual(
+          lines.filter((l) => l.level >= 50),
+          [],
+          'nothing logged as an error',
+        );
+        const timeouts = about();
+        assert.equal(timeouts.length, 2, JSON.stringify(timeouts));
+        for (const l of timeouts) {
+          assert.equal(l.level, 30, JSON.stringify(l));
+          assert.equal(l.err, undefined, `no error object (with its stack): ${JSON.stringify(l)}`);
+        }
+      } finally {
+        await logged.close();
       }
     });
 
