@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import { badRequest } from '../../shared/errors.js';
+import { gitProviderOf, privateGitProvider, type GitType } from '../../shared/git.js';
 import { newId } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import { insertNamed } from '../../shared/naming.js';
@@ -98,6 +99,17 @@ function checkCluster(id: string) {
   return c;
 }
 
+/**
+ * The provider of an application's repository, told as for static sites (shared/git.ts): given,
+ * else from the host. One that cannot be told (a self-hosted server, a local path) is null for a
+ * public repository and must be given for a private one. An image has none.
+ */
+function gitTypeOf(a: Pick<ApplicationsTable, 'source' | 'repo_url'>, given: GitType | null | undefined): GitType | null {
+  // Without a repository checkSource refuses the source.
+  if (a.source === 'dockerImage' || !a.repo_url) return null;
+  return a.source === 'privateGit' ? privateGitProvider(a.repo_url, given) : (given ?? gitProviderOf(a.repo_url));
+}
+
 function checkSource(a: Pick<ApplicationsTable, 'source' | 'repo_url' | 'docker_image'>) {
   if (a.source === 'dockerImage' && !a.docker_image) throw badRequest('docker_image is required when source is dockerImage');
   if ((a.source === 'privateGit' || a.source === 'publicGit') && !a.repo_url) throw badRequest(`repo_url is required when source is ${a.source}`);
@@ -159,7 +171,7 @@ export async function createApp(ctx: CallContext, input: CreateInput) {
     hibernate_after_seconds: null,
     auto_deploy: 1,
     is_suspended: 0,
-    git_type: input.source === 'dockerImage' ? null : (input.git_type ?? 'github'),
+    git_type: null,
     repo_url: input.repo_url ?? null,
     default_branch: input.source === 'dockerImage' ? null : (input.default_branch ?? 'main'),
     docker_image: input.docker_image ?? null,
@@ -180,6 +192,7 @@ export async function createApp(ctx: CallContext, input: CreateInput) {
     updated_at: now,
   };
   checkSource(fields);
+  fields.git_type = gitTypeOf(fields, input.git_type);
   const row = await insertApp(ctx, fields);
   await placeService(ctx, row.id, 'app', row.project_id);
   await app.events.signal(tx, 'application.created', { application: row, clonedFrom: null });
@@ -235,13 +248,15 @@ export async function updateApp(ctx: CallContext, id: string, u: UpdateInput) {
     allow_deploy_paths: u.allow_deploy_paths ? JSON.stringify(u.allow_deploy_paths) : a.allow_deploy_paths,
     ignore_deploy_paths: u.ignore_deploy_paths ? JSON.stringify(u.ignore_deploy_paths) : a.ignore_deploy_paths,
     source: u.source ?? a.source,
-    git_type: u.git_type ?? a.git_type,
+    git_type: a.git_type,
     repo_url: u.repo_url ?? a.repo_url,
     docker_image: u.docker_image ?? a.docker_image,
     git_lfs_enabled: b(u.git_lfs_enabled, a.git_lfs_enabled),
     updated_at: new Date().toISOString(),
   };
   checkSource(next);
+  // The provider: given, or told anew when the source or the repository changes.
+  if (u.git_type !== undefined || u.source !== undefined || u.repo_url !== undefined) next.git_type = gitTypeOf(next, u.git_type);
   // Only the columns an update sets: the status, suspension, hook token and project have writers of
   // their own (a deployment's end, say), and the copy read above must not overwrite what one of
   // them committed meanwhile (PostgreSQL runs them concurrently).

@@ -1,11 +1,10 @@
 // Validation of what a static site says about its Git source: repository URL, provider, branch
 // names and deploy path patterns. Every refusal is a 400 naming the field.
 import { badRequest } from '../../shared/errors.js';
+import { privateGitProvider, type GitType } from '../../shared/git.js';
 import { slugify } from '../../shared/ids.js';
 
-export type GitType = 'github' | 'bitbucket' | 'gitlab';
-
-const HOSTS: Record<string, GitType> = { 'github.com': 'github', 'gitlab.com': 'gitlab', 'bitbucket.org': 'bitbucket' };
+export type { GitType };
 
 /**
  * An http(s) repository URL with a host and a path (`https://github.com/org/site`); with `local`
@@ -25,15 +24,13 @@ export function checkRepoUrl(url: string, local = false): URL {
 }
 
 /**
- * The provider of a private repository: the given one, or the one its host names. Public
- * repositories have none (null), as the contract says.
+ * The provider of a private repository: the given one, or the one its host names (told as for
+ * applications, shared/git.ts). Public repositories have none (null), as the contract says.
  */
 export function gitTypeFor(source: 'privateGit' | 'publicGit', repoUrl: string, given: GitType | null | undefined, local = false): GitType | null {
   if (source === 'publicGit') return null;
-  const detected = HOSTS[checkRepoUrl(repoUrl, local).hostname.toLowerCase()];
-  if (given) return given;
-  if (!detected) throw badRequest(`git_type is required for a private repository whose provider cannot be told from its host (${repoUrl})`);
-  return detected;
+  checkRepoUrl(repoUrl, local);
+  return privateGitProvider(repoUrl, given);
 }
 
 /** A Git branch name: non-empty, no whitespace, control characters or the characters Git forbids. Empty: none. */

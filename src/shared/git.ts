@@ -1,0 +1,37 @@
+// The Git provider (git_type) of a repository, told the same way for every kind of service (the
+// applications and static sites modules): from the hosts of the three providers the contract names.
+// Any other host (a self-hosted server) or a local path has no provider that can be told.
+import { badRequest } from './errors.js';
+
+export type GitType = 'github' | 'bitbucket' | 'gitlab';
+
+const HOSTS: Record<string, GitType> = { 'github.com': 'github', 'gitlab.com': 'gitlab', 'bitbucket.org': 'bitbucket' };
+
+/** The host of a repository address: a URL's, or an scp-like address's (`git@github.com:acme/shop.git`). */
+function hostOf(repoUrl: string): string | undefined {
+  const scp = /^[^@/\s]+@([^:/\s]+):/.exec(repoUrl);
+  if (scp) return scp[1];
+  try {
+    return new URL(repoUrl).hostname || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The provider the repository's host names, or null when it cannot be told. */
+export function gitProviderOf(repoUrl: string): GitType | null {
+  const host = hostOf(repoUrl)
+    ?.toLowerCase()
+    .replace(/^www\./, '');
+  return (host && HOSTS[host]) || null;
+}
+
+/**
+ * The provider of a private repository: the given one, else the one its host names. A private
+ * source whose provider cannot be told needs git_type (the contract: required then): 400.
+ */
+export function privateGitProvider(repoUrl: string, given: GitType | null | undefined): GitType {
+  const provider = given ?? gitProviderOf(repoUrl);
+  if (!provider) throw badRequest(`git_type is required for a private repository whose provider cannot be told from its host (${repoUrl})`);
+  return provider;
+}
