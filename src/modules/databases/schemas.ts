@@ -141,9 +141,9 @@ export const createDatabaseContract = {
     {
       display_name: DisplayName,
       type: StringEnum(CREATABLE_DATABASE_TYPES, { description: 'The database engine. mongodb databases cannot be created (a schema mismatch, 400).' }),
-      version: Type.String(),
+      version: Type.String({ maxLength: 16 }),
       cluster_id: Uuid(),
-      resource_type_id: Type.String(),
+      resource_type_id: Type.String({ maxLength: 36 }),
       db_name: DbIdentifier,
       db_password: DbPassword,
       db_user: Type.Optional(DbIdentifier),
@@ -186,7 +186,7 @@ export const updateDatabaseContract = {
   body: Type.Object(
     {
       display_name: Type.Optional(DisplayName),
-      resource_type_id: Type.Optional(Type.String()),
+      resource_type_id: Type.Optional(Type.String({ maxLength: 36 })),
       project_id: Type.Optional(Nullable(Uuid())),
     },
     { additionalProperties: false },

@@ -32,7 +32,7 @@ export const AddDomainBody = named(
   'AddDomainBody',
   Type.Object(
     {
-      domain_name: Type.String({ minLength: 1, description: 'Hostname to serve, e.g. app.example.com; internationalized names are accepted' }),
+      domain_name: Type.String({ minLength: 1, maxLength: 255, description: 'Hostname to serve, e.g. app.example.com; internationalized names are accepted' }),
       is_wildcard: Type.Optional(Type.Boolean({ description: 'Serve every subdomain of domain_name too (domain_name may be given as *.example.com)' })),
       custom_ssl_cert: Type.Optional(Type.String({ description: 'Your own PEM certificate for the hostname instead of an issued one' })),
       custom_ssl_key: Type.Optional(Type.String({ description: 'PEM private key of custom_ssl_cert; required with it' })),
@@ -43,7 +43,7 @@ export const AddDomainBody = named(
 
 export const UpdateDomainBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, description: 'New subdomain label of the system domain' }),
+    name: Type.String({ minLength: 1, maxLength: 63, description: 'New subdomain label of the system domain' }),
   },
   { additionalProperties: false },
 );
