@@ -211,7 +211,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     dashboardDir: env.SLIPWAY_DASHBOARD_DIR || undefined,
     jobs: {
       concurrency: intSetting(env, 'SLIPWAY_JOB_CONCURRENCY', 8),
-      // Unset: the job engine's default, which depends on the database (src/shared/jobs.ts).
+      // Unset: the job engine's default, which depends on the database (src/shared/job-engine.ts).
       concurrencyUnderLoad: intSetting(env, 'SLIPWAY_JOB_CONCURRENCY_UNDER_LOAD', undefined),
       ioConcurrency: intSetting(env, 'SLIPWAY_JOB_IO_CONCURRENCY', 64),
       leaseMs: intSetting(env, 'SLIPWAY_JOB_LEASE_MS', 15_000),

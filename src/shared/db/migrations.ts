@@ -272,7 +272,7 @@ const m202: Migration = {
 
 /**
  * PostgreSQL: `slipway_lease_lost(jobs)`, which raises SQLSTATE SW001. A job's completion
- * (src/shared/jobs.ts, `held`) calls it when its update changed fewer rows than it holds jobs, so
+ * (src/shared/job-leases.ts, `held`) calls it when its update changed fewer rows than it holds jobs, so
  * the check runs in the statement and the statement can go with the transaction's COMMIT.
  */
 const m203: Migration = {
