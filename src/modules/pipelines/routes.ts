@@ -8,6 +8,7 @@ import { ref } from '../../shared/http/references.js';
 import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import * as c from './schemas.js';
+import * as previews from './previews.js';
 import * as svc from './service.js';
 
 export { migrations, tables } from './storage.js';
@@ -79,19 +80,19 @@ export const operations = [
     contract: c.enablePipelinePreviewContract,
     permission: 'PIPELINE:UPDATE',
     tier: 'general_write',
-    handler: async (r) => svc.enablePreview(r, r.params.id, r.body),
+    handler: async (r) => previews.enablePreview(r, r.params.id, r.body),
   }),
   defineOperation({
     contract: c.disablePipelinePreviewContract,
     permission: 'PIPELINE:UPDATE',
     tier: 'general_write',
-    handler: async (r) => svc.disablePreview(r, r.params.id),
+    handler: async (r) => previews.disablePreview(r, r.params.id),
   }),
   defineOperation({
     contract: c.updatePipelinePreviewSettingsContract,
     permission: 'PIPELINE:UPDATE',
     tier: 'general_write',
-    handler: async (r) => svc.updatePreview(r, r.params.id, r.body),
+    handler: async (r) => previews.updatePreview(r, r.params.id, r.body),
   }),
   defineOperation({
     contract: c.createApplicationPreviewAppContract,
@@ -101,12 +102,12 @@ export const operations = [
     // whole company (a capability scoped to the source application does not do).
     resourceParam: 'id',
     companyWide: true,
-    handler: async (r) => svc.createPreviewApp(r, r.params.id, r.body),
+    handler: async (r) => previews.createPreviewApp(r, r.params.id, r.body),
   }),
 ];
 
 export function setup(app: AppContext): void {
-  app.jobs.register(svc.EXPIRE_JOB, svc.expireJob(app));
+  app.jobs.register(previews.EXPIRE_JOB, previews.expireJob(app));
   app.services.register({ type: 'pipeline', summaries: svc.pipelineSummaries });
   app.events.on('application.removed', (tx, { application }) => svc.forgetApp(tx, application.id));
 }

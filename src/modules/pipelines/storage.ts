@@ -2,10 +2,15 @@
 // which stage. An application is in at most one stage of any pipeline: `pipeline_apps.app_id`
 // is the primary key, so the database itself refuses a second placement (also under concurrent
 // requests on PostgreSQL). Applications are the applications module's; these rows only name them
-// and are dropped when the application is removed (signal `application.removed`).
+// and are dropped when the application is removed (signal `application.removed`). Changes to a
+// pipeline's stages and preview settings take the pipeline's lock (lockPipeline); stage positions
+// stay 0..n-1 (renumber) and a pipeline holds at most 51 stages.
 import type { Kysely, Migration } from 'kysely';
 import type { CallContext } from '../../shared/context.js';
-import { notFound } from '../../shared/errors.js';
+import type { Tx } from '../../shared/db/index.js';
+import { lockFor } from '../../shared/db/locks.js';
+import { badRequest, notFound } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
 import type { PIPELINE_TYPES, STAGE_TYPES } from './schemas.js';
 
 export interface PipelinesTable {
@@ -128,4 +133,41 @@ export async function findStage({ tx }: CallContext, pipelineId: string, stageId
   const s = await tx.selectFrom('pipeline_stages').selectAll().where('id', '=', stageId).where('pipeline_id', '=', pipelineId).executeTakeFirst();
   if (!s) throw notFound('Pipeline stage');
   return s;
+}
+
+/** Stage orders run 0..50 (the contract's range), so a pipeline holds at most 51 stages. */
+const MAX_STAGES = 51;
+export const DEFAULT_STALE_DAYS = 5;
+
+/** Serializes changes to one pipeline's stages and preview settings (PostgreSQL; SQLite has one writer). */
+export const lockPipeline = (tx: Tx, id: string) => lockFor(tx, `pipeline:${id}`);
+
+/** Refuses another stage when the pipeline already holds `MAX_STAGES`. */
+export function roomForStage(stages: readonly PipelineStagesTable[]): void {
+  if (stages.length >= MAX_STAGES) throw badRequest(`A pipeline has at most ${MAX_STAGES} stages (orders 0 to ${MAX_STAGES - 1})`);
+}
+
+/** A stage row of pipeline `p`, with the preview settings' defaults. */
+export function newStage(
+  p: PipelinesTable,
+  fields: Pick<PipelineStagesTable, 'display_name' | 'type' | 'position' | 'branch'>,
+  now: string,
+): PipelineStagesTable {
+  return {
+    id: newId(),
+    pipeline_id: p.id,
+    company_id: p.company_id,
+    ...fields,
+    auto_create_app: 0,
+    delete_stale_apps: 0,
+    stale_app_days: DEFAULT_STALE_DAYS,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+/** Numbers the stages 0..n-1 in their current order (after a stage left or orders were given). */
+export async function renumber(tx: Tx, stages: PipelineStagesTable[], now: string) {
+  for (const [i, s] of stages.entries())
+    if (s.position !== i) await tx.updateTable('pipeline_stages').set({ position: i, updated_at: now }).where('id', '=', s.id).execute();
 }

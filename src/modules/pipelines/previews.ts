@@ -1,0 +1,178 @@
+// Preview apps of a pipeline: its `preview` stage (first in the pipeline, at most one, with the
+// settings the stage row holds), and the short-lived copies of an application placed there, one per
+// branch or pull request. A preview app is deleted when preview apps are disabled, with its
+// pipeline, or once it has not been deployed for the stage's stale_app_days (the expiry job, one
+// per preview app while the stage deletes stale apps). Changes to the stage take the pipeline's
+// lock. Applications are reached only through the applications module's public functions.
+import { systemCall, type AppContext, type CallContext } from '../../shared/context.js';
+import { badRequest } from '../../shared/errors.js';
+import { cancelJobs, enqueue, type JobKind } from '../../shared/jobs.js';
+import { lastDeployedAt } from '../applications/deployments.js';
+import { cloneApp, deleteApp } from '../applications/service.js';
+import { findApp } from '../applications/storage.js';
+import { DEFAULT_STALE_DAYS, findPipeline, lockPipeline, newStage, renumber, roomForStage, stagesOf, type PipelineStagesTable } from './storage.js';
+
+export const EXPIRE_JOB = 'pipeline.preview-expire';
+
+declare module '../../shared/jobs.js' {
+  interface JobMap {
+    /** Removes a preview app once it has not been deployed for its stage's stale_app_days. */
+    'pipeline.preview-expire': { appId: string };
+  }
+}
+
+async function previewStage(ctx: CallContext, id: string): Promise<PipelineStagesTable | undefined> {
+  return ctx.tx.selectFrom('pipeline_stages').selectAll().where('pipeline_id', '=', id).where('type', '=', 'preview').executeTakeFirst();
+}
+
+export interface PreviewSettings {
+  repo_url?: string;
+  auto_create_app?: boolean;
+  delete_stale_apps?: boolean;
+  stale_app_days?: number;
+}
+
+/** Adds the preview stage first in the pipeline, with the given settings (the contract's defaults otherwise). */
+export async function enablePreview(ctx: CallContext, id: string, body: PreviewSettings) {
+  const { tx } = ctx;
+  await findPipeline(ctx, id);
+  await lockPipeline(tx, id);
+  const p = await findPipeline(ctx, id);
+  if (await previewStage(ctx, id))
+    throw badRequest('Preview apps are already enabled on this pipeline; change their settings with PUT /pipelines/{id}/preview');
+  if (!body.repo_url && !p.repo_url) throw badRequest('repo_url is required: the pipeline has no Git repository yet');
+  const stages = await stagesOf(ctx, id);
+  roomForStage(stages);
+  const now = new Date().toISOString();
+  await renumber(tx, stages, now);
+  await tx
+    .updateTable('pipeline_stages')
+    .set((eb) => ({ position: eb('position', '+', 1), updated_at: now }))
+    .where('pipeline_id', '=', id)
+    .execute();
+  const stage: PipelineStagesTable = {
+    ...newStage(p, { display_name: 'Preview', type: 'preview', position: 0, branch: null }, now),
+    auto_create_app: body.auto_create_app ? 1 : 0,
+    delete_stale_apps: body.delete_stale_apps ? 1 : 0,
+    stale_app_days: body.stale_app_days ?? DEFAULT_STALE_DAYS,
+  };
+  await tx.insertInto('pipeline_stages').values(stage).execute();
+  await tx
+    .updateTable('pipelines')
+    .set({ repo_url: body.repo_url ?? p.repo_url, updated_at: now })
+    .where('id', '=', id)
+    .execute();
+  return { message: 'Preview apps enabled' };
+}
+
+/** Removes the preview stage; its preview apps are deleted (the applications' deletion jobs). */
+export async function disablePreview(ctx: CallContext, id: string) {
+  const { tx } = ctx;
+  await findPipeline(ctx, id);
+  await lockPipeline(tx, id);
+  const stage = await previewStage(ctx, id);
+  if (!stage) throw badRequest('Preview apps are not enabled on this pipeline');
+  const previews = await tx.selectFrom('pipeline_apps').select('app_id').where('stage_id', '=', stage.id).execute();
+  await removePreviewApps(
+    ctx,
+    previews.map((r) => r.app_id),
+  );
+  await tx.deleteFrom('pipeline_apps').where('stage_id', '=', stage.id).execute();
+  await tx.deleteFrom('pipeline_stages').where('id', '=', stage.id).execute();
+  await renumber(tx, await stagesOf(ctx, id), new Date().toISOString());
+  return { message: 'Preview apps disabled; existing preview apps are being deleted' };
+}
+
+/** Changes the preview settings; a changed stale-app rule is re-applied to every existing preview app. */
+export async function updatePreview(ctx: CallContext, id: string, body: PreviewSettings) {
+  const { tx } = ctx;
+  await findPipeline(ctx, id);
+  await lockPipeline(tx, id);
+  const stage = await previewStage(ctx, id);
+  if (!stage) throw badRequest('Preview apps are not enabled on this pipeline; enable them first (POST /pipelines/{id}/preview/enable)');
+  const now = new Date().toISOString();
+  const b = (v: boolean | undefined, cur: number) => (v === undefined ? cur : v ? 1 : 0);
+  const next = {
+    auto_create_app: b(body.auto_create_app, stage.auto_create_app),
+    delete_stale_apps: b(body.delete_stale_apps, stage.delete_stale_apps),
+    stale_app_days: body.stale_app_days ?? stage.stale_app_days,
+  };
+  await tx
+    .updateTable('pipeline_stages')
+    .set({ ...next, updated_at: now })
+    .where('id', '=', stage.id)
+    .execute();
+  if (body.repo_url) await tx.updateTable('pipelines').set({ repo_url: body.repo_url, updated_at: now }).where('id', '=', id).execute();
+  if (next.delete_stale_apps !== stage.delete_stale_apps || next.stale_app_days !== stage.stale_app_days) {
+    const previews = await tx.selectFrom('pipeline_apps').select('app_id').where('stage_id', '=', stage.id).execute();
+    for (const r of previews) {
+      await cancelJobs(tx, r.app_id, EXPIRE_JOB);
+      if (next.delete_stale_apps) await enqueue(tx, { kind: EXPIRE_JOB, payload: { appId: r.app_id }, subjectId: r.app_id });
+    }
+  }
+  return { message: 'Preview settings updated' };
+}
+
+/** Deletes these preview apps (the applications' deletion jobs) and stops watching them. */
+export async function removePreviewApps(ctx: CallContext, appIds: string[]) {
+  for (const appId of appIds) {
+    await cancelJobs(ctx.tx, appId, EXPIRE_JOB);
+    await deleteApp(systemCall(ctx.app, ctx.tx, ctx.companyId), appId);
+  }
+}
+
+/**
+ * POST /applications/{id}/preview-apps: a preview app of a branch (or pull request) of an
+ * application that sits in a pipeline with preview apps enabled. It is a clone of the source
+ * (processes, variables, build settings) of type `previewApp`, building the branch from the
+ * pipeline's repository, placed in the preview stage; it is deleted when preview apps are
+ * disabled, with the pipeline, or once it has not been deployed for the stage's stale_app_days.
+ */
+export async function createPreviewApp(
+  ctx: CallContext,
+  sourceId: string,
+  body: { branch: string; pull_request_number?: number | null; display_name?: string },
+) {
+  const { tx } = ctx;
+  const src = await findApp(ctx, sourceId);
+  const placed = await tx.selectFrom('pipeline_apps').selectAll().where('app_id', '=', sourceId).executeTakeFirst();
+  if (!placed) throw badRequest(`Application ${sourceId} is not in a pipeline; add it to a pipeline stage and enable preview apps first`);
+  if (placed.is_preview) throw badRequest(`Application ${sourceId} is itself a preview app`);
+  await lockPipeline(tx, placed.pipeline_id);
+  const stage = await previewStage(ctx, placed.pipeline_id);
+  if (!stage) throw badRequest(`Preview apps are not enabled on pipeline ${placed.pipeline_id}`);
+  const p = await findPipeline(ctx, placed.pipeline_id);
+  const pr = body.pull_request_number ?? null;
+  const displayName = body.display_name ?? `${src.display_name} ${pr ? `PR #${pr}` : `(${body.branch})`}`.slice(0, 255);
+  const created = await cloneApp(ctx, sourceId, { display_name: displayName }, { type: 'previewApp', branch: body.branch, repoUrl: p.repo_url });
+  await tx
+    .insertInto('pipeline_apps')
+    .values({
+      app_id: created.id,
+      stage_id: stage.id,
+      pipeline_id: p.id,
+      company_id: p.company_id,
+      is_preview: 1,
+      source_app_id: sourceId,
+      branch: body.branch,
+      pull_request_number: pr,
+      created_at: new Date().toISOString(),
+    })
+    .execute();
+  if (stage.delete_stale_apps) await enqueue(tx, { kind: EXPIRE_JOB, payload: { appId: created.id }, subjectId: created.id });
+  return created;
+}
+
+/** Deletes a stale preview app, or looks again when it would become stale. */
+export const expireJob = (app: AppContext): JobKind<typeof EXPIRE_JOB> => ({
+  async run(tx, job) {
+    const row = await tx.selectFrom('pipeline_apps').selectAll().where('app_id', '=', job.payload.appId).where('is_preview', '=', 1).executeTakeFirst();
+    if (!row) return;
+    const stage = await tx.selectFrom('pipeline_stages').selectAll().where('id', '=', row.stage_id).executeTakeFirst();
+    if (!stage || !stage.delete_stale_apps) return;
+    const last = (await lastDeployedAt(tx, row.app_id)) ?? row.created_at;
+    const due = Date.parse(last) + stage.stale_app_days * app.config.previewDayMs;
+    if (Date.now() < due) return { rescheduleAt: new Date(due) };
+    await deleteApp(systemCall(app, tx, row.company_id), row.app_id);
+  },
+});
