@@ -4,7 +4,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
-import { expectError, expectStatus, listAll, MISSING, UUID_RE, whileRowsHeld } from '../helpers/util.js';
+import { expectError, expectStatus, listAll, MISSING, uniqueName, UUID_RE, whileRowsHeld } from '../helpers/util.js';
 import {
   DEFAULT_CLUSTER,
   IMMEDIATE_ENV,
@@ -16,7 +16,6 @@ import {
   runtimeLogs,
   setProgression,
   trigger,
-  uniqueName,
   waitForFinal,
 } from './support.js';
 

@@ -4,20 +4,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
-import { expectError, expectStatus, listAll, MISSING, UUID_RE } from '../helpers/util.js';
+import { expectError, expectStatus, listAll, MISSING, uniqueName, UUID_RE } from '../helpers/util.js';
 import { PROCESS_RESOURCE_TYPES } from '../../src/modules/resources/catalog.js';
-import {
-  DEFAULT_CLUSTER,
-  IMMEDIATE_ENV,
-  OTHER_CLUSTER,
-  appPath,
-  createApp,
-  deploy,
-  deploymentsPath,
-  uniqueName,
-  waitForAppStatus,
-  waitForFinal,
-} from './support.js';
+import { DEFAULT_CLUSTER, IMMEDIATE_ENV, OTHER_CLUSTER, appPath, createApp, deploy, deploymentsPath, waitForAppStatus, waitForFinal } from './support.js';
 
 const RT = Object.fromEntries(PROCESS_RESOURCE_TYPES.map((t) => [t.name, t]));
 

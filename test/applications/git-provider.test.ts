@@ -6,8 +6,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
-import { expectError, expectStatus } from '../helpers/util.js';
-import { DEFAULT_CLUSTER, uniqueName } from './support.js';
+import { expectError, expectStatus, uniqueName } from '../helpers/util.js';
+import { DEFAULT_CLUSTER } from './support.js';
 
 const SELF_HOSTED = 'https://git.example.org/acme/shop';
 const GITLAB = 'https://gitlab.com/acme/shop';

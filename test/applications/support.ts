@@ -2,7 +2,7 @@
 // log lines, and the operator's simulation controls (progression modes and fault rules).
 import assert from 'node:assert/strict';
 import type { TestServer } from '../helpers/server.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
+import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { CLUSTERS, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 
 export { DEFAULT_CLUSTER };
@@ -11,9 +11,6 @@ export const OTHER_CLUSTER = CLUSTERS.find((c) => c.id !== DEFAULT_CLUSTER.id)!;
 
 /** Deployments and deletions finish as soon as the job engine runs them (tests switch per test). */
 export const IMMEDIATE_ENV = { SLIPWAY_SIM_PROGRESSION: 'deployment=immediate,app_delete=immediate' };
-
-let counter = 0;
-export const uniqueName = (prefix = 'app') => `${prefix} ${process.pid}-${++counter}`;
 
 export type AppKind = 'git' | 'image';
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
+import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { createProcess, cron, exitCodes, processPath, runtimeLogs } from '../processes/support.js';
 import { alive, createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo } from './support.js';
 
@@ -17,7 +17,6 @@ for (const kind of DB_KINDS) {
   describe(`local runtime: cron, jobs, builds (${kind})`, { skip: await skipUnless(kind) }, () => {
     let s: TestServer;
     let port: number;
-    let n = 0;
     before(async () => {
       s = await startServer({ db: kind, env: LOCAL_ENV, rateLimits: GENEROUS });
       port = s.app.edge!.port;
@@ -36,7 +35,7 @@ for (const kind of DB_KINDS) {
     it('a cron process runs on its schedule in the release directory with the environment; its exit code is recorded', async () => {
       const out = scratch();
       const repo = makeRepo('c1', { 'tick.sh': `echo tick >> "$OUT_DIR/ticks"\necho "cwd=$(pwd) greeting=$GREETING"\n` });
-      const a = await createRealApp(s, repo.url, `cron-${kind}-${++n}`);
+      const a = await createRealApp(s, repo.url, uniqueName(`cron-${kind}`));
       expectStatus(await s.post(`/applications/${a.id}/env-vars`, { key: 'OUT_DIR', value: out }), 201);
       expectStatus(await s.post(`/applications/${a.id}/env-vars`, { key: 'GREETING', value: 'hello-cron' }), 201);
       const c = await createProcess(s, a.id, cron('ticker', { schedule: EVERY_SECOND, entrypoint: 'sh tick.sh' }));
@@ -53,7 +52,7 @@ for (const kind of DB_KINDS) {
     it('the maximum run time kills the process group (exit 137); Replace kills the running run (143); Forbid skips', async () => {
       const out = scratch();
       const repo = makeRepo('c2', { 'long.sh': `echo $$ > "$OUT_DIR/$1.pid"\nsleep 60 &\necho $! > "$OUT_DIR/$1.child"\nwait\n` });
-      const a = await createRealApp(s, repo.url, `cron-${kind}-${++n}`);
+      const a = await createRealApp(s, repo.url, uniqueName(`cron-${kind}`));
       expectStatus(await s.post(`/applications/${a.id}/env-vars`, { key: 'OUT_DIR', value: out }), 201);
       const limited = await createProcess(s, a.id, cron('limited', { schedule: YEARLY, entrypoint: 'sh long.sh limited', max_run_time_seconds: 1 }));
       assert.equal((await deploy(s, a.id)).status, 'success');
@@ -85,7 +84,7 @@ for (const kind of DB_KINDS) {
     it('a beforeDeployment job failing stops the rollout (old release serves); afterFailedDeployment jobs run; a passing job lets it roll out', async () => {
       const out = scratch();
       const repo = makeRepo('j1');
-      const a = await createRealApp(s, repo.url, `jobs-${kind}-${++n}`);
+      const a = await createRealApp(s, repo.url, uniqueName(`jobs-${kind}`));
       const host = `${a.name}.localhost`;
       expectStatus(await s.post(`/applications/${a.id}/env-vars`, { key: 'OUT_DIR', value: out }), 201);
       assert.equal((await deploy(s, a.id)).status, 'success');
@@ -123,7 +122,7 @@ for (const kind of DB_KINDS) {
     it('cancelling a deployment while it builds kills the build and ends it cancelled', async () => {
       const out = scratch();
       const repo = makeRepo('b1');
-      const a = await createRealApp(s, repo.url, `cancel-${kind}-${++n}`);
+      const a = await createRealApp(s, repo.url, uniqueName(`cancel-${kind}`));
       expectStatus(await s.post(`/applications/${a.id}/env-vars`, { key: 'OUT_DIR', value: out, is_buildtime: true }), 201);
       repo.commit('b1', false, {
         'package.json': JSON.stringify({ name: 'demo', version: '1.0.0', scripts: { start: 'node server.js', build: 'sh build.sh' } }),
@@ -139,7 +138,7 @@ for (const kind of DB_KINDS) {
 
     it('the build cache reuses dependencies when package.json and the lock file are unchanged', async () => {
       const repo = makeRepo('k1');
-      const a = await createRealApp(s, repo.url, `cache-${kind}-${++n}`);
+      const a = await createRealApp(s, repo.url, uniqueName(`cache-${kind}`));
       const d1 = await deploy(s, a.id);
       assert.equal(d1.status, 'success');
       assert.match(await logText(a.id, d1.id), /Build cache: no reusable dependencies/);

@@ -9,9 +9,9 @@ import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
-import { body, create, GENEROUS, MYSQL_ADMIN_URL, mysqlAvailable, redisBin, sqlConn, unique, waitStatus, type SqlConn } from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
+import { body, create, MYSQL_ADMIN_URL, mysqlAvailable, redisBin, sqlConn, waitStatus, type SqlConn } from './support.js';
 
 const available = await mysqlAvailable();
 const bin = redisBin();
@@ -82,7 +82,7 @@ for (const kind of DB_KINDS) {
     });
 
     it('without external access only the internal clients have an account', async () => {
-      const user = unique('acc_');
+      const user = uniqueName('acc', { sep: '_', random: true });
       const d = await create(s, body('mariadb', '10.11', { db_user: user, password: 'Access_pass1' }));
       id = d.id;
       c = sqlConn(d, user, 'Access_pass1');

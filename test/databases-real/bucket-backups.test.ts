@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import mysql from 'mysql2/promise';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { readObjectStream } from '../../src/modules/object-storage/files.js';
-import { backupFile, body, create, GENEROUS, getDb, MYSQL_ADMIN_URL, mysqlAvailable, sqlConn, unique, waitStatus, type SqlConn } from './support.js';
+import { backupFile, body, create, getDb, MYSQL_ADMIN_URL, mysqlAvailable, sqlConn, waitStatus, type SqlConn } from './support.js';
 
 const available = await mysqlAvailable();
 
@@ -59,8 +59,8 @@ for (const kind of DB_KINDS) {
         });
 
       it('writes the dump into the bucket, restores from it, and removes it with the backup', async () => {
-        const bucket = expectStatus(await s.post('/object-storage', { display_name: unique('backups ') }), 201) as { id: string };
-        const user = unique('bkt_');
+        const bucket = expectStatus(await s.post('/object-storage', { display_name: uniqueName('backups', { random: true }) }), 201) as { id: string };
+        const user = uniqueName('bkt', { sep: '_', random: true });
         const d = await create(s, body('mariadb', '10.11', { db_user: user, password: 'Bucket_pass1' }));
         dbId = d.id;
         const c: SqlConn = sqlConn(d, user, 'Bucket_pass1');

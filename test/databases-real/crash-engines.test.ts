@@ -11,8 +11,8 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
-import { sleep, waitFor } from '../helpers/util.js';
-import { body, crashable, MYSQL_ADMIN_URL, mysqlAvailable, redisBin, unique } from './support.js';
+import { sleep, uniqueName, waitFor } from '../helpers/util.js';
+import { body, crashable, MYSQL_ADMIN_URL, mysqlAvailable, redisBin } from './support.js';
 
 const available = await mysqlAvailable();
 const bin = redisBin();
@@ -48,7 +48,7 @@ describe(
       const ids: { id: string; user: string }[] = [];
       await h.restart();
       for (const delay of [0, 5, 20, 50, 100, 200]) {
-        const user = unique(`${prefix}_`);
+        const user = uniqueName(prefix, { sep: '_', random: true });
         const d = await h.api('POST', '/databases', 201, body('mariadb', '10.11', { db_name: prefix, db_user: user, password: 'Crash_pass1' }));
         ids.push({ id: d.id, user });
         await sleep(delay);
@@ -83,7 +83,7 @@ describe(
     });
 
     it('a restore interrupted at several moments leaves the old content or the backup, never a mix', async () => {
-      const user = unique(`${prefix}_`);
+      const user = uniqueName(prefix, { sep: '_', random: true });
       const d = await h.api('POST', '/databases', 201, body('mariadb', '10.11', { db_name: prefix, db_user: user, password: 'Crash_pass1' }));
       const ready = await h.waitFinal(d.id);
       assert.equal(ready.status, 'ready');

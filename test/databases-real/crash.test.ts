@@ -7,8 +7,8 @@ import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import pg from 'pg';
-import { sleep, waitFor } from '../helpers/util.js';
-import { body, crashable, startPasswordPostgres, unique, type PgInstance } from './support.js';
+import { sleep, uniqueName, waitFor } from '../helpers/util.js';
+import { body, crashable, startPasswordPostgres, type PgInstance } from './support.js';
 
 const instance = await startPasswordPostgres();
 
@@ -50,7 +50,7 @@ describe(
       const ids: { id: string; user: string }[] = [];
       await restart();
       for (const delay of [0, 5, 20, 50, 100, 200]) {
-        const user = unique('crash_');
+        const user = uniqueName('crash', { sep: '_', random: true });
         const d = await api('POST', '/databases', 201, body('postgresql', '15', { db_name: 'crash', db_user: user, password: 'Crash_pass1' }));
         ids.push({ id: d.id, user });
         await sleep(delay);
@@ -81,7 +81,7 @@ describe(
     });
 
     it('a restore interrupted at several moments leaves the old content or the backup, never a mix', async () => {
-      const user = unique('crash_');
+      const user = uniqueName('crash', { sep: '_', random: true });
       const d = await api('POST', '/databases', 201, body('postgresql', '15', { db_name: 'crash', db_user: user, password: 'Crash_pass1' }));
       const ready = await waitFinal(d.id);
       assert.equal(ready.status, 'ready');

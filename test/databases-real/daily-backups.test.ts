@@ -5,9 +5,9 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, statSync } from 'node:fs';
 import pg from 'pg';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
-import { backupFile, body, create, GENEROUS, getDb, startPasswordPostgres, unique, waitStatus, type PgInstance } from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
+import { backupFile, body, create, getDb, startPasswordPostgres, waitStatus, type PgInstance } from './support.js';
 
 const instance = await startPasswordPostgres();
 const skipAll = typeof instance === 'string' ? instance : false;
@@ -33,7 +33,7 @@ for (const kind of DB_KINDS) {
     });
 
     it('dumps for real, restores from the daily dump, and removes the expired dump', async () => {
-      const user = unique('daily_');
+      const user = uniqueName('daily', { sep: '_', random: true });
       const d = await create(s, body('postgresql', '15', { db_user: user, password: 'Daily_pass1' }));
       const conn = { host: d.internal_hostname, port: Number(d.internal_port), database: d.db_name, user, password: 'Daily_pass1' };
       const run = async (text: string) => {

@@ -7,24 +7,9 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { expectError, expectStatus, waitFor } from '../helpers/util.js';
-import {
-  backupChangeRestore,
-  body,
-  checkRestartAborts,
-  checkSuspension,
-  create,
-  GENEROUS,
-  getDb,
-  MYSQL_ADMIN_URL,
-  mysqlAvailable,
-  restoreBrokenDump,
-  sqlConn,
-  unique,
-  waitStatus,
-  type SqlConn,
-} from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { expectError, expectStatus, uniqueName, waitFor } from '../helpers/util.js';
+import { backupChangeRestore, body, checkRestartAborts, checkSuspension, create, getDb, MYSQL_ADMIN_URL, mysqlAvailable, restoreBrokenDump, sqlConn, waitStatus, type SqlConn } from './support.js';
 
 const available = await mysqlAvailable();
 
@@ -74,7 +59,7 @@ for (const kind of DB_KINDS) {
     });
 
     it('creates a database and a user granted only on it; a client connects with the returned facts', async () => {
-      const user = unique('app_');
+      const user = uniqueName('app', { sep: '_', random: true });
       const d = await create(s, body('mariadb', '10.11', { db_user: user, password: 'First_pass1' }));
       assert.equal(d.status, 'ready');
       assert.match(d.db_name, /^appdata_[0-9a-f]{12}$/);
@@ -93,7 +78,7 @@ for (const kind of DB_KINDS) {
     });
 
     it("keeps databases apart: another database's user cannot read this one", async () => {
-      const user = unique('other_');
+      const user = uniqueName('other', { sep: '_', random: true });
       const d = await create(s, body('mariadb', '10.11', { db_user: user, password: 'Other_pass1' }));
       const b = sqlConn(d, user, 'Other_pass1');
       await query(b, 'CREATE TABLE secrets (v text)');

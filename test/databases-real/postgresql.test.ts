@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { expectError, expectStatus, waitFor } from '../helpers/util.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { expectError, expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { idDigits } from '../../src/shared/ids.js';
 import {
   backupChangeRestore,
@@ -17,12 +17,10 @@ import {
   checkRestartAborts,
   checkSuspension,
   create,
-  GENEROUS,
   getDb,
   restoreBrokenDump,
   sqlConn,
   startPasswordPostgres,
-  unique,
   waitStatus,
   type PgInstance,
   type SqlConn,
@@ -77,7 +75,7 @@ for (const kind of DB_KINDS) {
     });
 
     it('creates a role and a database a client connects to with the returned facts', async () => {
-      const user = unique('app_');
+      const user = uniqueName('app', { sep: '_', random: true });
       const d = await create(s, body('postgresql', '15', { db_user: user, password: 'First_pass1', extra: { extensions: { enable_vector: true } } }));
       assert.equal(d.status, 'ready');
       assert.match(d.db_name, /^appdata_[0-9a-f]{12}$/);
@@ -103,7 +101,7 @@ for (const kind of DB_KINDS) {
     });
 
     it("keeps databases apart: another database's user cannot read this one", async () => {
-      const user = unique('other_');
+      const user = uniqueName('other', { sep: '_', random: true });
       const d = await create(s, body('postgresql', '15', { db_user: user, password: 'Other_pass1' }));
       const b = sqlConn(d, user, 'Other_pass1');
       await query(b, 'CREATE TABLE secrets (v text)');
@@ -147,7 +145,7 @@ for (const kind of DB_KINDS) {
     });
 
     it('an external backup restores into another database of the same engine', async () => {
-      const user = unique('dest_');
+      const user = uniqueName('dest', { sep: '_', random: true });
       const d = await create(s, body('postgresql', '15', { db_user: user, password: 'Dest_pass1' }));
       const dest = sqlConn(d, user, 'Dest_pass1');
       // restoringFailed -> ready through a restart (backups need a ready database).
@@ -174,7 +172,7 @@ for (const kind of DB_KINDS) {
     });
 
     it('fails the creation when the user name belongs to someone else, and leaves that user alone', async () => {
-      const foreign = unique('foreign_');
+      const foreign = uniqueName('foreign', { sep: '_', random: true });
       await admin.query(`CREATE ROLE ${foreign} LOGIN`);
       const d = await create(s, body('postgresql', '15', { db_user: foreign }), 'error');
       assert.equal(d.status, 'error');

@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { portFree } from '../../src/modules/databases/runtime/redis.js';
-import { backup, backupFile, body, create, GENEROUS, redisBin, waitStatus } from './support.js';
+import { backup, backupFile, body, create, redisBin, waitStatus } from './support.js';
 
 const bin = redisBin();
 const skipAll = bin.includes('unavailable') ? bin : false;

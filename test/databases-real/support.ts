@@ -10,13 +10,12 @@ import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { call, startChild, type ChildServer } from '../helpers/process.js';
 import type { TestServer } from '../helpers/server.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
+import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { which } from '../../src/modules/databases/runtime/engine.js';
 import { freePort } from '../../src/modules/applications/local/supervisor.js';
 
 export const REQUIRE_REAL = process.env.SLIPWAY_REQUIRE_REAL_DATABASES === '1';
-export const GENEROUS = { general_write: 100_000, service_creation: 100_000, service_mutation: 100_000, deployment: 100_000, logs: 100_000, read: 100_000 };
 export const MYSQL_ADMIN_URL = process.env.SLIPWAY_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 const PG_BIN = process.env.SLIPWAY_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 
@@ -94,12 +93,9 @@ export function redisBin(): string {
   return which(process.env.SLIPWAY_TEST_REDIS_BIN ?? 'redis-server') ?? unavailable('redis-server', 'not on PATH');
 }
 
-let counter = 0;
-export const unique = (prefix: string) => `${prefix}${process.pid}_${++counter}_${randomBytes(2).toString('hex')}`;
-
 export function body(type: string, version: string, o: { db_name?: string; db_user?: string; password?: string; extra?: Record<string, unknown> } = {}) {
   return {
-    display_name: unique('real ').replace(/_/g, ' '),
+    display_name: uniqueName('real', { random: true }),
     type,
     version,
     cluster_id: DEFAULT_CLUSTER.id,
@@ -144,7 +140,7 @@ export async function create(s: TestServer, b: ReturnType<typeof body>, final = 
 /** Takes an internal backup and returns its id once it is listed. */
 export async function backup(s: TestServer, id: string): Promise<string> {
   const before = new Set((expectStatus(await s.get(`/databases/${id}/backups`), 200) as { id: string }[]).map((b) => b.id));
-  expectStatus(await s.post(`/databases/${id}/backups`, { display_name: unique('snap ').replace(/_/g, ' ') }), 202);
+  expectStatus(await s.post(`/databases/${id}/backups`, { display_name: uniqueName('snap', { random: true }) }), 202);
   await waitFor(
     'the backup to finish',
     async () =>

@@ -9,21 +9,9 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
-import {
-  body,
-  GENEROUS,
-  MYSQL_ADMIN_URL,
-  mysqlAvailable,
-  sqlConn,
-  startPasswordPostgres,
-  unique,
-  waitStatus,
-  type Created,
-  type PgInstance,
-  type SqlConn,
-} from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
+import { body, MYSQL_ADMIN_URL, mysqlAvailable, sqlConn, startPasswordPostgres, waitStatus, type Created, type PgInstance, type SqlConn } from './support.js';
 
 const instance = await startPasswordPostgres();
 const skipPg = typeof instance === 'string' ? instance : false;
@@ -49,7 +37,7 @@ async function createIn(s: TestServer, token: string, b: ReturnType<typeof body>
 /** A user of each of two companies' databases, made through the API. */
 async function twoTenants(s: TestServer, type: string, version: string): Promise<{ a: SqlConn; b: SqlConn; ids: [string, string][] }> {
   const other = await s.newCompany();
-  const [userA, userB] = [unique('tena_'), unique('tenb_')];
+  const [userA, userB] = [uniqueName('tena', { sep: '_', random: true }), uniqueName('tenb', { sep: '_', random: true })];
   const da = await createIn(s, s.token, body(type, version, { db_user: userA, password: 'Tenant_pass1' }));
   const db = await createIn(s, other.token, body(type, version, { db_user: userB, password: 'Tenant_pass2' }));
   return {

@@ -1,7 +1,7 @@
 // Helpers shared by the database suites: creating databases over HTTP, polling their status, the
 // raw row (to prove what the simulated runtime did to the data) and the operator's simulation controls.
 import type { TestServer } from '../helpers/server.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
+import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { CLUSTERS, DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 
 export { DEFAULT_CLUSTER };
@@ -10,7 +10,6 @@ export const RESOURCE_TYPE = DATABASE_RESOURCE_TYPES[0]!;
 /** Every operation finishes as soon as the job engine runs it; tests switch single operations to `reads`. */
 export const IMMEDIATE_ENV = { SLIPWAY_SIM_PROGRESSION: '*=immediate' };
 
-let counter = 0;
 export interface DbOptions {
   type?: string;
   version?: string;
@@ -22,7 +21,7 @@ export interface DbOptions {
 
 export function dbBody(o: DbOptions = {}) {
   return {
-    display_name: o.display_name ?? `db ${process.pid}-${++counter}`,
+    display_name: o.display_name ?? uniqueName('db'),
     type: o.type ?? 'postgresql',
     version: o.version ?? '17',
     cluster_id: o.cluster_id ?? DEFAULT_CLUSTER.id,
@@ -74,13 +73,13 @@ export async function addFault(s: TestServer, rule: Record<string, unknown>) {
 
 /** A write to the database (an update): the simulated data version moves on. */
 export async function write(s: TestServer, id: string) {
-  expectStatus(await s.patch(`/databases/${id}`, { display_name: `written ${++counter}` }), 200);
+  expectStatus(await s.patch(`/databases/${id}`, { display_name: uniqueName('written') }), 200);
 }
 
 /** Takes a backup (internal or external) and waits for the backup status to be ready again. */
 export async function backupAndWait(s: TestServer, id: string, external: false | { name: string; backup_target_id?: string }) {
   if (external) expectStatus(await s.post(`/databases/${id}/external-backups`, external), 202);
-  else expectStatus(await s.post(`/databases/${id}/backups`, { display_name: `snap ${++counter}` }), 202);
+  else expectStatus(await s.post(`/databases/${id}/backups`, { display_name: uniqueName('snap') }), 202);
   await waitFor('backup to finish', async () => (await row(s, id)).backup_status === 'ready');
 }
 

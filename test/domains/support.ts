@@ -2,15 +2,15 @@
 // domain paths, simulation controls and certificates.
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import forge from 'node-forge';
-import type { TestServer } from '../helpers/server.js';
-import { expectStatus } from '../helpers/util.js';
+import { GENEROUS, type TestServer } from '../helpers/server.js';
+import { expectStatus, uniqueName } from '../helpers/util.js';
 import type { ServiceSummary } from '../../src/shared/services.js';
 import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 
 export { DEFAULT_CLUSTER };
 
 /** Every tier generous, each with its own limit so the tier an operation counts in is visible in x-ratelimit-limit. */
-export const LIMITS = { service_creation: 5001, service_mutation: 7001, general_write: 100_000, deployment: 100_000, logs: 100_000, read: 100_000 };
+export const LIMITS = { ...GENEROUS, service_creation: 5001, service_mutation: 7001 };
 
 /** The domain fields every representation carries. */
 export const DOMAIN_KEYS = ['created_at', 'dns_records', 'errors', 'id', 'is_enabled', 'is_primary', 'is_wildcard', 'name', 'status', 'type', 'updated_at'];
@@ -34,7 +34,7 @@ let counter = 0;
 export const host = (label = 'www') => `${label}-${process.pid}-${++counter}.example.com`;
 
 export async function createApp(s: TestServer, token?: string): Promise<{ id: string; name: string }> {
-  const body = { display_name: `Shop ${process.pid} ${++counter}`, cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' };
+  const body = { display_name: uniqueName('Shop'), cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' };
   return expectStatus(await s.post('/applications', body, { token }), 201);
 }
 

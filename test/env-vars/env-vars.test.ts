@@ -2,7 +2,7 @@
 // encryption at rest, permissions (roles, scoped capabilities), tenancy and the rate tier.
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, useServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, skipUnless, useServer, type TestServer, GENEROUS } from '../helpers/server.js';
 import { expectError, expectStatus, MISSING, sleep, UUID_RE } from '../helpers/util.js';
 import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { SCHEMA_MISMATCH } from '../accounts/support.js';
@@ -34,7 +34,7 @@ async function createApp(s: TestServer, token?: string): Promise<string> {
 
 for (const kind of DB_KINDS) {
   describe(`env vars [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    const s = useServer({ db: kind, rateLimits: { general_write: 10_000, service_creation: 10_000 } });
+    const s = useServer({ db: kind, rateLimits: GENEROUS });
 
     const appVars = (appId: string) => `/applications/${appId}/env-vars`;
     const createVar = async (appId: string, body: object, token?: string) => expectStatus<EnvVar>(await s.post(appVars(appId), body, { token }), 201);

@@ -4,8 +4,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
-import { expectStatus, sleep } from '../helpers/util.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectStatus, sleep, uniqueName } from '../helpers/util.js';
 import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { copyEnvVars, deleteAppEnvVars, resolveEnvironment, systemVariables } from '../../src/modules/env-vars/service.js';
 import type { ApplicationsTable } from '../../src/modules/applications/storage.js';
@@ -35,13 +35,12 @@ const SYSTEM_SUFFIXES = [
 
 for (const kind of DB_KINDS) {
   describe(`env vars: deployment environment [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let n = 0;
-    const s = useServer({ db: kind, rateLimits: { general_write: 10_000, service_creation: 10_000 } });
+    const s = useServer({ db: kind, rateLimits: GENEROUS });
 
     const newApp = async (token?: string): Promise<ApplicationsTable> => {
       const r = await s.post(
         '/applications',
-        { display_name: `resolve app ${++n}`, cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' },
+        { display_name: uniqueName('resolve app'), cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' },
         { token },
       );
       expectStatus(r, 201);

@@ -3,8 +3,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
-import { expectError } from '../helpers/util.js';
-import { assertCommonHeaders, unique } from './support.js';
+import { expectError, uniqueName } from '../helpers/util.js';
+import { assertCommonHeaders } from './support.js';
 
 for (const kind of DB_KINDS) {
   describe(`authorization (403) [${kind}]`, { skip: await skipUnless(kind) }, () => {
@@ -108,7 +108,7 @@ for (const kind of DB_KINDS) {
 
     it('a company under maintenance gets 403 on writes while reads still work', async () => {
       const { companyId, token } = await s.newCompany();
-      const name = unique('maint');
+      const name = uniqueName('maint');
       const p = await s.post('/projects', { display_name: name }, { token });
       assert.equal(p.status, 201);
 

@@ -5,8 +5,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
-import { expectError } from '../helpers/util.js';
-import { unique } from './support.js';
+import { expectError, uniqueName } from '../helpers/util.js';
 
 for (const kind of DB_KINDS) {
   describe(`idempotency [${kind}]`, { skip: await skipUnless(kind) }, () => {
@@ -21,7 +20,7 @@ for (const kind of DB_KINDS) {
     it('a retry with the same key and body replays the first response', async () => {
       const { token } = await s.newCompany();
       const key = randomUUID();
-      const body = { display_name: unique('idem') };
+      const body = { display_name: uniqueName('idem') };
       const first = await s.post('/projects', body, { token, headers: { 'idempotency-key': key } });
       assert.equal(first.status, 201);
       assert.equal(first.headers.get('idempotent-replayed'), null, 'the first response is not a replay');
@@ -87,7 +86,7 @@ for (const kind of DB_KINDS) {
     it('concurrent requests with one key create exactly one project', async () => {
       const { token } = await s.newCompany();
       const key = randomUUID();
-      const body = { display_name: unique('race') };
+      const body = { display_name: uniqueName('race') };
       const results = await Promise.all(Array.from({ length: 5 }, () => s.post('/projects', body, { token, headers: { 'idempotency-key': key } })));
       const created = results.filter((r) => r.status === 201);
       assert.ok(created.length >= 1, `statuses: ${results.map((r) => r.status).join(',')}`);

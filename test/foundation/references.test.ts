@@ -4,11 +4,11 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { expectError } from '../helpers/util.js';
+import { expectError, uniqueName } from '../helpers/util.js';
 import { DEFAULT_CLUSTER, IMMEDIATE_ENV, dbBody, waitStatus } from '../databases/support.js';
 
 const appBody = (over: Record<string, unknown> = {}) => ({
-  display_name: `ref app ${Math.random().toString(36).slice(2, 8)}`,
+  display_name: uniqueName('ref app'),
   cluster_id: DEFAULT_CLUSTER.id,
   source: 'publicGit',
   repo_url: 'https://github.com/example/site',

@@ -28,5 +28,3 @@ export async function awaitFreshWindow(windowSeconds = 60, marginMs = 3000): Pro
   const left = windowSeconds * 1000 - (Date.now() % (windowSeconds * 1000));
   if (left < marginMs) await sleep(left + 50);
 }
-
-export const unique = (prefix: string) => `${prefix} ${Math.random().toString(36).slice(2, 10)}`;

@@ -4,6 +4,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, startServer, type Response, type TestServer } from '../helpers/server.js';
+import { uniqueName } from '../helpers/util.js';
 import { DEFAULT_CLUSTER, IMMEDIATE_ENV, addTarget, clearProgression, dbBody, setProgression, waitStatus } from '../databases/support.js';
 
 const N = 20;
@@ -24,7 +25,7 @@ for (const kind of DB_KINDS) {
     });
     after(async () => s?.close());
 
-    const app = async (display_name = `conc ${Math.random().toString(36).slice(2, 8)}`) => {
+    const app = async (display_name = uniqueName('conc')) => {
       const r = await s.post('/applications', { display_name, cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1' });
       assert.equal(r.status, 201, r.text);
       return r.body as { id: string; name: string };

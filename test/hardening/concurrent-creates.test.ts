@@ -10,7 +10,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { PROCESS_RESOURCE_TYPES } from '../../src/modules/resources/catalog.js';
 import { DB_KINDS, GENEROUS, skipUnless, startServer, type Response, type TestServer } from '../helpers/server.js';
-import { expectStatus } from '../helpers/util.js';
+import { expectStatus, uniqueName } from '../helpers/util.js';
 import { roleIds } from '../accounts/support.js';
 import { DEFAULT_CLUSTER, addTarget, clearProgression, dbBody, setProgression, waitStatus } from '../databases/support.js';
 
@@ -35,7 +35,7 @@ interface Case {
   setup(s: TestServer): Promise<() => Promise<Response>>;
 }
 
-const appBody = (display_name = `conc ${Math.random().toString(36).slice(2, 8)}`) => ({
+const appBody = (display_name = uniqueName('conc')) => ({
   display_name,
   cluster_id: DEFAULT_CLUSTER.id,
   source: 'publicGit',
@@ -43,7 +43,7 @@ const appBody = (display_name = `conc ${Math.random().toString(36).slice(2, 8)}`
   repo_url: 'https://github.com/acme/shop',
   default_branch: 'main',
 });
-const siteBody = (display_name = `site ${Math.random().toString(36).slice(2, 8)}`) => ({
+const siteBody = (display_name = uniqueName('site')) => ({
   display_name,
   repo_url: 'https://github.com/acme/site',
   default_branch: 'main',
@@ -51,7 +51,7 @@ const siteBody = (display_name = `site ${Math.random().toString(36).slice(2, 8)}
 const created = async (r: Promise<Response>, status = 201) => expectStatus(await r, status) as { id: string; name: string; [k: string]: any };
 const app = (s: TestServer) => created(s.post('/applications', appBody()));
 const site = (s: TestServer) => created(s.post('/static-sites', siteBody()));
-const lb = (s: TestServer) => created(s.post('/load-balancers', { display_name: `lb ${Math.random()}` }));
+const lb = (s: TestServer) => created(s.post('/load-balancers', { display_name: uniqueName('lb') }));
 async function db(s: TestServer) {
   const d = await created(s.post('/databases', dbBody()));
   await waitStatus(s, d.id, 'ready');

@@ -4,11 +4,10 @@
 // strings over the general string limit. Nothing is stored on rejection.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { expectError } from '../helpers/util.js';
 import { assertRawErrorBody, head, portOf, rawRequest } from './support.js';
 
-const GENEROUS = { general_write: 100_000, service_creation: 100_000, service_mutation: 100_000, read: 100_000 };
 const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
 
 for (const kind of DB_KINDS) {

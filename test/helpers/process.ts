@@ -3,8 +3,14 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { RATE_ENV_NAMES, type RateLimitConfig } from '../../src/shared/config.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/slipway.mjs', import.meta.url));
+
+/** The environment that sets a child's rate limits: `rateEnv(GENEROUS)` makes every tier generous. */
+export function rateEnv(limits: Partial<RateLimitConfig>): Record<string, string> {
+  return Object.fromEntries(Object.entries(limits).map(([tier, n]) => [RATE_ENV_NAMES[tier as keyof RateLimitConfig], String(n)]));
+}
 
 export interface ChildServer {
   child: ChildProcess;

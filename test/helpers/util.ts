@@ -1,6 +1,7 @@
 // The generic helpers every suite shares: waiting, polling, status and error-body assertions, and
 // a few constants. Area support files (test/<area>/support.ts) hold only area-specific helpers.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { sql, type CompiledQuery } from 'kysely';
 import type { Tx } from '../../src/shared/db/index.js';
 import type { TestServer } from './server.js';
@@ -67,6 +68,18 @@ export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 
 /** A well-formed id that names nothing. */
 export const MISSING = '0d3c2b1a-9e8f-4a7b-8c6d-5e4f3a2b1c0d';
+
+let named = 0;
+/**
+ * A name no other call in the run gives: `prefix`, this process's id and a counter (`app 4242-7`).
+ * `sep: '_'` makes an identifier (`crash_4242_7`, for a database's user or name); `random` adds a
+ * few random hex digits, for names that outlive the run (on a database server the machine keeps).
+ */
+export function uniqueName(prefix = 'name', opts: { sep?: ' ' | '_'; random?: boolean } = {}): string {
+  const sep = opts.sep ?? ' ';
+  const parts = [process.pid, ++named, ...(opts.random ? [randomBytes(2).toString('hex')] : [])];
+  return `${prefix}${sep}${parts.join(sep === ' ' ? '-' : sep)}`;
+}
 
 /** Every item of a paginated list (follows offset/limit until total). */
 export async function listAll<T = any>(s: TestServer, path: string, token?: string): Promise<T[]> {

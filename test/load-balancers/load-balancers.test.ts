@@ -4,8 +4,8 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { expectError, expectStatus, listAll, MISSING, UUID_RE } from '../helpers/util.js';
-import { addDestination, createLb, destinationsPath, ENV, external, LB_KEYS, lbPath, LIMITS, uniqueName, type LoadBalancer } from './support.js';
+import { expectError, expectStatus, listAll, MISSING, uniqueName, UUID_RE } from '../helpers/util.js';
+import { addDestination, createLb, destinationsPath, ENV, external, LB_KEYS, lbPath, LIMITS, type LoadBalancer } from './support.js';
 
 for (const kind of DB_KINDS) {
   describe(`load balancers [${kind}]`, { skip: await skipUnless(kind) }, () => {

@@ -1,13 +1,13 @@
 // Helpers of the load balancer suites: creating load balancers and destinations, paths, keys.
 import assert from 'node:assert/strict';
-import type { TestServer } from '../helpers/server.js';
-import { expectStatus, listAll } from '../helpers/util.js';
+import { GENEROUS, type TestServer } from '../helpers/server.js';
+import { expectStatus, listAll, uniqueName } from '../helpers/util.js';
 
 // Applications as destinations, and stand-in service kinds for those not built yet.
 export { createApp, stubKind } from '../domains/support.js';
 
 /** Every tier generous, each with its own limit so the tier an operation counts in shows in x-ratelimit-limit. */
-export const LIMITS = { service_creation: 5001, service_mutation: 7001, general_write: 100_000, deployment: 100_000, logs: 100_000, read: 100_003 };
+export const LIMITS = { ...GENEROUS, service_creation: 5001, service_mutation: 7001, read: 100_003 };
 /** Application deletions finish at once (the `application.removed` signal). */
 export const ENV = { SLIPWAY_SIM_PROGRESSION: 'deployment=immediate,app_delete=immediate' };
 
@@ -39,7 +39,6 @@ export interface Destination {
 }
 
 let counter = 0;
-export const uniqueName = (prefix = 'LB') => `${prefix} ${process.pid} ${++counter}`;
 /** An external URL nobody else in the run uses. */
 export const externalUrl = () => `https://backend-${process.pid}-${++counter}.example.com/`;
 
@@ -48,7 +47,7 @@ export const destinationsPath = (id: string) => `${lbPath(id)}/destinations`;
 export const destinationPath = (id: string, destinationId: string) => `${destinationsPath(id)}/${destinationId}`;
 
 export async function createLb(s: TestServer, body: Record<string, unknown> = {}, token?: string): Promise<LoadBalancer> {
-  return expectStatus(await s.post('/load-balancers', { display_name: uniqueName(), ...body }, { token }), 201);
+  return expectStatus(await s.post('/load-balancers', { display_name: uniqueName('LB'), ...body }, { token }), 201);
 }
 
 export async function addDestination(s: TestServer, lbId: string, body: Record<string, unknown>, token?: string): Promise<Destination> {

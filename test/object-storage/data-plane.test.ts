@@ -26,9 +26,9 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { runtime } from '../../src/modules/object-storage/runtime.js';
-import { GENEROUS, bucketFiles, client, createBucket, expectStatus, s3Error, waitFor, type Bucket } from './support.js';
+import { bucketFiles, client, createBucket, expectStatus, s3Error, waitFor, type Bucket } from './support.js';
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
 const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');

@@ -15,8 +15,8 @@ import {
   UploadPartCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { GENEROUS, client, createBucket, expectStatus, s3Error, waitFor, type Bucket } from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { client, createBucket, expectStatus, s3Error, waitFor, type Bucket } from './support.js';
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
 

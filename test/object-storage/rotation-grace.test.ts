@@ -5,9 +5,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { runtime } from '../../src/modules/object-storage/runtime.js';
-import { GENEROUS, client, createBucket, expectStatus, s3Error } from './support.js';
+import { client, createBucket, expectStatus, s3Error } from './support.js';
 
 const HOUR = 3600_000;
 

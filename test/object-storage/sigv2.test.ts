@@ -14,8 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { GENEROUS, client, createBucket, expectStatus, type Bucket } from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { client, createBucket, expectStatus, type Bucket } from './support.js';
 
 interface Keys {
   access_key: string;

@@ -4,11 +4,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import type { TestServer } from '../helpers/server.js';
-import { expectStatus } from '../helpers/util.js';
+import { expectStatus, uniqueName } from '../helpers/util.js';
 
 export * from '../helpers/util.js';
-
-export const GENEROUS = { service_creation: 10_000, service_mutation: 10_000, general_write: 10_000, read: 100_000 };
 
 export interface Bucket {
   id: string;
@@ -21,9 +19,8 @@ export interface Bucket {
   [k: string]: unknown;
 }
 
-let n = 0;
 export async function createBucket(s: TestServer, body: Record<string, unknown> = {}, token?: string): Promise<Bucket> {
-  return expectStatus(await s.post('/object-storage', { display_name: `Bucket ${++n}`, ...body }, { token }), 201);
+  return expectStatus(await s.post('/object-storage', { display_name: uniqueName('Bucket'), ...body }, { token }), 201);
 }
 
 export function client(b: { endpoint: string }, keys: { access_key: string; secret_key: string }, opts: { region?: string } = {}): S3Client {

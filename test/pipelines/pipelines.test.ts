@@ -3,9 +3,9 @@
 // application drops it from its stage; projects; scoped keys and other companies.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { MISSING, UUID_RE, expectError, expectStatus, listAll, waitFor } from '../helpers/util.js';
-import { GENEROUS, IMMEDIATE_ENV, addToStage, createApp, createPipeline, getPipeline, pipelinePath, stageNamed, stagePath } from './support.js';
+import { IMMEDIATE_ENV, addToStage, createApp, createPipeline, getPipeline, pipelinePath, stageNamed, stagePath } from './support.js';
 
 const DETAIL_STAGE_FIELDS = [
   'auto_create_app',

@@ -5,21 +5,9 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { PROCESS_RESOURCE_TYPES } from '../../src/modules/resources/catalog.js';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { MISSING, expectError, expectStatus, listAll, waitFor } from '../helpers/util.js';
-import {
-  GENEROUS,
-  IMMEDIATE_ENV,
-  addToStage,
-  createApp,
-  createPipeline,
-  deploy,
-  getPipeline,
-  pipelinePath,
-  stageNamed,
-  stagePath,
-  waitForFinal,
-} from './support.js';
+import { IMMEDIATE_ENV, addToStage, createApp, createPipeline, deploy, getPipeline, pipelinePath, stageNamed, stagePath, waitForFinal } from './support.js';
 
 const REPO = 'https://github.com/example/shop-previews';
 

@@ -4,10 +4,9 @@
 // refused promotion deploys nothing.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { MISSING, UUID_RE, expectError, expectStatus, listAll } from '../helpers/util.js';
 import {
-  GENEROUS,
   IMMEDIATE_ENV,
   addToStage,
   createApp,

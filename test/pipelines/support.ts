@@ -3,8 +3,7 @@
 import type { TestServer } from '../helpers/server.js';
 import { expectStatus } from '../helpers/util.js';
 
-export { GENEROUS } from '../helpers/server.js';
-export { IMMEDIATE_ENV, createApp, deploy, deploymentLogs, deploymentPath, uniqueName, waitForFinal } from '../applications/support.js';
+export { IMMEDIATE_ENV, createApp, deploy, deploymentLogs, deploymentPath, waitForFinal } from '../applications/support.js';
 
 export const pipelinePath = (id: string) => `/pipelines/${id}`;
 export const stagePath = (id: string, stageId: string) => `/pipelines/${id}/stages/${stageId}`;

@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import SQLite from 'better-sqlite3';
-import { createPgDatabase, skipUnless } from '../helpers/server.js';
-import { ok, startChild, type ChildServer } from '../helpers/process.js';
+import { createPgDatabase, GENEROUS, skipUnless } from '../helpers/server.js';
+import { ok, rateEnv, startChild, type ChildServer } from '../helpers/process.js';
 import { sleep } from '../helpers/util.js';
 
 const APPS = 20;
@@ -36,10 +36,8 @@ function baseEnv(token: string, dir: string): Record<string, string> {
     DATA_DIR: dir,
     SLIPWAY_BOOTSTRAP_TOKEN: token,
     SLIPWAY_SECRET_KEY: 'crash-test-secret',
-    SLIPWAY_RATE_SERVICE_CREATION: '100000',
-    SLIPWAY_RATE_DEPLOYMENT: '100000',
     // The test polls every deployment list many times.
-    SLIPWAY_RATE_READ: '100000',
+    ...rateEnv(GENEROUS),
     SLIPWAY_SIM_PROGRESSION: 'deployment=duration:1500',
   };
 }

@@ -2,7 +2,7 @@
 // runtime log lines and exit codes of a process.
 import assert from 'node:assert/strict';
 import type { TestServer } from '../helpers/server.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
+import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { DEFAULT_CLUSTER, PROCESS_RESOURCE_TYPES } from '../../src/modules/resources/catalog.js';
 
 export const RT = Object.fromEntries(PROCESS_RESOURCE_TYPES.map((t) => [t.name, t])) as Record<string, (typeof PROCESS_RESOURCE_TYPES)[number]>;
@@ -35,11 +35,10 @@ export const PROCESS_FIELDS = [
 ].sort();
 export const CRON_FIELDS = [...PROCESS_FIELDS, 'concurrency_policy', 'max_run_time_seconds'].sort();
 
-let counter = 0;
 export async function createApp(s: TestServer, token?: string): Promise<string> {
   const r = await s.post(
     '/applications',
-    { display_name: `proc app ${++counter}`, cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' },
+    { display_name: uniqueName('proc app'), cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1.27' },
     { token },
   );
   return expectStatus(r, 201).id as string;

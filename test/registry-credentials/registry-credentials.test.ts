@@ -1,9 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, MISSING } from '../helpers/util.js';
 
-const GENEROUS = { general_write: 100_000, service_creation: 100_000, read: 100_000 };
 const SECRET = 'hunter2-very-secret-token';
 
 const body = (over: Record<string, unknown> = {}) => ({ name: 'Docker Hub', username: 'my-docker-user', secret: SECRET, ...over });
@@ -141,7 +140,7 @@ for (const kind of DB_KINDS) {
   });
 
   describe(`registry credentials rate tier [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    const s = useServer({ db: kind, rateLimits: { general_write: 2, service_creation: 100_000, read: 100_000 } });
+    const s = useServer({ db: kind, rateLimits: { ...GENEROUS, general_write: 2 } });
 
     it('counts writes in the general write tier (429 over the limit)', async () => {
       const c = expectStatus(await s.post('/docker-registries', body()), 201);

@@ -5,7 +5,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ok, startChild } from '../helpers/process.js';
+import { ok, rateEnv, startChild } from '../helpers/process.js';
+import { GENEROUS } from '../helpers/server.js';
 import { waitFor } from '../helpers/util.js';
 import { freePort } from '../../src/modules/applications/local/supervisor.js';
 import { edgeGet, LOCAL_ENV } from '../apps-real/support.js';
@@ -22,8 +23,7 @@ describe('real static sites after SIGKILL (sqlite)', { skip: gitMissing() }, () 
       SLIPWAY_BOOTSTRAP_TOKEN: token,
       SLIPWAY_SECRET_KEY: 'k',
       DATA_DIR: dataDir,
-      SLIPWAY_RATE_LOGS: '100000',
-      SLIPWAY_RATE_READ: '100000',
+      ...rateEnv(GENEROUS),
     };
     const repo = makeSiteRepo();
     repo.commit({ 'src/version.txt': 'slow-1' });

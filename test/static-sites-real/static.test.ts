@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
+import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet, git, LOCAL_ENV } from '../apps-real/support.js';
 import { APP_JS, buildLog, deploySite, finalDeployment, gitMissing, makeSiteRepo } from './support.js';
 
@@ -31,7 +31,7 @@ for (const kind of DB_KINDS) {
       const repo = makeSiteRepo();
       const site = expectStatus(
         await s.post('/static-sites', {
-          display_name: `real ${kind} ${Math.random().toString(36).slice(2, 8)}`,
+          display_name: uniqueName(`real ${kind}`),
           repo_url: repo.url,
           default_branch: 'main',
           source: 'publicGit',
@@ -240,7 +240,7 @@ for (const kind of DB_KINDS) {
       );
       git(dir, 'add', '.');
       git(dir, 'commit', '-q', '-m', 'cdn app');
-      const app = await createRealApp(s, `file://${dir}`, `cdn-${kind}-${Math.random().toString(36).slice(2, 6)}`);
+      const app = await createRealApp(s, `file://${dir}`, uniqueName(`cdn-${kind}`));
       assert.equal((await deploy(s, app.id)).status, 'success');
       const host = `${app.name}.localhost`;
       await waitFor('the application to answer', async () => (await get(host)).status === 200);

@@ -6,10 +6,9 @@
 // cancel only while not final.
 import { describe, it, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { MISSING, UUID_RE, expectError, expectStatus, waitFor } from '../helpers/util.js';
 import {
-  GENEROUS,
   IMMEDIATE_ENV,
   OP,
   addFault,

@@ -3,9 +3,9 @@
 // into the build environment (reported in the deployment log like applications).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { MISSING, UUID_RE, expectError, expectStatus, listAll } from '../helpers/util.js';
-import { GENEROUS, IMMEDIATE_ENV, createSite, deployedSite, deploymentLogs, trigger, waitForFinal } from './support.js';
+import { IMMEDIATE_ENV, createSite, deployedSite, deploymentLogs, trigger, waitForFinal } from './support.js';
 
 const envPath = (siteId: string) => `/static-sites/${siteId}/env-vars`;
 

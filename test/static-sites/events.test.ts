@@ -2,10 +2,10 @@
 // real receiver with the site's representation (and the deployment for deploy events).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { Receiver, verify } from '../webhooks/support.js';
-import { GENEROUS, IMMEDIATE_ENV, OP, createSite, deployments, readSite, setProgression, sitePath, trigger } from './support.js';
+import { IMMEDIATE_ENV, OP, createSite, deployments, readSite, setProgression, sitePath, trigger } from './support.js';
 
 const TYPES = ['STATIC_SITE_CREATE', 'STATIC_SITE_UPDATE', 'STATIC_SITE_DELETE', 'STATIC_SITE_DEPLOY'];
 

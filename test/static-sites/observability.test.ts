@@ -5,9 +5,9 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { TRAFFIC_METRICS } from '../helpers/simulation.js';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { MISSING, expectError, expectStatus } from '../helpers/util.js';
-import { GENEROUS, IMMEDIATE_ENV, OP, deployedSite, createSite, setProgression, sitePath, window } from './support.js';
+import { IMMEDIATE_ENV, OP, deployedSite, createSite, setProgression, sitePath, window } from './support.js';
 
 const metric = (s: TestServer, id: string, name: string, query = window()) => s.get(`${sitePath(id)}/metrics/${name}?${query}`);
 

@@ -3,9 +3,9 @@
 // URLs and edge cache purges; tenancy, roles, scoped keys and project membership.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
-import { MISSING, UUID_RE, expectError, expectStatus, listAll, waitFor, whileRowsHeld } from '../helpers/util.js';
-import { GENEROUS, IMMEDIATE_ENV, addFault, createSite, deployedSite, deployments, readSite, settle, sitePath, trigger, uniqueName } from './support.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { MISSING, UUID_RE, expectError, expectStatus, listAll, uniqueName, waitFor, whileRowsHeld } from '../helpers/util.js';
+import { IMMEDIATE_ENV, addFault, createSite, deployedSite, deployments, readSite, settle, sitePath, trigger } from './support.js';
 
 const SITE_FIELDS = [
   'allow_deploy_paths',
@@ -130,13 +130,18 @@ for (const kind of DB_KINDS) {
       ];
       for (const [extra, msg] of bad)
         expectError(
-          await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main', ...extra }),
+          await s.post('/static-sites', { display_name: uniqueName('site'), repo_url: 'https://github.com/acme/site', default_branch: 'main', ...extra }),
           400,
           msg,
         );
       // A project that names nothing is answered like a path id.
       expectError(
-        await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main', project_id: MISSING }),
+        await s.post('/static-sites', {
+          display_name: uniqueName('site'),
+          repo_url: 'https://github.com/acme/site',
+          default_branch: 'main',
+          project_id: MISSING,
+        }),
         404,
       );
       expectError(await s.post('/static-sites', { display_name: 'no repo' }), 400);
@@ -310,7 +315,12 @@ for (const kind of DB_KINDS) {
       const other = await s.newCompany();
       const foreign = expectStatus(await s.post('/projects', { display_name: 'foreign' }, { token: other.token }), 201);
       expectError(
-        await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main', project_id: foreign.id }),
+        await s.post('/static-sites', {
+          display_name: uniqueName('site'),
+          repo_url: 'https://github.com/acme/site',
+          default_branch: 'main',
+          project_id: foreign.id,
+        }),
         404,
       );
       // Deleting the site takes it out of the project.
@@ -353,7 +363,7 @@ for (const kind of DB_KINDS) {
       expectError(
         await s.post(
           '/static-sites',
-          { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main' },
+          { display_name: uniqueName('site'), repo_url: 'https://github.com/acme/site', default_branch: 'main' },
           { token: viewer.token },
         ),
         403,
@@ -398,7 +408,7 @@ for (const kind of DB_KINDS) {
     it('create counts in service_creation; purge-cache and update in service_mutation per site and operation; deployments in deployment', async () => {
       const a = await createSite(s);
       const b = await createSite(s);
-      const third = await s.post('/static-sites', { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main' });
+      const third = await s.post('/static-sites', { display_name: uniqueName('site'), repo_url: 'https://github.com/acme/site', default_branch: 'main' });
       expectError(third, 429);
       assert.ok(Number(third.headers.get('retry-after')) > 0);
       // purge-cache has its own count per site.

@@ -2,18 +2,12 @@
 // simulation controls for static site deployments (operation `static_site_deployment`).
 import assert from 'node:assert/strict';
 import type { TestServer } from '../helpers/server.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
-
-/** Every rate tier generous, so suites are not throttled by their own polling. */
-export { GENEROUS } from '../helpers/server.js';
+import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 
 /** Deployments and deletions finish as soon as the job engine runs them (tests switch per test). */
 export const IMMEDIATE_ENV = { SLIPWAY_SIM_PROGRESSION: 'static_site_deployment=immediate,static_site_delete=immediate', SLIPWAY_JOB_POLL_MS: '20' };
 
 export const OP = 'static_site_deployment';
-
-let counter = 0;
-export const uniqueName = (prefix = 'site') => `${prefix} ${process.pid}-${++counter}`;
 
 export const sitePath = (id: string) => `/static-sites/${id}`;
 export const deploymentsPath = (id: string) => `/static-sites/${id}/deployments`;
@@ -21,7 +15,7 @@ export const deploymentPath = (id: string, d: string) => `/static-sites/${id}/de
 
 /** Creates a static site from a public GitHub repository (201); its initial production deployment is queued. */
 export async function createSite(s: TestServer, extra: Record<string, unknown> = {}, token?: string) {
-  const body = { display_name: uniqueName(), repo_url: 'https://github.com/acme/site', default_branch: 'main', ...extra };
+  const body = { display_name: uniqueName('site'), repo_url: 'https://github.com/acme/site', default_branch: 'main', ...extra };
   return expectStatus(await s.post('/static-sites', body, { token }), 201);
 }
 

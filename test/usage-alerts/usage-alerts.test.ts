@@ -1,11 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, MISSING } from '../helpers/util.js';
 import { billingPeriod, recordUsage } from '../../src/modules/usage-alerts/service.js';
 import { systemCall } from '../../src/shared/context.js';
-
-const GENEROUS = { general_write: 100_000, service_creation: 100_000, read: 100_000 };
 
 const body = (over: Record<string, unknown> = {}) => ({
   limit_usd: 200,
@@ -215,7 +213,7 @@ for (const kind of DB_KINDS) {
   });
 
   describe(`usage alerts rate tiers [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    const s = useServer({ db: kind, rateLimits: { service_creation: 2, general_write: 100_000, read: 100_000 } });
+    const s = useServer({ db: kind, rateLimits: { ...GENEROUS, service_creation: 2 } });
 
     it('counts creation in the service creation tier (429), updates elsewhere', async () => {
       const c = expectStatus(await s.post('/usage-alerts', body()), 201);

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { sleep, waitFor } from '../helpers/util.js';
 import SQLite from 'better-sqlite3';
-import { call, startChild, type ChildServer } from '../helpers/process.js';
+import { call, rateEnv, startChild, type ChildServer } from '../helpers/process.js';
+import { GENEROUS } from '../helpers/server.js';
 import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { Receiver } from './support.js';
 
@@ -21,10 +22,7 @@ describe('webhook deliveries survive a crash [sqlite, child process]', () => {
   const env = {
     SLIPWAY_BOOTSTRAP_TOKEN: token,
     SLIPWAY_SECRET_KEY: 'webhook-crash-secret',
-    SLIPWAY_RATE_SERVICE_CREATION: '100000',
-    SLIPWAY_RATE_SERVICE_MUTATION: '100000',
-    SLIPWAY_RATE_GENERAL_WRITE: '100000',
-    SLIPWAY_RATE_READ: '100000',
+    ...rateEnv(GENEROUS),
     SLIPWAY_JOB_POLL_MS: '20',
     SLIPWAY_WEBHOOK_TIMEOUT_MS: '3000',
     SLIPWAY_WEBHOOK_RETRY_SCALE: '0.00001',
