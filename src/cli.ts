@@ -92,10 +92,9 @@ export function parseArgs(argv: string[]): { positional: string[]; flags: Flags 
 
 /**
  * The server's old generation grows by at most half of what the last full collection kept, not by
- * V8's default of up to four times when collections are quick: measured under the benchmark's read
- * load on PostgreSQL, 36 MB stayed live while the heap grew to 150 MB before each full collection
- * (RSS 190 to 230 MB); with this, RSS about 150 MB and the same throughput (a full collection every
- * couple of seconds, 4 to 6 ms each). A `--heap-growing-percent` given to node itself wins.
+ * V8's default of up to four times when collections are quick: the heap, and the RSS, stay close
+ * to what is live, for full collections that come more often and stay short. A
+ * `--heap-growing-percent` given to node itself wins.
  */
 function boundHeapGrowth() {
   if (!process.execArgv.some((a) => a.startsWith('--heap-growing-percent') || a.startsWith('--heap_growing_percent'))) {

@@ -69,8 +69,8 @@ export class JobEngine {
   ) {
     this.slots.db.size = opts.concurrency ?? 8;
     this.slots.io.size = this.slots.io.underLoad = opts.ioConcurrency ?? 64;
-    // On SQLite the jobs' writes share the requests' group commits, and fewer of them at once made
-    // the API no faster in the bench: there they keep their slots unless told otherwise.
+    // On SQLite the jobs' writes share the requests' group commits (one writer): holding jobs back
+    // does not make the API faster there, so they keep their slots unless told otherwise.
     const underLoad = opts.concurrencyUnderLoad ?? (database.kind === 'postgres' ? 2 : this.slots.db.size);
     this.slots.db.underLoad = Math.min(this.slots.db.size, underLoad);
     this.pollMs = opts.pollMs ?? 100;

@@ -306,10 +306,9 @@ export async function countedTable(db: Kysely<any>, table: CountedTable): Promis
 
 /**
  * PostgreSQL: `table`'s counting trigger (made anew) as a constraint trigger deferred to the
- * commit. It was made so when the trigger still updated the company's `list_counts` row (before
- * `countDeltas`): the row was then locked only while the transaction committed, not from its
- * insert or delete until the client sent COMMIT. A fold of deltas still locks it, so a fold at
- * commit holds it no longer than the commit. Inside the writing transaction the counts do not
+ * commit. A fold of deltas (`countDeltas`) locks the company's `list_counts` row; at commit it
+ * holds that lock only while the transaction commits, not from its insert or delete until the
+ * client sends COMMIT. Inside the writing transaction the counts do not
  * include its own rows yet; nothing reads them there.
  */
 export async function countAtCommit(db: Kysely<any>, table: CountedTable): Promise<void> {

@@ -211,8 +211,7 @@ export const ACTIVE = ['waiting', 'inProgress'] as const;
  * states both (`status IN (...) AND status = ?`). Through that index a lookup of an application's
  * active deployments reads those, not the index entries its finished deployments left behind on
  * their way out: with an index of every deployment by status, PostgreSQL's planner took a bitmap
- * scan that visited the heap page of each superseded deployment's earlier `waiting` version (52
- * buffers a trigger in the bench, where this index reads a few).
+ * scan that visited the heap page of each superseded deployment's earlier `waiting` version.
  */
 export const ACTIVE_STATUSES = ACTIVE.map((s) => sql.lit(s));
 

@@ -324,7 +324,7 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
       if (d.sent_at) return followUp(d); // recorded before a crash; the job did not learn of it
       if (Date.parse(d.due_at) > Date.now() + 50) return { rescheduleAt: new Date(d.due_at) };
       // The webhook's columns, read with the attempt under w_ names. The attempt is used as read,
-      // not copied without them: an object rest is a slow copy, a tenth of a cold delivery's job.
+      // not copied without them: an object rest is a slow copy on this path.
       const w = {
         endpoint: d.w_endpoint,
         is_enabled: d.w_is_enabled,

@@ -61,8 +61,8 @@ export class KeyCache {
   private acks = new Map<string, { until: number; by: Set<number> }>();
   private waiters: (() => void)[] = [];
   /**
-   * SQLite: the generation, read on every request straight from the file (a fifth of a cached
-   * read's CPU time through the query builder). Inside another request's transaction it may see
+   * SQLite: the generation, read on every request straight from the file (not through the query
+   * builder, which would cost a cached read much of its time). Inside another request's transaction it may see
    * that transaction's change before the commit: the cache is then cleared early, never kept late.
    */
   private generationRow: SQLite.Statement<[], { n: number }> | undefined;

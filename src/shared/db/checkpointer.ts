@@ -3,10 +3,9 @@
 // In WAL mode with `synchronous = NORMAL` a commit does not fsync; the checkpoint that copies the
 // WAL back into the database file does (the WAL, then the file). SQLite runs it inside the commit
 // that crosses `wal_autocheckpoint` pages, on the connection's thread: with better-sqlite3 that is
-// the event loop, stalled for the fsyncs (10 to 20 ms on the development machine, about every
-// 30 deployment triggers; every request in flight waited for it). The worker checkpoints in
-// PASSIVE mode (it never blocks the writer or readers) a moment after commits, so the event loop
-// no longer waits on the disk; the main connection keeps an automatic checkpoint at a larger size
+// the event loop, stalled for the fsyncs, and every request in flight waits for them. The worker
+// checkpoints in PASSIVE mode (it never blocks the writer or readers) a moment after commits, so
+// the event loop does not wait on the disk; the main connection keeps an automatic checkpoint at a larger size
 // as a bound on the WAL should the worker fall behind or stop. Durability is unchanged: a commit
 // is in the WAL when it returns, as before, and a checkpoint is SQLite's own.
 import { createRequire } from 'node:module';

@@ -2,8 +2,7 @@
 // together, with one COMMIT, instead of one COMMIT each.
 //
 // SQLite runs one write transaction at a time, and a commit writes every page the transaction
-// changed to the WAL (a deployment trigger: some 17 pages; the COMMIT about 160 µs, a fifth of a
-// trigger's time on the server's thread, profiled). Requests that arrive together touch mostly
+// changed to the WAL, on the server's thread. Requests that arrive together touch mostly
 // the same pages (the same tables' last leaf and index pages), so a group writes each page once.
 //
 // How: the first transaction opens the group (BEGIN). When it ends it is not committed yet: its

@@ -46,10 +46,9 @@ export interface Database {
  * Startup options of every PostgreSQL connection: prepared statements use their generic plan from
  * the first execution on (`plan_cache_mode`). Every statement is prepared once per connection
  * (postgres-client.ts), and by default PostgreSQL plans a statement anew for each execution
- * whenever it guesses that a plan for the given values beats the generic one: on the trigger path
- * the superseding update and the application-with-active-deployment read, over the
- * `(app_id, status)` index, were planned on every execution, a sixth of the database's CPU per
- * trigger. Slipway's statements are index lookups whose best plan does not depend on the values.
+ * whenever it guesses that a plan for the given values beats the generic one (as it does for
+ * reads over the `(app_id, status)` index of deployments), paying for a plan at every execution.
+ * Slipway's statements are index lookups whose best plan does not depend on the values.
  * `PGOPTIONS` is added after it (a later `-c` wins); options in DATABASE_URL replace both (pg).
  */
 export function connectionOptions(env: NodeJS.ProcessEnv = process.env): string {
@@ -80,7 +79,7 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; grou
   file.pragma('temp_store = MEMORY');
   // A page cache of up to 8 MB, not the driver's default 16 MB: the lists' hot pages fit, the
   // rest is a read from the operating system's file cache, and the server's RSS stays within its
-  // target with 100,000 resources stored (README "Benchmarks").
+  // target however many resources are stored.
   file.pragma('cache_size = -8000');
   // Checkpoints run in a worker thread (see checkpointer.ts), started by this connection's first
   // write (an open that never writes, or a start up to its first write, spawns no thread); the
@@ -101,8 +100,8 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; grou
   const db = new Kysely<DB>({ dialect });
   const version = (other: number) => `${writes}:${other}`;
   // Other processes' commits, read once for the callers of a turn (contentVersionOfTurn). The
-  // Coalescer's gather mode does the same, but its queue and promise hops cost 5 to 10% of a read
-  // on this hot path (paired runs), so the turn's read is one shared promise here.
+  // Coalescer's gather mode does the same, but its queue and promise hops are a cost on this hot
+  // path, so the turn's read is one shared promise here.
   let turn: Promise<number> | undefined;
   const ofTurn = () =>
     (turn ??= new Promise<number>((resolve, reject) =>
@@ -129,10 +128,10 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; grou
 
 /**
  * The SQLite file with prepared statements kept per SQL text: Kysely prepares every query anew,
- * and preparing was a fifth of a read's CPU time (profiled). A statement still iterating (a
+ * and preparing is a large part of a read's cost. A statement still iterating (a
  * streamed query) is busy, so that text gets a fresh one. Rows are read as arrays and made into
  * objects by a function compiled once per statement (better-sqlite3 builds each row object key by
- * key, which cost a third of a 25-row page's time); the objects are the same.
+ * key, a large part of a page's cost); the objects are the same.
  */
 function cachingStatements(file: SQLite.Database, changed: () => void, max = 512): SqliteDatabase {
   const statements = new Map<string, ReturnType<typeof rowsAsObjects>>();

@@ -3,15 +3,13 @@
 // few round trips as its statements allow: its BEGIN and the writes whose results nobody reads
 // (`later`) travel with its next statement or its COMMIT, in one write to the socket, each as its
 // prepared statement (extended protocol: parsed and planned once per connection), with one Sync
-// at the end, so PostgreSQL answers them all in one go. On this kind of machine a round trip costs
-// the server process 0.15 to 0.25 ms of CPU (socket writes and wake-ups, profiled). Until round 16
-// of the benchmark work these statements went as one multi-statement simple query with the values
-// written in, which PostgreSQL parsed, analysed and planned anew each time (37% of its CPU in
-// deployment triggers, perf). Every statement with parameters goes out as such a batch (of one,
-// outside a transaction), whose rows are read with column parsers kept per prepared statement; a
-// prepared statement is described (its result columns asked for) at its first run on a connection
-// only. Reads that do not depend on each other can go out in one batch too (`together`), each
-// with its own rows.
+// at the end, so PostgreSQL answers them all in one go: every round trip costs the server process
+// CPU (socket writes and wake-ups), and statements sent as query text with the values written in
+// would be parsed, analysed and planned anew each time. Every statement with parameters goes out
+// as such a batch (of one, outside a transaction), whose rows are read with column parsers kept
+// per prepared statement; a prepared statement is described (its result columns asked for) at its
+// first run on a connection only. Reads that do not depend on each other can go out in one batch
+// too (`together`), each with its own rows.
 import { CompiledQuery, type Compilable, type RawBuilder } from 'kysely';
 import type PG from 'pg';
 import type { Tx } from './index.js';
@@ -142,8 +140,8 @@ const COMMAND = /^([A-Za-z]+)(?: (\d+))?(?: (\d+))?/;
  * driver records a named statement as parsed when its ParseComplete arrives, under the query's
  * `name` and `text`: those of the statement being answered. The rows are read with the column
  * parsers of the statement's row description, kept per connection and statement name (see
- * `described`): the driver's own query object builds them anew for every result (8% of the server's CPU in a trigger burst,
- * with the copies of its settings each query makes, profiled).
+ * `described`): the driver's own query object builds them anew for every result, with copies of
+ * its settings.
  */
 function batchClass(driver: Driver) {
   const { utils, types } = driver as unknown as { utils?: { prepareValue?(v: unknown): unknown }; types: Driver['types'] };
@@ -300,8 +298,8 @@ function batchClass(driver: Driver) {
 
 /**
  * The pool with each connection wrapped (see the top of this file). Prepared statements: one name
- * per SQL text, so each connection parses and plans a text once (planning was most of a simple
- * query's cost, profiled); texts with an IN list of several values (their number grows with the
+ * per SQL text, so each connection parses and plans a text once (planning is most of a simple
+ * query's cost); texts with an IN list of several values (their number grows with the
  * lists' lengths) run unnamed unless their shape is fixed (`fixedShape`), and so do texts beyond
  * the first `maxNamed`. When the result columns of a prepared text changed (a migration altered
  * its table meanwhile: SQLSTATE 0A000), the text is given a new name, so every connection parses

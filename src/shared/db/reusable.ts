@@ -1,6 +1,6 @@
 // Statements of the hot paths built and compiled once per dialect, then run with new values. The
-// query builder builds an operation tree and compiles it to SQL on every call: about a sixth of a
-// deployment trigger's CPU time on SQLite (profiled, where the statements themselves are cheap).
+// query builder builds an operation tree and compiles it to SQL on every call, which costs more
+// than a cheap statement itself (as on SQLite).
 // A reusable statement's shape must not depend on its values: it is built with placeholders.
 import type { Compilable, CompiledQuery, Insertable, RawBuilder } from 'kysely';
 import type { Tx } from './index.js';

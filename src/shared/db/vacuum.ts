@@ -2,8 +2,7 @@
 // every server process every CHURN_VACUUM_MS. Each update of such a row (a job claimed, handed
 // over, finished; a rate window counted) leaves the old version and index entries behind until a
 // vacuum, and every later lookup through those indexes walks them. Autovacuum, where it is on,
-// visits a table at most once a minute, and it may be off (as on the machine the benchmark runs
-// on). Every table here holds few live rows (pending jobs, open windows, a count per list), so a
+// visits a table at most once a minute, and it may be off. Every table here holds few live rows (pending jobs, open windows, a count per list), so a
 // vacuum of them is short; SKIP_LOCKED: one that another process is running is not waited for;
 // TRUNCATE false: a vacuum that gives empty trailing pages back to the operating system holds
 // the table's exclusive lock meanwhile, and the job claims and rate-limit counts would queue on
@@ -24,17 +23,14 @@ export const CHURN_VACUUM_MS = 5_000;
 export const GROWTH_CHECK_MS = 1_000;
 
 /**
- * The tables vacuumed, and what was measured without it:
- * - `jobs` (src/shared/jobs.ts): in a run of 6,000 deployment triggers, the hand-over of a
- *   superseded deployment's job read 95 buffers a statement, the subject's job updates 108 and
- *   116; 26, 18 and 26 with the vacuum (pg_stat_statements), and PostgreSQL's CPU per trigger went
- *   from 1.68 to 1.43 ms.
+ * The tables vacuumed:
+ * - `jobs` (src/shared/jobs.ts): every claim, hand-over and completion rewrites a row, and the
+ *   next job statements walk the dead versions through the subject and status indexes.
  * - `rate_windows` (src/shared/ratelimit.ts): a row per rate-limit bucket, rewritten by every
  *   request counted on PostgreSQL.
- * - `list_count_deltas` and `list_counts` (src/shared/pagination.ts): every fold deletes deltas;
- *   after 20,000 creates, a page's count subquery walked 20,050 index entries for its 2 live
- *   deltas, 1.2 to 1.5 ms a page on every list read, where a vacuumed index costs it well under
- *   0.1 ms.
+ * - `list_count_deltas` and `list_counts` (src/shared/pagination.ts): every fold deletes deltas,
+ *   and a page's count subquery walks the index entries of all the deltas ever deleted, not only
+ *   of the few live ones.
  */
 export const CHURNING_TABLES = ['jobs', 'rate_windows', 'list_count_deltas', 'list_counts'] as const;
 
@@ -83,22 +79,16 @@ export function startMaintenance(db: Kysely<any>, failed: (what: string, e: Erro
  * Why it matters: every statement runs with its generic plan (`plan_cache_mode`, see
  * connectionOptions), made at its first execution on a connection from the statistics and size of
  * that moment and kept until the table's statistics change: a plan made while a table was a page
- * or two stays one for a page or two as the table grows. Without these analyses:
- * - a deployment trigger's read of its application (`id` and `company_id` given) walked all 50
- *   applications of the company through their index on the company, 40 buffers where the primary
- *   key takes 2;
- * - reads of a deployment by id and the trigger's read of the application with its active
- *   deployments scanned the whole deployments table (bench: 49 buffers a trigger in the first
- *   1,000 triggers, 200 to 570 in the next 3,000, PostgreSQL's CPU per trigger rising from 1.0 to
- *   3.3 ms as the table grew).
+ * or two stays one for a page or two as the table grows. Without these analyses a read
+ * by primary key can walk a secondary index (an application read by `id` and `company_id` through
+ * the index on the company), and reads of a deployment scan the whole deployments table, ever
+ * longer as it grows.
  * An ANALYZE gives the table statistics for its size, and the cached plans that read it are made
  * again. Growth is looked for every GROWTH_CHECK_MS (a table growing from empty is analyzed at
- * about 6, 16, 36, 76 ... pages: a few times in all), so the bench's first 1,000 triggers no longer
- * run on plans made for the tables as the warm-up left them (deployments' sequential scans a
- * trigger 0.03 and 0.49 against 0.88 and 0.95, PostgreSQL's CPU a trigger 0.95 and 0.64 ms against
- * 1.10 and 0.82). The modification rule is checked only with the vacuum: checked every second, a
- * table taking a thousand rows a second was analyzed every second and every plan that read it made
- * again each time (PostgreSQL's CPU per trigger rose by a third). SKIP_LOCKED: a table another
+ * about 6, 16, 36, 76 ... pages: a few times in all), so plans made for a table still small are
+ * made again soon after it grows. The modification rule is checked only with the vacuum: checked
+ * every GROWTH_CHECK_MS, a table taking rows at that rate would be analyzed, and every plan that
+ * reads it made again, at each check. SKIP_LOCKED: a table another
  * process is analyzing (or vacuuming) is left to it.
  */
 async function analyzeStale(db: Kysely<any>, modified: boolean): Promise<void> {
