@@ -10,7 +10,7 @@ import { lazy } from '../../shared/lazy.js';
 import type { AppContext } from '../../shared/context.js';
 import { announcedChecksum, AwsChunkedDecoder, checkDigests, Digester } from './chunked.js';
 import { invalidArgument, invalidRequest, malformedXml, notImplemented, S3Error } from './s3-errors.js';
-import type { Caller } from './signing.js';
+import type { Caller, SignedRequest } from './signing.js';
 import { chunkSignature, trailerSignature } from './sigv4.js';
 import type { ObjectStoragesTable } from './storage.js';
 
@@ -18,18 +18,8 @@ export const NS = 'http://s3.amazonaws.com/doc/2006-03-01/';
 const MAX_PUT = 5 * 1024 ** 3;
 const MAX_XML_BODY = 2 * 1024 * 1024;
 
-/** What a request addresses, read from its URL. */
-export interface Target {
-  method: string;
-  /** The path as sent (percent-encoded), for the signature. */
-  rawPath: string;
-  query: Record<string, string | string[]>;
-  /** The query string as sent. */
-  rawQuery: string;
-  /** `/<bucket>/<key>` (percent-encoded) whatever the addressing, for SigV2's signed resource. */
-  resource: string;
-  /** The Host named the bucket. */
-  virtualHosted: boolean;
+/** What a request addresses, read from its URL: what its signature covers, and the bucket and key. */
+export interface Target extends Omit<SignedRequest, 'headers' | 'headersDistinct'> {
   /** The bucket named in the request (null: the service root, ListBuckets). */
   bucket: string | null;
   /** The object key ('' for bucket operations). */
