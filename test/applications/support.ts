@@ -2,7 +2,8 @@
 // log lines, and the operator's simulation controls (progression modes and fault rules).
 import assert from 'node:assert/strict';
 import type { TestServer } from '../helpers/server.js';
-import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
+import { untilStatus } from '../helpers/status.js';
+import { expectStatus, uniqueName } from '../helpers/util.js';
 import { CLUSTERS, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 
 export { DEFAULT_CLUSTER };
@@ -50,14 +51,9 @@ export async function readApp(s: TestServer, appId: string, token?: string) {
   return expectStatus(await s.get(appPath(appId), { token }), 200);
 }
 
-const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
-
 /** Polls the deployment until it is final; returns it. */
 export async function waitForFinal(s: TestServer, appId: string, id: string, token?: string) {
-  return waitFor(`deployment ${id} to finish`, async () => {
-    const d = await readDeployment(s, appId, id, token);
-    return FINAL.has(d.status) ? d : undefined;
-  });
+  return untilStatus(`deployment ${id} to finish`, () => readDeployment(s, appId, id, token));
 }
 
 /** Triggers a deployment and waits until it succeeded and the application shows deploymentSuccess. */
@@ -70,10 +66,7 @@ export async function deploy(s: TestServer, appId: string, body: Record<string, 
 }
 
 export async function waitForAppStatus(s: TestServer, appId: string, status: string, token?: string) {
-  return waitFor(`application status ${status}`, async () => {
-    const a = await readApp(s, appId, token);
-    return a.status === status ? a : undefined;
-  });
+  return untilStatus(`application status ${status}`, () => readApp(s, appId, token), { statuses: [status] });
 }
 
 export interface LogEntry {

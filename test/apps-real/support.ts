@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'node:http';
 import { DEFAULT_CLUSTER } from '../applications/support.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
+import { untilStatus } from '../helpers/status.js';
+import { expectStatus } from '../helpers/util.js';
 import type { TestServer } from '../helpers/server.js';
 
 export const LOCAL_ENV = { SLIPWAY_RUNTIME: 'local', SLIPWAY_EDGE_PORT: '0', SLIPWAY_APPS_READY_TIMEOUT_MS: '4000', SLIPWAY_APPS_STOP_GRACE_MS: '2000' };
@@ -58,15 +59,10 @@ export async function createRealApp(s: TestServer, repoUrl: string, name: string
 /** Deploys and waits for the final status. */
 export async function deploy(s: TestServer, appId: string, path = 'deployments', body: Record<string, unknown> = {}) {
   const d = expectStatus(await s.post(`/applications/${appId}/${path}`, body), 200);
-  return waitFor(
-    `deployment ${d.id} to finish`,
-    async () => {
-      const r = expectStatus(await s.get(`/applications/${appId}/deployments/${d.id}`), 200);
-      return ['success', 'failed', 'cancelled'].includes(r.status) ? r : undefined;
-    },
-    60_000,
-    50,
-  );
+  return untilStatus(`deployment ${d.id} to finish`, async () => expectStatus(await s.get(`/applications/${appId}/deployments/${d.id}`), 200), {
+    timeoutMs: 60_000,
+    intervalMs: 50,
+  });
 }
 
 export interface EdgeResponse {

@@ -9,7 +9,20 @@ import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
 import { expectError, expectStatus, uniqueName, waitFor } from '../helpers/util.js';
-import { backupChangeRestore, body, checkRestartAborts, checkSuspension, create, getDb, MYSQL_ADMIN_URL, mysqlAvailable, restoreBrokenDump, sqlConn, waitStatus, type SqlConn } from './support.js';
+import {
+  backupChangeRestore,
+  body,
+  checkRestartAborts,
+  checkSuspension,
+  create,
+  getDb,
+  MYSQL_ADMIN_URL,
+  mysqlAvailable,
+  restoreBrokenDump,
+  sqlConn,
+  waitStatus,
+  type SqlConn,
+} from './support.js';
 
 const available = await mysqlAvailable();
 

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { call, startChild, type ChildServer } from '../helpers/process.js';
 import type { TestServer } from '../helpers/server.js';
+import { DATABASE_FINAL, untilStatus } from '../helpers/status.js';
 import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { which } from '../../src/modules/databases/runtime/engine.js';
@@ -120,15 +121,7 @@ export async function getDb(s: TestServer, id: string): Promise<Created & Record
 }
 
 export async function waitStatus(s: TestServer, id: string, ...want: string[]) {
-  return waitFor(
-    `database ${id} to reach ${want.join('/')}`,
-    async () => {
-      const d = await getDb(s, id);
-      return want.includes(d.status) ? d : undefined;
-    },
-    60_000,
-    50,
-  );
+  return untilStatus(`database ${id} to reach ${want.join('/')}`, () => getDb(s, id), { statuses: want, timeoutMs: 60_000, intervalMs: 50 });
 }
 
 /** Creates a database through the API and waits for its final status. */
@@ -243,9 +236,6 @@ export async function restoreBrokenDump(s: TestServer, id: string, content: stri
 
 // ---- Crash tests ----------------------------------------------------------------------------
 
-/** Statuses an operation ends in. */
-const FINAL = new Set(['ready', 'error', 'restoringFailed', 'passwordChangeFailed', 'dbDeletionFailed']);
-
 /** A `slipway serve` child on a data directory of its own, SIGKILLed and started again at will. */
 export function crashable(env: Record<string, string>) {
   const dir = mkdtempSync(join(tmpdir(), 'slipway-real-crash-'));
@@ -264,15 +254,11 @@ export function crashable(env: Record<string, string>) {
       h.child = await startChild([], full, 120_000); // generous: the machine may be busy
     },
     waitFinal: (id: string) =>
-      waitFor(
-        `database ${id} to reach a final status`,
-        async () => {
-          const d = await h.api('GET', `/databases/${id}`, 200);
-          return FINAL.has(d.status) ? d : undefined;
-        },
-        60_000,
-        50,
-      ),
+      untilStatus(`database ${id} to reach a final status`, () => h.api('GET', `/databases/${id}`, 200), {
+        statuses: DATABASE_FINAL,
+        timeoutMs: 60_000,
+        intervalMs: 50,
+      }),
     async deleteAll() {
       const list = (await h.api('GET', '/databases?limit=100', 200)) as { data: { id: string }[] };
       for (const d of list.data) await h.api('DELETE', `/databases/${d.id}`, 200);

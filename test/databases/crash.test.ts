@@ -9,20 +9,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { ok, startChild, type ChildServer } from '../helpers/process.js';
-import { sleep, waitFor } from '../helpers/util.js';
+import { DATABASE_FINAL, untilStatus } from '../helpers/status.js';
+import { sleep } from '../helpers/util.js';
 import { DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 
-const FINAL = new Set(['ready', 'error', 'restoringFailed', 'passwordChangeFailed']);
 async function waitFinal(base: string, token: string, id: string) {
-  return waitFor(
-    `database ${id} to reach a final status`,
-    async () => {
-      const d = await ok(base, token, 'GET', `/databases/${id}`, 200);
-      return FINAL.has(d.status) ? d : undefined;
-    },
-    60_000,
-    100,
-  );
+  return untilStatus(`database ${id} to reach a final status`, () => ok(base, token, 'GET', `/databases/${id}`, 200), {
+    statuses: DATABASE_FINAL,
+    timeoutMs: 60_000,
+    intervalMs: 100,
+  });
 }
 
 function readRows(dir: string, ids: string[]) {

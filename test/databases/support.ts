@@ -1,6 +1,7 @@
 // Helpers shared by the database suites: creating databases over HTTP, polling their status, the
 // raw row (to prove what the simulated runtime did to the data) and the operator's simulation controls.
 import type { TestServer } from '../helpers/server.js';
+import { untilStatus } from '../helpers/status.js';
 import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { CLUSTERS, DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 
@@ -45,10 +46,7 @@ export async function getDb(s: TestServer, id: string, token?: string) {
 
 export async function waitStatus(s: TestServer, id: string, status: string | string[], token?: string) {
   const want = Array.isArray(status) ? status : [status];
-  return waitFor(`database ${id} to reach ${want.join('/')}`, async () => {
-    const d = await getDb(s, id, token);
-    return want.includes(d.status) ? d : undefined;
-  });
+  return untilStatus(`database ${id} to reach ${want.join('/')}`, () => getDb(s, id, token), { statuses: want });
 }
 
 /** The stored row: the simulated data version, the sealed password, the operation in progress. */

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { untilStatus } from '../helpers/status.js';
 import { expectError, expectStatus, listAll } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo } from '../apps-real/support.js';
 import { finalDeployment, gitMissing, makeSiteRepo } from '../static-sites-real/support.js';
@@ -67,13 +68,11 @@ for (const kind of DB_KINDS) {
       }
       for (const a of bApps) {
         const d = expectStatus(await s.post(`/applications/${a.id}/deployments`, {}, { token: b }), 200);
-        const done = await (async () => {
-          for (;;) {
-            const r = expectStatus(await s.get(`/applications/${a.id}/deployments/${d.id}`, { token: b }), 200);
-            if (['success', 'failed', 'cancelled'].includes(r.status)) return r;
-            await new Promise((ok) => setTimeout(ok, 50));
-          }
-        })();
+        const done = await untilStatus(
+          `deployment ${d.id} to finish`,
+          async () => expectStatus(await s.get(`/applications/${a.id}/deployments/${d.id}`, { token: b }), 200),
+          { timeoutMs: 60_000, intervalMs: 50 },
+        );
         assert.equal(done.status, 'success');
       }
     });

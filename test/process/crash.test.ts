@@ -14,12 +14,12 @@ import pg from 'pg';
 import SQLite from 'better-sqlite3';
 import { createPgDatabase, GENEROUS, skipUnless } from '../helpers/server.js';
 import { ok, rateEnv, startChild, type ChildServer } from '../helpers/process.js';
+import { DEPLOYMENT_FINAL } from '../helpers/status.js';
 import { sleep } from '../helpers/util.js';
 
 const APPS = 20;
 const DEPLOYMENTS = 200;
 const IN_FLIGHT = 20;
-const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
 const APP_STATUS: Record<string, string> = { success: 'deploymentSuccess', failed: 'deploymentFailed', cancelled: 'deploymentCancelled' };
 
 interface Deployment {
@@ -110,7 +110,7 @@ async function snapshot(base: string, token: string, apps: string[]): Promise<Ma
   return new Map(apps.map((id, i) => [id, lists[i]!]));
 }
 
-const active = (snap: Map<string, Deployment[]>) => [...snap.values()].flat().filter((d) => !FINAL.has(d.status));
+const active = (snap: Map<string, Deployment[]>) => [...snap.values()].flat().filter((d) => !DEPLOYMENT_FINAL.has(d.status));
 
 /** Polls the deployment lists until every deployment is final. */
 async function waitAllFinal(base: string, token: string, apps: string[], timeoutMs = 120_000): Promise<Map<string, Deployment[]>> {
@@ -268,6 +268,6 @@ describe('crash recovery on PostgreSQL: the surviving process takes over', { ski
     const left = await client.query<{ n: string }>(`SELECT count(*) AS n FROM jobs WHERE kind = 'deployment.advance' AND status IN ('queued', 'running')`);
     assert.equal(Number(left.rows[0]!.n), 0, 'no deployment job is left queued or running');
     const orphanDeployments = new Set(orphaned.map((j) => j.subject_id));
-    for (const d of [...snap.values()].flat()) if (orphanDeployments.has(d.id)) assert.ok(FINAL.has(d.status));
+    for (const d of [...snap.values()].flat()) if (orphanDeployments.has(d.id)) assert.ok(DEPLOYMENT_FINAL.has(d.status));
   });
 });

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ok, rateEnv, startChild } from '../helpers/process.js';
 import { GENEROUS } from '../helpers/server.js';
+import { untilStatus } from '../helpers/status.js';
 import { waitFor } from '../helpers/util.js';
 import { freePort } from '../../src/modules/applications/local/supervisor.js';
 import { edgeGet, LOCAL_ENV } from '../apps-real/support.js';
@@ -41,14 +42,10 @@ describe('real static sites after SIGKILL (sqlite)', { skip: gitMissing() }, () 
       await waitFor('the build to start', async () => /slow build started/.test(await logs()), 60_000, 100);
       await server.stop('SIGKILL');
       server = await startChild([], env);
-      const done = await waitFor(
+      const done = await untilStatus(
         'the deployment to finish after the restart',
-        async () => {
-          const x = await ok(server.baseUrl, token, 'GET', `/static-sites/${site.id}/deployments/${d.id}`, 200);
-          return ['success', 'failed', 'cancelled'].includes(x.status) ? x : undefined;
-        },
-        60_000,
-        100,
+        () => ok(server.baseUrl, token, 'GET', `/static-sites/${site.id}/deployments/${d.id}`, 200),
+        { timeoutMs: 60_000, intervalMs: 100 },
       );
       assert.equal(done.status, 'success', await logs());
       // The build phase ran twice: once before the crash, once after.

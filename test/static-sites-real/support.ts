@@ -5,7 +5,8 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { TestServer } from '../helpers/server.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
+import { untilStatus } from '../helpers/status.js';
+import { expectStatus } from '../helpers/util.js';
 import { git } from '../apps-real/support.js';
 
 /** Why the suite cannot run (no git on this machine), or false. */
@@ -65,19 +66,12 @@ export function makeSiteRepo() {
   return { url: `file://${dir}`, dir, commit, first, branch: (name: string) => git(dir, 'checkout', '-q', '-B', name) };
 }
 
-const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
-
 /** Waits for the deployment's final status. */
 export async function finalDeployment(s: TestServer, siteId: string, id: string) {
-  return waitFor(
-    `deployment ${id} to finish`,
-    async () => {
-      const d = expectStatus(await s.get(`/static-sites/${siteId}/deployments/${id}`), 200);
-      return FINAL.has(d.status) ? d : undefined;
-    },
-    60_000,
-    50,
-  );
+  return untilStatus(`deployment ${id} to finish`, async () => expectStatus(await s.get(`/static-sites/${siteId}/deployments/${id}`), 200), {
+    timeoutMs: 60_000,
+    intervalMs: 50,
+  });
 }
 
 /** Triggers a deployment and waits for its final status. */

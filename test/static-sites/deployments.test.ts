@@ -7,6 +7,7 @@
 import { describe, it, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DEPLOYMENT_FINAL } from '../helpers/status.js';
 import { MISSING, UUID_RE, expectError, expectStatus, waitFor } from '../helpers/util.js';
 import {
   IMMEDIATE_ENV,
@@ -60,7 +61,7 @@ for (const kind of DB_KINDS) {
       for (let i = 0; i < 50; i++) {
         const d = await readDeployment(s, siteId, id);
         seen.push(d.status);
-        if (['success', 'failed', 'cancelled'].includes(d.status)) return seen;
+        if (DEPLOYMENT_FINAL.has(d.status)) return seen;
       }
       throw new Error(`deployment ${id} did not finish: ${seen.join(',')}`);
     };

@@ -2,6 +2,7 @@
 // simulation controls for static site deployments (operation `static_site_deployment`).
 import assert from 'node:assert/strict';
 import type { TestServer } from '../helpers/server.js';
+import { DEPLOYMENT_FINAL, untilStatus } from '../helpers/status.js';
 import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 
 /** Deployments and deletions finish as soon as the job engine runs them (tests switch per test). */
@@ -37,21 +38,16 @@ export async function deployments(s: TestServer, siteId: string): Promise<any[]>
   return expectStatus(await s.get(`${deploymentsPath(siteId)}?limit=100`), 200).data;
 }
 
-const FINAL = new Set(['success', 'failed', 'cancelled']);
-
 /** Polls the deployment until it is final; returns it. */
 export async function waitForFinal(s: TestServer, siteId: string, id: string) {
-  return waitFor(`deployment ${id} to finish`, async () => {
-    const d = await readDeployment(s, siteId, id);
-    return FINAL.has(d.status) ? d : undefined;
-  });
+  return untilStatus(`deployment ${id} to finish`, () => readDeployment(s, siteId, id));
 }
 
 /** Waits until every deployment of the site is final (e.g. the initial one). */
 export async function settle(s: TestServer, siteId: string) {
   return waitFor(`deployments of ${siteId} to settle`, async () => {
     const all = await deployments(s, siteId);
-    return all.every((d) => FINAL.has(d.status)) ? all : undefined;
+    return all.every((d) => DEPLOYMENT_FINAL.has(d.status)) ? all : undefined;
   });
 }
 
