@@ -3,11 +3,13 @@
 // when it exits on its own. Its files live in <data dir>/redis/<database id>/: redis.conf,
 // users.acl, dump.rdb and redis.log. Users (users.acl, passwords stored as SHA-256 hashes only):
 // `default` with the database's password (what `requirepass` sets), the requested user with the
-// same password, and Slipway's own `slipway-admin`. Suspension turns the client users off and
-// closes their connections; a restart is a real one (SHUTDOWN SAVE, then start); a backup is an
-// RDB snapshot (SAVE); a restore checks the snapshot with redis-check-rdb (a broken one is refused
-// with the data untouched), then replaces dump.rdb while the server is down. A server left running
-// by a Slipway process that died is adopted, not started twice.
+// same password, both with TENANT_RULES (data, not server administration), and Slipway's own
+// `slipway-admin` with every command. Suspension turns the client users off and closes their
+// connections; a restart is a real one (SHUTDOWN SAVE, then start); a backup is an RDB snapshot
+// (SAVE, after a background save that runs); a restore checks the snapshot with redis-check-rdb (a
+// broken one is refused with the data untouched), then replaces dump.rdb while the server is down.
+// A server left running by a Slipway process that died is adopted, not started twice, and takes the
+// current users and settings.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFile, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
@@ -22,6 +24,31 @@ import type { RedisSettings } from './settings.js';
 const ioredis = lazy<typeof IORedis>('ioredis');
 
 export const ADMIN_USER = 'slipway-admin';
+
+/**
+ * The rules of the database's users (`default` and the requested one): every key, channel and data
+ * command, no server administration. The server is the tenant's own but Slipway runs it: a user who
+ * could set its addresses (CONFIG SET bind) would get round external access being off; its port,
+ * take another database's port while that one restarts (and its clients); its users (ACL), lock
+ * Slipway out; SHUTDOWN, REPLICAOF/SLAVEOF, FAILOVER, SYNC/PSYNC, MODULE, DEBUG, CLUSTER and CONFIG
+ * REWRITE/RESETSTAT are Slipway's too. -@admin -@dangerous take them, with MIGRATE (keys sent to any
+ * host), CLIENT KILL/PAUSE (Slipway's own connection ended or held) and BGREWRITEAOF (a file the
+ * server does not use). Given back: what in those categories only reads the server or touches the
+ * tenant's own data, as applications and their libraries (ioredis, BullMQ, Sidekiq, Celery, Rails'
+ * cache) use it; ACL WHOAMI/CAT/GENPASS are in neither category. Needs Redis 7 or Valkey (SORT_RO).
+ */
+export const TENANT_RULES = [
+  '~* &* +@all -@admin -@dangerous',
+  '+flushdb +flushall +keys +sort +sort_ro +swapdb +restore',
+  '+info +config|get +client|list +client|unblock +role +module|list +monitor +slowlog +latency',
+  '+save +bgsave +lastsave',
+].join(' ');
+const ADMIN_RULES = '~* &* +@all';
+/**
+ * Settings also applied to a running server (one an older Slipway started): the users may RESTORE,
+ * so their payloads are checked in full (a crafted one could corrupt the server's memory).
+ */
+const SERVER_SETTINGS: [string, string][] = [['sanitize-dump-payload', 'clients']];
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -105,11 +132,11 @@ export class RedisEngine implements DatabaseEngine {
   private acl(t: Target, password = t.password): string {
     const client = t.suspended ? 'off' : 'on';
     const users = new Map([
-      [ADMIN_USER, `on #${sha256(t.adminPassword!)}`],
-      ['default', `${client} #${sha256(password)}`],
-      [t.user, `${client} #${sha256(password)}`],
+      [ADMIN_USER, `on #${sha256(t.adminPassword!)} ${ADMIN_RULES}`],
+      ['default', `${client} #${sha256(password)} ${TENANT_RULES}`],
+      [t.user, `${client} #${sha256(password)} ${TENANT_RULES}`],
     ]);
-    return [...users].map(([name, rules]) => `user ${name} ${rules} ~* &* +@all`).join('\n') + '\n';
+    return [...users].map(([name, rules]) => `user ${name} ${rules}`).join('\n') + '\n';
   }
 
   /** The addresses the server listens on: the internal one, and with external access the external one too. */
@@ -135,6 +162,12 @@ export class RedisEngine implements DatabaseEngine {
       `aclfile ${join(dir, 'users.acl')}`,
       `pidfile ${join(dir, 'redis.pid')}`,
       `logfile ${join(dir, 'redis.log')}`,
+      // Redis 7's defaults, stated: no DEBUG, MODULE or change of the protected settings (dir,
+      // dbfilename, ...) for any client, whatever the users' rules.
+      'enable-debug-command no',
+      'enable-module-command no',
+      'enable-protected-configs no',
+      ...SERVER_SETTINGS.map(([name, value]) => `${name} ${value}`),
     ];
     await writeAtomic(join(dir, 'redis.conf'), conf.join('\n') + '\n');
     const users = this.acl(t, password);
@@ -215,9 +248,15 @@ export class RedisEngine implements DatabaseEngine {
     this.wanted.set(t.id, { ...t, password });
   }
 
-  /** Makes the running server take the users on file (written by writeFiles with the same password). */
+  /**
+   * Makes the running server take the users on file (written by writeFiles with the same password)
+   * and SERVER_SETTINGS: a server an older Slipway started gets the current rules.
+   */
   private async loadUsers(t: Target, password = t.password): Promise<void> {
-    await this.admin(t, (r) => r.acl('LOAD'));
+    await this.admin(t, async (r) => {
+      for (const [name, value] of SERVER_SETTINGS) await r.config('SET', name, value);
+      await r.acl('LOAD'); // last: it closes every connection, this one too (Redis 7)
+    });
     this.loadedUsers.set(t.id, this.acl(t, password));
   }
 
@@ -268,7 +307,16 @@ export class RedisEngine implements DatabaseEngine {
   dump(t: Target, file: string): Promise<void> {
     return this.serial(t.id, async () => {
       await this.ensureRunning(t);
-      await this.admin(t, (r) => r.save());
+      await this.admin(t, async (r) => {
+        // A background save (a save point's, or the users' BGSAVE) refuses SAVE while it runs.
+        for (let wait = 0; ; wait += 100) {
+          const saved = await r.save().catch((e: Error) => {
+            if (wait >= 120_000 || !/in progress/i.test(e.message)) throw e;
+          });
+          if (saved) return;
+          await sleep(100);
+        }
+      });
       await copyFile(join(this.dir(t), 'dump.rdb'), file);
     });
   }
