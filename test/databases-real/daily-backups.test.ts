@@ -1,11 +1,11 @@
 // Daily backups on a real PostgreSQL server (the suite's own instance with password authentication),
 // with a short period: the daily backup is a real pg_dump kept in the backup store, a restore from
 // it brings the data of that time back, and once expired the retention sweep removes its file too.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, statSync } from 'node:fs';
 import pg from 'pg';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { backupFile, body, create, getDb, startPasswordPostgres, waitStatus, type PgInstance } from './support.js';
 
@@ -15,21 +15,15 @@ const skipAll = typeof instance === 'string' ? instance : false;
 for (const kind of DB_KINDS) {
   describe(`daily backups of real PostgreSQL databases (${kind})`, { skip: skipAll || (await skipUnless(kind)), timeout: 180_000 }, () => {
     const pgi = instance as PgInstance;
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({
-        db: kind,
-        rateLimits: GENEROUS,
-        env: {
-          SLIPWAY_DB_POSTGRESQL_URL: pgi.url,
-          SLIPWAY_SIM_PROGRESSION: '*=immediate',
-          SLIPWAY_DB_DAILY_BACKUP_MS: '1500',
-          SLIPWAY_DB_BACKUP_SWEEP_MS: '200',
-        },
-      });
-    });
-    after(async () => {
-      await s?.close();
+    const s = useServer({
+      db: kind,
+      rateLimits: GENEROUS,
+      env: {
+        SLIPWAY_DB_POSTGRESQL_URL: pgi.url,
+        SLIPWAY_SIM_PROGRESSION: '*=immediate',
+        SLIPWAY_DB_DAILY_BACKUP_MS: '1500',
+        SLIPWAY_DB_BACKUP_SWEEP_MS: '200',
+      },
     });
 
     it('dumps for real, restores from the daily dump, and removes the expired dump', async () => {
@@ -49,7 +43,11 @@ for (const kind of DB_KINDS) {
       await run("INSERT INTO items VALUES ('before')");
       const daily = await waitFor(
         'a daily backup',
-        async () => (expectStatus(await s.get(`/databases/${d.id}/backups?type=daily`), 200) as { id: string; type: string }[])[0],
+        // The list shows backups being taken too: wait for one that is ready.
+        async () =>
+          (expectStatus(await s.get(`/databases/${d.id}/backups?type=daily`), 200) as { id: string; type: string; status: string }[]).find(
+            (b) => b.status === 'ready',
+          ),
         60_000,
       );
       assert.equal(daily.type, 'daily');
