@@ -2,8 +2,8 @@
 // it again and is held until it answers.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { after, before, describe, it } from 'node:test';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { before, describe, it } from 'node:test';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { alive, createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo } from './support.js';
 
@@ -11,13 +11,11 @@ const noGit = spawnSync('git', ['--version']).status === 0 ? false : 'git is not
 
 for (const kind of DB_KINDS) {
   describe(`hibernation (${kind})`, { skip: noGit || (await skipUnless(kind)) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, env: LOCAL_ENV });
     let port: number;
-    before(async () => {
-      s = await startServer({ db: kind, env: LOCAL_ENV });
+    before(() => {
       port = s.app.edge!.port;
     });
-    after(() => s.close());
 
     it('stops an idle application and serves the next request once it has started again', async () => {
       const a = await createRealApp(s, makeRepo('zz').url, `sleepy-${kind}`);

@@ -1,19 +1,17 @@
 // The local runtime end to end: real builds from git, supervised processes, the edge.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { before, describe, it } from 'node:test';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo } from './support.js';
 
 for (const kind of DB_KINDS) {
   describe(`local runtime (${kind})`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, env: LOCAL_ENV });
     let port: number;
-    before(async () => {
-      s = await startServer({ db: kind, env: LOCAL_ENV });
+    before(() => {
       port = s.app.edge!.port;
     });
-    after(() => s.close());
 
     it('builds from git, serves through the edge, redeploys without a failed request, rolls back without a build', async () => {
       const repo = makeRepo('v1');

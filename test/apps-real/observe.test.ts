@@ -2,10 +2,10 @@
 // real shell through the process terminal, and the system domain the edge serves.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import WebSocket from 'ws';
 import { localRuntime } from '../../src/modules/applications/local/index.js';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, listAll, waitFor } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo } from './support.js';
 
@@ -27,13 +27,12 @@ function groupRss(pgid: number): number {
 
 for (const kind of DB_KINDS) {
   describe(`local runtime: metrics, terminal, domains (${kind})`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, env: LOCAL_ENV, rateLimits: GENEROUS });
     let port: number;
     let app: { id: string; name: string };
     let web: { id: string };
     let deploymentId: string;
     before(async () => {
-      s = await startServer({ db: kind, env: LOCAL_ENV, rateLimits: GENEROUS });
       port = s.app.edge!.port;
       const repo = makeRepo('o1');
       app = await createRealApp(s, repo.url, `observe-${kind}`);
@@ -43,7 +42,6 @@ for (const kind of DB_KINDS) {
       deploymentId = d.id;
       web = (await listAll<{ id: string }>(s, `/applications/${app.id}/processes`))[0]!;
     });
-    after(() => s.close());
 
     it('memory and CPU usage and the instance count come from the running processes', async () => {
       const pid = Number((await edgeGet(port, `${app.name}.localhost`)).body.split(' ')[1]);

@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { before, describe, it } from 'node:test';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { createProcess, cron, exitCodes, processPath, runtimeLogs } from '../processes/support.js';
 import { alive, createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo } from './support.js';
@@ -15,13 +15,11 @@ const YEARLY = '0 0 1 1 *';
 
 for (const kind of DB_KINDS) {
   describe(`local runtime: cron, jobs, builds (${kind})`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, env: LOCAL_ENV, rateLimits: GENEROUS });
     let port: number;
-    before(async () => {
-      s = await startServer({ db: kind, env: LOCAL_ENV, rateLimits: GENEROUS });
+    before(() => {
       port = s.app.edge!.port;
     });
-    after(() => s.close());
 
     const scratch = () => mkdtempSync(join(tmpdir(), 'slipway-out-'));
     const logText = async (appId: string, deploymentId: string) =>

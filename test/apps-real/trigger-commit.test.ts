@@ -2,18 +2,14 @@
 // names that branch's real head or no commit yet (null), never an invented one; once checked out,
 // the deployment names the commit it built.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { describe, it } from 'node:test';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus } from '../helpers/util.js';
 import { createRealApp, deploy, LOCAL_ENV, makeRepo } from './support.js';
 
 for (const kind of DB_KINDS) {
   describe(`local runtime: the commit of a triggered deployment (${kind})`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, env: LOCAL_ENV });
-    });
-    after(() => s.close());
+    const s = useServer({ db: kind, env: LOCAL_ENV });
 
     it('the trigger answers the branch head or null, never a made-up commit; the deployment then names the commit it built', async () => {
       const repo = makeRepo('v1');

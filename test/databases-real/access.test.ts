@@ -9,7 +9,7 @@ import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { body, create, MYSQL_ADMIN_URL, mysqlAvailable, redisBin, sqlConn, waitStatus, type SqlConn } from './support.js';
 
@@ -38,10 +38,23 @@ const REFUSED = /^(ER_ACCESS_DENIED_ERROR|ER_ACCESS_DENIED_NO_PASSWORD_ERROR|ER_
 
 for (const kind of DB_KINDS) {
   describe(`real MariaDB access rules (${kind})`, { skip: (available === true ? false : available) || (await skipUnless(kind)), timeout: 300_000 }, () => {
-    let s: TestServer;
     let admin: mysql.Connection;
     let id: string;
     let c: SqlConn;
+    const s = useServer(
+      {
+        db: kind,
+        rateLimits: GENEROUS,
+        env: { SLIPWAY_DB_MYSQL_URL: MYSQL_ADMIN_URL, SLIPWAY_DB_MYSQL_INTERNAL_CLIENTS: '192.0.2.10', SLIPWAY_SIM_PROGRESSION: '*=immediate' },
+      },
+      {
+        beforeClose: async (s) => {
+          if (!id) return;
+          await s.delete(`/databases/${id}`);
+          await waitFor('cleanup', async () => (await s.get(`/databases/${id}`)).status === 404, 60_000).catch(() => {});
+        },
+      },
+    );
     const hosts = async () =>
       (await admin.query<mysql.RowDataPacket[]>('SELECT Host FROM mysql.user WHERE User = ? ORDER BY Host', [c.user]))[0].map((r) => String(r.Host));
     /** Waits until the server follows the last change (no sync job left), then checks a login. */
@@ -65,21 +78,9 @@ for (const kind of DB_KINDS) {
       expectStatus(await s.put(`/databases/${id}/ip-restriction`, rule), 200);
 
     before(async () => {
-      s = await startServer({
-        db: kind,
-        rateLimits: GENEROUS,
-        env: { SLIPWAY_DB_MYSQL_URL: MYSQL_ADMIN_URL, SLIPWAY_DB_MYSQL_INTERNAL_CLIENTS: '192.0.2.10', SLIPWAY_SIM_PROGRESSION: '*=immediate' },
-      });
       admin = await mysql.createConnection({ uri: MYSQL_ADMIN_URL });
     });
-    after(async () => {
-      if (id) {
-        await s.delete(`/databases/${id}`);
-        await waitFor('cleanup', async () => (await s.get(`/databases/${id}`)).status === 404, 60_000).catch(() => {});
-      }
-      await admin?.end();
-      await s?.close();
-    });
+    after(async () => admin?.end());
 
     it('without external access only the internal clients have an account', async () => {
       const user = uniqueName('acc', { sep: '_', random: true });
@@ -143,18 +144,11 @@ for (const kind of DB_KINDS) {
   });
 
   describe(`real Redis external access (${kind})`, { skip: skipRedis || (await skipUnless(kind)), timeout: 300_000 }, () => {
-    let s: TestServer;
     const base = 21000 + Math.floor(Math.random() * 20000);
-
-    before(async () => {
-      s = await startServer({
-        db: kind,
-        rateLimits: GENEROUS,
-        env: { SLIPWAY_DB_REDIS_BIN: bin, SLIPWAY_DB_REDIS_PORTS: `${base}-${base + 5}`, SLIPWAY_SIM_PROGRESSION: '*=immediate' },
-      });
-    });
-    after(async () => {
-      await s?.close();
+    const s = useServer({
+      db: kind,
+      rateLimits: GENEROUS,
+      env: { SLIPWAY_DB_REDIS_BIN: bin, SLIPWAY_DB_REDIS_PORTS: `${base}-${base + 5}`, SLIPWAY_SIM_PROGRESSION: '*=immediate' },
     });
 
     /** 'ok', or the error of a PING from `host`. */

@@ -2,12 +2,12 @@
 // buckets: the dump is written into the bucket (an object under database-backups/, gzip), not to
 // the file store; a restore reads it back from there; deleting the backup removes the object. The
 // daily schedule (a short period here) writes a daily external dump to the target too.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import mysql from 'mysql2/promise';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { readObjectStream } from '../../src/modules/object-storage/files.js';
 import { backupFile, body, create, getDb, MYSQL_ADMIN_URL, mysqlAvailable, sqlConn, waitStatus, type SqlConn } from './support.js';
@@ -29,23 +29,21 @@ for (const kind of DB_KINDS) {
       timeout: 300_000,
     },
     () => {
-      let s: TestServer;
       let dbId = '';
-
-      before(async () => {
-        s = await startServer({
+      const s = useServer(
+        {
           db: kind,
           rateLimits: GENEROUS,
           env: { SLIPWAY_DB_MYSQL_URL: MYSQL_ADMIN_URL, SLIPWAY_SIM_PROGRESSION: '*=immediate', SLIPWAY_DB_DAILY_BACKUP_MS: '4000' },
-        });
-      });
-      after(async () => {
-        if (dbId) {
-          await s.delete(`/databases/${dbId}`);
-          await waitFor('cleanup', async () => (await s.get(`/databases/${dbId}`)).status === 404, 60_000).catch(() => {});
-        }
-        await s?.close();
-      });
+        },
+        {
+          beforeClose: async (s) => {
+            if (!dbId) return;
+            await s.delete(`/databases/${dbId}`);
+            await waitFor('cleanup', async () => (await s.get(`/databases/${dbId}`)).status === 404, 60_000).catch(() => {});
+          },
+        },
+      );
 
       const externals = async () => expectStatus(await s.get(`/databases/${dbId}/external-backups`), 200) as External[];
       const objects = async (bucket: string) =>

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import {
   backupChangeRestore,
@@ -53,23 +53,25 @@ async function login(c: SqlConn): Promise<string> {
 
 for (const kind of DB_KINDS) {
   describe(`real MariaDB databases (${kind})`, { skip: (available === true ? false : available) || (await skipUnless(kind)), timeout: 300_000 }, () => {
-    let s: TestServer;
     let admin: mysql.Connection;
     let a: SqlConn & { id: string };
     const rows = async (c: SqlConn) => (await query<{ v: string }>(c, 'SELECT v FROM items ORDER BY v')).map((r) => r.v);
 
+    const s = useServer(
+      { db: kind, rateLimits: GENEROUS, env: { SLIPWAY_DB_MYSQL_URL: MYSQL_ADMIN_URL, SLIPWAY_SIM_PROGRESSION: '*=immediate' } },
+      {
+        // The server is shared: what the suite created goes through the API's deletion.
+        beforeClose: async (s) => {
+          const left = ((await s.get('/databases?limit=100')).body as { data: { id: string }[] }).data;
+          for (const d of left) await s.delete(`/databases/${d.id}`);
+          for (const d of left) await waitFor('cleanup', async () => (await s.get(`/databases/${d.id}`)).status === 404, 60_000).catch(() => {});
+        },
+      },
+    );
     before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: { SLIPWAY_DB_MYSQL_URL: MYSQL_ADMIN_URL, SLIPWAY_SIM_PROGRESSION: '*=immediate' } });
       admin = await mysql.createConnection({ uri: MYSQL_ADMIN_URL });
     });
-    after(async () => {
-      // The server is shared: what the suite created goes through the API's deletion.
-      const left = s ? ((await s.get('/databases?limit=100')).body as { data: { id: string }[] }).data : [];
-      for (const d of left) await s.delete(`/databases/${d.id}`);
-      for (const d of left) await waitFor('cleanup', async () => (await s.get(`/databases/${d.id}`)).status === 404, 60_000).catch(() => {});
-      await admin?.end();
-      await s?.close();
-    });
+    after(async () => admin?.end());
 
     it('creates a database and a user granted only on it; a client connects with the returned facts', async () => {
       const user = uniqueName('app', { sep: '_', random: true });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { idDigits } from '../../src/shared/ids.js';
 import {
@@ -59,20 +59,16 @@ async function login(c: SqlConn): Promise<string> {
 for (const kind of DB_KINDS) {
   describe(`real PostgreSQL databases (${kind})`, { skip: skipAll || (await skipUnless(kind)), timeout: 300_000 }, () => {
     const pgi = instance as PgInstance;
-    let s: TestServer;
     let admin: pg.Client;
     let a: SqlConn & { id: string };
     const rows = async (c: SqlConn) => (await query<{ v: string }>(c, 'SELECT v FROM items ORDER BY v')).map((r) => r.v);
 
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: { SLIPWAY_DB_POSTGRESQL_URL: pgi.url, SLIPWAY_SIM_PROGRESSION: '*=immediate' } });
     before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: { SLIPWAY_DB_POSTGRESQL_URL: pgi.url, SLIPWAY_SIM_PROGRESSION: '*=immediate' } });
       admin = new pg.Client({ connectionString: pgi.url });
       await admin.connect();
     });
-    after(async () => {
-      await admin?.end();
-      await s?.close();
-    });
+    after(async () => admin?.end());
 
     it('creates a role and a database a client connects to with the returned facts', async () => {
       const user = uniqueName('app', { sep: '_', random: true });

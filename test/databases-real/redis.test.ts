@@ -4,12 +4,12 @@
 // unaffected; password reset; suspension; restart with a MULTI open; backup (RDB), change, restore;
 // a backup while the user's BGSAVE runs; a broken snapshot; isolation; supervision after the
 // process dies; deletion; the servers stop with Slipway.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { portFree } from '../../src/modules/databases/runtime/redis.js';
 import { backup, backupFile, body, create, redisBin, waitStatus } from './support.js';
@@ -56,26 +56,19 @@ const login = (c: Conn) =>
 
 for (const kind of DB_KINDS) {
   describe(`real Redis databases (${kind})`, { skip: skipAll || (await skipUnless(kind)), timeout: 300_000 }, () => {
-    let s: TestServer;
     let a: Conn & { id: string };
     const base = 21000 + Math.floor(Math.random() * 20000);
+    const s = useServer({
+      db: kind,
+      rateLimits: GENEROUS,
+      env: { SLIPWAY_DB_REDIS_BIN: bin, SLIPWAY_DB_REDIS_PORTS: `${base}-${base + 20}`, SLIPWAY_SIM_PROGRESSION: '*=immediate' },
+    });
     const keys = (c: Conn) => use(c, async (r) => (await r.keys('*')).sort());
     /** Deletes a database a test made for itself and waits until it is gone. */
     const remove = async (id: string) => {
       expectStatus(await s.delete(`/databases/${id}`), 200);
       await waitFor('the deletion', async () => (await s.get(`/databases/${id}`)).status === 404, 60_000);
     };
-
-    before(async () => {
-      s = await startServer({
-        db: kind,
-        rateLimits: GENEROUS,
-        env: { SLIPWAY_DB_REDIS_BIN: bin, SLIPWAY_DB_REDIS_PORTS: `${base}-${base + 20}`, SLIPWAY_SIM_PROGRESSION: '*=immediate' },
-      });
-    });
-    after(async () => {
-      await s?.close();
-    });
 
     it("starts the database's own server; a client connects as the requested user", async () => {
       const d = await create(s, body('redis', '7', { db_user: 'app', password: 'First_pass1' }));
@@ -363,7 +356,6 @@ for (const kind of DB_KINDS) {
       assert.equal(left.length, 1);
       await s.close();
       assert.ok(await portFree('127.0.0.1', Number(left[0]!.internal_port)));
-      s = undefined as unknown as TestServer;
     });
   });
 }

@@ -5,11 +5,11 @@
 // MariaDB (the machine's): the other company's database and `mysql` refuse it, SHOW DATABASES lists
 // only its own, and the `_` of its database name is no wildcard that lets it create another database
 // (a grant left unescaped from before goes at the database's next sync).
-import { describe, it, before, after } from 'node:test';
+import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer, type TestServer } from '../helpers/server.js';
 import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { body, MYSQL_ADMIN_URL, mysqlAvailable, sqlConn, startPasswordPostgres, waitStatus, type Created, type PgInstance, type SqlConn } from './support.js';
 
@@ -59,7 +59,7 @@ async function remove(s: TestServer, ids: [string, string][]): Promise<void> {
 for (const kind of DB_KINDS) {
   describe(`real PostgreSQL: a tenant's user opens only its own database (${kind})`, { skip: skipPg || (await skipUnless(kind)), timeout: 300_000 }, () => {
     const pgi = instance as PgInstance;
-    let s: TestServer;
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: { SLIPWAY_DB_POSTGRESQL_URL: pgi.url, SLIPWAY_SIM_PROGRESSION: '*=immediate' } });
 
     /** The SQLSTATE of a login, or 'ok'. */
     const login = async (c: SqlConn | string): Promise<string> => {
@@ -75,13 +75,6 @@ for (const kind of DB_KINDS) {
         await client.end().catch(() => {});
       }
     };
-
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: { SLIPWAY_DB_POSTGRESQL_URL: pgi.url, SLIPWAY_SIM_PROGRESSION: '*=immediate' } });
-    });
-    after(async () => {
-      await s?.close();
-    });
 
     it('refuses postgres, template1 and the other company database; superusers still connect', async () => {
       const { a, b, ids } = await twoTenants(s, 'postgresql', '15');
@@ -103,10 +96,14 @@ for (const kind of DB_KINDS) {
   });
 
   describe(`real MariaDB: a tenant's user opens only its own database (${kind})`, { skip: skipMy || (await skipUnless(kind)), timeout: 300_000 }, () => {
-    let s: TestServer;
     let ids: [string, string][] = [];
     let a: SqlConn;
     let twin = '';
+    // The server is shared: what the suite created goes through the API's deletion.
+    const s = useServer(
+      { db: kind, rateLimits: GENEROUS, env: { SLIPWAY_DB_MYSQL_URL: MYSQL_ADMIN_URL, SLIPWAY_SIM_PROGRESSION: '*=immediate' } },
+      { beforeClose: (s) => remove(s, ids) },
+    );
 
     /** `<error code>` of a login (with `sql` run after it), or its rows. */
     const attempt = async (c: SqlConn, sql = 'SELECT 1'): Promise<string | mysql.RowDataPacket[]> => {
@@ -121,17 +118,11 @@ for (const kind of DB_KINDS) {
       }
     };
 
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: { SLIPWAY_DB_MYSQL_URL: MYSQL_ADMIN_URL, SLIPWAY_SIM_PROGRESSION: '*=immediate' } });
-    });
     after(async () => {
-      // The server is shared: what the suite created goes through the API's deletion.
-      if (s) await remove(s, ids);
       if (twin) {
         const root = await mysql.createConnection({ uri: MYSQL_ADMIN_URL });
         await root.query(`DROP DATABASE IF EXISTS \`${twin}\``).finally(() => root.end());
       }
-      await s?.close();
     });
 
     it('refuses other databases, lists only its own, and creates none', async () => {

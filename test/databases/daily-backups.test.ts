@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPgDatabase, DB_KINDS, GENEROUS, skipUnless, startServer, type DbKind, type TestServer } from '../helpers/server.js';
+import { createPgDatabase, DB_KINDS, GENEROUS, skipUnless, startServer, type DbKind, type TestServer, useServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { clearProgression, createDb, setProgression, waitStatus } from './support.js';
 
@@ -84,13 +84,7 @@ for (const kind of DB_KINDS) {
         done();
       },
     });
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: PERIOD_ENV, logger: { level: 'info', stream: sink } });
-    });
-    after(async () => {
-      await s?.close();
-    });
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: PERIOD_ENV, logger: { level: 'info', stream: sink } });
 
     it('takes daily backups typed daily, expiring 7 days after they were taken; type=daily lists only them', async () => {
       const d = await createDb(s);

@@ -2,9 +2,9 @@
 // their DNS records, hostname rules (IDN, wildcards, invalid names), installation-wide
 // uniqueness, verification progression (reads, fault rules), primary rules, renaming and
 // toggling the system domain, limits, custom certificates, rate tiers, access and deletion.
-import { describe, it, before, after, afterEach } from 'node:test';
+import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, MISSING, waitFor } from '../helpers/util.js';
 import {
   addDomain,
@@ -27,18 +27,14 @@ const MAX_PER_SERVICE = 4;
 
 for (const kind of DB_KINDS) {
   describe(`domains of applications [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({
-        db: kind,
-        rateLimits: LIMITS,
-        env: {
-          SLIPWAY_SIM_PROGRESSION: 'domain_verification=immediate,app_delete=immediate,deployment=immediate',
-          SLIPWAY_DOMAINS_MAX_PER_SERVICE: String(MAX_PER_SERVICE),
-        },
-      });
+    const s = useServer({
+      db: kind,
+      rateLimits: LIMITS,
+      env: {
+        SLIPWAY_SIM_PROGRESSION: 'domain_verification=immediate,app_delete=immediate,deployment=immediate',
+        SLIPWAY_DOMAINS_MAX_PER_SERVICE: String(MAX_PER_SERVICE),
+      },
     });
-    after(async () => s?.close());
     // Tests that switch the verification progression get the suite's default back.
     afterEach(async () => setProgression(s, { mode: 'immediate' }));
 

@@ -4,35 +4,29 @@
 // within the configured time times out. Reads never look anything up.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus } from '../helpers/util.js';
 import { DnsServer } from './dns-server.js';
 import { addDomain, createApp, domainPath, LIMITS, type Domain } from './support.js';
 
 for (const kind of DB_KINDS) {
   describe(`domains: real DNS checks [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
     const dns = new DnsServer();
-    before(async () => {
-      await dns.start();
-      s = await startServer({
-        db: kind,
-        rateLimits: LIMITS,
-        env: {
-          SLIPWAY_DOMAINS_DNS: 'real',
-          SLIPWAY_DOMAINS_DNS_SERVERS: `127.0.0.1:${dns.port}`,
-          SLIPWAY_DOMAINS_CNAME_TARGET: 'edge.slipway.test',
-          SLIPWAY_DOMAINS_EDGE_IPV4: '198.51.100.7',
-          SLIPWAY_DOMAINS_TIMEOUT_HOURS: '1',
-          // Would verify at once if the simulation decided: it must not.
-          SLIPWAY_SIM_PROGRESSION: 'domain_verification=immediate',
-        },
-      });
-    });
-    after(async () => {
-      await s?.close();
-      await dns.stop();
-    });
+    before(() => dns.start());
+    const s = useServer(() => ({
+      db: kind,
+      rateLimits: LIMITS,
+      env: {
+        SLIPWAY_DOMAINS_DNS: 'real',
+        SLIPWAY_DOMAINS_DNS_SERVERS: `127.0.0.1:${dns.port}`,
+        SLIPWAY_DOMAINS_CNAME_TARGET: 'edge.slipway.test',
+        SLIPWAY_DOMAINS_EDGE_IPV4: '198.51.100.7',
+        SLIPWAY_DOMAINS_TIMEOUT_HOURS: '1',
+        // Would verify at once if the simulation decided: it must not.
+        SLIPWAY_SIM_PROGRESSION: 'domain_verification=immediate',
+      },
+    }));
+    after(() => dns.stop());
 
     const refresh = async (appId: string, id: string) => expectStatus(await s.post(`${domainPath(appId, id)}/refresh-status`), 200).message as string;
     const get = async (appId: string, id: string): Promise<Domain> => expectStatus(await s.get(domainPath(appId, id)), 200);

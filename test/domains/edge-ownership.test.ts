@@ -4,8 +4,8 @@
 // or load balancer does not take its short name; system-name suffixes and preview names of other
 // companies' hostnames cannot be added as custom domains; every kind's listed system domain serves.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { before, describe, it } from 'node:test';
+import { DB_KINDS, skipUnless, type TestServer, useServer } from '../helpers/server.js';
 import { untilStatus } from '../helpers/status.js';
 import { expectError, expectStatus, listAll } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo } from '../apps-real/support.js';
@@ -25,7 +25,7 @@ const systemName = async (s: TestServer, base: string, token?: string) => {
 
 for (const kind of DB_KINDS) {
   describe(`hostname ownership at the edge (${kind})`, { skip: gitMissing() || (await skipUnless(kind)) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, env: LOCAL_ENV });
     let port: number;
     let b: string; // the other company's token
     const tag = Math.random().toString(36).slice(2, 7);
@@ -34,7 +34,6 @@ for (const kind of DB_KINDS) {
     let bApps: { id: string; name: string }[];
 
     before(async () => {
-      s = await startServer({ db: kind, env: LOCAL_ENV });
       port = s.app.edge!.port;
       // Company A: a static site and a load balancer in front of it.
       const repo = makeSiteRepo();
@@ -76,7 +75,6 @@ for (const kind of DB_KINDS) {
         assert.equal(done.status, 'success');
       }
     });
-    after(() => s?.close());
 
     it("another company's application named like a static site or load balancer does not take its short name", async () => {
       const home = await edgeGet(port, `${site.name}.localhost`);

@@ -1,10 +1,10 @@
 // The same domain operations for static sites and load balancers (through stand-in service kinds
 // registered on the test server), concurrent claims of one hostname, and the public functions
 // other modules use (claimHostname / releaseHostname for object storage, domainsOf, provisioning).
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, MISSING } from '../helpers/util.js';
 import { systemCall } from '../../src/shared/context.js';
 import { claimHostname, domainsOf, releaseHostname } from '../../src/modules/domains/service.js';
@@ -25,17 +25,15 @@ const OWNERS = [
 
 for (const kind of DB_KINDS) {
   describe(`domains of static sites and load balancers, concurrency, public functions [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, rateLimits: LIMITS, env: { SLIPWAY_SIM_PROGRESSION: 'domain_verification=immediate' } });
     const make: Record<string, (companyId?: string) => { id: string; name: string }> = {};
     let unregistered: string[] = [];
     before(async () => {
-      s = await startServer({ db: kind, rateLimits: LIMITS, env: { SLIPWAY_SIM_PROGRESSION: 'domain_verification=immediate' } });
       unregistered = OWNERS.filter((o) => !s.app.services.get(o.type)).map((o) => o.base);
       // Until their modules exist, the operations answer 404 for every id.
       for (const base of unregistered) expectError(await s.get(domainsPath(MISSING, base)), 404);
       for (const o of OWNERS) make[o.type] = stubKind(s, o.type);
     });
-    after(async () => s?.close());
 
     for (const o of OWNERS) {
       it(`${o.base}: list provisions the system domain; add, get, set-primary, refresh, toggle, rename and delete`, async () => {

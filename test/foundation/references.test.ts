@@ -1,9 +1,9 @@
 // Resource ids named in request bodies and queries are checked like path ids: a key scoped to other
 // resources, or a key of another company, gets the same 404 and nothing changes. One test per
 // field that names a resource (the `references` of the operation declarations).
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, uniqueName } from '../helpers/util.js';
 import { DEFAULT_CLUSTER, IMMEDIATE_ENV, dbBody, waitStatus } from '../databases/support.js';
 
@@ -17,11 +17,7 @@ const appBody = (over: Record<string, unknown> = {}) => ({
 
 for (const kind of DB_KINDS) {
   describe(`referenced ids are checked like path ids [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     const created = async (token: string, path: string, body: unknown) => {
       const r = await s.post(path, body, { token });

@@ -6,10 +6,10 @@
 // writes; the lists below name the tables of each operation and the few fields stored under
 // another name or not stored, so a new operation or field fails here until it is mapped and
 // bounded. The two 500s that started this are tested directly as well.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { skipUnless, startServer, GENEROUS, type TestServer } from '../helpers/server.js';
+import { skipUnless, GENEROUS, useServer } from '../helpers/server.js';
 import { expectError, expectStatus } from '../helpers/util.js';
 import { DEFAULT_CLUSTER } from '../databases/support.js';
 
@@ -195,13 +195,11 @@ function bodyFields(doc: Schema): Field[] {
 }
 
 describe('request bodies are bounded by their columns [postgres]', { skip: await skipUnless('postgres') }, () => {
-  let s: TestServer;
+  const s = useServer({ db: 'postgres', rateLimits: GENEROUS, env: { SLIPWAY_SIM_PROGRESSION: '*=immediate' } });
   let fields: Field[];
   before(async () => {
-    s = await startServer({ db: 'postgres', rateLimits: GENEROUS, env: { SLIPWAY_SIM_PROGRESSION: '*=immediate' } });
     fields = bodyFields(expectStatus(await s.get('/v3/openapi.json'), 200));
   });
-  after(async () => s?.close());
 
   it('every string and integer of every request body fits the column it is stored in', async () => {
     const rows = (

@@ -1,9 +1,9 @@
 // Every count limit, "one at a time" rule and uniqueness rule under 20 parallel requests: the
 // rule holds exactly, and nothing answers 500 (on PostgreSQL a unique violation or an overrun
 // limit used to; SQLite runs one write transaction at a time and is checked too).
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type Response, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, type Response, useServer } from '../helpers/server.js';
 import { uniqueName } from '../helpers/util.js';
 import { DEFAULT_CLUSTER, IMMEDIATE_ENV, addTarget, clearProgression, dbBody, setProgression, waitStatus } from '../databases/support.js';
 
@@ -19,11 +19,7 @@ const count = (rs: Response[], status: number) => rs.filter((r) => r.status === 
 
 for (const kind of DB_KINDS) {
   describe(`limits and uniqueness under ${N} parallel requests [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV, logger: { level: 'error', stream: process.stderr } });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV, logger: { level: 'error', stream: process.stderr } });
 
     const app = async (display_name = uniqueName('conc')) => {
       const r = await s.post('/applications', { display_name, cluster_id: DEFAULT_CLUSTER.id, source: 'dockerImage', docker_image: 'nginx:1' });

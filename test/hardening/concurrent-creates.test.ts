@@ -6,10 +6,10 @@
 // meets the unique index as a 500); SQLite runs one write transaction at a time and is checked too.
 // Which operations take a name is read from the served OpenAPI document, so a new one fails this
 // suite until it has a case here.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { PROCESS_RESOURCE_TYPES } from '../../src/modules/resources/catalog.js';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type Response, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, type Response, type TestServer, useServer } from '../helpers/server.js';
 import { expectStatus, uniqueName } from '../helpers/util.js';
 import { roleIds } from '../accounts/support.js';
 import { DEFAULT_CLUSTER, addTarget, clearProgression, dbBody, setProgression, waitStatus } from '../databases/support.js';
@@ -220,11 +220,7 @@ function check(op: string, { rule, nameOf = 'name' }: Case, rs: Response[]) {
 
 for (const kind of DB_KINDS) {
   describe(`creates with one name, ${N} at once [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: ENV, logger: { level: 'error', stream: process.stderr } });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: ENV, logger: { level: 'error', stream: process.stderr } });
 
     it('every create operation whose body names what it creates has a case here', async () => {
       const doc = expectStatus(await s.get('/v3/openapi.json'), 200);

@@ -1,22 +1,20 @@
 // Every response Slipway sends has the contract's error body, including those of the router and
 // of Node's HTTP parser: bad percent-encoding, over-long path parameters, over-long request lines,
 // broken framing. Sent over raw sockets (fetch refuses most of these inputs).
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { assertRawErrorBody, head, portOf, rawRequest } from './support.js';
 
 for (const kind of DB_KINDS) {
   describe(`the error body everywhere [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind });
     let port: number;
     let auth: Record<string, string>;
-    before(async () => {
-      s = await startServer({ db: kind });
+    before(() => {
       port = portOf(s.baseUrl);
       auth = { Authorization: `Bearer ${s.token}` };
     });
-    after(async () => s?.close());
 
     it('invalid percent-encoding in the path is 400 with the error body', async () => {
       for (const path of ['/v3/projects/%zz', '/v3/projects/%E0%A4%A', '/v3/%C0%AF', '/v3/applications/%', '/nowhere/%ff']) {

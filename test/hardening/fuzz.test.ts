@@ -2,11 +2,11 @@
 // bounded budget per database): hostile path and query values, malformed, deep, non-finite and
 // NUL-carrying bodies, bodies of the wrong shape. Every answer is below 500 and carries the
 // contract's error body when it is an error; a rejected write changes no stored row.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { Kysely } from 'kysely';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { DEFAULT_CLUSTER, IMMEDIATE_ENV, dbBody, waitStatus } from '../databases/support.js';
 import { ALL_TABLES } from '../../src/shared/db/index.js';
 import { resetTables } from '../../src/modules/index.js';
@@ -61,11 +61,10 @@ const badBody = fc.oneof(
 
 for (const kind of DB_KINDS) {
   describe(`fuzzing every operation [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, rateLimits: { ...GENEROUS, unauthenticated: 100_000 }, env: IMMEDIATE_ENV });
     let ops: Op[] = [];
     const ids: Record<string, string> = {};
     before(async () => {
-      s = await startServer({ db: kind, rateLimits: { ...GENEROUS, unauthenticated: 100_000 }, env: IMMEDIATE_ENV });
       const doc = (await s.get('/v3/openapi.json')).body as {
         paths: Record<string, Record<string, { parameters?: { in: string; name: string }[]; requestBody?: unknown }>>;
       };
@@ -93,7 +92,6 @@ for (const kind of DB_KINDS) {
       ids['/projects'] = project.body.id;
       await s.app.jobs.idle();
     });
-    after(async () => s?.close());
 
     const tables = () => [...new Set([...resetTables(), ...ALL_TABLES])].filter((t) => !BOOKKEEPING.has(t));
     async function snapshot(): Promise<Record<string, number>> {

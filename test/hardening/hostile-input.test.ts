@@ -2,9 +2,9 @@
 // strings, path and query; invalid or over-long path ids (never part of a rate-limit bucket or a
 // query); JSON nested deeper than the limit (even with an Idempotency-Key); non-finite numbers;
 // strings over the general string limit. Nothing is stored on rejection.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError } from '../helpers/util.js';
 import { assertRawErrorBody, head, portOf, rawRequest } from './support.js';
 
@@ -12,13 +12,9 @@ const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
 
 for (const kind of DB_KINDS) {
   describe(`hostile input [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, rateLimits: GENEROUS });
     const projects = async () => (await s.get('/projects?limit=100')).body.total as number;
     const webhooks = async () => (await s.get('/webhooks?limit=100')).body.total as number;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS });
-    });
-    after(async () => s?.close());
 
     it('a NUL character in any body string or property name is 400', async () => {
       const before = await projects();

@@ -1,11 +1,11 @@
 // Slow and hostile clients, with real sockets: a request whose headers or declared body never arrive
 // is answered 408 with the error body and closed; idle keep-alive connections are closed; one
 // address cannot hold more than SLIPWAY_MAX_CONNECTIONS_PER_IP connections. Short limits keep it fast.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { Writable } from 'node:stream';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, skipUnless, startServer, useServer } from '../helpers/server.js';
 import { DEFAULT_HTTP_LIMITS, loadConfig } from '../../src/shared/config.js';
 import { sleep, waitFor } from '../helpers/util.js';
 import { assertRawErrorBody, portOf, rawRequest } from './support.js';
@@ -43,13 +43,11 @@ describe('limits and timeouts configuration', () => {
 
 for (const kind of DB_KINDS) {
   describe(`slow and hostile clients [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, env: LIMITS });
     let port: number;
-    before(async () => {
-      s = await startServer({ db: kind, env: LIMITS });
+    before(() => {
       port = portOf(s.baseUrl);
     });
-    after(async () => s?.close());
 
     it('a declared body that never arrives is answered 408 with the error body and closed', async () => {
       const stalled = [

@@ -1,9 +1,9 @@
 // Webhook destinations in production mode: IPv6 forms that embed an IPv4 address are judged by that
 // address (at creation and update through the API, and by the check the delivery agent applies to
 // every resolved address at connect time).
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type Response, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, skipUnless, type Response, useServer } from '../helpers/server.js';
 import { expectError } from '../helpers/util.js';
 import { refusedAddress } from '../../src/modules/webhooks/delivery.js';
 
@@ -39,7 +39,7 @@ describe('SSRF classification (the connect-time check)', () => {
 
 for (const kind of DB_KINDS) {
   describe(`SSRF webhook endpoints in production mode [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, flags: { production: true, 'trust-proxy': true } });
     // Production mode refuses plain HTTP; a trusted proxy says https. (The harness' contract checker
     // fetches the document without that header, so these calls go through fetch directly.)
     const call = async (method: string, path: string, body?: unknown): Promise<Response> => {
@@ -49,12 +49,6 @@ for (const kind of DB_KINDS) {
       const text = await res.text();
       return { status: res.status, headers: res.headers, text, body: text ? JSON.parse(text) : undefined };
     };
-    before(async () => {
-      s = await startServer({ db: kind, flags: { production: true, 'trust-proxy': true } });
-    });
-    after(async () => {
-      await s?.close();
-    });
 
     it('refuses endpoints whose IPv6 literal embeds a private IPv4 address (create and update)', async () => {
       const ok = await call('POST', '/webhooks', { allowed_events: ['APP_CREATE'], endpoint: 'https://[2606:4700:4700::1111]/hook' });

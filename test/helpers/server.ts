@@ -238,8 +238,11 @@ export class TestServer {
     return { id: r.body.id, token: r.body.token };
   }
 
+  private closed: Promise<void> | undefined;
+
+  /** Stops the server and removes its data; a second call waits for the first (a test may stop a useServer server itself). */
   close() {
-    return this.cleanup();
+    return (this.closed ??= this.cleanup());
   }
 }
 
@@ -287,17 +290,26 @@ export async function startServer(opts: TestServerOptions = {}): Promise<TestSer
  * Registers `before`/`after` hooks in the enclosing `describe` that start a server (`opts`, or
  * `opts()` evaluated when the hook runs) and close it, and returns a handle usable as that
  * TestServer from hooks and tests registered after this call (hooks run in registration order,
- * so a later `before` can already use it). Touching the handle before the server started throws.
+ * so a later `before` can already use it, and a later `after` runs once it is closed). Touching
+ * the handle before the server started throws. `beforeClose`: the suite's teardown that needs the
+ * server still running (what it made deleted through the API), run if the server started.
  */
-export function useServer(opts: TestServerOptions | (() => TestServerOptions) = {}): TestServer {
+export function useServer(
+  opts: TestServerOptions | (() => TestServerOptions) = {},
+  teardown: { beforeClose?: (s: TestServer) => Promise<unknown> } = {},
+): TestServer {
   let current: TestServer | undefined;
   before(async () => {
     current = await startServer(typeof opts === 'function' ? opts() : opts);
   });
   after(async () => {
-    const s = current;
-    current = undefined;
-    await s?.close();
+    try {
+      if (current) await teardown.beforeClose?.(current);
+    } finally {
+      const s = current;
+      current = undefined;
+      await s?.close();
+    }
   });
   return new Proxy({} as TestServer, {
     get(_target, prop) {

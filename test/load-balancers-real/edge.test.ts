@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
-import { after, before, describe, it } from 'node:test';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { before, describe, it } from 'node:test';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo } from '../apps-real/support.js';
 import { addDestination, createLb, destinationPath } from '../load-balancers/support.js';
@@ -54,19 +54,17 @@ const edgePath = (port: number, host: string, path: string) =>
 
 for (const kind of DB_KINDS) {
   describe(`load balancers on the edge (${kind})`, { skip: noGit || (await skipUnless(kind)) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, env: ENV });
     let port: number;
     let a: { id: string; name: string };
     let b: { id: string; name: string };
     before(async () => {
-      s = await startServer({ db: kind, env: ENV });
       port = s.app.edge!.port;
       a = await createRealApp(s, makeRepo('A').url, `lb-real-${kind}-a`);
       b = await createRealApp(s, makeRepo('B').url, `lb-real-${kind}-b`);
       assert.equal((await deploy(s, a.id)).status, 'success');
       assert.equal((await deploy(s, b.id)).status, 'success');
     });
-    after(() => s.close());
 
     it('splits by weight (1:3), sends nothing to a disabled destination, and counts the requests in metrics and access logs', async () => {
       const from = new Date(Date.now() - 60_000).toISOString();

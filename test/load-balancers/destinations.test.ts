@@ -2,10 +2,10 @@
 // external URLs, other load balancers), toggle and delete, form rules, the limit of 20 (sequential
 // and concurrent), routing loops through chains, other companies' and out-of-scope services
 // (404), kinds not served yet (400) and what happens when a routed-to service is removed.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, MISSING, UUID_RE, waitFor } from '../helpers/util.js';
 import { outboundUrlProblem } from '../../src/shared/net.js';
 import { MAX_DESTINATIONS, removeDestinationsTo } from '../../src/modules/load-balancers/service.js';
@@ -34,13 +34,11 @@ const STUBBED = [
 
 for (const kind of DB_KINDS) {
   describe(`load balancer destinations [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, rateLimits: LIMITS, env: ENV });
     let unregistered: string[] = [];
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: LIMITS, env: ENV });
+    before(() => {
       unregistered = STUBBED.filter((t) => !s.app.services.get(t.kind)).map((t) => t.type);
     });
-    after(async () => s?.close());
 
     it('an application destination: 201, enabled, weight 100 by default; listed oldest first; service-mutation tier', async () => {
       const lb = await createLb(s);

@@ -1,19 +1,15 @@
 // Load balancers: create (generated unique names, system domain, project), get, list (newest
 // first, paginated), update (name, routing type, project), delete (destinations, domains and
 // project membership go with it), validation, rate tiers, other companies and scoped keys.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { expectError, expectStatus, listAll, MISSING, uniqueName, UUID_RE } from '../helpers/util.js';
 import { addDestination, createLb, destinationsPath, ENV, external, LB_KEYS, lbPath, LIMITS, type LoadBalancer } from './support.js';
 
 for (const kind of DB_KINDS) {
   describe(`load balancers [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: LIMITS, env: ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: LIMITS, env: ENV });
 
     const domainRows = async (serviceId: string) =>
       s.app.database.db.selectFrom('domains').select(['hostname', 'type', 'is_primary']).where('service_id', '=', serviceId).execute();

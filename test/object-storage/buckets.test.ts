@@ -1,20 +1,16 @@
 // Object storage control plane: buckets, keys and their rotation, CORS rules, the CDN domain,
 // the object list and delete operations, permissions, tenancy, scoped keys, project membership and
 // rate tiers.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { MISSING, createBucket, expectError, expectStatus } from './support.js';
 
 const LIMITS = { service_creation: 1001, service_mutation: 1002, general_write: 1003, read: 100_004 };
 
 for (const kind of DB_KINDS) {
   describe(`object storage control plane [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: LIMITS });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: LIMITS });
 
     it('buckets of the same name in two companies, made in the same moment, get different S3 names', async () => {
       // Ids are version 7 (their first digits the time): the S3 name takes the id's random digits.

@@ -3,7 +3,7 @@
 // presigned URLs, copy, delete, digests, keys that open only their own bucket, key rotation with a
 // grace period, bucket deletion removing the files, the control plane agreeing with what the SDK
 // sees, CORS preflight, signed aws-chunked uploads and public CDN reads.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { Agent, request as httpRequest } from 'node:http';
@@ -26,7 +26,7 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { runtime } from '../../src/modules/object-storage/runtime.js';
 import { bucketFiles, client, createBucket, expectStatus, s3Error, waitFor, type Bucket } from './support.js';
 
@@ -52,15 +52,13 @@ function raw(
 
 for (const kind of DB_KINDS) {
   describe(`object storage data plane [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, rateLimits: GENEROUS });
     let b: Bucket;
     let s3: S3Client;
     before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS });
       b = await createBucket(s);
       s3 = client(b, b);
     });
-    after(async () => s?.close());
 
     it('put and get a small object with content type, metadata and a range', async () => {
       const put = await s3.send(
@@ -538,11 +536,7 @@ for (const kind of DB_KINDS) {
 }
 
 describe('object storage data plane: virtual-hosted addressing [sqlite]', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer({ rateLimits: GENEROUS, env: { SLIPWAY_OBJECT_STORAGE_BASE_DOMAIN: 's3.slipway.test' } });
-  });
-  after(async () => s?.close());
+  const s = useServer({ rateLimits: GENEROUS, env: { SLIPWAY_OBJECT_STORAGE_BASE_DOMAIN: 's3.slipway.test' } });
 
   it('<bucket>.<base domain> and the base domain itself serve the bucket with signed requests', async () => {
     const b = await createBucket(s);

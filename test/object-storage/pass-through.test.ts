@@ -15,17 +15,17 @@ import {
   UploadPartCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, startServer, useServer, type TestServer } from '../helpers/server.js';
 import { client, createBucket, expectStatus, s3Error, waitFor, type Bucket } from './support.js';
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
 
 for (const kind of DB_KINDS) {
   describe(`object storage pass-through backend [${kind}]`, { skip: await skipUnless(kind) }, () => {
+    // The upstream store: a second server, started first and closed last.
     let upstream: TestServer;
     let up: Bucket;
     let upClient: S3Client;
-    let s: TestServer;
     let b: Bucket;
     let s3: S3Client;
     /** The keys the upstream bucket holds for one of the server's buckets. */
@@ -36,25 +36,24 @@ for (const kind of DB_KINDS) {
       upstream = await startServer({ rateLimits: GENEROUS });
       up = await createBucket(upstream);
       upClient = client(up, up);
-      s = await startServer({
-        db: kind,
-        rateLimits: GENEROUS,
-        env: {
-          SLIPWAY_OBJECT_STORAGE_BACKEND: 's3',
-          SLIPWAY_OBJECT_STORAGE_S3_ENDPOINT: up.endpoint,
-          SLIPWAY_OBJECT_STORAGE_S3_BUCKET: up.bucket_name,
-          SLIPWAY_OBJECT_STORAGE_S3_ACCESS_KEY: up.access_key,
-          SLIPWAY_OBJECT_STORAGE_S3_SECRET_KEY: up.secret_key,
-          SLIPWAY_OBJECT_STORAGE_S3_PREFIX: 'slipway/',
-        },
-      });
+    });
+    const s = useServer(() => ({
+      db: kind,
+      rateLimits: GENEROUS,
+      env: {
+        SLIPWAY_OBJECT_STORAGE_BACKEND: 's3',
+        SLIPWAY_OBJECT_STORAGE_S3_ENDPOINT: up.endpoint,
+        SLIPWAY_OBJECT_STORAGE_S3_BUCKET: up.bucket_name,
+        SLIPWAY_OBJECT_STORAGE_S3_ACCESS_KEY: up.access_key,
+        SLIPWAY_OBJECT_STORAGE_S3_SECRET_KEY: up.secret_key,
+        SLIPWAY_OBJECT_STORAGE_S3_PREFIX: 'slipway/',
+      },
+    }));
+    before(async () => {
       b = await createBucket(s);
       s3 = client(b, b);
     });
-    after(async () => {
-      await s?.close();
-      await upstream?.close();
-    });
+    after(async () => upstream?.close());
 
     it('objects are stored upstream and read back whole, by range and after a copy', async () => {
       const data = randomBytes(200_000);

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { client, createBucket, expectStatus, type Bucket } from './support.js';
 
 interface Keys {
@@ -142,14 +142,12 @@ describe('the test signer', () => {
 
 for (const kind of DB_KINDS) {
   describe(`object storage: AWS Signature Version 2 [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, rateLimits: GENEROUS });
     let b: Bucket;
     before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS });
       b = await createBucket(s);
       await client(b, b).send(new PutObjectCommand({ Bucket: b.bucket_name, Key: 'docs/report 1 é.txt', Body: 'report body', ContentType: 'text/plain' }));
     });
-    after(async () => s?.close());
 
     it('a presigned GET reads the object; signed response overrides apply; the path as sent may be signed too', async () => {
       const r = await send(presign(b, b, { key: 'docs/report 1 é.txt' }));
@@ -267,11 +265,7 @@ for (const kind of DB_KINDS) {
 }
 
 describe('object storage: AWS Signature Version 2, virtual-hosted addressing [sqlite]', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer({ rateLimits: GENEROUS, env: { SLIPWAY_OBJECT_STORAGE_BASE_DOMAIN: 's3.slipway.test' } });
-  });
-  after(async () => s?.close());
+  const s = useServer({ rateLimits: GENEROUS, env: { SLIPWAY_OBJECT_STORAGE_BASE_DOMAIN: 's3.slipway.test' } });
 
   it('the bucket named by the Host is part of the signed resource', async () => {
     const b = await createBucket(s);
@@ -315,16 +309,12 @@ async function awsCliV1(): Promise<false | string> {
 }
 
 describe('object storage: AWS CLI v1 [sqlite]', { skip: await awsCliV1() }, () => {
-  let s: TestServer;
+  const s = useServer({ rateLimits: GENEROUS });
   let dir: string;
-  before(async () => {
-    s = await startServer({ rateLimits: GENEROUS });
+  before(() => {
     dir = mkdtempSync(join(tmpdir(), 'slipway-awscli-'));
   });
-  after(async () => {
-    await s?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('`aws s3 presign` URLs (Signature Version 2 by default) read the object', async () => {
     const b = await createBucket(s);

@@ -1,9 +1,9 @@
 // Pipelines: list, create, get, update, delete; stages create and delete; applications in a stage
 // add and remove (one stage per application, also under concurrent requests); removal of an
 // application drops it from its stage; projects; scoped keys and other companies.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { MISSING, UUID_RE, expectError, expectStatus, listAll, waitFor } from '../helpers/util.js';
 import { IMMEDIATE_ENV, addToStage, createApp, createPipeline, getPipeline, pipelinePath, stageNamed, stagePath } from './support.js';
 
@@ -23,11 +23,7 @@ const DETAIL_STAGE_FIELDS = [
 
 for (const kind of DB_KINDS) {
   describe(`pipelines [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     it('create answers 201 with the pipeline and its default stages Dev (standard) and Production (prod)', async () => {
       const p = await createPipeline(s, { display_name: 'Web shop', type: 'branch' });

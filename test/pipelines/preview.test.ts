@@ -2,10 +2,10 @@
 // /applications/{id}/preview-apps making a previewApp copy of an application for a branch and
 // deploying it; preview apps removed when preview is disabled, with the pipeline, and once stale
 // (a "day" is shortened to 300 ms here); never promoted.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { PROCESS_RESOURCE_TYPES } from '../../src/modules/resources/catalog.js';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { MISSING, expectError, expectStatus, listAll, waitFor } from '../helpers/util.js';
 import { IMMEDIATE_ENV, addToStage, createApp, createPipeline, deploy, getPipeline, pipelinePath, stageNamed, stagePath, waitForFinal } from './support.js';
 
@@ -13,11 +13,7 @@ const REPO = 'https://github.com/example/shop-previews';
 
 for (const kind of DB_KINDS) {
   describe(`pipelines: preview apps [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: { ...IMMEDIATE_ENV, SLIPWAY_PREVIEW_DAY_MS: '300' } });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: { ...IMMEDIATE_ENV, SLIPWAY_PREVIEW_DAY_MS: '300' } });
 
     const enable = (id: string, body: Record<string, unknown> = { repo_url: REPO }) => s.post(`${pipelinePath(id)}/preview/enable`, body);
     const preview = (appId: string, body: Record<string, unknown>, token?: string) => s.post(`/applications/${appId}/preview-apps`, body, { token });

@@ -2,9 +2,9 @@
 // build step) deployed onto each target in a later stage, one deployment per target, with the
 // target's own variables; every rule refused with 400 naming the offending application, and a
 // refused promotion deploys nothing.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { MISSING, UUID_RE, expectError, expectStatus, listAll } from '../helpers/util.js';
 import {
   IMMEDIATE_ENV,
@@ -21,11 +21,7 @@ import {
 
 for (const kind of DB_KINDS) {
   describe(`pipelines: promote [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     const promote = (id: string, body: Record<string, unknown>, token?: string) => s.post(`${pipelinePath(id)}/promote`, body, { token });
     const deployments = (appId: string) => listAll(s, `/applications/${appId}/deployments`);

@@ -2,10 +2,10 @@
 // and answered as plain HTTP (401/403/404 with the error body, also to a WebSocket client); a plain
 // request gets 426; an upgraded connection talks to the simulated shell (prompt, echo, env with the
 // process's resolved variables, exit); idle and maximum session times close the session.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { DB_KINDS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, skipUnless, startServer, type TestServer, useServer } from '../helpers/server.js';
 import { MISSING, expectError, expectStatus, listAll } from '../helpers/util.js';
 import { GENEROUS } from '../helpers/server.js';
 import { IMMEDIATE_ENV, createApp, deploy } from '../applications/support.js';
@@ -62,11 +62,7 @@ class Terminal {
 
 for (const kind of DB_KINDS) {
   describe(`processes: terminal [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     const path = (appId: string, processId: string, query = '') => `/applications/${appId}/processes/${processId}/terminal${query}`;
     const wsUrl = (srv: TestServer, p: string) => `${srv.baseUrl.replace(/^http/, 'ws')}/v3${p}`;

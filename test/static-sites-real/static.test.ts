@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet, git, LOCAL_ENV } from '../apps-real/support.js';
 import { APP_JS, buildLog, deploySite, finalDeployment, gitMissing, makeSiteRepo } from './support.js';
@@ -17,14 +17,12 @@ const missing = gitMissing();
 
 for (const kind of DB_KINDS) {
   describe(`real static sites (${kind})`, { skip: missing || (await skipUnless(kind)) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, env: LOCAL_ENV, rateLimits: GENEROUS });
     let port: number;
     const get = (host: string, path = '/', headers: Record<string, string> = {}, method = 'GET') => edgeGet(port, host, headers, path, method);
-    before(async () => {
-      s = await startServer({ db: kind, env: LOCAL_ENV, rateLimits: GENEROUS });
+    before(() => {
       port = s.app.edge!.port;
     });
-    after(() => s.close());
 
     /** A site from a fresh repository, its initial deployment finished. */
     async function realSite(extra: Record<string, unknown> = {}) {

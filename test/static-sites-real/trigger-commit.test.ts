@@ -2,8 +2,8 @@
 // the answer names that branch's real head or no commit yet (null), never an invented one; once
 // checked out, the deployment names the commit it built.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { describe, it } from 'node:test';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus } from '../helpers/util.js';
 import { LOCAL_ENV } from '../apps-real/support.js';
 import { finalDeployment, gitMissing, makeSiteRepo } from './support.js';
@@ -12,11 +12,7 @@ const missing = gitMissing();
 
 for (const kind of DB_KINDS) {
   describe(`real static sites: the commit of a triggered deployment (${kind})`, { skip: missing || (await skipUnless(kind)) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, env: LOCAL_ENV, rateLimits: GENEROUS });
-    });
-    after(() => s.close());
+    const s = useServer({ db: kind, env: LOCAL_ENV, rateLimits: GENEROUS });
 
     it('the trigger answers the branch head or null, never a made-up commit; the deployment then names the commit it built', async () => {
       const repo = makeSiteRepo();

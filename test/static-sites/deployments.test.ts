@@ -4,9 +4,9 @@
 // test: production one at a time; one preview branch one after another; different preview branches
 // in parallel; previews never change the site's status; a new deployment is waiting or inProgress;
 // cancel only while not final.
-import { describe, it, before, after, beforeEach } from 'node:test';
+import { describe, it, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { DEPLOYMENT_FINAL } from '../helpers/status.js';
 import { MISSING, UUID_RE, expectError, expectStatus, waitFor } from '../helpers/util.js';
 import {
@@ -47,11 +47,7 @@ const GET_FIELDS = LIST_FIELDS.filter((f) => f !== 'build_error' && f !== 'cloud
 
 for (const kind of DB_KINDS) {
   describe(`static sites: deployments [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
     beforeEach(async () => setProgression(s, OP, { mode: 'immediate' }));
 
     const reads = (n: number) => setProgression(s, OP, { mode: 'reads', reads: n });
@@ -277,11 +273,7 @@ for (const kind of DB_KINDS) {
 // On PostgreSQL several requests really run at once: the lane lock must keep one production
 // deployment running per site, whatever the interleaving.
 describe('static sites: concurrent production triggers [postgres]', { skip: await skipUnless('postgres') }, () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer({ db: 'postgres', rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-  });
-  after(async () => s?.close());
+  const s = useServer({ db: 'postgres', rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
   it('10 parallel production triggers on a free lane: exactly one inProgress at any time, all run in turn', async () => {
     const site = await deployedSite(s);

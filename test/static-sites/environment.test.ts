@@ -1,9 +1,9 @@
 // Environment variables of a static site: list, create, update (PUT), delete; values sealed at
 // rest; keys unique per site; production / preview / branch scopes; `${key}` references resolved
 // into the build environment (reported in the deployment log like applications).
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { MISSING, UUID_RE, expectError, expectStatus, listAll } from '../helpers/util.js';
 import { IMMEDIATE_ENV, createSite, deployedSite, deploymentLogs, trigger, waitForFinal } from './support.js';
 
@@ -11,11 +11,7 @@ const envPath = (siteId: string) => `/static-sites/${siteId}/env-vars`;
 
 for (const kind of DB_KINDS) {
   describe(`static sites: environment variables [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     it('create, list, update and delete; defaults: production and preview, every branch', async () => {
       const site = await createSite(s);

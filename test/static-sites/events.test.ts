@@ -2,7 +2,7 @@
 // real receiver with the site's representation (and the deployment for deploy events).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { Receiver, verify } from '../webhooks/support.js';
 import { IMMEDIATE_ENV, OP, createSite, deployments, readSite, setProgression, sitePath, trigger } from './support.js';
@@ -11,18 +11,14 @@ const TYPES = ['STATIC_SITE_CREATE', 'STATIC_SITE_UPDATE', 'STATIC_SITE_DELETE',
 
 for (const kind of DB_KINDS) {
   describe(`static sites: events [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
+    const s = useServer({ db: kind, env: { ...IMMEDIATE_ENV, SLIPWAY_WEBHOOK_RETRY_SCALE: '0.00001' }, rateLimits: GENEROUS });
     let rx: Receiver;
     let hook: { id: string; secret: string };
     before(async () => {
-      s = await startServer({ db: kind, env: { ...IMMEDIATE_ENV, SLIPWAY_WEBHOOK_RETRY_SCALE: '0.00001' }, rateLimits: GENEROUS });
       rx = await new Receiver().start();
       hook = expectStatus(await s.post('/webhooks', { allowed_events: TYPES, endpoint: rx.url }), 201);
     });
-    after(async () => {
-      await rx?.close();
-      await s?.close();
-    });
+    after(async () => rx?.close());
 
     const eventsFor = (id: string, type: string) => rx.received.filter((r) => r.json.type === type && r.json.data.id === id);
     const one = (id: string, type: string) => waitFor(`${type} of ${id}`, () => eventsFor(id, type)[0]);

@@ -2,10 +2,10 @@
 // from the site's traffic: nothing before its first successful production deployment, consistent
 // views afterwards (the status-code breakdown sums to the request count of the same window, a
 // minute's access log lines are that minute's requests).
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { TRAFFIC_METRICS } from '../helpers/simulation.js';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, type TestServer, useServer } from '../helpers/server.js';
 import { MISSING, expectError, expectStatus } from '../helpers/util.js';
 import { IMMEDIATE_ENV, OP, deployedSite, createSite, setProgression, sitePath, window } from './support.js';
 
@@ -13,11 +13,7 @@ const metric = (s: TestServer, id: string, name: string, query = window()) => s.
 
 for (const kind of DB_KINDS) {
   describe(`static sites: access logs and metrics [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     it('before the first successful production deployment: zeros, empty lists, no access log lines', async () => {
       await setProgression(s, OP, { mode: 'reads', reads: 1000 });

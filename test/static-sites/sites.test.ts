@@ -1,9 +1,9 @@
 // Static sites: create (with its initial deployment), list, get, update, delete; validation of
 // the repository, branch and deploy paths (an allow list or an ignore list, never both); pretty
 // URLs and edge cache purges; tenancy, roles, scoped keys and project membership.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DB_KINDS, GENEROUS, skipUnless, startServer, type TestServer } from '../helpers/server.js';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { MISSING, UUID_RE, expectError, expectStatus, listAll, uniqueName, waitFor, whileRowsHeld } from '../helpers/util.js';
 import { IMMEDIATE_ENV, addFault, createSite, deployedSite, deployments, readSite, settle, sitePath, trigger } from './support.js';
 
@@ -37,11 +37,7 @@ const SITE_FIELDS = [
 
 for (const kind of DB_KINDS) {
   describe(`static sites [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: IMMEDIATE_ENV });
 
     it('create: the full representation, defaults (git_lfs_enabled true, privateGit, provider from the host), a system hostname and the initial deployment', async () => {
       const site = await createSite(s, { display_name: 'Docs Site' });
@@ -399,11 +395,7 @@ for (const kind of DB_KINDS) {
   });
 
   describe(`static sites: rate tiers [${kind}]`, { skip: await skipUnless(kind) }, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ db: kind, rateLimits: { ...GENEROUS, service_mutation: 2, deployment: 2, service_creation: 2 }, env: IMMEDIATE_ENV });
-    });
-    after(async () => s?.close());
+    const s = useServer({ db: kind, rateLimits: { ...GENEROUS, service_mutation: 2, deployment: 2, service_creation: 2 }, env: IMMEDIATE_ENV });
 
     it('create counts in service_creation; purge-cache and update in service_mutation per site and operation; deployments in deployment', async () => {
       const a = await createSite(s);
