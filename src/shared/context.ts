@@ -9,10 +9,18 @@ import { EventBus } from './events.js';
 import { ServiceRegistry } from './services.js';
 import { JobEngine } from './jobs.js';
 import { Simulation } from './runtime/simulation.js';
-import { SimulatedDriver, type RuntimeDriver } from './runtime/driver.js';
+import { SimulatedDriver } from './runtime/driver.js';
 import { counterStore, RateLimiter } from './ratelimit.js';
 import { KeyCache } from './auth/keycache.js';
 import { Edge } from './edge/index.js';
+
+/**
+ * The runtime drivers, one slot per service kind (applications and their processes, static sites,
+ * databases, object storage), declared by each module next to its interface (declaration merging,
+ * like `SignalMap`). The edge is `AppContext.edge`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface Runtimes {}
 
 export interface AppContext {
   config: Config;
@@ -23,7 +31,10 @@ export interface AppContext {
   jobs: JobEngine;
   /** Progression and fault rules of the simulated runtime (shared through the database). */
   simulation: Simulation;
-  runtime: RuntimeDriver;
+  /** The simulated runtime's phases, metric series and shells: what the simulated drivers and simulated operations use. */
+  simulated: SimulatedDriver;
+  /** The driver of each service kind that has a runtime, chosen once at start (each module's setup fills its slot). */
+  runtimes: Runtimes;
   limiter: RateLimiter;
   /** API keys presented by requests, kept until they or their company change. */
   keys: KeyCache;
@@ -46,7 +57,9 @@ export function createAppContext(config: Config, database: Database, log: Fastif
     log,
     jobs: new JobEngine(database, log, config.jobs),
     simulation,
-    runtime: new SimulatedDriver(simulation),
+    simulated: new SimulatedDriver(simulation),
+    // Filled by the modules' setup(), before anything runs.
+    runtimes: {} as Runtimes,
     limiter: new RateLimiter(counterStore(config, database.db), config.rateLimits),
     keys: new KeyCache(database, config.databaseUrl),
     events: new EventBus(),

@@ -19,6 +19,8 @@ export interface ServiceKindSource {
   type: string;
   /** Those of the services `ids` (one or more) that exist in the caller's company, in one query, in any order. */
   summaries(ctx: CallContext, ids: readonly string[]): Promise<ServiceSummary[]>;
+  /** Domains under which the system names services of this kind (nobody may claim names there). */
+  systemSuffixes?: readonly string[];
 }
 
 export interface ServiceKind extends ServiceKindSource {
@@ -45,5 +47,9 @@ export class ServiceRegistry {
   }
   types(): string[] {
     return [...this.kinds.keys()];
+  }
+  /** Every kind's `systemSuffixes`. */
+  systemSuffixes(): string[] {
+    return [...this.kinds.values()].flatMap((k) => k.systemSuffixes ?? []);
   }
 }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { startChild, ok } from '../helpers/process.js';
 import { waitFor } from '../helpers/util.js';
-import { freePort } from '../../src/modules/applications/local/supervisor.js';
+import { freePort } from '../../src/modules/applications/runtime/local/supervisor.js';
 import { DEFAULT_CLUSTER } from '../applications/support.js';
 import { cron } from '../processes/support.js';
 import { alive, edgeGet, LOCAL_ENV, makeRepo } from './support.js';

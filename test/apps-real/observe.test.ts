@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { before, describe, it } from 'node:test';
 import WebSocket from 'ws';
-import { localRuntime } from '../../src/modules/applications/local/index.js';
+import type { LocalRuntime } from '../../src/modules/applications/runtime/local/index.js';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, listAll, waitFor } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo } from './support.js';
@@ -45,7 +45,7 @@ for (const kind of DB_KINDS) {
 
     it('memory and CPU usage and the instance count come from the running processes', async () => {
       const pid = Number((await edgeGet(port, `${app.name}.localhost`)).body.split(' ')[1]);
-      const group = localRuntime(s.app)!.servingGroup(app.id)!.instances[0]!.child!.pid!;
+      const group = (s.app.runtimes.applications as LocalRuntime).servingGroup(app.id)!.instances[0]!.child!.pid!;
       const now = Date.now();
       const q = `from=${new Date(now - 60_000).toISOString()}&to=${new Date(now + 5_000).toISOString()}&interval_in_seconds=1`;
       const series = async (m: string) =>

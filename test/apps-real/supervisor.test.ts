@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { GATE, Supervisor } from '../../src/modules/applications/local/supervisor.js';
+import { GATE, Supervisor } from '../../src/modules/applications/runtime/local/supervisor.js';
 
 const exitOf = (child: ReturnType<typeof spawn>) => new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
 

@@ -14,7 +14,7 @@ import { DATABASE_FINAL, untilStatus } from '../helpers/status.js';
 import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { DATABASE_RESOURCE_TYPES, DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { which } from '../../src/modules/databases/runtime/engine.js';
-import { freePort } from '../../src/modules/applications/local/supervisor.js';
+import { freePort } from '../../src/modules/applications/runtime/local/supervisor.js';
 
 export const REQUIRE_REAL = process.env.SLIPWAY_REQUIRE_REAL_DATABASES === '1';
 export const MYSQL_ADMIN_URL = process.env.SLIPWAY_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';

@@ -9,7 +9,7 @@ import { ok, rateEnv, startChild } from '../helpers/process.js';
 import { GENEROUS } from '../helpers/server.js';
 import { untilStatus } from '../helpers/status.js';
 import { waitFor } from '../helpers/util.js';
-import { freePort } from '../../src/modules/applications/local/supervisor.js';
+import { freePort } from '../../src/modules/applications/runtime/local/supervisor.js';
 import { edgeGet, LOCAL_ENV } from '../apps-real/support.js';
 import { gitMissing, makeSiteRepo } from './support.js';
 

@@ -29,7 +29,6 @@ import {
 } from '../../shared/runtime/phases.js';
 import { countProcesses } from '../processes/service.js';
 import * as envVars from '../env-vars/service.js';
-import { localRuntime } from './local/registry.js';
 import {
   ACTIVE_STATUSES,
   findApp,
@@ -329,7 +328,7 @@ const machine: PhaseMachine<DeploymentsTable, ApplicationsTable, typeof ADVANCE>
     const env = await envVars.resolveEnvironment(ctx, a, system, phase === 'build' ? 'build' : 'runtime');
     return environmentLines(env, phase === 'build' ? 'Build' : 'Runtime', phase);
   },
-  advance: (ctx, d, a, req) => localRuntime(ctx.app)?.advance(ctx, d, a, req),
+  runtime: (app) => app.runtimes.applications,
   finish,
   async failed({ app, tx }, d, a) {
     await app.events.signal(tx, 'deployment.failed', { application: a, deploymentId: d.id });

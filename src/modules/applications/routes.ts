@@ -239,23 +239,23 @@ function settingsOperations() {
   ];
 }
 
-import { localRuntime, setupLocalRuntime } from './local/index.js';
+import { setupApplicationsRuntime } from './runtime/index.js';
 
 export function setup(app: AppContext): void {
   app.jobs.register(dep.ADVANCE, dep.advanceJob(app));
   app.jobs.register(svc.DELETE_JOB, svc.deleteJob(app));
   app.services.register({ type: 'app', summaries: svc.appSummaries });
   registerApplicationEvents(app);
-  setupLocalRuntime(app);
+  setupApplicationsRuntime(app);
 }
 
 /** The local runtime (SLIPWAY_RUNTIME=local): orphans killed, edge listening, applications started again. */
 export async function start(app: AppContext): Promise<void> {
-  await localRuntime(app)?.start();
+  await app.runtimes.applications.start();
 }
 
 export async function stop(app: AppContext): Promise<void> {
-  await localRuntime(app)?.stop();
+  await app.runtimes.applications.stop();
 }
 
 export function banner(app: AppContext): string[] {

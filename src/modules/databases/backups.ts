@@ -112,7 +112,7 @@ export async function stepBackup(tx: Tx, app: AppContext, databaseId: string, ba
   const b = await tx.selectFrom('database_backups').selectAll().where('database_id', '=', databaseId).where('id', '=', backupId).executeTakeFirst();
   if (!b || b.status !== 'pending') return undefined;
   const now = new Date();
-  const result = await app.runtime.advance(tx, {
+  const result = await app.simulated.advance(tx, {
     operation: 'backup',
     phase: 'dump',
     phaseIndex: 0,

@@ -120,7 +120,7 @@ export async function step(tx: Tx, app: AppContext, databaseId: string, operatio
   const d = await tx.selectFrom('databases').selectAll().where('id', '=', databaseId).executeTakeFirst();
   if (!d || d.operation !== operation || d.op_started_at !== startedAt) return undefined;
   const now = new Date();
-  const result = await app.runtime.advance(tx, {
+  const result = await app.simulated.advance(tx, {
     operation,
     phase: operation,
     phaseIndex: 0,

@@ -8,7 +8,7 @@ import { registerDatabaseEvents } from './events.js';
 import * as ops from './operations.js';
 import { registerRuntimeJobs } from './real.js';
 import { armSchedules, registerScheduleJobs } from './schedule.js';
-import { runtimes } from './runtime/index.js';
+import { DatabaseRuntimes, runtimes } from './runtime/index.js';
 import * as c from './schemas.js';
 import * as svc from './service.js';
 
@@ -214,7 +214,8 @@ export function setup(app: AppContext): void {
   app.jobs.register(bk.BACKUP_JOB, bk.backupJob(app));
   registerRuntimeJobs(app);
   registerScheduleJobs(app);
-  runtimes(app); // reads the SLIPWAY_DB_* settings now: a bad one stops the start
+  // Reads the SLIPWAY_DB_* settings now: a bad one stops the start.
+  app.runtimes.databases = new DatabaseRuntimes(app);
   app.services.register({ type: 'database', summaries: svc.databaseSummaries });
   registerDatabaseEvents(app);
 }

@@ -387,7 +387,7 @@ export async function metric(ctx: CallContext, id: string, name: DatabaseMetric,
   const since = Date.parse(d.created_at);
   const now = Date.now();
   const live = !d.is_suspended && d.status !== 'creating';
-  return app.runtime.series(d.id, name, from, to, q.interval_in_seconds, {
+  return app.simulated.series(d.id, name, from, to, q.interval_in_seconds, {
     ...shape,
     running: (t) => live && t.getTime() >= since - q.interval_in_seconds * 1000 && t.getTime() <= now,
   });

@@ -16,7 +16,6 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import { systemCall } from '../../shared/context.js';
-import type { Config } from '../../shared/config.js';
 import type { Tx } from '../../shared/db/index.js';
 import type { DB } from '../../shared/db/schema.js';
 import { lockFor } from '../../shared/db/locks.js';
@@ -25,7 +24,6 @@ import { edgeSettings } from '../../shared/edge/settings.js';
 import { newId } from '../../shared/ids.js';
 import type { ServiceSummary } from '../../shared/services.js';
 import { CLUSTER_BY_ID } from '../resources/catalog.js';
-import { objectStorageSettings } from '../object-storage/settings.js';
 import type { DomainsTable, OwnerType } from './storage.js';
 
 /** A service type whose domains the API manages. */
@@ -37,12 +35,11 @@ const SITE_BASE = 'slipway.site';
 
 /**
  * The suffixes under which Slipway hands out system names (every kind's system domains, the edge's
- * base domain, object storage's virtual-host and CDN domains): nobody may add a custom domain there.
+ * base domain, and what service kinds declare, e.g. object storage's virtual-host and CDN
+ * domains): nobody may add a custom domain there.
  */
-export function reservedSuffixes(config: Config): string[] {
-  const os = objectStorageSettings(config);
-  const all = [SYSTEM_BASE, 'slipway.page', SITE_BASE, edgeSettings(config).baseDomain, os.cdnDomain, os.baseDomain];
-  return [...new Set(all.filter((s): s is string => !!s))];
+export function reservedSuffixes(app: AppContext): string[] {
+  return [...new Set([SYSTEM_BASE, 'slipway.page', SITE_BASE, edgeSettings(app.config).baseDomain, ...app.services.systemSuffixes()])];
 }
 
 /** The base domain system names are generated under: the edge's with the local runtime, else the simulated one. */

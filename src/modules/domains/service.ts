@@ -294,7 +294,7 @@ export async function addDomain(
 ) {
   const { tx, app, companyId } = ctx;
   const s = await findOwner(ctx, owner, serviceId);
-  const h = parseHostname(input.domain_name, { wildcard: input.is_wildcard === true, reserved: reservedSuffixes(app.config) });
+  const h = parseHostname(input.domain_name, { wildcard: input.is_wildcard === true, reserved: reservedSuffixes(app) });
   checkCertificate(h.hostname, h.base, input.custom_ssl_cert, input.custom_ssl_key);
   await lockService(tx, s.id);
   await provisionSystemDomain(ctx, owner.type, s);

@@ -37,7 +37,7 @@ export type Check = { state: 'running'; problem?: string } | { state: 'done' } |
 export async function checkPhase(app: AppContext, tx: Tx, d: DomainsTable, phase: 0 | 1): Promise<Check> {
   const s = domainSettings(app.config);
   if (s.dns === 'real') return realCheck(s, d, phase);
-  const r = await app.runtime.advance(tx, {
+  const r = await app.simulated.advance(tx, {
     operation: OPERATION,
     phase: PHASES[phase],
     phaseIndex: phase,

@@ -107,7 +107,8 @@ export const operations = [
 export function setup(app: AppContext): void {
   createRuntime(app);
   app.jobs.register(SWEEP_JOB, sweepJob(app));
-  app.services.register({ type: 'object-storage', summaries: svc.bucketSummaries });
+  const { cdnDomain, baseDomain } = runtime(app).settings;
+  app.services.register({ type: 'object-storage', summaries: svc.bucketSummaries, systemSuffixes: [cdnDomain, ...(baseDomain ? [baseDomain] : [])] });
   registerEdge(app);
 }
 

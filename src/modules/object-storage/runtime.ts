@@ -14,7 +14,12 @@ export interface ObjectStorageRuntime {
   now(): number;
 }
 
-const runtimes = new WeakMap<AppContext, ObjectStorageRuntime>();
+declare module '../../shared/context.js' {
+  interface Runtimes {
+    /** Object storage's settings, blob store and clock. */
+    objectStorage: ObjectStorageRuntime;
+  }
+}
 
 export function createRuntime(app: AppContext): ObjectStorageRuntime {
   const settings = objectStorageSettings(app.config);
@@ -25,12 +30,12 @@ export function createRuntime(app: AppContext): ObjectStorageRuntime {
     clockOffsetMs: 0,
     now: () => Date.now() + rt.clockOffsetMs,
   };
-  runtimes.set(app, rt);
+  app.runtimes.objectStorage = rt;
   return rt;
 }
 
 export function runtime(app: AppContext): ObjectStorageRuntime {
-  const rt = runtimes.get(app);
+  const rt = app.runtimes.objectStorage;
   if (!rt) throw new Error('object storage is not set up on this server');
   return rt;
 }

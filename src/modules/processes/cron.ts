@@ -24,7 +24,6 @@ import { idDigits, newId } from '../../shared/ids.js';
 import { cancelJobs, enqueue, type Job, type JobKind, type Outcome } from '../../shared/jobs.js';
 import { writeLogs, type LogLine } from '../../shared/runtime/logs.js';
 import type { Progression } from '../../shared/runtime/simulation.js';
-import { localRuntime } from '../applications/local/registry.js';
 import { appById, type ApplicationsTable } from '../applications/storage.js';
 import { nextFire } from './schedule.js';
 import type { ProcessesTable, ProcessRunsTable, TerminationReason } from './storage.js';
@@ -186,12 +185,12 @@ export const maxRunTimeMs = (p: Pick<ProcessesTable, 'type' | 'max_run_time_seco
   p.type === 'cron' && p.max_run_time_seconds ? p.max_run_time_seconds * 1000 : 0;
 
 /**
- * The local runtime: hands a started run to a real process (after the start committed) and kills
- * the processes of the runs the start replaced. The exit of the process ends the run (`endRealRun`).
+ * A runtime with real processes: hands a started run to a real process (after the start committed)
+ * and kills the processes of the runs the start replaced. The exit of the process ends the run (`endRealRun`).
  */
 function handOver(app: AppContext, p: ProcessesTable, s: Started | undefined, deploymentId?: string): void {
-  const rt = localRuntime(app);
-  if (!rt || !s) return;
+  const rt = app.runtimes.applications;
+  if (!rt.runsProcesses || !s) return;
   for (const id of s.replaced) rt.killRun(id);
   if (s.outcome === 'started' && s.runId) {
     const runId = s.runId;
@@ -325,9 +324,9 @@ async function runTick(app: AppContext, job: Job<typeof JOB_TICK>): Promise<Outc
   return outcome;
 }
 
-/** A run's length: simulated from the `cron` progression, or null when the local runtime runs real processes. */
+/** A run's length: simulated from the `cron` progression, or null when the runtime runs real processes. */
 async function runLength(app: AppContext): Promise<number | null> {
-  return localRuntime(app) ? null : runDurationMs(await app.simulation.progression('cron'));
+  return app.runtimes.applications.runsProcesses ? null : runDurationMs(await app.simulation.progression('cron'));
 }
 
 /** The last attempt of a tick failed: the chain stops; say so in the runtime log (a rollout re-arms it). */

@@ -11,7 +11,6 @@ import { cancelJobs, enqueue } from '../../shared/jobs.js';
 import { writeLogs, type LogLine } from '../../shared/runtime/logs.js';
 import type { ApplicationsTable } from '../applications/storage.js';
 import { armCron, JOB_TRIGGER, terminateRun } from './cron.js';
-import { localRuntime } from '../applications/local/registry.js';
 import { DEFAULT_RESOURCE_TYPE, DEFAULT_WEB_PORT, deploymentJobs, instanceCount } from './service.js';
 import type { JobStartPolicy } from './storage.js';
 
@@ -109,8 +108,8 @@ async function onRollout(tx: Tx, app: AppContext, a: ApplicationsTable, deployme
  * deployment starts, `afterFailedDeployment` when one fails (`afterSuccessDeployment` is onRollout's).
  */
 async function onDeploymentMoment(tx: Tx, app: AppContext, a: ApplicationsTable, deploymentId: string, moment: 'started' | 'failed'): Promise<void> {
-  // The local runtime runs `beforeDeployment` jobs itself, to completion, in the rollout.
-  if (moment === 'started' && localRuntime(app)) return;
+  // A runtime with real processes runs `beforeDeployment` jobs itself, to completion, in the rollout.
+  if (moment === 'started' && app.runtimes.applications.runsProcesses) return;
   const policy: JobStartPolicy = moment === 'started' ? 'beforeDeployment' : 'afterFailedDeployment';
   const jobs = await deploymentJobs(tx, a.id, policy);
   if (!jobs.length) return;

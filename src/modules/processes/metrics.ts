@@ -3,7 +3,6 @@
 // instances are measured from the real processes), and the exit codes of cron and job runs.
 import type { CallContext } from '../../shared/context.js';
 import { ApiError, badRequest } from '../../shared/errors.js';
-import { localRuntime } from '../applications/local/registry.js';
 import { findApp } from '../applications/storage.js';
 import { DEFAULT_RESOURCE_TYPE, instanceCount, resourceType } from './service.js';
 import { findProcess } from './storage.js';
@@ -52,9 +51,11 @@ export async function processMetric(
     instances = 1;
   }
   // The local runtime measures usage and instances from the real processes; limits stay the resource type's.
-  const local = localRuntime(app);
-  if (local && (metric === 'cpu-usage' || metric === 'memory-usage' || metric === 'instance-count'))
-    return local.usageSeries(p.id, metric, from, to, q.interval_in_seconds);
+  const measured =
+    metric === 'cpu-usage' || metric === 'memory-usage' || metric === 'instance-count'
+      ? app.runtimes.applications.usageSeries(p.id, metric, from, to, q.interval_in_seconds)
+      : null;
+  if (measured) return measured;
   const cores = rt.cpu_limit / 1000;
   const bytes = rt.memory_limit * 1024 * 1024;
   const shape = {
@@ -64,7 +65,7 @@ export async function processMetric(
     'memory-limit': { base: bytes, spread: 0 },
     'instance-count': { base: instances, spread: 0 },
   }[metric];
-  return app.runtime.series(p.id, metric, from, to, q.interval_in_seconds, { ...shape, running });
+  return app.simulated.series(p.id, metric, from, to, q.interval_in_seconds, { ...shape, running });
 }
 
 export async function exitCodes(ctx: CallContext, appId: string, processId: string, q: { from: string; to: string }) {

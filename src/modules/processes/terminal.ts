@@ -9,7 +9,6 @@
 import { idDigits } from '../../shared/ids.js';
 import type { RawData, WebSocket } from 'ws';
 import type { CallContext } from '../../shared/context.js';
-import { localRuntime } from '../applications/local/registry.js';
 import { currentRelease, findApp } from '../applications/storage.js';
 import { resolveEnvironment, systemVariables } from '../env-vars/service.js';
 import type { TERMINAL_SHELLS } from './schemas.js';
@@ -57,8 +56,7 @@ export async function openTerminal(socket: WebSocket, ctx: CallContext, appId: s
   };
   const spec = { shell, hostname: `${a.name}-${p.key}-${idDigits(p.id, 5)}`, env: env.vars };
   const io = { output: send, exit: (status: number) => end(`Shell exited with status ${status}`) };
-  // The local runtime gives a real shell in the release directory; otherwise the driver's.
-  const session = localRuntime(app)?.openShell(a.id, release.build_of ?? release.id, spec, io) ?? app.runtime.openShell(spec, io);
+  const session = app.runtimes.applications.openShell(ctx, a.id, release.build_of ?? release.id, spec, io);
   const idleNotice = `Session closed: no input for ${Math.round(idleMs / 1000)} s`;
   let idle = setTimeout(() => end('Idle timeout', idleNotice), idleMs);
   const max = setTimeout(() => end('Maximum session time reached', `Session closed: it reached its maximum length of ${Math.round(maxMs / 1000)} s`), maxMs);

@@ -34,7 +34,6 @@ import {
 } from '../../shared/runtime/phases.js';
 import * as envVars from '../env-vars/service.js';
 import { checkBranch, previewLabel } from './git.js';
-import { staticRuntime } from './local/registry.js';
 import { findSite, PRODUCTION, type RunningDeployment, type SiteStatus, type StaticSiteDeploymentsTable, type StaticSitesTable } from './storage.js';
 import { deploymentListView, deploymentView } from './views.js';
 
@@ -200,7 +199,7 @@ async function finish(
   await lockLane(tx, d.static_site_id, d.lane);
   if (!(await endPhases(tx, machine, d, status, lines, { build_error: buildError }))) return false;
   // A real build of a cancelled deployment stops here and now (the commands of its phase are killed).
-  if (status === 'cancelled') staticRuntime(app)?.cancel(d.id);
+  if (status === 'cancelled') app.runtimes.staticSites.cancel(d.id);
   if (!d.is_preview) await refreshSiteStatus(tx, d.static_site_id);
   await app.events.emit(tx, 'STATIC_SITE_DEPLOY', d.company_id, { siteId: d.static_site_id, deploymentId: d.id });
   // The deployments waiting in this lane may start now rather than at their next check.
@@ -257,7 +256,7 @@ const machine: PhaseMachine<StaticSiteDeploymentsTable, StaticSitesTable, typeof
   final: FINAL,
   ownerTable: 'static_sites',
   start: tryStart,
-  advance: (ctx, d, s, req) => staticRuntime(ctx.app)?.advance(ctx, d, s, req),
+  runtime: (app) => app.runtimes.staticSites,
   async request(_tx, d, s) {
     return {
       targetId: s.id,

@@ -9,8 +9,7 @@ import * as c from './schemas.js';
 import * as svc from './service.js';
 import * as dep from './deployments.js';
 import { registerStaticSiteEvents } from './events.js';
-import { setupStaticRuntime } from './local/index.js';
-import { staticRuntime } from './local/registry.js';
+import { setupStaticSitesRuntime } from './runtime/index.js';
 import { migrations, tables } from './storage.js';
 
 export { migrations, tables };
@@ -110,10 +109,10 @@ export function setup(app: AppContext): void {
   app.jobs.register(svc.DELETE_JOB, svc.deleteJob(app));
   app.services.register({ type: 'static-site', summaries: svc.siteSummaries });
   registerStaticSiteEvents(app);
-  setupStaticRuntime(app);
+  setupStaticSitesRuntime(app);
 }
 
 /** Real static sites: build directories of deployments that ended while Slipway was down are removed. */
 export async function start(app: AppContext): Promise<void> {
-  await staticRuntime(app)?.start();
+  await app.runtimes.staticSites.start();
 }

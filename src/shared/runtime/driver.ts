@@ -1,7 +1,11 @@
-// The one interface through which the control plane touches "the hosting". Long-running
-// operations are split into phases; the control plane asks the driver to advance a phase and
-// records what it reports. The default `simulated` driver decides from the simulation settings
-// (progression and fault rules) and writes realistic log lines; real drivers come later.
+// The simulated runtime (`app.simulated`). Long-running operations are split into phases; the
+// control plane asks a driver to advance a phase and records what it reports (`PhaseResult`).
+// Each service kind with a runtime has its own driver interface and one folder per driver
+// (`applications/runtime/`, `static-sites/runtime/`, `databases/runtime/`, object storage's blob
+// stores), chosen at start and reached through `app.runtimes`; their `simulated` drivers, and the
+// operations that are only ever simulated (domain checks, teardowns, simulated database work),
+// use this one, which decides from the simulation settings (progression and fault rules) and
+// writes realistic log lines.
 import type { CompiledQuery } from 'kysely';
 import type { Tx } from '../db/index.js';
 import type { LogLine } from './logs.js';

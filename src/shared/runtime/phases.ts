@@ -5,7 +5,7 @@
 // runtime driver and reschedules itself; in `reads` progression a client's read can run the step.
 // Every transition is a conditional update on the state it expects, so a step that runs twice
 // (after a crash, or from a read) changes nothing the second time.
-import type { Kysely } from 'kysely';
+import type { CompiledQuery, Kysely } from 'kysely';
 import { systemCall, type AppContext, type CallContext } from '../context.js';
 import { together, type Tx } from '../db/index.js';
 import { first, reusableBy } from '../db/reusable.js';
@@ -37,6 +37,22 @@ export interface PhasedRow {
   created_at: string;
 }
 
+/**
+ * What runs the phases of a module's rows: the module's runtime driver (simulated, local, ...),
+ * chosen at start. A step reads `phaseReads` with its own reads in one round trip and hands their
+ * rows to `advance`.
+ */
+export interface PhaseRuntime<R, O> {
+  phaseReads(tx: Tx): CompiledQuery[];
+  advance(ctx: CallContext, row: R, owner: O, req: PhaseRequest, read: unknown[][]): Promise<PhaseResult>;
+}
+
+/** Phases decided by the simulated runtime's progression and fault rules (the simulated drivers' phases). */
+export const simulatedPhases = <R, O>(app: AppContext): PhaseRuntime<R, O> => ({
+  phaseReads: (tx) => app.simulated.phaseReads(tx),
+  advance: (ctx, _row, _owner, req, read) => app.simulated.advance(ctx.tx, req, read),
+});
+
 /** How one module's table runs: where its rows are, and the module's own rules as hooks. */
 export interface PhaseMachine<R extends PhasedRow, O, K extends PhaseJobName = PhaseJobName> {
   table: PhasedTable;
@@ -52,11 +68,8 @@ export interface PhaseMachine<R extends PhasedRow, O, K extends PhaseJobName = P
   start(ctx: CallContext, d: R, owner: O): Promise<Date | undefined>;
   /** What the runtime is told of the current phase (`phase`): the target (fault rules) and facts for its lines. */
   request(tx: Tx, d: R, owner: O, phase: string): Promise<{ targetId: string; details: Record<string, unknown> }>;
-  /**
-   * Advances a phase on a runtime of the module's own (e.g. real builds) instead of the shared
-   * driver; undefined: the shared driver (`app.runtime`) does it.
-   */
-  advance?(ctx: CallContext, d: R, owner: O, req: PhaseRequest): Promise<PhaseResult> | undefined;
+  /** The driver that advances the phases (the module's slot of `app.runtimes`). */
+  runtime(app: AppContext): PhaseRuntime<R, O>;
   /** Lines added at the end of a completed phase (e.g. the environment the phase used). */
   phaseLines?(ctx: CallContext, d: R, owner: O, phase: string): Promise<LogLine[]>;
   /** Moves an active row to a final status (see `endPhases`); true when this call moved it. */
@@ -219,10 +232,11 @@ export function environmentLines(env: { problems: string[]; vars: Record<string,
  */
 export async function stepPhases<R extends PhasedRow, O>(app: AppContext, tx: Tx, m: PhaseMachine<R, O, PhaseJobName>, id: string): Promise<Date | undefined> {
   // The row, its owner and what the runtime reads to judge a phase, in one round trip.
+  const runtime = m.runtime(app);
   const [rows, owners, ...runtimeRead] = await together(tx, [
     byId(tx, [m.table], { id }),
     ownerOfRow(tx, [m.table, m.ownerColumn, m.ownerTable], { id }),
-    ...(app.runtime.phaseReads?.(tx) ?? []),
+    ...runtime.phaseReads(tx),
   ]);
   const d = rows![0] as R | undefined;
   if (!d || m.final.has(d.status)) return undefined;
@@ -245,7 +259,7 @@ export async function stepPhases<R extends PhasedRow, O>(app: AppContext, tx: Tx
     reads: d.reads,
     details,
   };
-  const result = await (m.advance?.(ctx, d, owner, req) ?? app.runtime.advance(tx, req, runtimeRead));
+  const result = await runtime.advance(ctx, d, owner, req, runtimeRead as unknown[][]);
   if (result.state === 'running') return new Date(now.getTime() + result.checkAfterMs);
   const lines: LogLine[] = result.lines.map((l) => ({ ...l, attributes: { phase } }));
   if (result.state === 'failed') {
@@ -334,7 +348,7 @@ export async function teardownStep(
   startedAt: string,
   hooks: { failed(): Promise<void>; remove(): Promise<void> },
 ): Promise<{ rescheduleAt: Date } | undefined> {
-  const r = await app.runtime.advance(tx, { operation, phase: 'teardown', phaseIndex: 0, phaseCount: 1, targetId: service.id, startedAt, reads: 0 });
+  const r = await app.simulated.advance(tx, { operation, phase: 'teardown', phaseIndex: 0, phaseCount: 1, targetId: service.id, startedAt, reads: 0 });
   if (r.state === 'running') return { rescheduleAt: new Date(Date.now() + r.checkAfterMs) };
   if (r.state === 'failed') {
     await hooks.failed();

@@ -51,7 +51,7 @@ export class TrafficMetrics {
   private series(s: TrafficSource, metric: string, w: Window, base: number, spread: number) {
     const { from, to, interval } = windowRange(w);
     const since = s.since;
-    return this.app.runtime.series(s.id, metric, from, to, interval, {
+    return this.app.simulated.series(s.id, metric, from, to, interval, {
       base,
       spread,
       running: (t) => since !== null && t.getTime() >= since - interval * 1000,
@@ -185,7 +185,7 @@ export function accessLogLines(app: AppContext, s: TrafficSource, q: { from?: st
   const minute = 60_000;
   const lastMinute = Math.floor(to / minute) * minute;
   for (let t = lastMinute, scanned = 0; t >= from - minute && t >= since - minute && scanned < MAX_MINUTES && out.length < limit; t -= minute, scanned++) {
-    const [point] = app.runtime.series(s.id, 'requests', new Date(t), new Date(t), 60, { ...REQUESTS, running: (at) => at.getTime() >= since - minute });
+    const [point] = app.simulated.series(s.id, 'requests', new Date(t), new Date(t), 60, { ...REQUESTS, running: (at) => at.getTime() >= since - minute });
     const count = Math.round(point?.value ?? 0);
     const lines = Array.from({ length: count }, (_, i) => line(s, t, i))
       .filter((l) => l.unix_timestamp * 1000 >= Math.max(from, since) && l.unix_timestamp * 1000 <= to)

@@ -121,10 +121,12 @@ export class DatabaseRuntimes {
   }
 }
 
-const all = new WeakMap<AppContext, DatabaseRuntimes>();
-
-export function runtimes(app: AppContext): DatabaseRuntimes {
-  let r = all.get(app);
-  if (!r) all.set(app, (r = new DatabaseRuntimes(app)));
-  return r;
+declare module '../../../shared/context.js' {
+  interface Runtimes {
+    /** The database engines of this server (real or simulated per type). */
+    databases: DatabaseRuntimes;
+  }
 }
+
+/** The server's database engines (set up once by the module's setup). */
+export const runtimes = (app: AppContext): DatabaseRuntimes => app.runtimes.databases;

@@ -5,7 +5,7 @@
 // go to the client. The shell is its own process group, killed whole when the session ends.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import type { ShellIO, ShellSession, ShellSpec } from '../../../shared/runtime/shell.js';
+import type { ShellIO, ShellSession, ShellSpec } from '../../../../shared/runtime/shell.js';
 
 export function openLocalShell(spec: ShellSpec, cwd: string, env: Record<string, string>, io: ShellIO): ShellSession {
   const bin = spec.shell === 'bash' && existsSync('/bin/bash') ? '/bin/bash' : '/bin/sh';

@@ -14,7 +14,7 @@ import { dirname, extname, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { brotliCompress, constants as zc, gzip } from 'node:zlib';
 import picomatch from 'picomatch';
-import { baseEnv, BuildError, cloneBranch, gitEnv, quietly, runStreamed, type BuildLog } from '../../../shared/runtime/build.js';
+import { baseEnv, BuildError, cloneBranch, gitEnv, quietly, runStreamed, type BuildLog } from '../../../../shared/runtime/build.js';
 
 export const buildDir = (root: string, deploymentId: string) => join(root, 'builds', deploymentId);
 export const siteReleasesDir = (root: string, siteId: string) => join(root, 'releases', siteId);

@@ -9,25 +9,27 @@
 // (and `<branch>--<hostname>`), and its verified, enabled custom domains. Production serves the
 // release of the latest successful production deployment; a failed or skipped one changes nothing.
 import { readdir, rm } from 'node:fs/promises';
-import type { AppContext, CallContext } from '../../../shared/context.js';
-import { registerExisting } from '../../domains/registry.js';
-import type { EdgeSite } from '../../../shared/edge/index.js';
-import { page, sendPage } from '../../../shared/edge/pages.js';
-import type { PhaseRequest, PhaseResult } from '../../../shared/runtime/driver.js';
-import { buildLogOf } from '../../../shared/runtime/logs.js';
-import { PhaseTasks, type TaskEnd } from '../../../shared/runtime/tasks.js';
-import { BuildError } from '../../../shared/runtime/build.js';
-import * as envVars from '../../env-vars/service.js';
-import { previewLabel } from '../git.js';
-import { latestRelease, siteById, type StaticSiteDeploymentsTable, type StaticSitesTable } from '../storage.js';
+import type { CompiledQuery } from 'kysely';
+import type { AppContext, CallContext } from '../../../../shared/context.js';
+import { registerExisting } from '../../../domains/registry.js';
+import type { EdgeSite } from '../../../../shared/edge/index.js';
+import { page, sendPage } from '../../../../shared/edge/pages.js';
+import type { PhaseRequest, PhaseResult } from '../../../../shared/runtime/driver.js';
+import { buildLogOf } from '../../../../shared/runtime/logs.js';
+import { PhaseTasks, type TaskEnd } from '../../../../shared/runtime/tasks.js';
+import { BuildError } from '../../../../shared/runtime/build.js';
+import * as envVars from '../../../env-vars/service.js';
+import { previewLabel } from '../../git.js';
+import { latestRelease, siteById, type StaticSiteDeploymentsTable, type StaticSitesTable } from '../../storage.js';
 import { buildDir, buildSite, checkoutSite, isPublished, publishSite, releaseDir, siteReleasesDir, type SiteBuild } from './build.js';
-import { runtimes } from './registry.js';
+import type { StaticSitesRuntime } from '../driver.js';
 import { serveRelease } from './serve.js';
 import { siteSettings, type SiteSettings } from './settings.js';
 
 const PRODUCTION = 'production';
 
-export class StaticRuntime {
+export class StaticRuntime implements StaticSitesRuntime {
+  readonly name = 'local';
   readonly settings: SiteSettings;
   private tasks: PhaseTasks;
 
@@ -39,6 +41,11 @@ export class StaticRuntime {
   // ---- Phases --------------------------------------------------------------------------------
 
   /** Advances a deployment's phase: starts its task once, then reports it until it ends. */
+  /** Real phases judge nothing from the simulation's settings. */
+  phaseReads(): CompiledQuery[] {
+    return [];
+  }
+
   advance(ctx: CallContext, d: StaticSiteDeploymentsTable, s: StaticSitesTable, req: PhaseRequest): Promise<PhaseResult> {
     return this.tasks.advance(`${d.id}:${req.phase}`, (signal) => this.prepare(ctx, d, s, req.phase, signal));
   }
@@ -189,12 +196,11 @@ export class StaticRuntime {
   }
 }
 
-/** Wires real static sites into a server when SLIPWAY_RUNTIME=local (from the module's setup). */
-export function setupStaticRuntime(app: AppContext): void {
-  if (app.config.runtime !== 'local' || !app.edge) return;
+/** Real static sites on a server with SLIPWAY_RUNTIME=local, wired in (from the module's setup, through runtime/index.ts). */
+export function setupStaticRuntime(app: AppContext): StaticRuntime {
   const rt = new StaticRuntime(app);
-  runtimes.set(app, rt);
   rt.registerEdge();
   // The releases go with the site (were the deletion's transaction to roll back, the site would need deploying again).
   app.events.on('static-site.removed', async (_tx, { site }) => void rt.forget(site.id).catch(() => {}));
+  return rt;
 }

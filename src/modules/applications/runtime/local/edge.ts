@@ -3,8 +3,8 @@
 // request goes to the serving instances of its application, round robin; a refused connection
 // (before any response) tries the next instance for idempotent methods.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { badGateway, page, sendPage } from '../../../shared/edge/pages.js';
-import { proxy, retryable } from '../../../shared/edge/proxy.js';
+import { badGateway, page, sendPage } from '../../../../shared/edge/pages.js';
+import { proxy, retryable } from '../../../../shared/edge/proxy.js';
 import type { Group, Instance } from './supervisor.js';
 
 /** Picks the next instance of the group that has a port, round robin. */

@@ -1,7 +1,7 @@
 // Operator settings of real static sites (README "Real static sites"); the edge's own settings
 // (port, base domain, cache size) are shared: src/shared/edge/settings.ts.
 import { join } from 'node:path';
-import { intSetting, type Config } from '../../../shared/config.js';
+import { intSetting, type Config } from '../../../../shared/config.js';
 
 export interface SiteSettings {
   /** Where builds and releases live (`<data dir>/static-sites`). */

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { baseEnv, BuildError, cloneBranch, runStreamed, type BuildLog } from '../../../shared/runtime/build.js';
+import { baseEnv, BuildError, cloneBranch, runStreamed, type BuildLog } from '../../../../shared/runtime/build.js';
 
 export { BuildError };
 

@@ -5,45 +5,48 @@
 // the next poll starts the phase again (every phase can run twice: the checkout starts from an
 // empty directory, a release directory is replaced whole, a rollout stops what it started).
 // Suspension, activation and deletion reach the processes through the `app.runtime.sync` job.
+// It implements `ApplicationsRuntime` (../driver.ts): the phase machine and the processes module
+// reach it only as `app.runtimes.applications`.
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AppContext, CallContext } from '../../../shared/context.js';
-import { systemCall } from '../../../shared/context.js';
-import type { MetricPoint, PhaseRequest, PhaseResult } from '../../../shared/runtime/driver.js';
-import { buildLogOf, writeLogs, type LogLine } from '../../../shared/runtime/logs.js';
-import type { ShellIO, ShellSession, ShellSpec } from '../../../shared/runtime/shell.js';
-import { enqueue, type JobKind } from '../../../shared/jobs.js';
-import { PhaseTasks } from '../../../shared/runtime/tasks.js';
-import * as envVars from '../../env-vars/service.js';
-import { endInterruptedRuns, endRealRun, maxRunTimeMs, startDeploymentRun } from '../../processes/cron.js';
-import { deploymentJobs, runnableProcesses } from '../../processes/service.js';
-import type { ProcessesTable } from '../../processes/storage.js';
-import { edgeSettings } from '../settings.js';
-import { appById, currentRelease, type ApplicationsTable, type DeploymentsTable } from '../storage.js';
+import type { CompiledQuery } from 'kysely';
+import type { AppContext, CallContext } from '../../../../shared/context.js';
+import type { ApplicationsRuntime } from '../driver.js';
+import { systemCall } from '../../../../shared/context.js';
+import type { MetricPoint, PhaseRequest, PhaseResult } from '../../../../shared/runtime/driver.js';
+import { buildLogOf, writeLogs, type LogLine } from '../../../../shared/runtime/logs.js';
+import type { ShellIO, ShellSession, ShellSpec } from '../../../../shared/runtime/shell.js';
+import { enqueue, type JobKind } from '../../../../shared/jobs.js';
+import { PhaseTasks } from '../../../../shared/runtime/tasks.js';
+import * as envVars from '../../../env-vars/service.js';
+import { endInterruptedRuns, endRealRun, maxRunTimeMs, startDeploymentRun } from '../../../processes/cron.js';
+import { deploymentJobs, runnableProcesses } from '../../../processes/service.js';
+import type { ProcessesTable } from '../../../processes/storage.js';
+import { edgeSettings } from '../../settings.js';
+import { appById, currentRelease, type ApplicationsTable, type DeploymentsTable } from '../../storage.js';
 import { appCacheDir, appReleasesDir, build, BuildError, checkout, commandOf, readRelease, releaseDir, buildDir, type ReleaseInfo } from './build.js';
-import { registerExisting } from '../../domains/registry.js';
-import type { EdgeRequest, EdgeSite } from '../../../shared/edge/index.js';
-import { badGateway } from '../../../shared/edge/pages.js';
+import { registerExisting } from '../../../domains/registry.js';
+import type { EdgeRequest, EdgeSite } from '../../../../shared/edge/index.js';
+import { badGateway } from '../../../../shared/edge/pages.js';
 import { Hibernation } from './hibernation.js';
 import { localSettings, type LocalSettings } from './settings.js';
-import { runtimes } from './registry.js';
 import { UsageSampler } from './usage.js';
 import { openLocalShell } from './shell.js';
 import { Supervisor, type Group, type InstanceSpec, type OneOff } from './supervisor.js';
 
 export const SYNC_JOB = 'app.runtime.sync';
 
-declare module '../../../shared/jobs.js' {
+declare module '../../../../shared/jobs.js' {
   interface JobMap {
     /** Makes an application's processes match its state (suspended, active, deleted). */
     'app.runtime.sync': { appId: string };
   }
 }
 
-export { localRuntime } from './registry.js';
-
-export class LocalRuntime {
+export class LocalRuntime implements ApplicationsRuntime {
+  readonly name = 'local';
+  readonly runsProcesses = true;
   readonly settings: LocalSettings;
   readonly supervisor: Supervisor;
   readonly hibernation: Hibernation;
@@ -104,6 +107,11 @@ export class LocalRuntime {
   }
 
   // ---- Phases --------------------------------------------------------------------------------
+
+  /** Real phases judge nothing from the simulation's settings. */
+  phaseReads(): CompiledQuery[] {
+    return [];
+  }
 
   /** Advances a deployment's phase: starts its task once, then reports it until it ends. */
   advance(ctx: CallContext, d: DeploymentsTable, a: ApplicationsTable, req: PhaseRequest): Promise<PhaseResult> {
@@ -279,10 +287,10 @@ export class LocalRuntime {
 
   // ---- Terminal ----------------------------------------------------------------------------------
 
-  /** A real shell in the release's directory with the process's environment; undefined when the release is not on this machine. */
-  openShell(appId: string, releaseId: string, spec: ShellSpec, io: ShellIO): ShellSession | undefined {
+  /** A real shell in the release's directory with the process's environment (the simulated one when the release is not on this machine). */
+  openShell(_ctx: CallContext, appId: string, releaseId: string, spec: ShellSpec, io: ShellIO): ShellSession {
     const dir = releaseDir(this.settings.root, appId, releaseId);
-    if (!existsSync(dir)) return undefined;
+    if (!existsSync(dir)) return this.app.simulated.openShell(spec, io);
     return openLocalShell(spec, dir, this.processEnv(spec.env), io);
   }
 
@@ -532,11 +540,9 @@ export class LocalRuntime {
   }
 }
 
-/** Wires the local runtime into a server when SLIPWAY_RUNTIME=local (from the module's setup). */
-export function setupLocalRuntime(app: AppContext): void {
-  if (app.config.runtime !== 'local') return;
+/** The local runtime of a server with SLIPWAY_RUNTIME=local, wired in (from the module's setup, through runtime/index.ts). */
+export function setupLocalRuntime(app: AppContext): LocalRuntime {
   const rt = new LocalRuntime(app);
-  runtimes.set(app, rt);
   rt.registerEdge();
   const sync: JobKind<typeof SYNC_JOB> = { transactional: false, run: async (_db, job) => void (await rt.sync(job.payload.appId)) };
   app.jobs.register(SYNC_JOB, sync);
@@ -545,4 +551,5 @@ export function setupLocalRuntime(app: AppContext): void {
   app.events.on('application.removed', (tx, { application }) => later(tx, application.id));
   // Activation (no deployment) starts the current release; a deployment's rollout already did.
   app.events.on('application.released', async (tx, { application, deploymentId }) => (deploymentId ? undefined : later(tx, application.id)));
+  return rt;
 }

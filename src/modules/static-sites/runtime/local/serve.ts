@@ -10,8 +10,8 @@ import { readFile, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { basename, extname, join, resolve, sep } from 'node:path';
 import send from 'send';
-import { acceptedEncodings } from '../../../shared/edge/cache.js';
-import { escapeHtml, page, sendPage } from '../../../shared/edge/pages.js';
+import { acceptedEncodings } from '../../../../shared/edge/cache.js';
+import { escapeHtml, page, sendPage } from '../../../../shared/edge/pages.js';
 import { encodedDir, publicDir, type Encoding } from './build.js';
 
 export interface ServeOptions {

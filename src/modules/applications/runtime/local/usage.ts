@@ -4,7 +4,7 @@
 // the previous sample (a member seen for the first time: over its whole life). Samples are kept in
 // memory per process (a day's worth); the process metrics operations read them.
 import { readdirSync, readFileSync } from 'node:fs';
-import type { MetricPoint } from '../../../shared/runtime/driver.js';
+import type { MetricPoint } from '../../../../shared/runtime/driver.js';
 
 /** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
 const TICKS = 100;

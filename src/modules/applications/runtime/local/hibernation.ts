@@ -7,11 +7,11 @@
 // says when it sleeps and wakes. A restart of Slipway starts every active application, asleep or
 // not; idle ones fall asleep again after their idle time.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AppContext } from '../../../shared/context.js';
-import type { EdgeRequest } from '../../../shared/edge/index.js';
-import { page, sendPage } from '../../../shared/edge/pages.js';
-import { writeLogs } from '../../../shared/runtime/logs.js';
-import type { ApplicationsTable } from '../storage.js';
+import type { AppContext } from '../../../../shared/context.js';
+import type { EdgeRequest } from '../../../../shared/edge/index.js';
+import { page, sendPage } from '../../../../shared/edge/pages.js';
+import { writeLogs } from '../../../../shared/runtime/logs.js';
+import type { ApplicationsTable } from '../../storage.js';
 import { serveFromGroup } from './edge.js';
 import type { LocalRuntime } from './index.js';
 

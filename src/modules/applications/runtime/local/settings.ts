@@ -1,7 +1,7 @@
 // Operator settings of the local application runtime (README "Real applications"); the edge's own
 // settings (port, base domain, trusted proxies) are shared: src/shared/edge/settings.ts.
 import { join } from 'node:path';
-import { intSetting, type Config } from '../../../shared/config.js';
+import { intSetting, type Config } from '../../../../shared/config.js';
 
 export interface LocalSettings {
   /** Where builds, releases and the instance registry live (`<data dir>/apps`). */
