@@ -1,5 +1,4 @@
-// Applications on the edge: `<name>.<base domain>` names an application (the oldest of that name
-// when several companies use it) and a verified, enabled custom domain names its application. A
+// Applications on the edge (which application a hostname names is the domains registry's): a
 // request goes to the serving instances of its application, round robin; a refused connection
 // (before any response) tries the next instance for idempotent methods.
 import type { IncomingMessage, ServerResponse } from 'node:http';
