@@ -33,14 +33,14 @@ Serve options (environment variable in brackets):
   --operator-token <t>    Enable the operator surface /_admin with this bearer token (SLIPWAY_OPERATOR_TOKEN)
   --public-url <url>      Base URL clients use, if different from the listen address (SLIPWAY_PUBLIC_URL)
   --runtime local         Build and run applications for real on this machine (SLIPWAY_RUNTIME; default simulated;
-                          SLIPWAY_EDGE_PORT, SLIPWAY_BASE_DOMAIN: README "Real applications")
+                          SLIPWAY_EDGE_PORT, SLIPWAY_BASE_DOMAIN: docs/runtimes.md "Real applications")
 
 Other environment: SLIPWAY_BOOTSTRAP_TOKEN (fixed token for the first-start admin key),
 SLIPWAY_SECRET_KEY (encryption key for secrets at rest), SLIPWAY_BRAND_PREFIX (default svl),
 SLIPWAY_RATE_<TIER> (override a rate limit: SERVICE_CREATION, SERVICE_MUTATION, DEPLOYMENT,
 GENERAL_WRITE, LOGS, READ, UNAUTHENTICATED).
 
-Real databases (README "Real databases"; unset: simulated): SLIPWAY_DB_POSTGRESQL_URL,
+Real databases (docs/runtimes.md "Real databases"; unset: simulated): SLIPWAY_DB_POSTGRESQL_URL,
 SLIPWAY_DB_MYSQL_URL (or *_URL_FILE), SLIPWAY_DB_REDIS_BIN, SLIPWAY_DB_REDIS_PORTS, and host/port
 overrides SLIPWAY_DB_<ENGINE>_HOST/_PORT/_EXTERNAL_HOST/_EXTERNAL_PORT.
 

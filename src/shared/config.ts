@@ -39,7 +39,7 @@ export interface Config {
   /** Prefix of this installation's Redis keys (SLIPWAY_REDIS_PREFIX, default `slipway:`). */
   redisPrefix: string;
   bodyLimit: number;
-  /** Limits and timeouts of the HTTP server (README: "Limits and timeouts"). */
+  /** Limits and timeouts of the HTTP server (docs/api-behaviour.md "Limits and timeouts"). */
   http: HttpLimits;
   publicUrl?: string;
   /** The web dashboard's built files (default: web/dist of this package). */
@@ -57,7 +57,7 @@ export interface Config {
   /** Real database engines (`SLIPWAY_DB_*`), parsed by `runtimeSettings` in src/modules/databases/runtime/settings.ts. */
   databases: { env: Record<string, string | undefined> };
   simulation: { progression: Record<string, Progression>; faults: Omit<FaultRule, 'id' | 'created_at'>[] };
-  /** How applications run: `simulated` (default) or `local` (built from git and run as supervised processes; README "Real applications"). */
+  /** How applications run: `simulated` (default) or `local` (built from git and run as supervised processes; docs/runtimes.md "Real applications"). */
   runtime: 'simulated' | 'local';
   /** Settings of the local runtime (`SLIPWAY_EDGE_*`, `SLIPWAY_BASE_DOMAIN`, `SLIPWAY_APPS_*`, `SLIPWAY_SITES_*`), parsed by the runtimes' settings.ts files and src/shared/edge/settings.ts. */
   apps: { env: Record<string, string | undefined> };

@@ -1,6 +1,6 @@
 // Rate limiting with windows that open at a bucket's first request. Tiers and limits follow the
 // specification (Limits -> Rate limits). Where the counters live is a configuration choice
-// (README "Rate-limit counters"): in this process's memory (one server process), in Redis
+// (docs/api-behaviour.md "Rate limits"): in this process's memory (one server process), in Redis
 // (REDIS_URL; one atomic script) or in the database (one upsert, shared by every process on one
 // PostgreSQL). Each store counts exactly: one atomic step decides. The shared stores count a
 // bucket's concurrent requests together: the requests of a bucket that arrive in the same turn of

@@ -80,7 +80,7 @@ export const operations = [
 export function setup(app: AppContext): void {
   app.services.register({ type: svc.KIND, summaries: svc.loadBalancerSummaries });
   registerEdge(app);
-  // A removed application stops being a destination (the choice for deleted services: see README).
+  // A removed application stops being a destination (the choice for deleted services: docs/api-behaviour.md "Load balancers").
   app.events.on('application.removed', async (tx, { application: a }) => svc.removeDestinationsTo(tx, a.id));
   app.events.on('static-site.removed', async (tx, { site }) => svc.removeDestinationsTo(tx, site.id));
   app.events.on('object-storage.removed', async (tx, { bucketId }) => svc.removeDestinationsTo(tx, bucketId));

@@ -1,4 +1,4 @@
-// Operator settings of the HTTP edge (README "Real applications"): where it listens, the base domain
+// Operator settings of the HTTP edge (docs/runtimes.md "Real applications"): where it listens, the base domain
 // of system hostnames, which proxies' X-Forwarded-For it believes, and the size of its cache.
 import { intSetting, type Config } from '../config.js';
 

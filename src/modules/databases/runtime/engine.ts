@@ -54,7 +54,7 @@ export interface DatabaseEngine {
   setPassword(t: Target, password: string): Promise<void>;
   /** Suspended: logins refused and open sessions closed; else logins allowed again. */
   setSuspended(t: Target, suspended: boolean): Promise<void>;
-  /** Makes the server enforce `t.access` where the engine can (see the README for what each enforces). */
+  /** Makes the server enforce `t.access` where the engine can (see docs/runtimes.md "Real databases" for what each enforces). */
   setAccess(t: Target): Promise<void>;
   /** Ends every session of the database (open transactions are rolled back); data is kept. */
   restart(t: Target): Promise<void>;

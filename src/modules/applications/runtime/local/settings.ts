@@ -1,4 +1,4 @@
-// Operator settings of the local application runtime (README "Real applications"); the edge's own
+// Operator settings of the local application runtime (docs/runtimes.md "Real applications"); the edge's own
 // settings (port, base domain, trusted proxies) are shared: src/shared/edge/settings.ts.
 import { join } from 'node:path';
 import { intSetting, type Config } from '../../../../shared/config.js';

@@ -1,4 +1,4 @@
-// Operator settings of real static sites (README "Real static sites"); the edge's own settings
+// Operator settings of real static sites (docs/runtimes.md "Real static sites"); the edge's own settings
 // (port, base domain, cache size) are shared: src/shared/edge/settings.ts.
 import { join } from 'node:path';
 import { intSetting, type Config } from '../../../../shared/config.js';
