@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
-import { body, create, MYSQL_ADMIN_URL, mysqlAvailable, redisBin, sqlConn, waitStatus, type SqlConn } from './support.js';
+import { body, create, MYSQL_ADMIN_URL, mysqlAvailable, redisBin, removeDatabases, sqlConn, waitStatus, type SqlConn } from './support.js';
 
 const available = await mysqlAvailable();
 const bin = redisBin();
@@ -47,13 +47,7 @@ for (const kind of DB_KINDS) {
         rateLimits: GENEROUS,
         env: { SLIPWAY_DB_MYSQL_URL: MYSQL_ADMIN_URL, SLIPWAY_DB_MYSQL_INTERNAL_CLIENTS: '192.0.2.10', SLIPWAY_SIM_PROGRESSION: '*=immediate' },
       },
-      {
-        beforeClose: async (s) => {
-          if (!id) return;
-          await s.delete(`/databases/${id}`);
-          await waitFor('cleanup', async () => (await s.get(`/databases/${id}`)).status === 404, 60_000).catch(() => {});
-        },
-      },
+      { beforeClose: (s) => removeDatabases(s, id ? [id] : []) },
     );
     const hosts = async () =>
       (await admin.query<mysql.RowDataPacket[]>('SELECT Host FROM mysql.user WHERE User = ? ORDER BY Host', [c.user]))[0].map((r) => String(r.Host));

@@ -10,7 +10,7 @@ import mysql from 'mysql2/promise';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { readObjectStream } from '../../src/modules/object-storage/files.js';
-import { backupFile, body, create, getDb, MYSQL_ADMIN_URL, mysqlAvailable, sqlConn, waitStatus, type SqlConn } from './support.js';
+import { backupFile, body, create, getDb, MYSQL_ADMIN_URL, mysqlAvailable, removeDatabases, sqlConn, waitStatus, type SqlConn } from './support.js';
 
 const available = await mysqlAvailable();
 
@@ -36,13 +36,7 @@ for (const kind of DB_KINDS) {
           rateLimits: GENEROUS,
           env: { SLIPWAY_DB_MYSQL_URL: MYSQL_ADMIN_URL, SLIPWAY_SIM_PROGRESSION: '*=immediate', SLIPWAY_DB_DAILY_BACKUP_MS: '4000' },
         },
-        {
-          beforeClose: async (s) => {
-            if (!dbId) return;
-            await s.delete(`/databases/${dbId}`);
-            await waitFor('cleanup', async () => (await s.get(`/databases/${dbId}`)).status === 404, 60_000).catch(() => {});
-          },
-        },
+        { beforeClose: (s) => removeDatabases(s, dbId ? [dbId] : []) },
       );
 
       const externals = async () => expectStatus(await s.get(`/databases/${dbId}/external-backups`), 200) as External[];

@@ -22,6 +22,7 @@ import {
   sqlConn,
   waitStatus,
   type SqlConn,
+  removeDatabases,
 } from './support.js';
 
 const available = await mysqlAvailable();
@@ -62,9 +63,8 @@ for (const kind of DB_KINDS) {
       {
         // The server is shared: what the suite created goes through the API's deletion.
         beforeClose: async (s) => {
-          const left = ((await s.get('/databases?limit=100')).body as { data: { id: string }[] }).data;
-          for (const d of left) await s.delete(`/databases/${d.id}`);
-          for (const d of left) await waitFor('cleanup', async () => (await s.get(`/databases/${d.id}`)).status === 404, 60_000).catch(() => {});
+          const left = ((await s.get('/databases?limit=100')).body as { data: { id: string }[] }).data.map((d) => d.id);
+          await removeDatabases(s, left);
         },
       },
     );

@@ -116,6 +116,16 @@ export interface Created {
   status: string;
 }
 
+/**
+ * Deletes databases through the API (an id, or `[token, id]` for another company's) and waits until
+ * they are gone; what a suite made on a shared server goes this way. Failures are ignored (a teardown).
+ */
+export async function removeDatabases(s: TestServer, ids: (string | [token: string, id: string])[]): Promise<void> {
+  const owned = ids.map((x) => (typeof x === 'string' ? { id: x } : { token: x[0], id: x[1] }));
+  for (const { token, id } of owned) await s.delete(`/databases/${id}`, { token });
+  for (const { token, id } of owned) await waitFor('cleanup', async () => (await s.get(`/databases/${id}`, { token })).status === 404, 60_000).catch(() => {});
+}
+
 export async function getDb(s: TestServer, id: string): Promise<Created & Record<string, unknown>> {
   return expectStatus(await s.get(`/databases/${id}`), 200);
 }

@@ -11,7 +11,18 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { DB_KINDS, GENEROUS, skipUnless, useServer, type TestServer } from '../helpers/server.js';
 import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
-import { body, MYSQL_ADMIN_URL, mysqlAvailable, sqlConn, startPasswordPostgres, waitStatus, type Created, type PgInstance, type SqlConn } from './support.js';
+import {
+  body,
+  MYSQL_ADMIN_URL,
+  mysqlAvailable,
+  sqlConn,
+  startPasswordPostgres,
+  waitStatus,
+  type Created,
+  type PgInstance,
+  type SqlConn,
+  removeDatabases,
+} from './support.js';
 
 const instance = await startPasswordPostgres();
 const skipPg = typeof instance === 'string' ? instance : false;
@@ -50,12 +61,6 @@ async function twoTenants(s: TestServer, type: string, version: string): Promise
   };
 }
 
-/** Deletes the databases through the API and waits until they are gone. */
-async function remove(s: TestServer, ids: [string, string][]): Promise<void> {
-  for (const [token, id] of ids) await s.delete(`/databases/${id}`, { token });
-  for (const [token, id] of ids) await waitFor('cleanup', async () => (await s.get(`/databases/${id}`, { token })).status === 404, 60_000).catch(() => {});
-}
-
 for (const kind of DB_KINDS) {
   describe(`real PostgreSQL: a tenant's user opens only its own database (${kind})`, { skip: skipPg || (await skipUnless(kind)), timeout: 300_000 }, () => {
     const pgi = instance as PgInstance;
@@ -91,7 +96,7 @@ for (const kind of DB_KINDS) {
         u.pathname = `/${db}`;
         assert.equal(await login(u.toString()), 'ok', `the superuser connects to ${db}`);
       }
-      await remove(s, ids);
+      await removeDatabases(s, ids);
     });
   });
 
@@ -102,7 +107,7 @@ for (const kind of DB_KINDS) {
     // The server is shared: what the suite created goes through the API's deletion.
     const s = useServer(
       { db: kind, rateLimits: GENEROUS, env: { SLIPWAY_DB_MYSQL_URL: MYSQL_ADMIN_URL, SLIPWAY_SIM_PROGRESSION: '*=immediate' } },
-      { beforeClose: (s) => remove(s, ids) },
+      { beforeClose: (s) => removeDatabases(s, ids) },
     );
 
     /** `<error code>` of a login (with `sql` run after it), or its rows. */
