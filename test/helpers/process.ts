@@ -21,7 +21,7 @@ export interface ChildServer {
 
 /**
  * `keepOutput: false` stops collecting the output once the server has started (a benchmark's
- * request log). `bin`: another build's `bin/slipway.mjs` (the benchmark's BENCH_BIN).
+ * request log). `bin`: another build's `bin/slipway.mjs`.
  */
 export function startChild(args: string[], env: Record<string, string>, timeoutMs = 30_000, keepOutput = true, bin = BIN): Promise<ChildServer> {
   const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--log-level', 'warn', ...args], {
