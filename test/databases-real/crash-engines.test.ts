@@ -9,10 +9,10 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
 import { sleep, uniqueName, waitFor } from '../helpers/util.js';
-import { body, crashable, MYSQL_ADMIN_URL, mysqlAvailable, redisBin } from './support.js';
+import { body, crashable, MYSQL_ADMIN_URL, mysqlAvailable, redisBin, withRedis } from './support.js';
 
 const available = await mysqlAvailable();
 const bin = redisBin();
@@ -159,23 +159,8 @@ describe(
       }
       return out;
     };
-    const redis = async <T>(d: { internal_hostname: string; internal_port: string }, fn: (r: Redis) => Promise<T>) => {
-      const r = new Redis({
-        host: d.internal_hostname,
-        port: Number(d.internal_port),
-        password: 'Crash_pass1',
-        lazyConnect: true,
-        maxRetriesPerRequest: 0,
-        retryStrategy: () => null,
-      });
-      r.on('error', () => {});
-      try {
-        await r.connect();
-        return await fn(r);
-      } finally {
-        r.disconnect();
-      }
-    };
+    const redis = <T>(d: { internal_hostname: string; internal_port: string }, fn: (r: Redis) => Promise<T>) =>
+      withRedis({ host: d.internal_hostname, port: Number(d.internal_port), password: 'Crash_pass1' }, fn);
 
     after(async () => {
       await h.deleteAll().catch(() => {});

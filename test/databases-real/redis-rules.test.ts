@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { waitFor } from '../helpers/util.js';
-import { body, crashable, redisBin } from './support.js';
+import { body, crashable, redisBin, withRedis } from './support.js';
 
 const bin = redisBin();
 
@@ -36,24 +36,7 @@ describe(
       rmSync(h.dir, { recursive: true, force: true });
     });
 
-    const tenant = async <T>(port: number, fn: (r: Redis) => Promise<T>) => {
-      const r = new Redis({
-        host: '127.0.0.1',
-        port,
-        username: 'tenant',
-        password: 'Rules_pass1',
-        lazyConnect: true,
-        maxRetriesPerRequest: 0,
-        retryStrategy: () => null,
-      });
-      r.on('error', () => {});
-      try {
-        await r.connect();
-        return await fn(r);
-      } finally {
-        r.disconnect();
-      }
-    };
+    const tenant = <T>(port: number, fn: (r: Redis) => Promise<T>) => withRedis({ host: '127.0.0.1', port, username: 'tenant', password: 'Rules_pass1' }, fn);
     /** What `CONFIG SET port <its own port>` answers the database's user: 'OK' (old rules) or 'refused'; 'down' without an answer. */
     const configSet = (port: number) =>
       tenant(port, (r) => r.config('SET', 'port', port).catch((e: Error) => (/^NOPERM/.test(e.message) ? 'refused' : e.message))).catch(() => 'down');

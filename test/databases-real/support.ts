@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
 import { call, startChild, type ChildServer } from '../helpers/process.js';
 import type { TestServer } from '../helpers/server.js';
@@ -277,4 +278,16 @@ export function crashable(env: Record<string, string>) {
     },
   };
   return h;
+}
+
+/** Runs `fn` on one connection to a Redis server (no retries; connection errors surface from `connect`), then disconnects. */
+export async function withRedis<T>(c: { host: string; port: number; username?: string; password: string }, fn: (r: Redis) => Promise<T>): Promise<T> {
+  const r = new Redis({ ...c, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  r.on('error', () => {});
+  try {
+    await r.connect();
+    return await fn(r);
+  } finally {
+    r.disconnect();
+  }
 }
