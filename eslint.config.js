@@ -23,24 +23,6 @@ export default defineConfig([
       '@typescript-eslint/no-explicit-any': 'off',
     },
   },
-  // A module reaches another module's runtime only through `app.runtimes` (or the module's
-  // runtime/index.ts), never by importing a driver's folder.
-  {
-    files: ['src/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              regex: '^(\\.\\./)+[a-z-]+/runtime/(local|simulated|container|swarm)/',
-              message: "Another module's runtime driver: go through app.runtimes (its driver interface) instead.",
-            },
-          ],
-        },
-      ],
-    },
-  },
   // The dashboard runs in the browser.
   { files: ['web/src/**/*.{ts,tsx}'], languageOptions: { globals: { ...globals.browser } } },
 ]);

@@ -22,6 +22,14 @@ import { Edge } from './edge/index.js';
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
 export interface Runtimes {}
 
+/**
+ * What a module needs from a module built on top of it, declared by the module that asks (next
+ * to its use, by declaration merging) and provided by the module that answers in its setup(): the
+ * dependency between the two modules then runs one way only.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface Ports {}
+
 export interface AppContext {
   config: Config;
   database: Database;
@@ -35,6 +43,8 @@ export interface AppContext {
   simulated: SimulatedDriver;
   /** The driver of each service kind that has a runtime, chosen once at start (each module's setup fills its slot). */
   runtimes: Runtimes;
+  /** Answers modules get from the modules built on them (filled by the answering modules' setup). */
+  ports: Ports;
   limiter: RateLimiter;
   /** API keys presented by requests, kept until they or their company change. */
   keys: KeyCache;
@@ -60,6 +70,7 @@ export function createAppContext(config: Config, database: Database, log: Fastif
     simulated: new SimulatedDriver(simulation),
     // Filled by the modules' setup(), before anything runs.
     runtimes: {} as Runtimes,
+    ports: {} as Ports,
     limiter: new RateLimiter(counterStore(config, database.db), config.rateLimits),
     keys: new KeyCache(database, config.databaseUrl),
     events: new EventBus(),

@@ -5,7 +5,7 @@ import type { CompaniesTable } from '../../shared/db/schema.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { ROLE_BY_NAME } from '../../shared/auth/rbac.js';
-import { createKey } from '../api-keys/service.js';
+import { createKey } from '../api-keys/index.js';
 
 export type CompanyStatus = CompaniesTable['status'];
 

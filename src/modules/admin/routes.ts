@@ -5,8 +5,8 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../shared/context.js';
 import { ApiError, badRequest, unauthorized } from '../../shared/errors.js';
 import { hashesEqual, hashToken } from '../../shared/auth/tokens.js';
-import * as accounts from '../accounts/service.js';
-import * as devices from '../device-codes/service.js';
+import * as accounts from '../accounts/index.js';
+import * as devices from '../device-codes/index.js';
 import { resetTables } from '../index.js';
 import { validateProgression } from '../../shared/runtime/simulation.js';
 

@@ -27,8 +27,6 @@ import {
   type FinalStatus,
   type PhaseMachine,
 } from '../../shared/runtime/phases.js';
-import { countProcesses } from '../processes/service.js';
-import * as envVars from '../env-vars/service.js';
 import {
   ACTIVE_STATUSES,
   findApp,
@@ -305,7 +303,7 @@ const machine: PhaseMachine<DeploymentsTable, ApplicationsTable, typeof ADVANCE>
   final: FINAL,
   ownerTable: 'applications',
   start,
-  async request(tx, d, a, phase) {
+  async request(ctx, d, a, phase) {
     return {
       targetId: d.app_id,
       details: {
@@ -318,14 +316,14 @@ const machine: PhaseMachine<DeploymentsTable, ApplicationsTable, typeof ADVANCE>
         reused_deployment_id: d.build_of,
         image: `registry.slipway.local/${a.namespace}:${d.commit_sha ? d.commit_sha.slice(0, 12) : idDigits(d.id, 12)}`,
         // What the rollout says it rolls out (see driver.ts); the other phases do not count them.
-        ...(phase === 'rollout' ? { process_count: await countProcesses(tx, a.id) } : {}),
+        ...(phase === 'rollout' ? { process_count: await ctx.app.ports.processes.count(ctx.tx, a.id) } : {}),
       },
     };
   },
   async phaseLines(ctx, d, a, phase) {
     if (phase !== 'build' && phase !== 'rollout') return [];
-    const system = envVars.systemVariables(ctx.app.config.brandPrefix, a, d);
-    const env = await envVars.resolveEnvironment(ctx, a, system, phase === 'build' ? 'build' : 'runtime');
+    const system = ctx.app.ports.environment.system(ctx.app.config.brandPrefix, a, d);
+    const env = await ctx.app.ports.environment.application(ctx, a, system, phase === 'build' ? 'build' : 'runtime');
     return environmentLines(env, phase === 'build' ? 'Build' : 'Runtime', phase);
   },
   runtime: (app) => app.runtimes.applications,

@@ -3,7 +3,7 @@
 // (the cluster's location); APP_DEPLOY adds `deployment` (as GET .../deployments/{id}).
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { CLUSTER_BY_ID } from '../resources/catalog.js';
+import { CLUSTER_BY_ID } from '../resources/index.js';
 import { appAndDeployment, appById, type ApplicationsTable } from './storage.js';
 import { appDetailView } from './service.js';
 import { deploymentView } from './deployments.js';

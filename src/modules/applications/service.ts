@@ -8,13 +8,13 @@ import { gitProviderOf, privateGitProvider, type GitType } from '../../shared/gi
 import { newId } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import { insertNamed } from '../../shared/naming.js';
-import { systemHostname } from '../domains/registry.js';
+import { systemHostname } from '../domains/index.js';
 import { paginate, type Page, type PageResult } from '../../shared/pagination.js';
 import { sharedView } from '../../shared/shared-results.js';
 import { deleteLogs, writeLogs } from '../../shared/runtime/logs.js';
 import { teardownStep } from '../../shared/runtime/phases.js';
-import { CLUSTER_BY_ID } from '../resources/catalog.js';
-import { forgetService, placeService } from '../projects/service.js';
+import { CLUSTER_BY_ID } from '../resources/index.js';
+import { forgetService, placeService } from '../projects/index.js';
 import { cancelActiveDeployments, createDeployment, lockApp, noteRead } from './deployments.js';
 import { appById, appWithActive, findApp, type ApplicationsTable } from './storage.js';
 

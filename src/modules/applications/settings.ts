@@ -11,8 +11,7 @@ import { newId } from '../../shared/ids.js';
 import { ipList } from '../../shared/net.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import { seeded } from '../../shared/runtime/driver.js';
-import { processOf } from '../processes/service.js';
-import { CLUSTER_BY_ID } from '../resources/catalog.js';
+import { CLUSTER_BY_ID } from '../resources/index.js';
 import { trafficOf } from './observability.js';
 import { accessLog } from '../../shared/edge/traffic.js';
 import { assertMutable } from './service.js';
@@ -180,8 +179,8 @@ export async function accessLogs(ctx: CallContext, id: string, q: { from?: strin
 // --- TCP proxies and private ports -------------------------------------------------------------
 
 /** A process of the application that runs continuously (web or worker); 400 otherwise. */
-async function portProcess(tx: Tx, appId: string, processId: string) {
-  const p = await processOf(tx, appId, processId);
+async function portProcess(ctx: CallContext, appId: string, processId: string) {
+  const p = await ctx.app.ports.processes.find(ctx.tx, appId, processId);
   if (!p) throw badRequest(`Unknown process_id ${processId} for this application`);
   if (p.type !== 'web' && p.type !== 'worker') throw badRequest(`Ports can be exposed only on web and worker processes, not on a ${p.type} process`);
   return p;
@@ -223,7 +222,7 @@ async function assertPortUnused(
 export async function createTcpProxy(ctx: CallContext, id: string, body: { process_id: string; port: number }) {
   const { tx, companyId } = ctx;
   const a = await mutableApp(ctx, id);
-  await portProcess(tx, a.id, body.process_id);
+  await portProcess(ctx, a.id, body.process_id);
   // External ports are allocated per cluster: one allocation at a time (and so one check of duplicates).
   await lockFor(tx, `tcp-proxies:${a.cluster_id}`);
   await assertPortUnused(tx, 'application_tcp_proxies', a.id, body, 'already has a TCP proxy');
@@ -273,7 +272,7 @@ export async function listPrivatePorts(ctx: CallContext, id: string, page: Page)
 export async function createPrivatePort(ctx: CallContext, id: string, body: { process_id: string; port: number }) {
   const { tx, companyId } = ctx;
   const a = await mutableApp(ctx, id);
-  await portProcess(tx, a.id, body.process_id);
+  await portProcess(ctx, a.id, body.process_id);
   await lockFor(tx, `private-ports:${a.id}`);
   await assertPortUnused(tx, 'application_private_ports', a.id, body, 'is already exposed privately');
   const now = new Date().toISOString();

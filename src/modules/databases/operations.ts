@@ -18,7 +18,7 @@ import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest } from '../../shared/errors.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
-import { forgetService } from '../projects/service.js';
+import { forgetService } from '../projects/index.js';
 import type { DatabaseOperation, DatabasesTable, DatabaseStatus } from './storage.js';
 
 export const OPERATION_JOB = 'database.operation';

@@ -1,7 +1,7 @@
 // Representations of a database row, shared by the service (responses) and the event sources
 // (webhook payloads). Imports neither of them.
 import { idDigits } from '../../shared/ids.js';
-import { CLUSTER_BY_ID, DATABASE_RESOURCE_TYPE_BY_ID } from '../resources/catalog.js';
+import { CLUSTER_BY_ID, DATABASE_RESOURCE_TYPE_BY_ID } from '../resources/index.js';
 import { runtimeState, type RuntimeState } from './runtime/state.js';
 import type { DatabasesTable } from './storage.js';
 

@@ -6,7 +6,7 @@ import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { refuseIfTaken } from '../../shared/naming.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
-import { createKeyWithRole, findCompany } from '../accounts/service.js';
+import { createKeyWithRole, findCompany } from '../accounts/index.js';
 
 export const CODE_TTL_MS = 5 * 60_000;
 export const MAX_ACTIVE_PER_IP = 5;

@@ -23,7 +23,7 @@ import { badRequest } from '../../shared/errors.js';
 import { edgeSettings } from '../../shared/edge/settings.js';
 import { newId } from '../../shared/ids.js';
 import type { ServiceSummary } from '../../shared/services.js';
-import { CLUSTER_BY_ID } from '../resources/catalog.js';
+import { CLUSTER_BY_ID } from '../resources/index.js';
 import type { DomainsTable, OwnerType } from './storage.js';
 
 /** A service type whose domains the API manages. */

@@ -98,4 +98,5 @@ export const operations = [
 
 export function setup(app: AppContext): void {
   svc.registerLifecycle(app);
+  app.ports.environment = { system: svc.systemVariables, application: svc.resolveEnvironment, site: svc.resolveSiteEnvironment };
 }

@@ -15,10 +15,11 @@ import { sql, type Kysely } from 'kysely';
 import { badRequest, notFound, type ApiError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { paginate, type Page } from '../../shared/pagination.js';
-import { findApp, type ApplicationsTable } from '../applications/storage.js';
+import { findApp, type ApplicationsTable } from '../applications/index.js';
 import { KEY_PATTERN, resolveReferences } from './references.js';
-import { checkBranch } from '../static-sites/git.js';
-import { findSite, type StaticSitesTable } from '../static-sites/storage.js';
+import { checkBranch } from '../static-sites/index.js';
+import { findSite, type StaticSitesTable } from '../static-sites/index.js';
+import type { DeploymentFacts } from '../../shared/runtime/environment.js';
 import type { EnvVarsTable, GlobalEnvVarsTable, StaticSiteEnvVarsTable } from './storage.js';
 
 export { KEY_PATTERN, MAX_RESOLVED_LENGTH, parseValue, resolveReferences, type Resolution } from './references.js';
@@ -326,15 +327,6 @@ export async function copyEnvVars(tx: Tx, fromAppId: string, toAppId: string, co
 /** Removes every app-level variable of an application (application deletion). */
 export async function deleteAppEnvVars(tx: Tx, appId: string): Promise<void> {
   await tx.deleteFrom('env_vars').where('app_id', '=', appId).execute();
-}
-
-export interface DeploymentFacts {
-  id: string;
-  initiated_by: string | null;
-  trigger: string;
-  commit_sha: string | null;
-  branch: string | null;
-  docker_image_url: string | null;
 }
 
 /**

@@ -8,7 +8,7 @@ import { pageOf } from '../../shared/pagination.js';
 import * as c from './schemas.js';
 import * as svc from './service.js';
 import { registerEdge } from './edge.js';
-import { registerExisting } from '../domains/registry.js';
+import { registerExisting } from '../domains/index.js';
 
 export { migrations, tables } from './storage.js';
 

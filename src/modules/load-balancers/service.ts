@@ -25,8 +25,8 @@ import { insertNamed } from '../../shared/naming.js';
 import { outboundUrlProblem } from '../../shared/net.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
-import { registerService, removeServiceDomains } from '../domains/registry.js';
-import { forgetService, placeService } from '../projects/service.js';
+import { registerService, removeServiceDomains } from '../domains/index.js';
+import { forgetService, placeService } from '../projects/index.js';
 import {
   findLoadBalancer,
   lockLoadBalancer,

@@ -3,7 +3,7 @@
 // balancers' domains live in the same registry).
 import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { claimantOf, claimedHostnameOf, claimedHostnamesOf, claimHostname as claim, releaseHostname as release } from '../domains/service.js';
+import { claimantOf, claimedHostnameOf, claimedHostnamesOf, claimHostname as claim, releaseHostname as release } from '../domains/index.js';
 
 /** Claims `hostname` for bucket `bucketId`; 400 when another service holds it. */
 export async function claimHostname(ctx: CallContext, bucketId: string, hostname: string): Promise<void> {

@@ -9,7 +9,7 @@ import { idDigits, newId } from '../../shared/ids.js';
 import { insertNamed, refuseIfTaken } from '../../shared/naming.js';
 import { paginate, type Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
-import { forgetService, placeService } from '../projects/service.js';
+import { forgetService, placeService } from '../projects/index.js';
 import { claimHostname, hostnameOf, hostnamesOf, releaseHostname } from './domains.js';
 import { decodeBound, deleteObjectRows, encodeBound, listEntries, sweepLater } from './objects.js';
 import { runtime } from './runtime.js';

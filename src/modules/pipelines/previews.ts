@@ -7,9 +7,9 @@
 import { systemCall, type AppContext, type CallContext } from '../../shared/context.js';
 import { badRequest } from '../../shared/errors.js';
 import { cancelJobs, enqueue, type JobKind } from '../../shared/jobs.js';
-import { lastDeployedAt } from '../applications/deployments.js';
-import { cloneApp, deleteApp } from '../applications/service.js';
-import { findApp } from '../applications/storage.js';
+import { lastDeployedAt } from '../applications/index.js';
+import { cloneApp, deleteApp } from '../applications/index.js';
+import { findApp } from '../applications/index.js';
 import { DEFAULT_STALE_DAYS, findPipeline, lockPipeline, newStage, renumber, roomForStage, stagesOf, type PipelineStagesTable } from './storage.js';
 
 export const EXPIRE_JOB = 'pipeline.preview-expire';

@@ -3,7 +3,7 @@
 // answered with the application representation.
 import { Type, type TSchema } from '@sinclair/typebox';
 import { DateTime, IdParams, MAX_INT4, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
-import { Application } from '../applications/schemas.js';
+import { Application } from '../applications/index.js';
 
 export const PIPELINE_TYPES = ['trunk', 'branch'] as const;
 export const STAGE_TYPES = ['preview', 'standard', 'prod'] as const;

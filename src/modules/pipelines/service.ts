@@ -10,10 +10,10 @@ import { badRequest, forbidden, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs } from '../../shared/jobs.js';
 import { paginate, type Page } from '../../shared/pagination.js';
-import { deployReleaseOnto } from '../applications/deployments.js';
-import { setAppProject } from '../applications/service.js';
-import { findApp } from '../applications/storage.js';
-import { forgetService, placeService } from '../projects/service.js';
+import { deployReleaseOnto } from '../applications/index.js';
+import { setAppProject } from '../applications/index.js';
+import { findApp } from '../applications/index.js';
+import { forgetService, placeService } from '../projects/index.js';
 import { EXPIRE_JOB, removePreviewApps } from './previews.js';
 import {
   findPipeline,

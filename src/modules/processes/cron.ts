@@ -24,7 +24,7 @@ import { idDigits, newId } from '../../shared/ids.js';
 import { cancelJobs, enqueue, type Job, type JobKind, type Outcome } from '../../shared/jobs.js';
 import { writeLogs, type LogLine } from '../../shared/runtime/logs.js';
 import type { Progression } from '../../shared/runtime/simulation.js';
-import { appById, type ApplicationsTable } from '../applications/storage.js';
+import { appById, type ApplicationsTable } from '../applications/index.js';
 import { nextFire } from './schedule.js';
 import type { ProcessesTable, ProcessRunsTable, TerminationReason } from './storage.js';
 
@@ -194,7 +194,7 @@ function handOver(app: AppContext, p: ProcessesTable, s: Started | undefined, de
   for (const id of s.replaced) rt.killRun(id);
   if (s.outcome === 'started' && s.runId) {
     const runId = s.runId;
-    rt.startRun({ runId, process: p, deploymentId }, (exit) => endRealRun(app, runId, exit));
+    rt.startRun({ runId, process: p, limitMs: maxRunTimeMs(p), deploymentId }, (exit) => endRealRun(app, runId, exit));
   }
 }
 
@@ -232,10 +232,11 @@ export async function endInterruptedRuns(app: AppContext, before: string): Promi
 }
 
 /** A job process run by a deployment itself (the local runtime's `beforeDeployment` jobs): records its start; the caller runs it. */
-export async function startDeploymentRun(app: AppContext, p: ProcessesTable, deploymentId: string): Promise<Started> {
-  return app.database.db
-    .transaction()
-    .execute((tx) => startRun(tx, app, p, { trigger: 'deployment', fireKey: `deployment:${deploymentId}:${p.id}`, scheduledFor: null, durationMs: null }));
+export async function startDeploymentRun(app: AppContext, processId: string, deploymentId: string): Promise<Started> {
+  return app.database.db.transaction().execute(async (tx) => {
+    const p = await tx.selectFrom('processes').selectAll().where('id', '=', processId).executeTakeFirstOrThrow();
+    return startRun(tx, app, p, { trigger: 'deployment', fireKey: `deployment:${deploymentId}:${p.id}`, scheduledFor: null, durationMs: null });
+  });
 }
 
 /** Ends a running run: max run time reached (137), a `cron` fault rule (1), or success (0). */

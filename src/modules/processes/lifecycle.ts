@@ -9,7 +9,7 @@ import { all, reusable } from '../../shared/db/reusable.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs, enqueue } from '../../shared/jobs.js';
 import { writeLogs, type LogLine } from '../../shared/runtime/logs.js';
-import type { ApplicationsTable } from '../applications/storage.js';
+import type { ApplicationsTable } from '../applications/index.js';
 import { armCron, JOB_TRIGGER, terminateRun } from './cron.js';
 import { DEFAULT_RESOURCE_TYPE, DEFAULT_WEB_PORT, deploymentJobs, instanceCount } from './service.js';
 import type { JobStartPolicy } from './storage.js';

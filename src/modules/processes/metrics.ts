@@ -3,7 +3,7 @@
 // instances are measured from the real processes), and the exit codes of cron and job runs.
 import type { CallContext } from '../../shared/context.js';
 import { ApiError, badRequest } from '../../shared/errors.js';
-import { findApp } from '../applications/storage.js';
+import { findApp } from '../applications/index.js';
 import { DEFAULT_RESOURCE_TYPE, instanceCount, resourceType } from './service.js';
 import { findProcess } from './storage.js';
 

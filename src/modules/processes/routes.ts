@@ -6,7 +6,7 @@ import { pageOf } from '../../shared/pagination.js';
 import * as c from './schemas.js';
 import * as svc from './service.js';
 import { exitCodes, processMetric, type ProcessMetric } from './metrics.js';
-import { registerCronJobs } from './cron.js';
+import { endInterruptedRuns, endRealRun, registerCronJobs, startDeploymentRun } from './cron.js';
 import { registerLifecycle } from './lifecycle.js';
 import { checkTerminal, openTerminal } from './terminal.js';
 
@@ -84,4 +84,13 @@ export const operations = [
 export function setup(app: AppContext): void {
   registerCronJobs(app);
   registerLifecycle(app);
+  app.ports.processes = {
+    count: svc.countProcesses,
+    find: svc.processOf,
+    serving: svc.runnableProcesses,
+    beforeDeployment: (tx, appId) => svc.deploymentJobs(tx, appId, 'beforeDeployment'),
+    startDeploymentRun: (processId, deploymentId) => startDeploymentRun(app, processId, deploymentId),
+    endRun: (runId, exit) => endRealRun(app, runId, exit),
+    endInterruptedRuns: (before) => endInterruptedRuns(app, before),
+  };
 }

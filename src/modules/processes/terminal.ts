@@ -9,8 +9,8 @@
 import { idDigits } from '../../shared/ids.js';
 import type { RawData, WebSocket } from 'ws';
 import type { CallContext } from '../../shared/context.js';
-import { currentRelease, findApp } from '../applications/storage.js';
-import { resolveEnvironment, systemVariables } from '../env-vars/service.js';
+import { currentRelease, findApp } from '../applications/index.js';
+import { resolveEnvironment, systemVariables } from '../env-vars/index.js';
 import type { TERMINAL_SHELLS } from './schemas.js';
 import { findProcess } from './storage.js';
 

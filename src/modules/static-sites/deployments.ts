@@ -32,7 +32,6 @@ import {
   type FinalStatus,
   type PhaseMachine,
 } from '../../shared/runtime/phases.js';
-import * as envVars from '../env-vars/service.js';
 import { checkBranch, previewLabel } from './git.js';
 import { findSite, PRODUCTION, type RunningDeployment, type SiteStatus, type StaticSiteDeploymentsTable, type StaticSitesTable } from './storage.js';
 import { deploymentListView, deploymentView } from './views.js';
@@ -257,7 +256,7 @@ const machine: PhaseMachine<StaticSiteDeploymentsTable, StaticSitesTable, typeof
   ownerTable: 'static_sites',
   start: tryStart,
   runtime: (app) => app.runtimes.staticSites,
-  async request(_tx, d, s) {
+  async request(_ctx, d, s) {
     return {
       targetId: s.id,
       details: {
@@ -277,8 +276,8 @@ const machine: PhaseMachine<StaticSiteDeploymentsTable, StaticSitesTable, typeof
   },
   async phaseLines(ctx, d, s, phase) {
     if (phase !== 'build') return [];
-    const system = envVars.systemVariables(ctx.app.config.brandPrefix, s, { ...d, trigger: d.trigger, docker_image_url: null });
-    const env = await envVars.resolveSiteEnvironment(ctx, s, { is_preview: d.is_preview === 1, branch: d.branch }, system);
+    const system = ctx.app.ports.environment.system(ctx.app.config.brandPrefix, s, { ...d, trigger: d.trigger, docker_image_url: null });
+    const env = await ctx.app.ports.environment.site(ctx, s, { is_preview: d.is_preview === 1, branch: d.branch }, system);
     return environmentLines(env, 'Build', phase);
   },
   finish,

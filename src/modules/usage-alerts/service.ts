@@ -9,7 +9,7 @@ import type { Tx } from '../../shared/db/index.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { paginate, type Page } from '../../shared/pagination.js';
-import { requireProject } from '../projects/service.js';
+import { requireProject } from '../projects/index.js';
 import type { UsageAlertTriggersTable, UsageAlertsTable } from './storage.js';
 
 const MAX_TRIGGERS = 10;

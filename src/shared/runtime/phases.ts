@@ -67,7 +67,7 @@ export interface PhaseMachine<R extends PhasedRow, O, K extends PhaseJobName = P
   /** A waiting row: starts it (see `beginPhases`) when its turn has come, else when to look again. */
   start(ctx: CallContext, d: R, owner: O): Promise<Date | undefined>;
   /** What the runtime is told of the current phase (`phase`): the target (fault rules) and facts for its lines. */
-  request(tx: Tx, d: R, owner: O, phase: string): Promise<{ targetId: string; details: Record<string, unknown> }>;
+  request(ctx: CallContext, d: R, owner: O, phase: string): Promise<{ targetId: string; details: Record<string, unknown> }>;
   /** The driver that advances the phases (the module's slot of `app.runtimes`). */
   runtime(app: AppContext): PhaseRuntime<R, O>;
   /** Lines added at the end of a completed phase (e.g. the environment the phase used). */
@@ -248,7 +248,7 @@ export async function stepPhases<R extends PhasedRow, O>(app: AppContext, tx: Tx
   const steps = JSON.parse(d.steps) as string[];
   const phase = d.phase ?? steps[0]!;
   const index = Math.max(0, steps.indexOf(phase));
-  const { targetId, details } = await m.request(tx, d, owner, phase);
+  const { targetId, details } = await m.request(ctx, d, owner, phase);
   const req: PhaseRequest = {
     operation: m.operation,
     phase,

@@ -7,7 +7,7 @@ import type { CallContext } from '../../../shared/context.js';
 import type { MetricPoint } from '../../../shared/runtime/driver.js';
 import type { PhaseRuntime } from '../../../shared/runtime/phases.js';
 import type { ShellIO, ShellSession, ShellSpec } from '../../../shared/runtime/shell.js';
-import type { ProcessesTable } from '../../processes/storage.js';
+import type { RunProcess } from '../ports.js';
 import type { ApplicationsTable, DeploymentsTable } from '../storage.js';
 
 /** How a real run ended: exit code, whether its time limit killed it, and why it could not start. */
@@ -25,8 +25,8 @@ export interface ApplicationsRuntime extends PhaseRuntime<DeploymentsTable, Appl
    * length and outcome are simulated.
    */
   readonly runsProcesses: boolean;
-  /** Starts a started run's process after its start committed; `onExit` ends the run. */
-  startRun(r: { runId: string; process: ProcessesTable; deploymentId?: string }, onExit: (exit: RunExit) => Promise<void>): void;
+  /** Starts a started run's process after its start committed (killed after `limitMs` unless 0); `onExit` ends the run. */
+  startRun(r: { runId: string; process: RunProcess; limitMs: number; deploymentId?: string }, onExit: (exit: RunExit) => Promise<void>): void;
   /** Kills the process of a run (replaced, or its application stopped). */
   killRun(runId: string): void;
   /** Measured usage of a process's instances and runs; null where the driver measures none (the simulated series apply). */

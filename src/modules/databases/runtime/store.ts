@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import type { AppContext } from '../../../shared/context.js';
-import { deleteObjectKey, putObjectStream, readObjectStream } from '../../object-storage/files.js';
+import { deleteObjectKey, putObjectStream, readObjectStream } from '../../object-storage/index.js';
 
 export interface BackupStore {
   /** A fresh local path to write a dump to before `put`. */

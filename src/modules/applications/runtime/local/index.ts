@@ -19,14 +19,11 @@ import { buildLogOf, writeLogs, type LogLine } from '../../../../shared/runtime/
 import type { ShellIO, ShellSession, ShellSpec } from '../../../../shared/runtime/shell.js';
 import { enqueue, type JobKind } from '../../../../shared/jobs.js';
 import { PhaseTasks } from '../../../../shared/runtime/tasks.js';
-import * as envVars from '../../../env-vars/service.js';
-import { endInterruptedRuns, endRealRun, maxRunTimeMs, startDeploymentRun } from '../../../processes/cron.js';
-import { deploymentJobs, runnableProcesses } from '../../../processes/service.js';
-import type { ProcessesTable } from '../../../processes/storage.js';
+import type { RunProcess } from '../../ports.js';
 import { edgeSettings } from '../../settings.js';
 import { appById, currentRelease, type ApplicationsTable, type DeploymentsTable } from '../../storage.js';
 import { appCacheDir, appReleasesDir, build, BuildError, checkout, commandOf, readRelease, releaseDir, buildDir, type ReleaseInfo } from './build.js';
-import { registerExisting } from '../../../domains/registry.js';
+import { registerExisting } from '../../../domains/index.js';
 import type { EdgeRequest, EdgeSite } from '../../../../shared/edge/index.js';
 import { badGateway } from '../../../../shared/edge/pages.js';
 import { Hibernation } from './hibernation.js';
@@ -162,12 +159,12 @@ export class LocalRuntime implements ApplicationsRuntime {
     const fail = (message: string) => async () => {
       throw new BuildError(message);
     };
-    const system = envVars.systemVariables(this.app.config.brandPrefix, a, d);
+    const system = this.app.ports.environment.system(this.app.config.brandPrefix, a, d);
     if (phase === 'checkout' || phase === 'build') {
       if (a.source === 'dockerImage') return fail('Deploying a Docker image needs the container driver, which the local runtime does not have');
       if (a.build_type === 'dockerfile') return fail('Building a Dockerfile needs the container driver, which the local runtime does not have');
       if (!d.repo_url) return fail('The application has no repository to build');
-      const env = phase === 'build' ? (await envVars.resolveEnvironment(ctx, a, system, 'build')).vars : {};
+      const env = phase === 'build' ? (await this.app.ports.environment.application(ctx, a, system, 'build')).vars : {};
       const spec = {
         appId: a.id,
         deploymentId: d.id,
@@ -195,8 +192,8 @@ export class LocalRuntime implements ApplicationsRuntime {
     const releaseId = d.build_of ?? d.id;
     const info = await readRelease(root, a.id, releaseId);
     if (!info) return fail(`The release of deployment ${releaseId} is not on this machine (built by another runtime); deploy again`);
-    const env = { ...(await envVars.resolveEnvironment(ctx, a, system, 'runtime')).vars };
-    const procs = await runnableProcesses(ctx.tx, a.id);
+    const env = { ...(await this.app.ports.environment.application(ctx, a, system, 'runtime')).vars };
+    const procs = await this.app.ports.processes.serving(ctx.tx, a.id);
     const specs: InstanceSpec[] = [];
     const paths = new Map<string, string | null>();
     for (const p of procs) {
@@ -208,7 +205,7 @@ export class LocalRuntime implements ApplicationsRuntime {
       paths.set(p.id, p.readinessPath);
       for (let i = 0; i < p.instances; i++) specs.push({ processId: p.id, key: p.key, type: p.type, command, index: i });
     }
-    const jobs = await deploymentJobs(ctx.tx, a.id, 'beforeDeployment');
+    const jobs = await this.app.ports.processes.beforeDeployment(ctx.tx, a.id);
     this.companyOf.set(a.id, a.company_id);
     return () =>
       this.exclusive(a.id, async () => {
@@ -243,7 +240,7 @@ export class LocalRuntime implements ApplicationsRuntime {
    * previous release keeps serving). The run is recorded like the process's other runs.
    */
   private async runBeforeDeployment(
-    p: ProcessesTable,
+    p: RunProcess,
     d: DeploymentsTable,
     info: ReleaseInfo,
     cwd: string,
@@ -257,7 +254,7 @@ export class LocalRuntime implements ApplicationsRuntime {
       await log([{ message: `Job process ${p.key} has no command (no entrypoint, no Procfile entry); not run`, severity: 'warning', processId: p.id }]);
       return;
     }
-    const started = await startDeploymentRun(this.app, p, d.id);
+    const started = await this.app.ports.processes.startDeploymentRun(p.id, d.id);
     if (started.outcome === 'skipped')
       throw new BuildError(`Job process ${p.key} could not run before the rollout: its previous run is still running; the previous release keeps serving`);
     await log([{ message: `Running job process ${p.key} before the rollout: ${command}`, processId: p.id }]);
@@ -277,7 +274,7 @@ export class LocalRuntime implements ApplicationsRuntime {
     const exit = await one.done;
     signal.removeEventListener('abort', stop);
     await chain;
-    if (started.runId) await endRealRun(this.app, started.runId, exit);
+    if (started.runId) await this.app.ports.processes.endRun(started.runId, exit);
     if (exit.code !== 0)
       throw new BuildError(
         `Job process ${p.key} exited with code ${exit.code} before the rollout; the deployment stops and the previous release keeps serving`,
@@ -325,7 +322,7 @@ export class LocalRuntime implements ApplicationsRuntime {
    * deployment: to that deployment's log).
    */
   startRun(
-    r: { runId: string; process: ProcessesTable; deploymentId?: string },
+    r: { runId: string; process: RunProcess; limitMs: number; deploymentId?: string },
     onExit: (exit: { code: number; timedOut: boolean; note?: string }) => Promise<void>,
   ): void {
     const p = r.process;
@@ -341,7 +338,7 @@ export class LocalRuntime implements ApplicationsRuntime {
       };
       const one = this.supervisor.runOnce({
         ...setup,
-        limitMs: maxRunTimeMs(p),
+        limitMs: r.limitMs,
         line: (message, stream) =>
           this.queueLine(base, { message, severity: stream === 'stderr' ? 'error' : 'info', processId: p.id, attributes: { run_id: r.runId } }),
       });
@@ -363,7 +360,7 @@ export class LocalRuntime implements ApplicationsRuntime {
   }
 
   /** Where and how a run of the process runs, or why it cannot. */
-  private async runSetup(p: ProcessesTable): Promise<{ command: string; cwd: string; env: Record<string, string> } | string> {
+  private async runSetup(p: RunProcess): Promise<{ command: string; cwd: string; env: Record<string, string> } | string> {
     return this.app.database.db.transaction().execute(async (tx) => {
       const a = await appById(tx, p.app_id);
       const current = await currentRelease(tx, p.app_id);
@@ -375,7 +372,8 @@ export class LocalRuntime implements ApplicationsRuntime {
       const command = commandOf(p, info);
       if (!command) return `process ${p.key} has no command (no entrypoint, no Procfile entry)`;
       const ctx = systemCall(this.app, tx, a.company_id);
-      const env = (await envVars.resolveEnvironment(ctx, a, envVars.systemVariables(this.app.config.brandPrefix, a, current), 'runtime')).vars;
+      const env = (await this.app.ports.environment.application(ctx, a, this.app.ports.environment.system(this.app.config.brandPrefix, a, current), 'runtime'))
+        .vars;
       return { command, cwd: releaseDir(this.settings.root, a.id, releaseId), env: this.processEnv(env) };
     });
   }
@@ -432,8 +430,10 @@ export class LocalRuntime implements ApplicationsRuntime {
       this.companyOf.set(appId, a.company_id);
       const { env, specs, paths } = await db.transaction().execute(async (tx) => {
         const ctx = systemCall(this.app, tx, a.company_id);
-        const vars = (await envVars.resolveEnvironment(ctx, a, envVars.systemVariables(this.app.config.brandPrefix, a, current), 'runtime')).vars;
-        const procs = await runnableProcesses(tx, appId);
+        const vars = (
+          await this.app.ports.environment.application(ctx, a, this.app.ports.environment.system(this.app.config.brandPrefix, a, current), 'runtime')
+        ).vars;
+        const procs = await this.app.ports.processes.serving(tx, appId);
         const specs: InstanceSpec[] = [];
         const paths = new Map<string, string | null>();
         for (const p of procs) {
@@ -507,7 +507,7 @@ export class LocalRuntime implements ApplicationsRuntime {
     const killed = await this.supervisor.killOrphans();
     if (killed) this.app.log.warn({ killed }, 'killed application processes left by a previous run');
     this.usageTimer = setInterval(() => this.sampleUsage(), this.settings.metricsIntervalMs).unref();
-    const ended = await endInterruptedRuns(this.app, this.createdAt);
+    const ended = await this.app.ports.processes.endInterruptedRuns(this.createdAt);
     if (ended) this.app.log.warn({ ended }, 'cron and job runs interrupted by the previous run ended');
     this.boot();
     const all = await this.app.database.db

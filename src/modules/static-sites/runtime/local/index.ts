@@ -11,14 +11,13 @@
 import { readdir, rm } from 'node:fs/promises';
 import type { CompiledQuery } from 'kysely';
 import type { AppContext, CallContext } from '../../../../shared/context.js';
-import { registerExisting } from '../../../domains/registry.js';
+import { registerExisting } from '../../../domains/index.js';
 import type { EdgeSite } from '../../../../shared/edge/index.js';
 import { page, sendPage } from '../../../../shared/edge/pages.js';
 import type { PhaseRequest, PhaseResult } from '../../../../shared/runtime/driver.js';
 import { buildLogOf } from '../../../../shared/runtime/logs.js';
 import { PhaseTasks, type TaskEnd } from '../../../../shared/runtime/tasks.js';
 import { BuildError } from '../../../../shared/runtime/build.js';
-import * as envVars from '../../../env-vars/service.js';
 import { previewLabel } from '../../git.js';
 import { latestRelease, siteById, type StaticSiteDeploymentsTable, type StaticSitesTable } from '../../storage.js';
 import { buildDir, buildSite, checkoutSite, isPublished, publishSite, releaseDir, siteReleasesDir, type SiteBuild } from './build.js';
@@ -74,8 +73,8 @@ export class StaticRuntime implements StaticSitesRuntime {
       return async () => {
         throw new BuildError('The deployment has no repository');
       };
-    const system = envVars.systemVariables(ctx.app.config.brandPrefix, s, { ...d, docker_image_url: null });
-    const env = phase === 'build' ? (await envVars.resolveSiteEnvironment(ctx, s, { is_preview: d.is_preview === 1, branch: d.branch }, system)).vars : {};
+    const system = ctx.app.ports.environment.system(ctx.app.config.brandPrefix, s, { ...d, docker_image_url: null });
+    const env = phase === 'build' ? (await ctx.app.ports.environment.site(ctx, s, { is_preview: d.is_preview === 1, branch: d.branch }, system)).vars : {};
     const previous = phase === 'checkout' ? await latestRelease(ctx.tx, s.id, d.lane) : undefined;
     const spec: SiteBuild = {
       siteId: s.id,

@@ -1,12 +1,16 @@
-// Lint: modules depend on each other in one direction. Reads every relative import (types too)
-// between folders of src/modules and fails when the module graph has a cycle, naming the imports
-// that close it. KNOWN lists the back-edges still to be removed (a module reaching a module that
-// depends on it); an entry that no longer exists fails too, so the list only shrinks.
+// Lint: the boundaries between modules. Reads every relative import (types too) between folders of
+// src/modules and fails when
+// - a module imports another module's file other than its public entry (`<module>/index.ts`), or
+// - src/shared imports a module (shared machinery knows no module; modules register with it), or
+// - the module graph has a cycle (naming the imports that close it): a module that needs something
+//   from a module built on it declares a port (AppContext.ports) that the other provides.
+// KNOWN lists back-edges still to be removed; an entry that no longer exists fails too, so the
+// list only shrinks.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const KNOWN = new Set(['applications -> processes', 'applications -> env-vars', 'static-sites -> env-vars']);
+const KNOWN = new Set([]);
 
 const root = resolve(fileURLToPath(new URL('../src/modules', import.meta.url)));
 const files = [];
@@ -21,18 +25,32 @@ const files = [];
 const moduleOf = (p) => relative(root, p).split(sep)[0];
 /** module -> module -> the first import that makes the edge */
 const edges = new Map();
+const problems = [];
 for (const f of files) {
   for (const m of readFileSync(f, 'utf8').matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'/gm)) {
     const target = resolve(dirname(f), m[1]);
     if (!target.startsWith(root + sep)) continue;
     const [a, b] = [moduleOf(f), moduleOf(target)];
-    if (a === b || a.endsWith('.ts') || b.endsWith('.ts')) continue;
+    if (a === b || /\.[jt]s$/.test(a) || /\.[jt]s$/.test(b)) continue;
+    if (relative(join(root, b), target) !== 'index.js')
+      problems.push(`${relative(root, f)} imports ${m[1]}: import another module only through its public entry ${b}/index.ts`);
     if (!edges.has(a)) edges.set(a, new Map());
     if (!edges.get(a).has(b)) edges.get(a).set(b, `${relative(root, f)} imports ${m[1]}`);
   }
 }
 
-const problems = [];
+const shared = resolve(root, '../shared');
+(function walk(d) {
+  for (const n of readdirSync(d)) {
+    const p = join(d, n);
+    if (statSync(p).isDirectory()) walk(p);
+    else if (p.endsWith('.ts'))
+      for (const m of readFileSync(p, 'utf8').matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'/gm))
+        if (resolve(dirname(p), m[1]).startsWith(root + sep))
+          problems.push(`src/shared/${relative(shared, p)} imports ${m[1]}: shared machinery imports no module`);
+  }
+})(shared);
+
 for (const k of KNOWN) {
   const [a, b] = k.split(' -> ');
   if (edges.get(a)?.has(b)) edges.get(a).delete(b);
@@ -74,4 +92,4 @@ if (problems.length) {
   console.error(problems.join('\n'));
   process.exit(1);
 }
-console.log(`module dependencies: no cycles (${files.length} files, ${KNOWN.size} known back-edges left)`);
+console.log(`module boundaries: entry files only, no cycles (${files.length} files, ${KNOWN.size} known back-edges left)`);

@@ -1,0 +1,3 @@
+// The static sites module's public entry: what other modules (env-vars) may use.
+export { checkBranch } from './git.js';
+export { findSite, type StaticSitesTable } from './storage.js';
