@@ -4,8 +4,16 @@
 import type { CallContext } from '../../shared/context.js';
 import { notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import { paginate, type Page } from '../../shared/pagination.js';
-import type { DockerRegistriesTable } from './storage.js';
+import type { Page } from '../../shared/pagination.js';
+import {
+  deleteRegistryRow,
+  findRegistry,
+  findRegistrySummary,
+  insertRegistry,
+  listRegistriesPage,
+  updateRegistryColumns,
+  type DockerRegistriesTable,
+} from './storage.js';
 
 type RegistryKind = 'gcr' | 'ecr' | 'dockerHub' | 'github' | 'gitlab' | 'digitalOcean' | 'custom';
 
@@ -20,26 +28,19 @@ const view = (r: DockerRegistriesTable) => ({
 });
 
 export async function listRegistries({ tx, companyId, scope }: CallContext, page: Page) {
-  let q = tx.selectFrom('docker_registries').select(['id', 'name', 'registry', 'username', 'created_at', 'updated_at']).where('company_id', '=', companyId);
-  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
-  const r = await paginate(q, page);
+  const r = await listRegistriesPage(tx, companyId, scope, page);
   return { ...r, data: r.data.map((d) => ({ ...d, registry: d.registry as RegistryKind })) };
 }
 
 async function find({ tx, companyId }: CallContext, id: string): Promise<DockerRegistriesTable> {
-  const r = await tx.selectFrom('docker_registries').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  const r = await findRegistry(tx, companyId, id);
   if (!r) throw notFound('Docker registry');
   return r;
 }
 
 /** The registry's view of a credential (reference checks of `docker_registry_credential_id`). */
 export async function registrySummary({ tx, companyId }: CallContext, id: string) {
-  return tx
-    .selectFrom('docker_registries')
-    .select(['id', 'name', 'name as display_name'])
-    .where('id', '=', id)
-    .where('company_id', '=', companyId)
-    .executeTakeFirst();
+  return findRegistrySummary(tx, companyId, id);
 }
 
 export async function getRegistry(ctx: CallContext, id: string) {
@@ -65,7 +66,7 @@ export async function createRegistry({ tx, app, companyId }: CallContext, input:
     created_at: now,
     updated_at: now,
   };
-  await tx.insertInto('docker_registries').values(row).execute();
+  await insertRegistry(tx, row);
   return view(row);
 }
 
@@ -80,12 +81,12 @@ export async function updateRegistry(ctx: CallContext, id: string, input: Partia
   // An empty body changes nothing (and keeps updated_at).
   if (!Object.keys(set).length) return view(r);
   set.updated_at = new Date().toISOString();
-  await tx.updateTable('docker_registries').set(set).where('id', '=', id).execute();
+  await updateRegistryColumns(tx, id, set);
   return view({ ...r, ...set });
 }
 
 export async function deleteRegistry(ctx: CallContext, id: string) {
   await find(ctx, id);
-  await ctx.tx.deleteFrom('docker_registries').where('id', '=', id).execute();
+  await deleteRegistryRow(ctx.tx, id);
   return { message: 'Docker registry deleted' };
 }
