@@ -8,9 +8,21 @@ import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import type { Page } from '../../shared/pagination.js';
 import { requireProject } from '../projects/index.js';
-import type { UsageAlertTriggersTable, UsageAlertsTable } from './storage.js';
+import {
+  deleteAlertWithTriggers,
+  deleteTriggersOf,
+  findAlert,
+  insertAlertIfScopeFree,
+  insertTriggerRows,
+  listAlertsPage,
+  listTriggers,
+  markTriggersFired,
+  updateAlertColumns,
+  type UsageAlertTriggersTable,
+  type UsageAlertsTable,
+} from './storage.js';
 
 const MAX_TRIGGERS = 10;
 
@@ -30,13 +42,8 @@ function view(a: UsageAlertsTable, triggers: UsageAlertTriggersTable[]) {
   };
 }
 
-async function triggersOf(tx: Tx, alertIds: string[]) {
-  if (!alertIds.length) return [];
-  return tx.selectFrom('usage_alert_triggers').selectAll().where('alert_id', 'in', alertIds).execute();
-}
-
 async function find({ tx, companyId }: CallContext, id: string): Promise<UsageAlertsTable> {
-  const a = await tx.selectFrom('usage_alerts').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  const a = await findAlert(tx, companyId, id);
   if (!a) throw notFound('Usage alert config');
   return a;
 }
@@ -69,17 +76,14 @@ async function insertTriggers(tx: Tx, alertId: string, triggers: { percentage: n
     fired_period: null,
     last_fired_at: null,
   }));
-  if (rows.length) await tx.insertInto('usage_alert_triggers').values(rows).execute();
+  await insertTriggerRows(tx, rows);
   return rows;
 }
 
 /** The company's configs, optionally only the one of project `projectId`. */
 export async function listAlerts({ tx, companyId, scope }: CallContext, page: Page, projectId: string | undefined) {
-  let q = tx.selectFrom('usage_alerts').selectAll().where('company_id', '=', companyId);
-  if (projectId) q = q.where('project_id', '=', projectId);
-  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
-  const r = await paginate(q, page);
-  const triggers = await triggersOf(
+  const r = await listAlertsPage(tx, companyId, projectId, scope, page);
+  const triggers = await listTriggers(
     tx,
     r.data.map((a) => a.id),
   );
@@ -88,7 +92,7 @@ export async function listAlerts({ tx, companyId, scope }: CallContext, page: Pa
 
 export async function getAlert(ctx: CallContext, id: string) {
   const a = await find(ctx, id);
-  return view(a, await triggersOf(ctx.tx, [id]));
+  return view(a, await listTriggers(ctx.tx, [id]));
 }
 
 interface CreateAlertInput {
@@ -116,13 +120,7 @@ export async function createAlert(ctx: CallContext, input: CreateAlertInput) {
     updated_at: now,
   };
   // The unique (company_id, scope_key) index settles concurrent creations: nothing inserted = taken.
-  const inserted = await tx
-    .insertInto('usage_alerts')
-    .values(row)
-    .onConflict((oc) => oc.columns(['company_id', 'scope_key']).doNothing())
-    .returning('id')
-    .executeTakeFirst();
-  if (!inserted) {
+  if (!(await insertAlertIfScopeFree(tx, row))) {
     throw badRequest(
       projectId
         ? `Project ${projectId} already has a usage alert config; update it instead`
@@ -150,21 +148,20 @@ export async function updateAlert(ctx: CallContext, id: string, input: UpdateAle
   }
   if (input.triggers !== undefined) {
     checkTriggers(input.triggers);
-    await tx.deleteFrom('usage_alert_triggers').where('alert_id', '=', id).execute();
+    await deleteTriggersOf(tx, id);
     await insertTriggers(tx, id, input.triggers);
   }
   if (Object.keys(set).length || input.triggers !== undefined) {
     set.updated_at = new Date().toISOString();
-    await tx.updateTable('usage_alerts').set(set).where('id', '=', id).execute();
+    await updateAlertColumns(tx, id, set);
   }
-  return view({ ...a, ...set }, await triggersOf(tx, [id]));
+  return view({ ...a, ...set }, await listTriggers(tx, [id]));
 }
 
 export async function deleteAlert(ctx: CallContext, id: string): Promise<void> {
   const { tx } = ctx;
   await find(ctx, id);
-  await tx.deleteFrom('usage_alert_triggers').where('alert_id', '=', id).execute();
-  await tx.deleteFrom('usage_alerts').where('id', '=', id).execute();
+  await deleteAlertWithTriggers(tx, id);
 }
 
 /** The billing period of an instant: its calendar month in UTC, `YYYY-MM`. */
@@ -180,13 +177,13 @@ export async function recordUsage(ctx: CallContext, id: string, spentUsd: number
   const { tx } = ctx;
   const a = await find(ctx, id);
   const period = billingPeriod(now);
-  const reached = (await triggersOf(tx, [id]))
+  const reached = (await listTriggers(tx, [id]))
     .filter((t) => (spentUsd * 100) / Number(a.limit_usd) >= t.percentage)
     .sort((x, y) => y.percentage - x.percentage);
   const top = reached[0];
   if (!top || top.fired_period === period) return null;
   const at = now.toISOString();
   const ids = reached.filter((t) => t.fired_period !== period).map((t) => t.id);
-  await tx.updateTable('usage_alert_triggers').set({ fired_period: period, last_fired_at: at }).where('id', 'in', ids).execute();
+  await markTriggersFired(tx, ids, period, at);
   return { id: top.id, percentage: top.percentage, last_fired_at: at };
 }

@@ -3,7 +3,11 @@
 // "one company-wide config plus one per project" a unique index on both databases (NULLs would
 // not collide). `emails` is a JSON array. Each trigger remembers the billing period (`YYYY-MM`,
 // UTC) in which it last fired, so it fires at most once per period and is armed again next period.
+// Also the migration and the queries the service runs on both tables.
 import type { Kysely, Migration } from 'kysely';
+import type { Tx } from '../../shared/db/index.js';
+import type { Scope } from '../../shared/context.js';
+import { paginate, type Page } from '../../shared/pagination.js';
 
 export interface UsageAlertsTable {
   id: string;
@@ -66,3 +70,59 @@ export const migrations: Record<string, Migration> = {
 
 /** Tables of this area, children first (for reset). */
 export const tables = ['usage_alert_triggers', 'usage_alerts'] as const;
+
+/** A page of a company's configs, only project `projectId`'s when given, limited to `scope` when given. */
+export async function listAlertsPage(tx: Tx, companyId: string, projectId: string | undefined, scope: Scope, page: Page) {
+  let q = tx.selectFrom('usage_alerts').selectAll().where('company_id', '=', companyId);
+  if (projectId) q = q.where('project_id', '=', projectId);
+  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
+  return paginate(q, page);
+}
+
+export async function findAlert(tx: Tx, companyId: string, id: string): Promise<UsageAlertsTable | undefined> {
+  return tx.selectFrom('usage_alerts').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+}
+
+/**
+ * Inserts a config unless its company and scope have one (the unique (company_id, scope_key) index
+ * settles concurrent creations). Returns false when nothing was inserted.
+ */
+export async function insertAlertIfScopeFree(tx: Tx, row: UsageAlertsTable): Promise<boolean> {
+  const inserted = await tx
+    .insertInto('usage_alerts')
+    .values(row)
+    .onConflict((oc) => oc.columns(['company_id', 'scope_key']).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return inserted !== undefined;
+}
+
+export async function updateAlertColumns(tx: Tx, id: string, set: Partial<UsageAlertsTable>) {
+  await tx.updateTable('usage_alerts').set(set).where('id', '=', id).execute();
+}
+
+/** Deletes a config and its triggers (the triggers first). */
+export async function deleteAlertWithTriggers(tx: Tx, id: string) {
+  await tx.deleteFrom('usage_alert_triggers').where('alert_id', '=', id).execute();
+  await tx.deleteFrom('usage_alerts').where('id', '=', id).execute();
+}
+
+/** The triggers of the given configs (no query for none). */
+export async function listTriggers(tx: Tx, alertIds: string[]): Promise<UsageAlertTriggersTable[]> {
+  if (!alertIds.length) return [];
+  return tx.selectFrom('usage_alert_triggers').selectAll().where('alert_id', 'in', alertIds).execute();
+}
+
+/** Inserts trigger rows (no query for none). */
+export async function insertTriggerRows(tx: Tx, rows: UsageAlertTriggersTable[]) {
+  if (rows.length) await tx.insertInto('usage_alert_triggers').values(rows).execute();
+}
+
+export async function deleteTriggersOf(tx: Tx, alertId: string) {
+  await tx.deleteFrom('usage_alert_triggers').where('alert_id', '=', alertId).execute();
+}
+
+/** Records that the triggers `ids` fired in `period`, at `at`. */
+export async function markTriggersFired(tx: Tx, ids: string[], period: string, at: string) {
+  await tx.updateTable('usage_alert_triggers').set({ fired_period: period, last_fired_at: at }).where('id', 'in', ids).execute();
+}
