@@ -10,7 +10,24 @@ import { cancelJobs, enqueue, type JobKind } from '../../shared/jobs.js';
 import { lastDeployedAt } from '../applications/index.js';
 import { cloneApp, deleteApp } from '../applications/index.js';
 import { findApp } from '../applications/index.js';
-import { DEFAULT_STALE_DAYS, findPipeline, lockPipeline, newStage, renumber, roomForStage, stagesOf, type PipelineStagesTable } from './storage.js';
+import { DEFAULT_STALE_DAYS, findPipeline, newStage, roomForStage } from './rules.js';
+import {
+  deleteStageWithApps,
+  findPipelineApp,
+  findPreviewApp,
+  findPreviewStage,
+  findStageById,
+  insertPipelineApp,
+  insertStage,
+  listStageAppIds,
+  listStages,
+  lockPipeline,
+  renumber,
+  shiftAllStages,
+  updatePipelineColumns,
+  updateStageColumns,
+  type PipelineStagesTable,
+} from './storage.js';
 
 export const EXPIRE_JOB = 'pipeline.preview-expire';
 
@@ -19,10 +36,6 @@ declare module '../../shared/jobs.js' {
     /** Removes a preview app once it has not been deployed for its stage's stale_app_days. */
     'pipeline.preview-expire': { appId: string };
   }
-}
-
-async function previewStage(ctx: CallContext, id: string): Promise<PipelineStagesTable | undefined> {
-  return ctx.tx.selectFrom('pipeline_stages').selectAll().where('pipeline_id', '=', id).where('type', '=', 'preview').executeTakeFirst();
 }
 
 export interface PreviewSettings {
@@ -38,30 +51,22 @@ export async function enablePreview(ctx: CallContext, id: string, body: PreviewS
   await findPipeline(ctx, id);
   await lockPipeline(tx, id);
   const p = await findPipeline(ctx, id);
-  if (await previewStage(ctx, id))
+  if (await findPreviewStage(tx, id))
     throw badRequest('Preview apps are already enabled on this pipeline; change their settings with PUT /pipelines/{id}/preview');
   if (!body.repo_url && !p.repo_url) throw badRequest('repo_url is required: the pipeline has no Git repository yet');
-  const stages = await stagesOf(ctx, id);
+  const stages = await listStages(tx, id);
   roomForStage(stages);
   const now = new Date().toISOString();
   await renumber(tx, stages, now);
-  await tx
-    .updateTable('pipeline_stages')
-    .set((eb) => ({ position: eb('position', '+', 1), updated_at: now }))
-    .where('pipeline_id', '=', id)
-    .execute();
+  await shiftAllStages(tx, id, now);
   const stage: PipelineStagesTable = {
     ...newStage(p, { display_name: 'Preview', type: 'preview', position: 0, branch: null }, now),
     auto_create_app: body.auto_create_app ? 1 : 0,
     delete_stale_apps: body.delete_stale_apps ? 1 : 0,
     stale_app_days: body.stale_app_days ?? DEFAULT_STALE_DAYS,
   };
-  await tx.insertInto('pipeline_stages').values(stage).execute();
-  await tx
-    .updateTable('pipelines')
-    .set({ repo_url: body.repo_url ?? p.repo_url, updated_at: now })
-    .where('id', '=', id)
-    .execute();
+  await insertStage(tx, stage);
+  await updatePipelineColumns(tx, id, { repo_url: body.repo_url ?? p.repo_url, updated_at: now });
   return { message: 'Preview apps enabled' };
 }
 
@@ -70,16 +75,11 @@ export async function disablePreview(ctx: CallContext, id: string) {
   const { tx } = ctx;
   await findPipeline(ctx, id);
   await lockPipeline(tx, id);
-  const stage = await previewStage(ctx, id);
+  const stage = await findPreviewStage(tx, id);
   if (!stage) throw badRequest('Preview apps are not enabled on this pipeline');
-  const previews = await tx.selectFrom('pipeline_apps').select('app_id').where('stage_id', '=', stage.id).execute();
-  await removePreviewApps(
-    ctx,
-    previews.map((r) => r.app_id),
-  );
-  await tx.deleteFrom('pipeline_apps').where('stage_id', '=', stage.id).execute();
-  await tx.deleteFrom('pipeline_stages').where('id', '=', stage.id).execute();
-  await renumber(tx, await stagesOf(ctx, id), new Date().toISOString());
+  await removePreviewApps(ctx, await listStageAppIds(tx, stage.id));
+  await deleteStageWithApps(tx, stage.id);
+  await renumber(tx, await listStages(tx, id), new Date().toISOString());
   return { message: 'Preview apps disabled; existing preview apps are being deleted' };
 }
 
@@ -88,7 +88,7 @@ export async function updatePreview(ctx: CallContext, id: string, body: PreviewS
   const { tx } = ctx;
   await findPipeline(ctx, id);
   await lockPipeline(tx, id);
-  const stage = await previewStage(ctx, id);
+  const stage = await findPreviewStage(tx, id);
   if (!stage) throw badRequest('Preview apps are not enabled on this pipeline; enable them first (POST /pipelines/{id}/preview/enable)');
   const now = new Date().toISOString();
   const b = (v: boolean | undefined, cur: number) => (v === undefined ? cur : v ? 1 : 0);
@@ -97,17 +97,12 @@ export async function updatePreview(ctx: CallContext, id: string, body: PreviewS
     delete_stale_apps: b(body.delete_stale_apps, stage.delete_stale_apps),
     stale_app_days: body.stale_app_days ?? stage.stale_app_days,
   };
-  await tx
-    .updateTable('pipeline_stages')
-    .set({ ...next, updated_at: now })
-    .where('id', '=', stage.id)
-    .execute();
-  if (body.repo_url) await tx.updateTable('pipelines').set({ repo_url: body.repo_url, updated_at: now }).where('id', '=', id).execute();
+  await updateStageColumns(tx, stage.id, { ...next, updated_at: now });
+  if (body.repo_url) await updatePipelineColumns(tx, id, { repo_url: body.repo_url, updated_at: now });
   if (next.delete_stale_apps !== stage.delete_stale_apps || next.stale_app_days !== stage.stale_app_days) {
-    const previews = await tx.selectFrom('pipeline_apps').select('app_id').where('stage_id', '=', stage.id).execute();
-    for (const r of previews) {
-      await cancelJobs(tx, r.app_id, EXPIRE_JOB);
-      if (next.delete_stale_apps) await enqueue(tx, { kind: EXPIRE_JOB, payload: { appId: r.app_id }, subjectId: r.app_id });
+    for (const appId of await listStageAppIds(tx, stage.id)) {
+      await cancelJobs(tx, appId, EXPIRE_JOB);
+      if (next.delete_stale_apps) await enqueue(tx, { kind: EXPIRE_JOB, payload: { appId }, subjectId: appId });
     }
   }
   return { message: 'Preview settings updated' };
@@ -135,30 +130,27 @@ export async function createPreviewApp(
 ) {
   const { tx } = ctx;
   const src = await findApp(ctx, sourceId);
-  const placed = await tx.selectFrom('pipeline_apps').selectAll().where('app_id', '=', sourceId).executeTakeFirst();
+  const placed = await findPipelineApp(tx, sourceId);
   if (!placed) throw badRequest(`Application ${sourceId} is not in a pipeline; add it to a pipeline stage and enable preview apps first`);
   if (placed.is_preview) throw badRequest(`Application ${sourceId} is itself a preview app`);
   await lockPipeline(tx, placed.pipeline_id);
-  const stage = await previewStage(ctx, placed.pipeline_id);
+  const stage = await findPreviewStage(tx, placed.pipeline_id);
   if (!stage) throw badRequest(`Preview apps are not enabled on pipeline ${placed.pipeline_id}`);
   const p = await findPipeline(ctx, placed.pipeline_id);
   const pr = body.pull_request_number ?? null;
   const displayName = body.display_name ?? `${src.display_name} ${pr ? `PR #${pr}` : `(${body.branch})`}`.slice(0, 255);
   const created = await cloneApp(ctx, sourceId, { display_name: displayName }, { type: 'previewApp', branch: body.branch, repoUrl: p.repo_url });
-  await tx
-    .insertInto('pipeline_apps')
-    .values({
-      app_id: created.id,
-      stage_id: stage.id,
-      pipeline_id: p.id,
-      company_id: p.company_id,
-      is_preview: 1,
-      source_app_id: sourceId,
-      branch: body.branch,
-      pull_request_number: pr,
-      created_at: new Date().toISOString(),
-    })
-    .execute();
+  await insertPipelineApp(tx, {
+    app_id: created.id,
+    stage_id: stage.id,
+    pipeline_id: p.id,
+    company_id: p.company_id,
+    is_preview: 1,
+    source_app_id: sourceId,
+    branch: body.branch,
+    pull_request_number: pr,
+    created_at: new Date().toISOString(),
+  });
   if (stage.delete_stale_apps) await enqueue(tx, { kind: EXPIRE_JOB, payload: { appId: created.id }, subjectId: created.id });
   return created;
 }
@@ -166,9 +158,9 @@ export async function createPreviewApp(
 /** Deletes a stale preview app, or looks again when it would become stale. */
 export const expireJob = (app: AppContext): JobKind<typeof EXPIRE_JOB> => ({
   async run(tx, job) {
-    const row = await tx.selectFrom('pipeline_apps').selectAll().where('app_id', '=', job.payload.appId).where('is_preview', '=', 1).executeTakeFirst();
+    const row = await findPreviewApp(tx, job.payload.appId);
     if (!row) return;
-    const stage = await tx.selectFrom('pipeline_stages').selectAll().where('id', '=', row.stage_id).executeTakeFirst();
+    const stage = await findStageById(tx, row.stage_id);
     if (!stage || !stage.delete_stale_apps) return;
     const last = (await lastDeployedAt(tx, row.app_id)) ?? row.created_at;
     const due = Date.parse(last) + stage.stale_app_days * app.config.previewDayMs;

@@ -9,20 +9,34 @@ import { missingPermissionMessage, type Permission } from '../../shared/auth/rba
 import { badRequest, forbidden, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs } from '../../shared/jobs.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import type { Page } from '../../shared/pagination.js';
 import { deployReleaseOnto } from '../applications/index.js';
 import { setAppProject } from '../applications/index.js';
 import { findApp } from '../applications/index.js';
 import { forgetService, placeService } from '../projects/index.js';
 import { EXPIRE_JOB, removePreviewApps } from './previews.js';
+import { findPipeline, findStage, newStage, roomForStage } from './rules.js';
 import {
-  findPipeline,
-  findStage,
+  deletePipelineApp,
+  deletePipelineRows,
+  deleteStageWithApps,
+  findPipelineAppInStage,
+  findPlacement,
+  insertPipeline,
+  insertPipelineAppIfFree,
+  insertStage,
+  insertStages,
+  listPipelineNames,
+  listPipelinesPage,
+  listPlacedApps,
+  listPreviewAppIds,
+  listStages,
+  listStagesOf,
   lockPipeline,
-  newStage,
   renumber,
-  roomForStage,
-  stagesOf,
+  setStagePosition,
+  shiftStagesFrom,
+  updatePipelineColumns,
   type PipelineAppsTable,
   type PipelinesTable,
   type PipelineStagesTable,
@@ -73,13 +87,11 @@ async function visibleApp(ctx: CallContext, appId: string) {
 
 export async function listPipelines(ctx: CallContext, page: Page) {
   const { tx, companyId, scope } = ctx;
-  let q = tx.selectFrom('pipelines').selectAll().where('company_id', '=', companyId);
-  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
-  const res = await paginate(q, page);
-  const ids = res.data.map((p) => p.id);
-  const stages = ids.length
-    ? await tx.selectFrom('pipeline_stages').selectAll().where('pipeline_id', 'in', ids).orderBy('position').orderBy('id').execute()
-    : [];
+  const res = await listPipelinesPage(tx, companyId, scope, page);
+  const stages = await listStagesOf(
+    tx,
+    res.data.map((p) => p.id),
+  );
   return {
     ...res,
     data: res.data.map((p) => ({
@@ -107,19 +119,19 @@ export async function createPipeline(ctx: CallContext, body: { display_name: str
     created_at: now,
     updated_at: now,
   };
-  await tx.insertInto('pipelines').values(p).execute();
+  await insertPipeline(tx, p);
   const stages = [
     newStage(p, { display_name: 'Dev', type: 'standard', position: 0, branch: null }, now),
     newStage(p, { display_name: 'Production', type: 'prod', position: 1, branch: null }, now),
   ];
-  await tx.insertInto('pipeline_stages').values(stages).execute();
+  await insertStages(tx, stages);
   await placeService(ctx, p.id, 'pipeline', p.project_id);
   return pipelineView(p, stages);
 }
 
 export async function getPipeline(ctx: CallContext, id: string) {
   const p = await findPipeline(ctx, id);
-  return { ...head(p), stages: (await stagesOf(ctx, id)).map(stageDetail), created_at: p.created_at, updated_at: p.updated_at };
+  return { ...head(p), stages: (await listStages(ctx.tx, id)).map(stageDetail), created_at: p.created_at, updated_at: p.updated_at };
 }
 export interface UpdateInput {
   display_name?: string;
@@ -139,7 +151,7 @@ export async function updatePipeline(ctx: CallContext, id: string, u: UpdateInpu
   await lockPipeline(tx, id);
   const p = await findPipeline(ctx, id);
   const now = new Date().toISOString();
-  let stages = await stagesOf(ctx, id);
+  let stages = await listStages(tx, id);
   if (u.stage_order) {
     const wanted = new Map<string, number>();
     for (const o of u.stage_order) {
@@ -155,9 +167,9 @@ export async function updatePipeline(ctx: CallContext, id: string, u: UpdateInpu
       positions.set(pos, s.id);
     }
     stages = [...positions.entries()].sort((a, b) => a[0] - b[0]).map(([pos, sid]) => ({ ...stages.find((s) => s.id === sid)!, position: pos }));
-    for (const s of stages) await tx.updateTable('pipeline_stages').set({ position: s.position, updated_at: now }).where('id', '=', s.id).execute();
+    for (const s of stages) await setStagePosition(tx, s.id, s.position, now);
     await renumber(tx, stages, now);
-    stages = await stagesOf(ctx, id);
+    stages = await listStages(tx, id);
   }
   const next: PipelinesTable = {
     ...p,
@@ -166,11 +178,7 @@ export async function updatePipeline(ctx: CallContext, id: string, u: UpdateInpu
     project_id: u.project_id !== undefined ? u.project_id : p.project_id,
     updated_at: now,
   };
-  await tx
-    .updateTable('pipelines')
-    .set({ display_name: next.display_name, type: next.type, project_id: next.project_id, updated_at: now })
-    .where('id', '=', id)
-    .execute();
+  await updatePipelineColumns(tx, id, { display_name: next.display_name, type: next.type, project_id: next.project_id, updated_at: now });
   if (next.project_id !== p.project_id) await placeService(ctx, id, 'pipeline', next.project_id);
   return pipelineView(next, stages);
 }
@@ -180,14 +188,8 @@ export async function deletePipeline(ctx: CallContext, id: string) {
   const { tx } = ctx;
   await findPipeline(ctx, id);
   await lockPipeline(tx, id);
-  const previews = await tx.selectFrom('pipeline_apps').select('app_id').where('pipeline_id', '=', id).where('is_preview', '=', 1).execute();
-  await removePreviewApps(
-    ctx,
-    previews.map((r) => r.app_id),
-  );
-  await tx.deleteFrom('pipeline_apps').where('pipeline_id', '=', id).execute();
-  await tx.deleteFrom('pipeline_stages').where('pipeline_id', '=', id).execute();
-  await tx.deleteFrom('pipelines').where('id', '=', id).execute();
+  await removePreviewApps(ctx, await listPreviewAppIds(tx, id));
+  await deletePipelineRows(tx, id);
   await forgetService(tx, id);
   return { message: 'Pipeline deleted' };
 }
@@ -198,19 +200,14 @@ export async function createStage(ctx: CallContext, id: string, body: { display_
   await findPipeline(ctx, id);
   await lockPipeline(tx, id);
   const p = await findPipeline(ctx, id);
-  const stages = await stagesOf(ctx, id);
+  const stages = await listStages(tx, id);
   roomForStage(stages);
   const now = new Date().toISOString();
   await renumber(tx, stages, now);
   const position = Math.min(body.insert_before, stages.length);
-  await tx
-    .updateTable('pipeline_stages')
-    .set((eb) => ({ position: eb('position', '+', 1), updated_at: now }))
-    .where('pipeline_id', '=', id)
-    .where('position', '>=', position)
-    .execute();
+  await shiftStagesFrom(tx, id, position, now);
   const stage = newStage(p, { display_name: body.display_name, type: 'standard', position, branch: body.branch ?? null }, now);
-  await tx.insertInto('pipeline_stages').values(stage).execute();
+  await insertStage(tx, stage);
   return stageDetail(stage);
 }
 
@@ -221,9 +218,8 @@ export async function deleteStage(ctx: CallContext, id: string, stageId: string)
   await lockPipeline(tx, id);
   const stage = await findStage(ctx, id, stageId);
   if (stage.type === 'preview') throw badRequest('The preview stage is removed by disabling preview apps (POST /pipelines/{id}/preview/disable)');
-  await tx.deleteFrom('pipeline_apps').where('stage_id', '=', stageId).execute();
-  await tx.deleteFrom('pipeline_stages').where('id', '=', stageId).execute();
-  await renumber(tx, await stagesOf(ctx, id), new Date().toISOString());
+  await deleteStageWithApps(tx, stageId);
+  await renumber(tx, await listStages(tx, id), new Date().toISOString());
   return { message: 'Pipeline stage deleted' };
 }
 
@@ -251,14 +247,8 @@ export async function addApp(ctx: CallContext, id: string, stageId: string, appI
     pull_request_number: null,
     created_at: new Date().toISOString(),
   };
-  const inserted = await tx
-    .insertInto('pipeline_apps')
-    .values(row)
-    .onConflict((oc) => oc.column('app_id').doNothing())
-    .returning('app_id')
-    .executeTakeFirst();
-  if (!inserted) {
-    const at = await tx.selectFrom('pipeline_apps').select(['pipeline_id', 'stage_id']).where('app_id', '=', appId).executeTakeFirst();
+  if (!(await insertPipelineAppIfFree(tx, row))) {
+    const at = await findPlacement(tx, appId);
     throw badRequest(
       `Application ${appId} is already in a pipeline stage${at ? ` (stage ${at.stage_id} of pipeline ${at.pipeline_id})` : ''}; an application belongs to at most one stage`,
     );
@@ -272,10 +262,10 @@ export async function removeApp(ctx: CallContext, id: string, stageId: string, a
   await findPipeline(ctx, id);
   await findStage(ctx, id, stageId);
   if (!keyMay(ctx, 'APP:READ', appId)) throw notFound('Application');
-  const row = await tx.selectFrom('pipeline_apps').selectAll().where('app_id', '=', appId).where('stage_id', '=', stageId).executeTakeFirst();
+  const row = await findPipelineAppInStage(tx, appId, stageId);
   if (!row) throw notFound('Application in this stage');
   if (row.is_preview) throw badRequest(`Application ${appId} is a preview app; it leaves the preview stage when it is deleted or preview apps are disabled`);
-  await tx.deleteFrom('pipeline_apps').where('app_id', '=', appId).execute();
+  await deletePipelineApp(tx, appId);
   return { message: 'Application removed from the pipeline stage' };
 }
 
@@ -288,12 +278,7 @@ export async function removeApp(ctx: CallContext, id: string, stageId: string, a
 export async function promote(ctx: CallContext, id: string, body: { source_app_id: string; target_app_ids: string[] }) {
   const { tx } = ctx;
   await findPipeline(ctx, id);
-  const placed = await tx
-    .selectFrom('pipeline_apps')
-    .innerJoin('pipeline_stages', 'pipeline_stages.id', 'pipeline_apps.stage_id')
-    .select(['pipeline_apps.app_id', 'pipeline_apps.is_preview', 'pipeline_stages.position'])
-    .where('pipeline_apps.pipeline_id', '=', id)
-    .execute();
+  const placed = await listPlacedApps(tx, id);
   const where = new Map(placed.map((r) => [r.app_id, r]));
   const src = where.get(body.source_app_id);
   if (!src || !keyMay(ctx, 'APP:READ', body.source_app_id)) throw badRequest(`Application ${body.source_app_id} is not in pipeline ${id}`);
@@ -321,11 +306,11 @@ export async function promote(ctx: CallContext, id: string, body: { source_app_i
 /** Drops a removed application from its stage (and stops watching it if it was a preview app). */
 export async function forgetApp(tx: Tx, appId: string): Promise<void> {
   await cancelJobs(tx, appId, EXPIRE_JOB);
-  await tx.deleteFrom('pipeline_apps').where('app_id', '=', appId).execute();
+  await deletePipelineApp(tx, appId);
 }
 
 /** The service registry's view of a pipeline (projects list it among their services). */
 export async function pipelineSummaries({ tx, companyId }: CallContext, ids: readonly string[]) {
-  const found = await tx.selectFrom('pipelines').select(['id', 'display_name']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
+  const found = await listPipelineNames(tx, companyId, ids);
   return found.map((p) => ({ id: p.id, name: p.display_name, display_name: p.display_name }));
 }

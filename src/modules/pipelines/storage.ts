@@ -4,13 +4,12 @@
 // requests on PostgreSQL). Applications are the applications module's; these rows only name them
 // and are dropped when the application is removed (signal `application.removed`). Changes to a
 // pipeline's stages and preview settings take the pipeline's lock (lockPipeline); stage positions
-// stay 0..n-1 (renumber) and a pipeline holds at most 51 stages.
+// stay 0..n-1 (renumber). Also the migration and every query of the area.
 import type { Kysely, Migration } from 'kysely';
-import type { CallContext } from '../../shared/context.js';
+import type { Scope } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
-import { badRequest, notFound } from '../../shared/errors.js';
-import { newId } from '../../shared/ids.js';
+import { paginate, type Page } from '../../shared/pagination.js';
 import type { PIPELINE_TYPES, STAGE_TYPES } from './schemas.js';
 
 export interface PipelinesTable {
@@ -116,58 +115,171 @@ export const migrations: Record<string, Migration> = {
 /** Tables of this area, children first (for reset). */
 export const tables = ['pipeline_apps', 'pipeline_stages', 'pipelines'] as const;
 
-/** The caller's company's pipeline `id`, or 404. */
-export async function findPipeline({ tx, companyId }: CallContext, id: string): Promise<PipelinesTable> {
-  const p = await tx.selectFrom('pipelines').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
-  if (!p) throw notFound('Pipeline');
-  return p;
-}
-
-/** The stages of a pipeline, first to last. */
-export async function stagesOf({ tx }: CallContext, pipelineId: string): Promise<PipelineStagesTable[]> {
-  return tx.selectFrom('pipeline_stages').selectAll().where('pipeline_id', '=', pipelineId).orderBy('position').orderBy('id').execute();
-}
-
-/** Stage `stageId` of the pipeline, or 404. */
-export async function findStage({ tx }: CallContext, pipelineId: string, stageId: string): Promise<PipelineStagesTable> {
-  const s = await tx.selectFrom('pipeline_stages').selectAll().where('id', '=', stageId).where('pipeline_id', '=', pipelineId).executeTakeFirst();
-  if (!s) throw notFound('Pipeline stage');
-  return s;
-}
-
-/** Stage orders run 0..50 (the contract's range), so a pipeline holds at most 51 stages. */
-const MAX_STAGES = 51;
-export const DEFAULT_STALE_DAYS = 5;
-
 /** Serializes changes to one pipeline's stages and preview settings (PostgreSQL; SQLite has one writer). */
 export const lockPipeline = (tx: Tx, id: string) => lockFor(tx, `pipeline:${id}`);
 
-/** Refuses another stage when the pipeline already holds `MAX_STAGES`. */
-export function roomForStage(stages: readonly PipelineStagesTable[]): void {
-  if (stages.length >= MAX_STAGES) throw badRequest(`A pipeline has at most ${MAX_STAGES} stages (orders 0 to ${MAX_STAGES - 1})`);
+// Pipelines
+
+/** A page of a company's pipelines, limited to `scope` when given. */
+export async function listPipelinesPage(tx: Tx, companyId: string, scope: Scope, page: Page) {
+  let q = tx.selectFrom('pipelines').selectAll().where('company_id', '=', companyId);
+  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
+  return paginate(q, page);
 }
 
-/** A stage row of pipeline `p`, with the preview settings' defaults. */
-export function newStage(
-  p: PipelinesTable,
-  fields: Pick<PipelineStagesTable, 'display_name' | 'type' | 'position' | 'branch'>,
-  now: string,
-): PipelineStagesTable {
-  return {
-    id: newId(),
-    pipeline_id: p.id,
-    company_id: p.company_id,
-    ...fields,
-    auto_create_app: 0,
-    delete_stale_apps: 0,
-    stale_app_days: DEFAULT_STALE_DAYS,
-    created_at: now,
-    updated_at: now,
-  };
+export async function findPipelineRow(tx: Tx, companyId: string, id: string): Promise<PipelinesTable | undefined> {
+  return tx.selectFrom('pipelines').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+}
+
+/** The ids and names of the company's pipelines among `ids`. */
+export async function listPipelineNames(tx: Tx, companyId: string, ids: readonly string[]) {
+  return tx.selectFrom('pipelines').select(['id', 'display_name']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
+}
+
+export async function insertPipeline(tx: Tx, p: PipelinesTable) {
+  await tx.insertInto('pipelines').values(p).execute();
+}
+
+export async function updatePipelineColumns(tx: Tx, id: string, set: Partial<PipelinesTable>) {
+  await tx.updateTable('pipelines').set(set).where('id', '=', id).execute();
+}
+
+/** Deletes a pipeline: its placed applications, its stages, then the pipeline. */
+export async function deletePipelineRows(tx: Tx, id: string) {
+  await tx.deleteFrom('pipeline_apps').where('pipeline_id', '=', id).execute();
+  await tx.deleteFrom('pipeline_stages').where('pipeline_id', '=', id).execute();
+  await tx.deleteFrom('pipelines').where('id', '=', id).execute();
+}
+
+// Stages
+
+/** The stages of a pipeline, first to last. */
+export async function listStages(tx: Tx, pipelineId: string): Promise<PipelineStagesTable[]> {
+  return tx.selectFrom('pipeline_stages').selectAll().where('pipeline_id', '=', pipelineId).orderBy('position').orderBy('id').execute();
+}
+
+/** The stages of several pipelines, by position (no query for none). */
+export async function listStagesOf(tx: Tx, pipelineIds: string[]): Promise<PipelineStagesTable[]> {
+  if (!pipelineIds.length) return [];
+  return tx.selectFrom('pipeline_stages').selectAll().where('pipeline_id', 'in', pipelineIds).orderBy('position').orderBy('id').execute();
+}
+
+/** Stage `stageId` if it belongs to the pipeline. */
+export async function findStageRow(tx: Tx, pipelineId: string, stageId: string): Promise<PipelineStagesTable | undefined> {
+  return tx.selectFrom('pipeline_stages').selectAll().where('id', '=', stageId).where('pipeline_id', '=', pipelineId).executeTakeFirst();
+}
+
+export async function findStageById(tx: Tx, stageId: string): Promise<PipelineStagesTable | undefined> {
+  return tx.selectFrom('pipeline_stages').selectAll().where('id', '=', stageId).executeTakeFirst();
+}
+
+export async function findPreviewStage(tx: Tx, pipelineId: string): Promise<PipelineStagesTable | undefined> {
+  return tx.selectFrom('pipeline_stages').selectAll().where('pipeline_id', '=', pipelineId).where('type', '=', 'preview').executeTakeFirst();
+}
+
+export async function insertStage(tx: Tx, stage: PipelineStagesTable) {
+  await tx.insertInto('pipeline_stages').values(stage).execute();
+}
+
+export async function insertStages(tx: Tx, stages: PipelineStagesTable[]) {
+  await tx.insertInto('pipeline_stages').values(stages).execute();
+}
+
+export async function setStagePosition(tx: Tx, stageId: string, position: number, now: string) {
+  await tx.updateTable('pipeline_stages').set({ position, updated_at: now }).where('id', '=', stageId).execute();
 }
 
 /** Numbers the stages 0..n-1 in their current order (after a stage left or orders were given). */
 export async function renumber(tx: Tx, stages: PipelineStagesTable[], now: string) {
-  for (const [i, s] of stages.entries())
-    if (s.position !== i) await tx.updateTable('pipeline_stages').set({ position: i, updated_at: now }).where('id', '=', s.id).execute();
+  for (const [i, s] of stages.entries()) if (s.position !== i) await setStagePosition(tx, s.id, i, now);
+}
+
+/** Moves the pipeline's stages at `position` and after it one place down. */
+export async function shiftStagesFrom(tx: Tx, pipelineId: string, position: number, now: string) {
+  await tx
+    .updateTable('pipeline_stages')
+    .set((eb) => ({ position: eb('position', '+', 1), updated_at: now }))
+    .where('pipeline_id', '=', pipelineId)
+    .where('position', '>=', position)
+    .execute();
+}
+
+/** Moves all the pipeline's stages one place down (room for a first stage). */
+export async function shiftAllStages(tx: Tx, pipelineId: string, now: string) {
+  await tx
+    .updateTable('pipeline_stages')
+    .set((eb) => ({ position: eb('position', '+', 1), updated_at: now }))
+    .where('pipeline_id', '=', pipelineId)
+    .execute();
+}
+
+export async function updateStageColumns(tx: Tx, stageId: string, set: Partial<PipelineStagesTable>) {
+  await tx.updateTable('pipeline_stages').set(set).where('id', '=', stageId).execute();
+}
+
+/** Deletes a stage: the applications placed in it, then the stage. */
+export async function deleteStageWithApps(tx: Tx, stageId: string) {
+  await tx.deleteFrom('pipeline_apps').where('stage_id', '=', stageId).execute();
+  await tx.deleteFrom('pipeline_stages').where('id', '=', stageId).execute();
+}
+
+// Placed applications
+
+/** The ids of the pipeline's preview apps. */
+export async function listPreviewAppIds(tx: Tx, pipelineId: string): Promise<string[]> {
+  const rows = await tx.selectFrom('pipeline_apps').select('app_id').where('pipeline_id', '=', pipelineId).where('is_preview', '=', 1).execute();
+  return rows.map((r) => r.app_id);
+}
+
+/** The ids of the applications placed in a stage. */
+export async function listStageAppIds(tx: Tx, stageId: string): Promise<string[]> {
+  const rows = await tx.selectFrom('pipeline_apps').select('app_id').where('stage_id', '=', stageId).execute();
+  return rows.map((r) => r.app_id);
+}
+
+/** The applications placed in the pipeline, each with its stage's position. */
+export async function listPlacedApps(tx: Tx, pipelineId: string) {
+  return tx
+    .selectFrom('pipeline_apps')
+    .innerJoin('pipeline_stages', 'pipeline_stages.id', 'pipeline_apps.stage_id')
+    .select(['pipeline_apps.app_id', 'pipeline_apps.is_preview', 'pipeline_stages.position'])
+    .where('pipeline_apps.pipeline_id', '=', pipelineId)
+    .execute();
+}
+
+/** Where an application is placed, if anywhere. */
+export async function findPipelineApp(tx: Tx, appId: string): Promise<PipelineAppsTable | undefined> {
+  return tx.selectFrom('pipeline_apps').selectAll().where('app_id', '=', appId).executeTakeFirst();
+}
+
+/** The pipeline and stage an application is placed in, if any. */
+export async function findPlacement(tx: Tx, appId: string) {
+  return tx.selectFrom('pipeline_apps').select(['pipeline_id', 'stage_id']).where('app_id', '=', appId).executeTakeFirst();
+}
+
+export async function findPipelineAppInStage(tx: Tx, appId: string, stageId: string): Promise<PipelineAppsTable | undefined> {
+  return tx.selectFrom('pipeline_apps').selectAll().where('app_id', '=', appId).where('stage_id', '=', stageId).executeTakeFirst();
+}
+
+export async function findPreviewApp(tx: Tx, appId: string): Promise<PipelineAppsTable | undefined> {
+  return tx.selectFrom('pipeline_apps').selectAll().where('app_id', '=', appId).where('is_preview', '=', 1).executeTakeFirst();
+}
+
+/** Places an application unless it is placed already (the primary key on app_id decides); false when it was. */
+export async function insertPipelineAppIfFree(tx: Tx, row: PipelineAppsTable): Promise<boolean> {
+  const inserted = await tx
+    .insertInto('pipeline_apps')
+    .values(row)
+    .onConflict((oc) => oc.column('app_id').doNothing())
+    .returning('app_id')
+    .executeTakeFirst();
+  return inserted !== undefined;
+}
+
+export async function insertPipelineApp(tx: Tx, row: PipelineAppsTable) {
+  await tx.insertInto('pipeline_apps').values(row).execute();
+}
+
+export async function deletePipelineApp(tx: Tx, appId: string) {
+  await tx.deleteFrom('pipeline_apps').where('app_id', '=', appId).execute();
 }
