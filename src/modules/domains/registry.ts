@@ -12,19 +12,33 @@
 // - users may not add domains under a suffix Slipway hands out names from (`reservedSuffixes`),
 //   nor a preview name (`<branch>--<hostname>`) of a hostname another company holds;
 // - a static site's preview lanes answer at `<branch>--<hostname>` for every hostname it holds.
+// Its queries and locks are storage.ts's.
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import { systemCall } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import type { DB } from '../../shared/db/schema.js';
-import { lockFor } from '../../shared/db/locks.js';
 import { badRequest } from '../../shared/errors.js';
 import { edgeSettings } from '../../shared/edge/settings.js';
 import { newId } from '../../shared/ids.js';
 import type { ServiceSummary } from '../../shared/services.js';
 import { CLUSTER_BY_ID } from '../resources/index.js';
-import type { DomainsTable, OwnerType } from './storage.js';
+import {
+  aliasToSystem,
+  companyHolding,
+  deleteServiceDomains,
+  hasPrimaryDomain,
+  hasSystemDomain,
+  insertIfFree,
+  lockService,
+  registeredOf,
+  routeRows,
+  serviceHolding,
+  type DomainsTable,
+  type OwnerType,
+  type RouteRow,
+} from './storage.js';
 
 /** A service type whose domains the API manages. */
 export type ServiceType = Exclude<OwnerType, 'object-storage'>;
@@ -89,25 +103,9 @@ export function baseRow(companyId: string, serviceId: string, serviceType: Owner
   };
 }
 
-/**
- * Inserts `row` if its hostname is free in the whole installation. Writers of one hostname are
- * serialized by a lock, and the unique index (with ON CONFLICT DO NOTHING, so the transaction
- * survives) backs it up: a lost race is `false`, never an error.
- */
-export async function insertIfFree(tx: Tx, row: DomainsTable): Promise<boolean> {
-  await lockFor(tx, `hostname:${row.hostname}`);
-  const r = await tx
-    .insertInto('domains')
-    .values(row)
-    .onConflict((oc) => oc.doNothing())
-    .executeTakeFirst();
-  return Number(r.numInsertedOrUpdatedRows ?? 0n) === 1;
-}
-
 /** The 400 for a hostname somebody holds: says whether it is the caller's own, never who else holds it. */
 export async function taken(tx: Tx, companyId: string, hostname: string) {
-  const holder = await tx.selectFrom('domains').select('company_id').where('hostname', '=', hostname).executeTakeFirst();
-  if (holder?.company_id === companyId) return badRequest(`The domain ${hostname} is already in use by a service of your company`);
+  if ((await companyHolding(tx, hostname)) === companyId) return badRequest(`The domain ${hostname} is already in use by a service of your company`);
   return badRequest(`The domain ${hostname} is not available: it is already in use`);
 }
 
@@ -115,7 +113,7 @@ export async function taken(tx: Tx, companyId: string, hostname: string) {
 export async function previewHolder(tx: Tx, hostname: string): Promise<string | null> {
   const p = splitPreview(hostname);
   if (!p) return null;
-  return (await tx.selectFrom('domains').select('company_id').where('hostname', '=', p.rest).executeTakeFirst())?.company_id ?? null;
+  return (await companyHolding(tx, p.rest)) ?? null;
 }
 
 /** Runs `fn` in the call's transaction, or in a new one when the call is a read. */
@@ -123,9 +121,6 @@ export function inTx<T>(ctx: CallContext, fn: (ctx: CallContext) => Promise<T>):
   if (ctx.tx.isTransaction) return fn(ctx);
   return ctx.app.database.db.transaction().execute((tx) => fn({ ...ctx, tx }));
 }
-
-/** Serializes the domain writes of one service (limits, the one-primary rule). */
-export const lockService = (tx: Tx, serviceId: string) => lockFor(tx, `domains:${serviceId}`);
 
 /** A service as the registry needs it: its name, region and (when it has one) the system hostname it announced. */
 export type Registrant = Pick<ServiceSummary, 'id' | 'name' | 'cluster_id'> & { hostname?: string | null };
@@ -137,24 +132,13 @@ export type Registrant = Pick<ServiceSummary, 'id' | 'name' | 'cluster_id'> & { 
  * the service has no primary yet.
  */
 export async function provisionSystemDomain(ctx: CallContext, type: ServiceType, service: Registrant): Promise<void> {
-  const has = () => ctx.tx.selectFrom('domains').select('id').where('service_id', '=', service.id).where('type', '=', 'SYSTEM').executeTakeFirst();
-  if (await has()) return;
+  if (await hasSystemDomain(ctx.tx, service.id)) return;
   await inTx(ctx, async ({ tx, companyId, app }) => {
     await lockService(tx, service.id);
-    if (await tx.selectFrom('domains').select('id').where('service_id', '=', service.id).where('type', '=', 'SYSTEM').executeTakeFirst()) return;
-    const primary = await tx.selectFrom('domains').select('id').where('service_id', '=', service.id).where('is_primary', '=', 1).executeTakeFirst();
-    const is_primary = primary ? 0 : 1;
-    if (service.hostname) {
-      // Announced and already held by the service itself as an alias (registered before it had a system domain).
-      const own = await tx
-        .updateTable('domains')
-        .set({ type: 'SYSTEM', is_primary, updated_at: now() })
-        .where('hostname', '=', service.hostname)
-        .where('service_id', '=', service.id)
-        .where('type', '=', 'ALIAS')
-        .executeTakeFirst();
-      if (Number(own.numUpdatedRows)) return;
-    }
+    if (await hasSystemDomain(tx, service.id)) return;
+    const is_primary = (await hasPrimaryDomain(tx, service.id)) ? 0 : 1;
+    // Announced and already held by the service itself as an alias (registered before it had a system domain).
+    if (service.hostname && (await aliasToSystem(tx, service.id, service.hostname, is_primary, now()))) return;
     for (let attempt = 0; attempt < 8; attempt++) {
       const name = attempt === 0 && service.hostname ? service.hostname : systemHostname(app, type, service.name, service.cluster_id);
       if (await insertIfFree(tx, { ...baseRow(companyId, service.id, type, name), is_primary })) return;
@@ -166,8 +150,7 @@ export async function provisionSystemDomain(ctx: CallContext, type: ServiceType,
 /** Records `hostname` as a further name of the service if nobody holds it; whether the service now holds it. */
 async function claimAlias(tx: Tx, companyId: string, type: ServiceType, serviceId: string, hostname: string): Promise<boolean> {
   if (await insertIfFree(tx, { ...baseRow(companyId, serviceId, type, hostname), type: 'ALIAS' })) return true;
-  const holder = await tx.selectFrom('domains').select('service_id').where('hostname', '=', hostname).executeTakeFirst();
-  return holder?.service_id === serviceId;
+  return (await serviceHolding(tx, hostname)) === serviceId;
 }
 
 /** The short name `<name>.<base domain>` of a service, where the edge runs. */
@@ -198,20 +181,11 @@ export async function registerExisting(app: AppContext, type: ServiceType, servi
   for (let i = 0; i < services.length; i += 500) {
     const chunk = services.slice(i, i + 500);
     const names = (s: Registrant) => [s.hostname, shortName(app, s.name)].filter((h): h is string => !!h);
-    const rows = await db
-      .selectFrom('domains')
-      .select(['service_id', 'hostname', 'type'])
-      .where((eb) =>
-        eb.or([
-          eb(
-            'service_id',
-            'in',
-            chunk.map((s) => s.id),
-          ),
-          eb('hostname', 'in', chunk.flatMap(names)),
-        ]),
-      )
-      .execute();
+    const rows = await registeredOf(
+      db,
+      chunk.map((s) => s.id),
+      chunk.flatMap(names),
+    );
     const held = new Set(rows.map((r) => r.hostname));
     for (const s of chunk) {
       const hasSystem = rows.some((r) => r.service_id === s.id && r.type === 'SYSTEM');
@@ -229,7 +203,7 @@ export async function registerExisting(app: AppContext, type: ServiceType, servi
 
 /** Removes every domain of a service (it is being deleted), freeing its hostnames. */
 export async function removeServiceDomains(tx: Tx, serviceId: string): Promise<void> {
-  await tx.deleteFrom('domains').where('service_id', '=', serviceId).execute();
+  await deleteServiceDomains(tx, serviceId);
 }
 
 // --- Routing -------------------------------------------------------------------------------------
@@ -247,8 +221,6 @@ function splitPreview(host: string): { preview: string; rest: string } | null {
   return i > 0 && (dot < 0 || i < dot) ? { preview: host.slice(0, i), rest: host.slice(i + 2) } : null;
 }
 
-type RouteRow = Pick<DomainsTable, 'hostname' | 'service_id' | 'service_type' | 'type' | 'status' | 'is_enabled'>;
-
 /** Whether a registry row is served: an alias, the enabled system domain, or an active, enabled custom domain. */
 const serving = (r: RouteRow) => r.type === 'ALIAS' || (r.is_enabled === 1 && (r.type === 'SYSTEM' || (r.type === 'CUSTOM' && r.status === 'ACTIVE')));
 
@@ -262,11 +234,7 @@ export async function routeOf(db: Kysely<DB>, host: string): Promise<Route | nul
   const dot = host.indexOf('.');
   const wildcard = dot > 0 ? `*.${host.slice(dot + 1)}` : null;
   const names = [host, p?.rest, wildcard].filter((x): x is string => !!x);
-  const rows: RouteRow[] = await db
-    .selectFrom('domains')
-    .select(['hostname', 'service_id', 'service_type', 'type', 'status', 'is_enabled'])
-    .where('hostname', 'in', names)
-    .execute();
+  const rows = await routeRows(db, names);
   const find = (h: string | null | undefined) => (h ? rows.find((r) => r.hostname === h) : undefined);
   const exact = find(host);
   if (exact) return serving(exact) ? { kind: exact.service_type, id: exact.service_id } : null;

@@ -1,5 +1,6 @@
 // Domains of applications, static sites and load balancers (one set of rules for all three), and
-// the installation-wide hostname registry that object storage's CDN domain also uses.
+// the installation-wide hostname registry that object storage's CDN domain also uses. The queries
+// are storage.ts's.
 //
 // Rules:
 // - every service has one system domain (`<name>-<hex>.<region>.slipway.app` for applications,
@@ -19,15 +20,39 @@
 import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { lockFor } from '../../shared/db/locks.js';
 import { badRequest, notFound } from '../../shared/errors.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import type { Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
 import { MAX_HOSTNAME, parseHostname, parseLabel } from './hostnames.js';
 import { domainSettings, type DomainSettings } from './settings.js';
-import type { DomainsTable, OwnerType } from './storage.js';
+import {
+  claimantRow,
+  claimedRows,
+  clearPrimary,
+  countCustomDomains,
+  deleteClaim,
+  deleteDomainRow,
+  findDomainById,
+  findListedDomain,
+  holderOf,
+  hostnameHeld,
+  insertIfFree,
+  listDomainsPage,
+  lockHostname,
+  lockService,
+  oldestActiveCustom,
+  pendingDomains,
+  renameDomain,
+  serviceDomains,
+  setDomainEnabled,
+  setPrimaryDomain,
+  systemDomainPrimary,
+  updateVerification,
+  type DomainsTable,
+  type OwnerType,
+} from './storage.js';
 import { checkPhase, dnsRecords, OPERATION, PHASES } from './verification.js';
-import { baseRow, inTx, insertIfFree, lockService, previewHolder, provisionSystemDomain, reservedSuffixes, taken, type ServiceType } from './registry.js';
+import { baseRow, inTx, previewHolder, provisionSystemDomain, reservedSuffixes, taken, type ServiceType } from './registry.js';
 
 /** A service type whose domains the API manages, and how its messages name it. */
 export interface Owner {
@@ -42,8 +67,6 @@ export const OWNERS = {
 } as const satisfies Record<Owner['type'], Owner>;
 
 const bool = (n: number) => n === 1;
-/** The domains the API shows: aliases and CDN hostnames are the registry's own business. */
-const LISTED = ['SYSTEM', 'CUSTOM'] as const;
 const now = () => new Date().toISOString();
 
 export function domainView(d: DomainsTable, s: DomainSettings) {
@@ -71,21 +94,14 @@ async function findOwner(ctx: CallContext, owner: Owner, id: string): Promise<Se
 }
 
 async function findDomain({ tx, companyId }: CallContext, serviceId: string, domainId: string): Promise<DomainsTable> {
-  const d = await tx
-    .selectFrom('domains')
-    .selectAll()
-    .where('id', '=', domainId)
-    .where('service_id', '=', serviceId)
-    .where('company_id', '=', companyId)
-    .where('type', 'in', LISTED)
-    .executeTakeFirst();
+  const d = await findListedDomain(tx, companyId, serviceId, domainId);
   if (!d) throw notFound('Domain');
   return d;
 }
 
 /** What the edge needs to route a service's traffic: its hostnames and their state. */
 export async function domainsOf(tx: Tx, serviceId: string) {
-  const rows = await tx.selectFrom('domains').selectAll().where('service_id', '=', serviceId).orderBy('created_at').orderBy('id').execute();
+  const rows = await serviceDomains(tx, serviceId);
   return rows.map((d) => ({
     hostname: d.hostname,
     type: d.type,
@@ -109,7 +125,7 @@ export async function claimHostname(ctx: CallContext, hostname: string, owner: {
   const h = parseHostname(hostname).hostname;
   const row = { ...baseRow(companyId, owner.id, owner.type, h), type: 'CDN' as const };
   if (await insertIfFree(tx, row)) return h;
-  const held = await tx.selectFrom('domains').select(['service_id', 'company_id']).where('hostname', '=', h).executeTakeFirst();
+  const held = await holderOf(tx, h);
   if (held?.service_id === owner.id && held.company_id === companyId) return h;
   throw await taken(tx, companyId, h);
 }
@@ -117,12 +133,7 @@ export async function claimHostname(ctx: CallContext, hostname: string, owner: {
 /** The hostnames services claimed with claimHostname, by service id (one query for a page of services). */
 export async function claimedHostnamesOf(tx: Tx, serviceIds: readonly string[]): Promise<Map<string, string>> {
   if (!serviceIds.length) return new Map();
-  const rows = await tx
-    .selectFrom('domains')
-    .select(['service_id', 'hostname'])
-    .where('service_id', 'in', [...serviceIds])
-    .where('type', '=', 'CDN')
-    .execute();
+  const rows = await claimedRows(tx, serviceIds);
   return new Map(rows.map((r) => [r.service_id, r.hostname]));
 }
 
@@ -133,21 +144,12 @@ export async function claimedHostnameOf(tx: Tx, serviceId: string): Promise<stri
 
 /** The service that claimed `hostname` with claimHostname, if any. */
 export async function claimantOf(tx: Tx, hostname: string): Promise<string | null> {
-  return (
-    (await tx.selectFrom('domains').select('service_id').where('hostname', '=', hostname.toLowerCase()).where('type', '=', 'CDN').executeTakeFirst())
-      ?.service_id ?? null
-  );
+  return (await claimantRow(tx, hostname.toLowerCase())) ?? null;
 }
 
 /** Gives up a hostname claimed with claimHostname by this service (no-op when it holds none). */
 export async function releaseHostname(ctx: CallContext, hostname: string, ownerId: string): Promise<void> {
-  await ctx.tx
-    .deleteFrom('domains')
-    .where('hostname', '=', hostname.toLowerCase())
-    .where('service_id', '=', ownerId)
-    .where('company_id', '=', ctx.companyId)
-    .where('type', '=', 'CDN')
-    .execute();
+  await deleteClaim(ctx.tx, ctx.companyId, ownerId, hostname.toLowerCase());
 }
 
 // --- Verification --------------------------------------------------------------------------------
@@ -189,16 +191,8 @@ async function advance(app: AppContext, tx: Tx, d: DomainsTable, refresh: boolea
     };
   }
   if (cur.status === d.status && cur.reads === d.reads && cur.errors === d.errors && cur.phase_started_at === d.phase_started_at) return d;
-  const { id, status, reads, errors, phase_started_at, certificate, updated_at } = cur;
-  const res = await tx
-    .updateTable('domains')
-    .set({ status, reads, errors, phase_started_at, certificate, updated_at })
-    .where('id', '=', id)
-    .where('status', '=', d.status)
-    .where('reads', '=', d.reads)
-    .executeTakeFirst();
-  if (Number(res.numUpdatedRows)) return cur;
-  return (await tx.selectFrom('domains').selectAll().where('id', '=', id).executeTakeFirst()) ?? d;
+  if (await updateVerification(tx, cur, d)) return cur;
+  return (await findDomainById(tx, cur.id)) ?? d;
 }
 
 /**
@@ -220,9 +214,7 @@ async function nextPhaseStart(app: AppContext, tx: Tx, d: DomainsTable): Promise
 async function settle(ctx: CallContext, serviceId: string, domainId?: string): Promise<void> {
   const { app } = ctx;
   if (domainSettings(app.config).dns !== 'simulated') return;
-  let q = ctx.tx.selectFrom('domains').selectAll().where('service_id', '=', serviceId).where('status', 'in', ['VERIFICATION', 'POINTING']);
-  if (domainId) q = q.where('id', '=', domainId);
-  const pending = await q.execute();
+  const pending = await pendingDomains(ctx.tx, serviceId, domainId);
   if (!pending.length || (await app.simulation.progression(OPERATION, ctx.tx)).mode === 'reads') return;
   await inTx(ctx, async ({ tx }) => {
     for (const d of pending) await advance(app, tx, d, false);
@@ -249,10 +241,7 @@ export async function listDomains(ctx: CallContext, owner: Owner, serviceId: str
   const s = await findOwner(ctx, owner, serviceId);
   await provisionSystemDomain(ctx, owner.type, s);
   await settle(ctx, s.id);
-  const res = await paginate(
-    ctx.tx.selectFrom('domains').selectAll().where('service_id', '=', s.id).where('company_id', '=', ctx.companyId).where('type', 'in', LISTED),
-    page,
-  );
+  const res = await listDomainsPage(ctx.tx, ctx.companyId, s.id, page);
   return { ...res, data: res.data.map((d) => view(ctx.app, d)) };
 }
 
@@ -299,13 +288,7 @@ export async function addDomain(
   await lockService(tx, s.id);
   await provisionSystemDomain(ctx, owner.type, s);
   const max = domainSettings(app.config).maxPerService;
-  const count = await tx
-    .selectFrom('domains')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('service_id', '=', s.id)
-    .where('type', '=', 'CUSTOM')
-    .executeTakeFirst();
-  if (Number(count?.n ?? 0) >= max) throw badRequest(`A service can have at most ${max} custom domains; delete one before adding another`);
+  if ((await countCustomDomains(tx, s.id)) >= max) throw badRequest(`A service can have at most ${max} custom domains; delete one before adding another`);
   const custom = input.custom_ssl_cert !== undefined;
   const row: DomainsTable = {
     ...baseRow(companyId, s.id, owner.type, h.hostname),
@@ -336,32 +319,18 @@ export async function updateDomain(ctx: CallContext, owner: Owner, serviceId: st
   const hostname = `${label}.${d.hostname.slice(d.hostname.indexOf('.') + 1)}`;
   if (hostname === d.hostname) return view(app, d);
   if (hostname.length > MAX_HOSTNAME) throw badRequest(`The domain ${hostname} is longer than ${MAX_HOSTNAME} characters`);
-  await lockFor(tx, `hostname:${hostname}`);
-  if (await tx.selectFrom('domains').select('id').where('hostname', '=', hostname).executeTakeFirst()) throw await taken(tx, companyId, hostname);
+  await lockHostname(tx, hostname);
+  if (await hostnameHeld(tx, hostname)) throw await taken(tx, companyId, hostname);
   const updated = { ...d, hostname, updated_at: now() };
-  await tx.updateTable('domains').set({ hostname, updated_at: updated.updated_at }).where('id', '=', d.id).execute();
+  await renameDomain(tx, d.id, hostname, updated.updated_at);
   return view(app, updated);
 }
 
 /** The oldest ACTIVE custom domain becomes primary, else the system domain (switched on). */
 async function promoteNext(tx: Tx, serviceId: string): Promise<void> {
-  const next = await tx
-    .selectFrom('domains')
-    .select('id')
-    .where('service_id', '=', serviceId)
-    .where('type', '=', 'CUSTOM')
-    .where('status', '=', 'ACTIVE')
-    .orderBy('created_at')
-    .orderBy('id')
-    .executeTakeFirst();
-  if (next) await tx.updateTable('domains').set({ is_primary: 1, updated_at: now() }).where('id', '=', next.id).execute();
-  else
-    await tx
-      .updateTable('domains')
-      .set({ is_primary: 1, is_enabled: 1, updated_at: now() })
-      .where('service_id', '=', serviceId)
-      .where('type', '=', 'SYSTEM')
-      .execute();
+  const next = await oldestActiveCustom(tx, serviceId);
+  if (next) await setPrimaryDomain(tx, next, now());
+  else await systemDomainPrimary(tx, serviceId, now());
 }
 
 export async function deleteDomain(ctx: CallContext, owner: Owner, serviceId: string, domainId: string) {
@@ -370,7 +339,7 @@ export async function deleteDomain(ctx: CallContext, owner: Owner, serviceId: st
   await lockService(tx, s.id);
   const d = await findDomain(ctx, s.id, domainId);
   if (d.type === 'SYSTEM') throw badRequest('The system domain cannot be deleted; use the toggle operation to disable it');
-  await tx.deleteFrom('domains').where('id', '=', d.id).execute();
+  await deleteDomainRow(tx, d.id);
   if (d.is_primary) await promoteNext(tx, s.id);
   return { message: 'Domain deleted' };
 }
@@ -395,8 +364,8 @@ export async function setPrimary(ctx: CallContext, owner: Owner, serviceId: stri
     throw badRequest(`Only an active domain can be primary; ${d.hostname} is ${d.status} (create its DNS records and refresh its status)`);
   if (!d.is_enabled) throw badRequest('The system domain is disabled; enable it (toggle) before making it primary');
   const t = now();
-  await tx.updateTable('domains').set({ is_primary: 0, updated_at: t }).where('service_id', '=', s.id).where('is_primary', '=', 1).execute();
-  await tx.updateTable('domains').set({ is_primary: 1, updated_at: t }).where('id', '=', d.id).execute();
+  await clearPrimary(tx, s.id, t);
+  await setPrimaryDomain(tx, d.id, t);
   return { message: `${d.hostname} is now the primary domain` };
 }
 
@@ -408,6 +377,6 @@ export async function toggleSystemDomain(ctx: CallContext, owner: Owner, service
   if (d.type !== 'SYSTEM') throw badRequest('Only the system domain can be toggled; delete a custom domain to stop serving it');
   if (d.is_enabled && d.is_primary) throw badRequest('The system domain is the primary domain; make an active custom domain primary before disabling it');
   const enabled = d.is_enabled ? 0 : 1;
-  await tx.updateTable('domains').set({ is_enabled: enabled, updated_at: now() }).where('id', '=', d.id).execute();
+  await setDomainEnabled(tx, d.id, enabled, now());
   return { message: enabled ? 'System domain enabled' : 'System domain disabled' };
 }
