@@ -16,7 +16,7 @@ import { distanceKm } from '../../shared/edge/geo.js';
 import { badGateway, page, sendPage } from '../../shared/edge/pages.js';
 import { proxy, retryable } from '../../shared/edge/proxy.js';
 import { guardedLookup } from '../../shared/net.js';
-import type { DestinationType, LoadBalancerDestinationsTable, LoadBalancersTable } from './storage.js';
+import { enabledDestinations, loadBalancerById, type DestinationType, type LoadBalancerDestinationsTable, type LoadBalancersTable } from './storage.js';
 
 /** How long a destination that refused is left out. */
 export const DOWN_MS = 10_000;
@@ -54,19 +54,12 @@ class Balancer {
   }
 
   async byId(id: string): Promise<EdgeSite | null> {
-    return this.site(await this.db.selectFrom('load_balancers').selectAll().where('id', '=', id).executeTakeFirst());
+    return this.site(await loadBalancerById(this.db, id));
   }
 
   private async serve(lb: LoadBalancersTable, req: IncomingMessage, res: ServerResponse, info: EdgeRequest): Promise<void | 'refused'> {
     if (info.via?.includes(lb.id)) return sendPage(res, 508, page('Loop detected', 'This request went through the same load balancer twice.'));
-    const destinations = await this.db
-      .selectFrom('load_balancer_destinations')
-      .selectAll()
-      .where('load_balancer_id', '=', lb.id)
-      .where('is_enabled', '=', 1)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute();
+    const destinations = await enabledDestinations(this.db, lb.id);
     const sub: EdgeRequest = { ...info, via: [...(info.via ?? []), lb.id], fallible: true };
     const tried = new Set<string>();
     for (let attempt = 0; attempt < (retryable(req.method) ? 2 : 1); attempt++) {

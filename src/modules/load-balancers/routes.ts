@@ -10,6 +10,8 @@ import * as svc from './service.js';
 import { registerEdge } from './edge.js';
 import { registerExisting } from '../domains/index.js';
 
+import { allLoadBalancers } from './storage.js';
+
 export { migrations, tables } from './storage.js';
 
 /** A destination's service: the key must see it, in its company (404 otherwise); the kind is `service_type`'s. */
@@ -88,5 +90,5 @@ export function setup(app: AppContext): void {
 
 /** Where the edge runs: load balancers from before it ran get their names registered (oldest first). */
 export async function start(app: AppContext): Promise<void> {
-  await registerExisting(app, svc.KIND, await svc.allLoadBalancers(app.database.db));
+  await registerExisting(app, svc.KIND, await allLoadBalancers(app.database.db));
 }

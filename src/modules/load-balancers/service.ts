@@ -14,24 +14,40 @@
 // - a service that is removed stops being a destination anywhere (removeDestinationsTo, called on
 //   the application's `application.removed` signal and when a load balancer is deleted).
 //
-// Public functions for other modules: removeDestinationsTo, loadBalancerSummaries.
+// Public functions for other modules: removeDestinationsTo, loadBalancerSummaries. The queries are
+// storage.ts's.
 import type { CallContext } from '../../shared/context.js';
-import type { Kysely } from 'kysely';
 import type { Tx } from '../../shared/db/index.js';
-import type { DB } from '../../shared/db/schema.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import { insertNamed } from '../../shared/naming.js';
 import { outboundUrlProblem } from '../../shared/net.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import type { Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
 import { registerService, removeServiceDomains } from '../domains/index.js';
 import { forgetService, placeService } from '../projects/index.js';
 import {
+  countDestinations,
+  countUnlocatedDestinations,
+  deleteDestinationRow,
+  deleteDestinationsOf,
+  deleteDestinationsTo,
+  deleteLoadBalancerRow,
+  destinationToService,
+  destinationToUrl,
+  findDestination,
   findLoadBalancer,
+  insertDestination,
+  insertLoadBalancer,
+  listDestinationsPage,
+  listLoadBalancersPage,
+  loadBalancerEdges,
+  loadBalancerNames,
+  loadBalancerSummaryRows,
   lockLoadBalancer,
   lockRoutingGraph,
   lockTarget,
+  setDestinationEnabled,
+  updateLoadBalancerRow,
   type DestinationType,
   type LoadBalancerDestinationsTable,
   type LoadBalancersTable,
@@ -80,11 +96,23 @@ const destinationView = (d: LoadBalancerDestinationsTable) => ({
 
 // --- Load balancers ------------------------------------------------------------------------------
 
+/** The company's load balancer, else 404. */
+async function requireLoadBalancer({ tx, companyId }: CallContext, id: string): Promise<LoadBalancersTable> {
+  const lb = await findLoadBalancer(tx, companyId, id);
+  if (!lb) throw notFound('Load balancer');
+  return lb;
+}
+
+/** The company's load balancer, its changes locked (storage.ts's lock order), else 404. */
+async function requireLocked({ tx, companyId }: CallContext, id: string): Promise<LoadBalancersTable> {
+  const lb = await lockLoadBalancer(tx, companyId, id);
+  if (!lb) throw notFound('Load balancer');
+  return lb;
+}
+
 /** Newest first (the contract). */
 export async function listLoadBalancers({ tx, companyId, scope }: CallContext, page: Page) {
-  let q = tx.selectFrom('load_balancers').selectAll().where('company_id', '=', companyId);
-  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
-  const res = await paginate(q, page, { column: 'created_at', id: 'id', direction: 'desc' });
+  const res = await listLoadBalancersPage(tx, companyId, scope, page);
   return { ...res, data: res.data.map(view) };
 }
 
@@ -100,27 +128,21 @@ export async function createLoadBalancer(ctx: CallContext, input: { display_name
     created_at: t,
     updated_at: t,
   };
-  const lb = await insertNamed(tx, 'load_balancers', companyId, input.display_name, (name): LoadBalancersTable => ({ ...fields, name }));
+  const lb = await insertLoadBalancer(tx, fields);
   if (lb.project_id) await placeService(ctx, lb.id, KIND, lb.project_id);
   await registerService(ctx, KIND, { id: lb.id, name: lb.name, cluster_id: null });
   return view(lb);
 }
 
 export async function getLoadBalancer(ctx: CallContext, id: string) {
-  return view(await findLoadBalancer(ctx, id));
+  return view(await requireLoadBalancer(ctx, id));
 }
 
 export async function updateLoadBalancer(ctx: CallContext, id: string, input: { display_name?: string; type?: LoadBalancerType; project_id?: string | null }) {
   const { tx } = ctx;
-  const lb = await lockLoadBalancer(ctx, id);
+  const lb = await requireLocked(ctx, id);
   if (input.type === 'GEO' && lb.type !== 'GEO') {
-    const missing = await tx
-      .selectFrom('load_balancer_destinations')
-      .select((eb) => eb.fn.countAll().as('n'))
-      .where('load_balancer_id', '=', lb.id)
-      .where((eb) => eb.or([eb('latitude', 'is', null), eb('longitude', 'is', null)]))
-      .executeTakeFirst();
-    const n = Number(missing?.n ?? 0);
+    const n = await countUnlocatedDestinations(tx, lb.id);
     if (n)
       throw badRequest(
         `GEO routing needs a location on every destination: ${n} destination(s) of this load balancer have no latitude and longitude; delete and re-create them with a location first`,
@@ -133,37 +155,32 @@ export async function updateLoadBalancer(ctx: CallContext, id: string, input: { 
     patch.project_id = input.project_id;
     await placeService(ctx, lb.id, KIND, input.project_id);
   }
-  await tx.updateTable('load_balancers').set(patch).where('id', '=', lb.id).execute();
+  await updateLoadBalancerRow(tx, lb.id, patch);
   return view({ ...lb, ...patch });
 }
 
 /** Deletes the load balancer, its destinations and domains, and every destination routing to it. */
 export async function deleteLoadBalancer(ctx: CallContext, id: string): Promise<void> {
   const { tx, companyId } = ctx;
-  const lb = await lockLoadBalancer(ctx, id);
+  const lb = await requireLocked(ctx, id);
   await lockRoutingGraph(tx, companyId);
   await removeDestinationsTo(tx, lb.id);
-  await tx.deleteFrom('load_balancer_destinations').where('load_balancer_id', '=', lb.id).execute();
+  await deleteDestinationsOf(tx, lb.id);
   await removeServiceDomains(tx, lb.id);
   await forgetService(tx, lb.id);
-  await tx.deleteFrom('load_balancers').where('id', '=', lb.id).execute();
+  await deleteLoadBalancerRow(tx, lb.id);
 }
 
 /** The service registry's view of a load balancer (projects, domains, destinations, references). */
 export function loadBalancerSummaries({ tx, companyId }: CallContext, ids: readonly string[]): Promise<ServiceSummary[]> {
-  return tx.selectFrom('load_balancers').select(['id', 'name', 'display_name']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
-}
-
-/** Every load balancer of the installation, oldest first, as the domains registry needs them. */
-export function allLoadBalancers(db: Kysely<DB>) {
-  return db.selectFrom('load_balancers').select(['id', 'company_id', 'name']).orderBy('created_at').orderBy('id').execute();
+  return loadBalancerSummaryRows(tx, companyId, ids);
 }
 
 // --- Destinations --------------------------------------------------------------------------------
 
 export async function listDestinations(ctx: CallContext, id: string, page: Page) {
-  const lb = await findLoadBalancer(ctx, id);
-  const res = await paginate(ctx.tx.selectFrom('load_balancer_destinations').selectAll().where('load_balancer_id', '=', lb.id), page);
+  const lb = await requireLoadBalancer(ctx, id);
+  const res = await listDestinationsPage(ctx.tx, lb.id, page);
   return { ...res, data: res.data.map(destinationView) };
 }
 
@@ -201,13 +218,7 @@ async function checkNoLoop(tx: Tx, companyId: string, lb: LoadBalancersTable, ta
   const parent = new Map<string, string>([[targetId, '']]);
   let frontier = [targetId];
   while (frontier.length) {
-    const edges = await tx
-      .selectFrom('load_balancer_destinations')
-      .select(['load_balancer_id', 'service_id'])
-      .where('company_id', '=', companyId)
-      .where('service_type', '=', 'LOAD_BALANCER')
-      .where('load_balancer_id', 'in', frontier)
-      .execute();
+    const edges = await loadBalancerEdges(tx, companyId, frontier);
     frontier = [];
     for (const e of edges) {
       if (!e.service_id || parent.has(e.service_id)) continue;
@@ -215,7 +226,7 @@ async function checkNoLoop(tx: Tx, companyId: string, lb: LoadBalancersTable, ta
       if (e.service_id === lb.id) {
         const path: string[] = [];
         for (let at: string | undefined = lb.id; at; at = parent.get(at)) path.unshift(at);
-        const names = new Map((await tx.selectFrom('load_balancers').select(['id', 'name']).where('id', 'in', path).execute()).map((r) => [r.id, r.name]));
+        const names = new Map((await loadBalancerNames(tx, path)).map((r) => [r.id, r.name]));
         const loop = [lb.id, ...path].map((x) => names.get(x) ?? x).join(' -> ');
         throw badRequest(`Adding load balancer ${targetId} as a destination would create a routing loop: ${loop}`);
       }
@@ -226,20 +237,15 @@ async function checkNoLoop(tx: Tx, companyId: string, lb: LoadBalancersTable, ta
 
 export async function createDestination(ctx: CallContext, id: string, input: DestinationInput) {
   const { tx, app, companyId } = ctx;
-  const lb = await lockLoadBalancer(ctx, id);
+  const lb = await requireLocked(ctx, id);
   checkForm(ctx, lb, input);
   if (input.service_type === 'LOAD_BALANCER') await lockRoutingGraph(tx, companyId);
-  const count = await tx
-    .selectFrom('load_balancer_destinations')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('load_balancer_id', '=', lb.id)
-    .executeTakeFirst();
-  if (Number(count?.n ?? 0) >= MAX_DESTINATIONS)
+  if ((await countDestinations(tx, lb.id)) >= MAX_DESTINATIONS)
     throw badRequest(`A load balancer has at most ${MAX_DESTINATIONS} destinations; delete one before adding another`);
 
   let dup;
   if (input.service_type === 'EXTERNAL') {
-    dup = await tx.selectFrom('load_balancer_destinations').select('id').where('load_balancer_id', '=', lb.id).where('url', '=', input.url!).executeTakeFirst();
+    dup = await destinationToUrl(tx, lb.id, input.url!);
   } else {
     const { kind, label } = SERVICE_TYPES[input.service_type];
     const registered = app.services.get(kind);
@@ -248,12 +254,7 @@ export async function createDestination(ctx: CallContext, id: string, input: Des
     await lockTarget(tx, input.service_id!);
     if (!(await registered.find(ctx, input.service_id!))) throw notFound(label);
     if (input.service_type === 'LOAD_BALANCER') await checkNoLoop(tx, companyId, lb, input.service_id!);
-    dup = await tx
-      .selectFrom('load_balancer_destinations')
-      .select('id')
-      .where('load_balancer_id', '=', lb.id)
-      .where('service_id', '=', input.service_id!)
-      .executeTakeFirst();
+    dup = await destinationToService(tx, lb.id, input.service_id!);
   }
   if (dup) throw badRequest(`This load balancer already routes to ${input.service_type === 'EXTERNAL' ? input.url : input.service_id} (destination ${dup.id})`);
 
@@ -272,32 +273,27 @@ export async function createDestination(ctx: CallContext, id: string, input: Des
     created_at: t,
     updated_at: t,
   };
-  await tx.insertInto('load_balancer_destinations').values(row).execute();
+  await insertDestination(tx, row);
   return destinationView(row);
 }
 
-async function findDestination(tx: Tx, lbId: string, destinationId: string) {
-  const d = await tx
-    .selectFrom('load_balancer_destinations')
-    .selectAll()
-    .where('id', '=', destinationId)
-    .where('load_balancer_id', '=', lbId)
-    .executeTakeFirst();
+async function requireDestination(tx: Tx, lbId: string, destinationId: string) {
+  const d = await findDestination(tx, lbId, destinationId);
   if (!d) throw new ApiError(404, 'Destination not found');
   return d;
 }
 
 export async function deleteDestination(ctx: CallContext, id: string, destinationId: string): Promise<void> {
-  const lb = await lockLoadBalancer(ctx, id);
-  const d = await findDestination(ctx.tx, lb.id, destinationId);
-  await ctx.tx.deleteFrom('load_balancer_destinations').where('id', '=', d.id).execute();
+  const lb = await requireLocked(ctx, id);
+  const d = await requireDestination(ctx.tx, lb.id, destinationId);
+  await deleteDestinationRow(ctx.tx, d.id);
 }
 
 export async function toggleDestination(ctx: CallContext, id: string, destinationId: string) {
-  const lb = await lockLoadBalancer(ctx, id);
-  const d = await findDestination(ctx.tx, lb.id, destinationId);
+  const lb = await requireLocked(ctx, id);
+  const d = await requireDestination(ctx.tx, lb.id, destinationId);
   const enabled = d.is_enabled ? 0 : 1;
-  await ctx.tx.updateTable('load_balancer_destinations').set({ is_enabled: enabled, updated_at: now() }).where('id', '=', d.id).execute();
+  await setDestinationEnabled(ctx.tx, d.id, enabled, now());
   return { message: enabled ? 'Destination enabled' : 'Destination disabled' };
 }
 
@@ -308,5 +304,5 @@ export async function toggleDestination(ctx: CallContext, id: string, destinatio
  */
 export async function removeDestinationsTo(tx: Tx, serviceId: string): Promise<void> {
   await lockTarget(tx, serviceId);
-  await tx.deleteFrom('load_balancer_destinations').where('service_id', '=', serviceId).execute();
+  await deleteDestinationsTo(tx, serviceId);
 }
