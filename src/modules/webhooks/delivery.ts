@@ -12,16 +12,27 @@ import type * as Undici from 'undici';
 import { lazy } from '../../shared/lazy.js';
 import { memoized } from '../../shared/memo.js';
 import type { AppContext } from '../../shared/context.js';
-import { later, type Tx } from '../../shared/db/index.js';
-import { lockFor } from '../../shared/db/locks.js';
-import { all, insertRows, reusable } from '../../shared/db/reusable.js';
+import type { Tx } from '../../shared/db/index.js';
 import type { RecordedEvent } from '../../shared/events.js';
 import { newId } from '../../shared/ids.js';
 import { guardedLookup, outboundUrlProblem, refusedDestination } from '../../shared/net.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
-import { batchedPerKey, Coalescer } from '../../shared/coalesce.js';
-import { sql } from 'kysely';
-import type { WebhookDeliveriesTable, WebhooksTable } from './storage.js';
+import { Coalescer } from '../../shared/coalesce.js';
+import {
+  findAttempt,
+  insertAttempt,
+  insertFirstAttempt,
+  listEnabledWebhooks,
+  lockWebhooksShared,
+  markAttemptNotSent,
+  readAttemptsWithWebhook,
+  recordSent,
+  settleChain,
+  type AttemptWithWebhook,
+  type Sent,
+  type WebhookDeliveriesTable,
+  type WebhooksTable,
+} from './storage.js';
 
 const undici = lazy<typeof Undici>('undici');
 
@@ -169,41 +180,32 @@ function deliveryBody(webhookId: string, deliveryId: string, event: { id: string
   });
 }
 
-const enabledHooks = reusable((db, p: { companyId: string }) =>
-  db.selectFrom('webhooks').select(['id', 'endpoint', 'allowed_events']).where('company_id', '=', p.companyId).where('is_enabled', '=', 1),
-);
-
 /** Creates the first attempt (and its job) for every enabled webhook of the company subscribed to the event. */
 export async function fanOut(tx: Tx, event: RecordedEvent): Promise<void> {
-  const hooks = await all(tx, enabledHooks(tx, { companyId: event.companyId }));
+  const hooks = await listEnabledWebhooks(tx, event.companyId);
   for (const h of hooks) {
     if (!(JSON.parse(h.allowed_events) as string[]).includes(event.type)) continue;
     const id = newId();
     const now = event.createdAt;
-    await later(
-      tx,
-      insertRows(tx, 'webhook_deliveries', [
-        {
-          id,
-          chain_id: id,
-          webhook_id: h.id,
-          company_id: event.companyId,
-          event_id: event.id,
-          event_type: event.type,
-          attempt: 1,
-          status: 'PENDING',
-          endpoint: h.endpoint,
-          payload: deliveryBody(h.id, id, event),
-          response: null,
-          response_status: null,
-          response_time_ms: null,
-          due_at: now,
-          sent_at: null,
-          created_at: now,
-          updated_at: now,
-        },
-      ]),
-    );
+    await insertFirstAttempt(tx, {
+      id,
+      chain_id: id,
+      webhook_id: h.id,
+      company_id: event.companyId,
+      event_id: event.id,
+      event_type: event.type,
+      attempt: 1,
+      status: 'PENDING',
+      endpoint: h.endpoint,
+      payload: deliveryBody(h.id, id, event),
+      response: null,
+      response_status: null,
+      response_time_ms: null,
+      due_at: now,
+      sent_at: null,
+      created_at: now,
+      updated_at: now,
+    });
     await enqueue(tx, { kind: DELIVER, payload: { deliveryId: id }, subjectId: h.id, maxAttempts: 20 });
   }
 }
@@ -230,62 +232,6 @@ function signingSecrets(
   return { current, previous };
 }
 
-/**
- * The lock that orders a webhook's deletion against the recording of its attempts (PostgreSQL):
- * the recording transactions hold it shared, before they touch an attempt, and a deletion
- * exclusively, before it touches anything. Without it a deletion (removing the attempts in the
- * table's order) and a burst's record (updating them in its own order) could each wait for a row
- * the other holds: a deadlock, and a 500 for the deletion.
- */
-export const webhookLock = (webhookId: string) => `webhook:${webhookId}`;
-
-/** Holds the locks of these webhooks shared, in one order (see webhookLock). */
-async function lockWebhooks(tx: Tx, webhookIds: Iterable<string>): Promise<void> {
-  for (const id of [...new Set(webhookIds)].sort()) await lockFor(tx, webhookLock(id), 'shared');
-}
-
-async function settleChain(tx: Tx, chainId: string, status: 'SUCCESS' | 'FAILED', now: string) {
-  await tx.updateTable('webhook_deliveries').set({ status, updated_at: now }).where('chain_id', '=', chainId).execute();
-}
-
-/** What an attempt's record writes to its row (`status`: a first attempt's outcome settles its chain); `webhook_id` is not written, only locked. */
-interface Sent {
-  id: string;
-  webhook_id: string;
-  endpoint: string;
-  sent_at: string;
-  response_status: number | null;
-  response: string | null;
-  response_time_ms: number | null;
-  updated_at: string;
-  status: 'SUCCESS' | 'FAILED' | null;
-}
-
-/**
- * Records attempts as sent, unless deleted or recorded already (`sent_at` set); resolves to
- * whether the row was written. The attempts recorded in one transaction at once (a burst of
- * deliveries completed together) are written by one statement.
- */
-const recordSent = batchedPerKey<Tx, Sent, boolean>(async (tx, items) => {
-  await lockWebhooks(
-    tx,
-    items.map((s) => s.webhook_id),
-  );
-  // VALUES columns are column1, column2, ... on both SQLite and PostgreSQL (untyped there: text).
-  const rows = items.map(
-    (s) => sql`(${s.id}, ${s.endpoint}, ${s.sent_at}, ${s.response_status}, ${s.response}, ${s.response_time_ms}, ${s.updated_at}, ${s.status})`,
-  );
-  const written = await sql<{ id: string }>`
-    UPDATE webhook_deliveries SET endpoint = v.column2, sent_at = v.column3, response_status = CAST(v.column4 AS integer),
-      response = v.column5, response_time_ms = CAST(v.column6 AS integer), updated_at = v.column7,
-      status = COALESCE(v.column8, webhook_deliveries.status)
-    FROM (VALUES ${sql.join(rows)}) AS v
-    WHERE webhook_deliveries.id = v.column1 AND webhook_deliveries.sent_at IS NULL
-    RETURNING webhook_deliveries.id`.execute(tx);
-  const ids = new Set(written.rows.map((r) => r.id));
-  return items.map((s) => ids.has(s.id));
-});
-
 export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
   const settings = webhookSettings(app.config.webhooks?.env ?? {});
   const production = app.config.production;
@@ -300,21 +246,10 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
     return { secret, key: hmacKey(secret) };
   });
   // The attempts of the jobs claimed together are read together: one query for a burst.
-  const attempts = new Coalescer<string, Awaited<ReturnType<typeof readAttempts>>[number] | undefined>(async (_key, ids) => {
-    const rows = new Map((await readAttempts(ids)).map((r) => [r.id, r]));
+  const attempts = new Coalescer<string, AttemptWithWebhook | undefined>(async (_key, ids) => {
+    const rows = new Map((await readAttemptsWithWebhook(db, ids)).map((r) => [r.id, r]));
     return ids.map((id) => rows.get(id));
   }, true);
-  /** Attempts with their webhook (the webhook's columns under w_ names). */
-  function readAttempts(ids: string[]) {
-    return db
-      .selectFrom('webhook_deliveries as d')
-      .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-      .selectAll('d')
-      .select(['w.endpoint as w_endpoint', 'w.is_enabled as w_is_enabled', 'w.secret as w_secret', 'w.old_secret as w_old_secret'])
-      .select('w.old_secret_expired_at as w_old_secret_expired_at')
-      .where('d.id', 'in', ids)
-      .execute();
-  }
   return {
     transactional: false,
     io: true,
@@ -335,8 +270,8 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
       if (!w.is_enabled) {
         const now = new Date().toISOString();
         await db.transaction().execute(async (tx) => {
-          await lockWebhooks(tx, [d.webhook_id]);
-          await tx.updateTable('webhook_deliveries').set({ response: 'Not sent: the webhook is disabled', updated_at: now }).where('id', '=', d.id).execute();
+          await lockWebhooksShared(tx, [d.webhook_id]);
+          await markAttemptNotSent(tx, d.id, 'Not sent: the webhook is disabled', now);
           await settleChain(tx, d.chain_id, 'FAILED', now);
         });
         return;
@@ -401,7 +336,7 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
             created_at: now,
             updated_at: now,
           };
-          await tx.insertInto('webhook_deliveries').values(next).execute();
+          await insertAttempt(tx, next);
           return { rescheduleAt: new Date(next.due_at), payload: { deliveryId: next.id } };
         },
       };
@@ -409,12 +344,7 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
   };
 
   async function followUp(d: WebhookDeliveriesTable) {
-    const n = await db
-      .selectFrom('webhook_deliveries')
-      .selectAll()
-      .where('chain_id', '=', d.chain_id)
-      .where('attempt', '=', d.attempt + 1)
-      .executeTakeFirst();
+    const n = await findAttempt(db, d.chain_id, d.attempt + 1);
     if (n && n.status === 'PENDING') return { rescheduleAt: new Date(n.due_at), payload: { deliveryId: n.id } };
     return undefined;
   }

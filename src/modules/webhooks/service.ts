@@ -2,15 +2,26 @@
 // (rolled with an optional transition during which the old secret also signs) and the history of
 // delivery attempts.
 import type { AppContext, CallContext } from '../../shared/context.js';
-import { lockFor } from '../../shared/db/locks.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import type { EventType } from '../../shared/events.js';
 import { newId } from '../../shared/ids.js';
 import { refuseIfTaken } from '../../shared/naming.js';
 import { cancelJobs } from '../../shared/jobs.js';
 import type { Page } from '../../shared/pagination.js';
-import { DELIVER, endpointProblem, newSecret, webhookLock } from './delivery.js';
-import type { WebhookDeliveriesTable, WebhooksTable } from './storage.js';
+import { DELIVER, endpointProblem, newSecret } from './delivery.js';
+import {
+  countWebhooks,
+  deleteWebhookWithDeliveries,
+  findDelivery,
+  findWebhook,
+  insertWebhook,
+  listDeliveriesPage,
+  listWebhooksPage,
+  lockWebhookForDeletion,
+  updateWebhookColumns,
+  type WebhookDeliveriesTable,
+  type WebhooksTable,
+} from './storage.js';
 
 const MAX_WEBHOOKS_PER_COMPANY = 10;
 
@@ -65,17 +76,14 @@ function by({ actor }: CallContext): string {
 }
 
 async function find({ tx, companyId }: CallContext, id: string): Promise<WebhooksTable> {
-  const w = await tx.selectFrom('webhooks').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+  const w = await findWebhook(tx, companyId, id);
   if (!w) throw notFound('Webhook');
   return w;
 }
 
 export async function listWebhooks({ tx, app, companyId, scope }: CallContext, page: Page) {
-  let q = tx.selectFrom('webhooks').where('company_id', '=', companyId);
-  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
-  const n = await q.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
-  const rows = await q.selectAll().orderBy('created_at').orderBy('id').limit(page.limit).offset(page.offset).execute();
-  return { data: rows.map((w) => webhookView(app, w)), total: Math.min(Number(n?.n ?? 0), 10000), offset: page.offset, limit: page.limit };
+  const { count, rows } = await listWebhooksPage(tx, companyId, scope, page);
+  return { data: rows.map((w) => webhookView(app, w)), total: Math.min(count, 10000), offset: page.offset, limit: page.limit };
 }
 
 export async function getWebhook(ctx: CallContext, id: string) {
@@ -89,14 +97,7 @@ export async function createWebhook(ctx: CallContext, body: { allowed_events: Ev
   await refuseIfTaken(
     tx,
     `webhooks:${companyId}`,
-    async () => {
-      const n = await tx
-        .selectFrom('webhooks')
-        .select((eb) => eb.fn.countAll().as('n'))
-        .where('company_id', '=', companyId)
-        .executeTakeFirst();
-      return Number(n?.n ?? 0) >= MAX_WEBHOOKS_PER_COMPANY;
-    },
+    async () => (await countWebhooks(tx, companyId)) >= MAX_WEBHOOKS_PER_COMPANY,
     () => badRequest(`A company can have at most ${MAX_WEBHOOKS_PER_COMPANY} webhooks; delete one first`),
   );
   const now = new Date().toISOString();
@@ -115,7 +116,7 @@ export async function createWebhook(ctx: CallContext, body: { allowed_events: Ev
     created_at: now,
     updated_at: now,
   };
-  await tx.insertInto('webhooks').values(row).execute();
+  await insertWebhook(tx, row);
   return webhookView(app, row);
 }
 
@@ -131,17 +132,13 @@ export async function updateWebhook(ctx: CallContext, id: string, body: { allowe
     updated_by: by(ctx),
     updated_at: new Date().toISOString(),
   };
-  await tx
-    .updateTable('webhooks')
-    .set({
-      endpoint: next.endpoint,
-      allowed_events: next.allowed_events,
-      description: next.description,
-      updated_by: next.updated_by,
-      updated_at: next.updated_at,
-    })
-    .where('id', '=', id)
-    .execute();
+  await updateWebhookColumns(tx, id, {
+    endpoint: next.endpoint,
+    allowed_events: next.allowed_events,
+    description: next.description,
+    updated_by: next.updated_by,
+    updated_at: next.updated_at,
+  });
   return webhookView(app, next);
 }
 
@@ -149,11 +146,10 @@ export async function updateWebhook(ctx: CallContext, id: string, body: { allowe
 export async function deleteWebhook(ctx: CallContext, id: string) {
   const { tx } = ctx;
   await find(ctx, id);
-  // Before any job or attempt row: the attempts being recorded are written first (webhookLock).
-  await lockFor(tx, webhookLock(id));
+  // Before any job or attempt row: the attempts being recorded are written first (webhookLock in storage.ts).
+  await lockWebhookForDeletion(tx, id);
   await cancelJobs(tx, id, DELIVER);
-  await tx.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute();
-  await tx.deleteFrom('webhooks').where('id', '=', id).execute();
+  await deleteWebhookWithDeliveries(tx, id);
   return { message: 'Webhook deleted' };
 }
 
@@ -161,11 +157,7 @@ export async function toggleWebhook(ctx: CallContext, id: string) {
   const { tx, app } = ctx;
   const w = await find(ctx, id);
   const next = { ...w, is_enabled: w.is_enabled ? 0 : 1, updated_by: by(ctx), updated_at: new Date().toISOString() };
-  await tx
-    .updateTable('webhooks')
-    .set({ is_enabled: next.is_enabled, updated_by: next.updated_by, updated_at: next.updated_at })
-    .where('id', '=', id)
-    .execute();
+  await updateWebhookColumns(tx, id, { is_enabled: next.is_enabled, updated_by: next.updated_by, updated_at: next.updated_at });
   return webhookView(app, next);
 }
 
@@ -184,17 +176,13 @@ export async function rollSecret(ctx: CallContext, id: string, input: { expire_i
     updated_by: by(ctx),
     updated_at: now.toISOString(),
   };
-  await tx
-    .updateTable('webhooks')
-    .set({
-      secret: next.secret,
-      old_secret: next.old_secret,
-      old_secret_expired_at: next.old_secret_expired_at,
-      updated_by: next.updated_by,
-      updated_at: next.updated_at,
-    })
-    .where('id', '=', id)
-    .execute();
+  await updateWebhookColumns(tx, id, {
+    secret: next.secret,
+    old_secret: next.old_secret,
+    old_secret_expired_at: next.old_secret_expired_at,
+    updated_by: next.updated_by,
+    updated_at: next.updated_at,
+  });
   return webhookView(app, next, now.getTime());
 }
 
@@ -202,23 +190,14 @@ export async function rollSecret(ctx: CallContext, id: string, input: { expire_i
 export async function listDeliveries(ctx: CallContext, webhookId: string, page: Page) {
   const { tx } = ctx;
   await find(ctx, webhookId);
-  const q = tx.selectFrom('webhook_deliveries').where('webhook_id', '=', webhookId);
-  const n = await q.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
-  const rows = await q
-    .selectAll()
-    .orderBy('created_at', 'desc')
-    .orderBy('attempt', 'desc')
-    .orderBy('id', 'desc')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-  return { data: rows.map(deliveryView), total: Math.min(Number(n?.n ?? 0), 10000), offset: page.offset, limit: page.limit };
+  const { count, rows } = await listDeliveriesPage(tx, webhookId, page);
+  return { data: rows.map(deliveryView), total: Math.min(count, 10000), offset: page.offset, limit: page.limit };
 }
 
 export async function getDelivery(ctx: CallContext, webhookId: string, id: string) {
   const { tx } = ctx;
   await find(ctx, webhookId);
-  const d = await tx.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).where('webhook_id', '=', webhookId).executeTakeFirst();
+  const d = await findDelivery(tx, webhookId, id);
   if (!d) throw notFound('Delivery');
   return deliveryView(d);
 }
