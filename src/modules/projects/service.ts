@@ -5,9 +5,20 @@ import type { Tx } from '../../shared/db/index.js';
 import type { ProjectsTable } from '../../shared/db/schema.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import { insertNamed } from '../../shared/naming.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import type { Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
+import {
+  deleteLink,
+  deleteLinksOfService,
+  deleteProjectWithLinks,
+  findProject,
+  insertLink,
+  insertLinkIfAbsent,
+  insertNamedProject,
+  listProjectLinks,
+  listProjectsPage,
+  updateProjectDisplayName,
+} from './storage.js';
 
 const view = (p: ProjectsTable) => ({
   id: p.id,
@@ -18,19 +29,11 @@ const view = (p: ProjectsTable) => ({
   updated_at: p.updated_at,
 });
 
-/** The columns of a project in a list. */
-const LISTED = ['id', 'name', 'display_name', 'created_at', 'updated_at'] as const;
-
 export async function listProjects({ tx, companyId, scope, asOf }: CallContext, page: Page) {
-  const q = () => {
-    const all = tx.selectFrom('projects').select(LISTED).where('company_id', '=', companyId);
-    return scope ? all.where('id', 'in', scope.size ? [...scope] : ['']) : all;
-  };
-  return paginate(q, page, undefined, scope ? undefined : { tx, table: 'projects', companyId, asOf, columns: LISTED });
+  return listProjectsPage(tx, companyId, scope, asOf, page);
 }
 
-const lookup = ({ tx, companyId }: CallContext, id: string) =>
-  tx.selectFrom('projects').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+const lookup = ({ tx, companyId }: CallContext, id: string) => findProject(tx, companyId, id);
 
 /** The caller's company's project `id`, or the path id's 404 (also for services that name a project_id). */
 export async function requireProject(ctx: CallContext, id: string): Promise<ProjectsTable> {
@@ -47,7 +50,7 @@ export async function projectSummary(ctx: CallContext, id: string) {
 
 export async function createProject({ tx, companyId }: CallContext, displayName: string) {
   const now = new Date().toISOString();
-  const row = await insertNamed(tx, 'projects', companyId, displayName, (name): ProjectsTable => ({
+  const row = await insertNamedProject(tx, companyId, displayName, (name): ProjectsTable => ({
     id: newId(),
     company_id: companyId,
     name,
@@ -61,7 +64,7 @@ export async function createProject({ tx, companyId }: CallContext, displayName:
 export async function getProject(ctx: CallContext, id: string) {
   const { tx, app } = ctx;
   const p = await requireProject(ctx, id);
-  const links = await tx.selectFrom('project_services').selectAll().where('project_id', '=', id).orderBy('created_at').orderBy('service_id').execute();
+  const links = await listProjectLinks(tx, id);
   // One query per kind of service present, not one per service.
   const idsOf = new Map<string, string[]>();
   for (const l of links) {
@@ -83,15 +86,14 @@ export async function updateProject(ctx: CallContext, id: string, displayName: s
   const { tx } = ctx;
   const p = await requireProject(ctx, id);
   const updated = { ...p, display_name: displayName, updated_at: new Date().toISOString() };
-  await tx.updateTable('projects').set({ display_name: displayName, updated_at: updated.updated_at }).where('id', '=', id).execute();
+  await updateProjectDisplayName(tx, id, displayName, updated.updated_at);
   return view(updated);
 }
 
 export async function deleteProject(ctx: CallContext, id: string) {
   const { tx } = ctx;
   await requireProject(ctx, id);
-  await tx.deleteFrom('project_services').where('project_id', '=', id).execute();
-  await tx.deleteFrom('projects').where('id', '=', id).execute();
+  await deleteProjectWithLinks(tx, id);
   return { message: 'Project deleted' };
 }
 
@@ -106,11 +108,7 @@ export async function addService(ctx: CallContext, id: string, serviceId: string
   await requireProject(ctx, id);
   const s = await kindOf(app, type).find(ctx, serviceId);
   if (!s) throw notFound('Service');
-  await tx
-    .insertInto('project_services')
-    .values({ project_id: id, service_id: serviceId, service_type: type, company_id: companyId, created_at: new Date().toISOString() })
-    .onConflict((oc) => oc.columns(['project_id', 'service_id']).doNothing())
-    .execute();
+  await insertLinkIfAbsent(tx, { project_id: id, service_id: serviceId, service_type: type, company_id: companyId, created_at: new Date().toISOString() });
   return { message: 'Service added to project' };
 }
 
@@ -118,13 +116,7 @@ export async function removeService(ctx: CallContext, id: string, serviceId: str
   const { tx, app } = ctx;
   await requireProject(ctx, id);
   kindOf(app, type);
-  const res = await tx
-    .deleteFrom('project_services')
-    .where('project_id', '=', id)
-    .where('service_id', '=', serviceId)
-    .where('service_type', '=', type)
-    .executeTakeFirst();
-  if (!Number(res.numDeletedRows)) throw notFound('Service in this project');
+  if (!(await deleteLink(tx, id, serviceId, type))) throw notFound('Service in this project');
   return { message: 'Service removed from project' };
 }
 
@@ -138,13 +130,10 @@ export async function placeService(ctx: CallContext, serviceId: string, type: st
   if (projectId) await requireProject(ctx, projectId);
   await forgetService(tx, serviceId);
   if (projectId)
-    await tx
-      .insertInto('project_services')
-      .values({ project_id: projectId, service_id: serviceId, service_type: type, company_id: companyId, created_at: new Date().toISOString() })
-      .execute();
+    await insertLink(tx, { project_id: projectId, service_id: serviceId, service_type: type, company_id: companyId, created_at: new Date().toISOString() });
 }
 
 /** Called by service modules when a service is deleted (by a job: any transaction will do). */
 export async function forgetService(tx: Tx, serviceId: string): Promise<void> {
-  await tx.deleteFrom('project_services').where('service_id', '=', serviceId).execute();
+  await deleteLinksOfService(tx, serviceId);
 }
