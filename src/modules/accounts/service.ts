@@ -6,6 +6,16 @@ import { badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { ROLE_BY_NAME } from '../../shared/auth/rbac.js';
 import { createKey } from '../api-keys/index.js';
+import {
+  claimBootstrap,
+  deleteAllRows,
+  findCompanyRow,
+  insertCompany,
+  insertUser,
+  listAllCompanies,
+  listCompanyUsers,
+  updateCompanyStatus,
+} from './storage.js';
 
 export type CompanyStatus = CompaniesTable['status'];
 
@@ -13,17 +23,17 @@ export async function createCompany(tx: Tx, name: string): Promise<CompaniesTabl
   if (!name.trim()) throw badRequest('name is required');
   const now = new Date().toISOString();
   const row: CompaniesTable = { id: newId(), name, status: 'active', created_at: now, updated_at: now };
-  await tx.insertInto('companies').values(row).execute();
+  await insertCompany(tx, row);
   return row;
 }
 
 /** Every company, oldest first (the operator surface). */
 export async function listCompanies(tx: Tx): Promise<CompaniesTable[]> {
-  return tx.selectFrom('companies').selectAll().orderBy('created_at').execute();
+  return listAllCompanies(tx);
 }
 
 export async function findCompany(tx: Tx, id: string): Promise<CompaniesTable> {
-  const c = await tx.selectFrom('companies').selectAll().where('id', '=', id).executeTakeFirst();
+  const c = await findCompanyRow(tx, id);
   if (!c) throw notFound('Company');
   return c;
 }
@@ -32,7 +42,7 @@ export async function setCompanyStatus(app: AppContext, tx: Tx, id: string, stat
   const c = await findCompany(tx, id);
   await app.keys.changing(tx);
   const updated_at = new Date().toISOString();
-  await tx.updateTable('companies').set({ status, updated_at }).where('id', '=', id).execute();
+  await updateCompanyStatus(tx, id, status, updated_at);
   return { ...c, status, updated_at };
 }
 
@@ -47,19 +57,12 @@ export async function createUser(tx: Tx, companyId: string, u: { email: string; 
     image: u.image ?? `https://www.gravatar.com/avatar/${Buffer.from(u.email).toString('hex').slice(0, 32)}`,
     created_at: new Date().toISOString(),
   };
-  await tx.insertInto('users').values(row).execute();
+  await insertUser(tx, row);
   return row;
 }
 
 export async function listUsers({ tx, companyId }: CallContext) {
-  const rows = await tx
-    .selectFrom('users')
-    .select(['id', 'email', 'image', 'full_name'])
-    .where('company_id', '=', companyId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-  return { data: rows };
+  return { data: await listCompanyUsers(tx, companyId) };
 }
 
 /** A key made by the operator (or the bootstrap) in company `companyId`, with a role named by its name. */
@@ -109,13 +112,7 @@ export interface BootstrapResult {
 /** On first start: one company, one admin user and one Company Admin key (token printed once). */
 export async function bootstrap(app: AppContext): Promise<BootstrapResult> {
   return app.database.db.transaction().execute(async (tx) => {
-    const claimed = await tx
-      .insertInto('settings')
-      .values({ key: 'bootstrapped', value: new Date().toISOString() })
-      .onConflict((oc) => oc.column('key').doNothing())
-      .returning('key')
-      .executeTakeFirst();
-    if (!claimed) return { created: false };
+    if (!(await claimBootstrap(tx, new Date().toISOString()))) return { created: false };
     const company = await createCompany(tx, 'Default Company');
     await createUser(tx, company.id, { email: 'admin@slipway.local', full_name: 'Slipway Admin' });
     const key = await createKeyWithRole(app, tx, company.id, { name: 'bootstrap admin', role: 'Company Admin', token: app.config.bootstrapToken });
@@ -127,7 +124,7 @@ export async function bootstrap(app: AppContext): Promise<BootstrapResult> {
 export async function resetAll(app: AppContext, extraTables: readonly string[] = []): Promise<BootstrapResult> {
   await app.database.db.transaction().execute(async (tx) => {
     await app.keys.changing(tx);
-    for (const t of [...extraTables, ...ALL_TABLES]) await (tx as any).deleteFrom(t).execute();
+    await deleteAllRows(tx, [...extraTables, ...ALL_TABLES]);
   });
   await app.keys.announced();
   return bootstrap(app);

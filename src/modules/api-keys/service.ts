@@ -5,10 +5,11 @@ import type { CallContext } from '../../shared/context.js';
 import type { ApiKeysTable } from '../../shared/db/schema.js';
 import { badRequest, forbidden, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import type { Page } from '../../shared/pagination.js';
 import { computeGrants, grantsCover, isPermission, ROLE_BY_ID, type Capability, type Grants } from '../../shared/auth/rbac.js';
 import { generateToken, hashToken, maskToken } from '../../shared/auth/tokens.js';
 import type { ApiKey } from './schemas.js';
+import { findLiveKey, insertApiKey, listLiveKeysPage, markKeyDeleted, updateKeyColumns } from './storage.js';
 
 export type ApiKeyView = Static<typeof ApiKey>;
 export type Source = ApiKeysTable['source'];
@@ -92,18 +93,12 @@ export async function createKey(ctx: CallContext, spec: KeySpec) {
     updated_at: now,
     deleted_at: null,
   };
-  await tx.insertInto('api_keys').values(row).execute();
+  await insertApiKey(tx, row);
   return { id: row.id, token, name: row.name, row };
 }
 
 async function findKey({ tx, companyId }: CallContext, id: string): Promise<ApiKeysTable> {
-  const row = await tx
-    .selectFrom('api_keys')
-    .selectAll()
-    .where('id', '=', id)
-    .where('company_id', '=', companyId)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  const row = await findLiveKey(tx, companyId, id);
   if (!row) throw notFound('API key');
   return row;
 }
@@ -113,9 +108,7 @@ export async function getKey(ctx: CallContext, id: string): Promise<ApiKeyView> 
 }
 
 export async function listKeys({ tx, companyId, scope }: CallContext, page: Page) {
-  let q = tx.selectFrom('api_keys').selectAll().where('company_id', '=', companyId).where('deleted_at', 'is', null);
-  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
-  const res = await paginate(q, page);
+  const res = await listLiveKeysPage(tx, companyId, scope, page);
   return { ...res, data: res.data.map(toView) };
 }
 
@@ -131,7 +124,7 @@ export async function updateKey(ctx: CallContext, id: string, patch: { name?: st
   }
   const updated = { name: patch.name ?? row.name, role_ids: JSON.stringify(roleIds), capabilities: JSON.stringify(caps), updated_at: new Date().toISOString() };
   await ctx.app.keys.changing(tx);
-  await tx.updateTable('api_keys').set(updated).where('id', '=', id).execute();
+  await updateKeyColumns(tx, id, updated);
   return toView({ ...row, ...updated });
 }
 
@@ -147,7 +140,7 @@ export async function toggleKey(ctx: CallContext, id: string) {
   if (row.id === ctx.actor && row.is_enabled) throw badRequest('A key cannot disable itself; use another key');
   const is_enabled = row.is_enabled ? 0 : 1;
   await ctx.app.keys.changing(tx);
-  await tx.updateTable('api_keys').set({ is_enabled, updated_at: new Date().toISOString() }).where('id', '=', id).execute();
+  await updateKeyColumns(tx, id, { is_enabled, updated_at: new Date().toISOString() });
   return { message: is_enabled ? 'API key enabled' : 'API key disabled', is_enabled: !!is_enabled };
 }
 
@@ -160,17 +153,13 @@ export async function rotateKey(ctx: CallContext, id: string, graceHours: number
   const now = new Date();
   const graceUntil = graceHours > 0 ? new Date(now.getTime() + graceHours * 3600_000).toISOString() : null;
   await app.keys.changing(tx);
-  await tx
-    .updateTable('api_keys')
-    .set({
-      token_hash: hashToken(token),
-      masked_token: maskToken(token),
-      old_token_hash: graceUntil ? row.token_hash : null,
-      old_token_expired_at: graceUntil,
-      updated_at: now.toISOString(),
-    })
-    .where('id', '=', id)
-    .execute();
+  await updateKeyColumns(tx, id, {
+    token_hash: hashToken(token),
+    masked_token: maskToken(token),
+    old_token_hash: graceUntil ? row.token_hash : null,
+    old_token_expired_at: graceUntil,
+    updated_at: now.toISOString(),
+  });
   return { token, name: row.name };
 }
 
@@ -180,7 +169,7 @@ export async function deleteKey(ctx: CallContext, id: string) {
   if (id === ctx.actor) throw badRequest('A key cannot delete itself; use another key');
   const now = new Date().toISOString();
   await ctx.app.keys.changing(tx);
-  await tx.updateTable('api_keys').set({ deleted_at: now, is_enabled: 0, updated_at: now, old_token_hash: null }).where('id', '=', id).execute();
+  await markKeyDeleted(tx, id, now);
   return { message: 'API key deleted' };
 }
 

@@ -7,6 +7,7 @@ import type { Tx } from '../../shared/db/index.js';
 import { refuseIfTaken } from '../../shared/naming.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
 import { createKeyWithRole, findCompany } from '../accounts/index.js';
+import { clearToken, countActiveCodes, decideIfPending, deleteCodesExpiredBefore, findCode, insertCode } from './storage.js';
 
 export const CODE_TTL_MS = 5 * 60_000;
 export const MAX_ACTIVE_PER_IP = 5;
@@ -23,48 +24,36 @@ export async function createCode(app: AppContext, tx: Tx, ip: string) {
   await refuseIfTaken(
     tx,
     `device-codes:${ip}`,
-    async () => {
-      const active = await tx
-        .selectFrom('device_codes')
-        .select((eb) => eb.fn.countAll().as('n'))
-        .where('client_ip', '=', ip)
-        .where('status', '=', 'pending')
-        .where('expires_at', '>', now.toISOString())
-        .executeTakeFirst();
-      return Number(active?.n ?? 0) >= MAX_ACTIVE_PER_IP;
-    },
+    async () => (await countActiveCodes(tx, ip, now.toISOString())) >= MAX_ACTIVE_PER_IP,
     () =>
       new ApiError(429, `At most ${MAX_ACTIVE_PER_IP} device codes may be pending per client address; wait for one to expire.`, undefined, {
         'retry-after': '60',
       }),
   );
-  await tx
-    .deleteFrom('device_codes')
-    .where('expires_at', '<', new Date(now.getTime() - 86400_000).toISOString())
-    .execute();
+  await deleteCodesExpiredBefore(tx, new Date(now.getTime() - 86400_000).toISOString());
   const code = newCode();
   const expires_at = new Date(now.getTime() + CODE_TTL_MS).toISOString();
-  await tx
-    .insertInto('device_codes')
-    .values({ code, client_ip: ip, status: 'pending', expires_at, company_id: null, api_key_id: null, token_enc: null, created_at: now.toISOString() })
-    .execute();
+  await insertCode(tx, {
+    code,
+    client_ip: ip,
+    status: 'pending',
+    expires_at,
+    company_id: null,
+    api_key_id: null,
+    token_enc: null,
+    created_at: now.toISOString(),
+  });
   return { code, expires_at };
 }
 
 export async function pollCode(app: AppContext, tx: Tx, code: string) {
-  const row = await tx.selectFrom('device_codes').selectAll().where('code', '=', code.toUpperCase()).executeTakeFirst();
+  const row = await findCode(tx, code.toUpperCase());
   if (!row) return { status: 'expired' as const };
   if (row.status === 'denied') return { status: 'denied' as const };
   if (row.status === 'approved') {
     if (!row.token_enc) return { status: 'approved' as const };
     // Compare-and-clear: of concurrent polls exactly one receives the token.
-    const res = await tx
-      .updateTable('device_codes')
-      .set({ token_enc: null })
-      .where('code', '=', row.code)
-      .where('token_enc', '=', row.token_enc)
-      .executeTakeFirst();
-    if (Number(res.numUpdatedRows) !== 1) return { status: 'approved' as const };
+    if (!(await clearToken(tx, row.code, row.token_enc))) return { status: 'approved' as const };
     return { status: 'approved' as const, token: app.secrets.decrypt(row.token_enc) };
   }
   if (row.expires_at <= new Date().toISOString()) return { status: 'expired' as const };
@@ -73,17 +62,17 @@ export async function pollCode(app: AppContext, tx: Tx, code: string) {
 
 /** Operator decision on a pending code. Approval creates a CLI key in the chosen company. */
 export async function decide(app: AppContext, tx: Tx, code: string, decision: { approve: boolean; companyId?: string; role?: string; name?: string }) {
-  const row = await tx.selectFrom('device_codes').selectAll().where('code', '=', code.toUpperCase()).executeTakeFirst();
+  const row = await findCode(tx, code.toUpperCase());
   if (!row) throw notFound('Device code');
   if (row.status !== 'pending' || row.expires_at <= new Date().toISOString())
     throw badRequest(`Device code is ${row.status === 'pending' ? 'expired' : row.status}`);
   // Decisions update the row only while it is still pending: of concurrent decisions one wins and
   // the others fail (rolling back the key an approval created).
-  const decided = (res: { numUpdatedRows: bigint }) => {
-    if (Number(res.numUpdatedRows) !== 1) throw badRequest('Device code was decided by another request');
+  const decided = (won: boolean) => {
+    if (!won) throw badRequest('Device code was decided by another request');
   };
   if (!decision.approve) {
-    decided(await tx.updateTable('device_codes').set({ status: 'denied' }).where('code', '=', row.code).where('status', '=', 'pending').executeTakeFirst());
+    decided(await decideIfPending(tx, row.code, { status: 'denied' }));
     return { code: row.code, status: 'denied' };
   }
   if (!decision.companyId) throw badRequest('company_id is required to approve a device code');
@@ -93,13 +82,6 @@ export async function decide(app: AppContext, tx: Tx, code: string, decision: { 
     role: decision.role ?? 'Company Admin',
     source: 'CLI',
   });
-  decided(
-    await tx
-      .updateTable('device_codes')
-      .set({ status: 'approved', company_id: company.id, api_key_id: key.id, token_enc: app.secrets.encrypt(key.token) })
-      .where('code', '=', row.code)
-      .where('status', '=', 'pending')
-      .executeTakeFirst(),
-  );
+  decided(await decideIfPending(tx, row.code, { status: 'approved', company_id: company.id, api_key_id: key.id, token_enc: app.secrets.encrypt(key.token) }));
   return { code: row.code, status: 'approved', api_key_id: key.id };
 }
