@@ -8,11 +8,36 @@ import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
 import { newId, slugify } from '../../shared/ids.js';
-import { lockFor } from '../../shared/db/locks.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
-import { assertNotDeleting, engineMajor, startOperation, type OperationPayload } from './operations.js';
+import {
+  backupIdTaken,
+  completeBackup,
+  countManualBackups,
+  countManualBackupsOnTarget,
+  countTargets,
+  deleteBackupRow,
+  deleteTargetRows,
+  failPendingBackup,
+  findBackup,
+  findTarget,
+  firstTarget,
+  hasPendingBackup,
+  hasPendingBackupOnTarget,
+  insertBackup,
+  insertTarget,
+  listInternalBackups,
+  listReadyExternalBackups,
+  listTargetIds,
+  listTargetRows,
+  loadBackup,
+  lockBackupId,
+  markBackupInProgress,
+  markBackupStatusReady,
+} from './backups-storage.js';
+import { listRestorePayloads } from './operations-storage.js';
+import { assertNotDeleting, engineMajor, findDatabase, lockDatabase, startOperation, type OperationPayload } from './operations.js';
 import { runtimes } from './runtime/index.js';
-import { findDatabase, lockDatabase, lockDatabaseId, type DatabaseBackupsTable, type DatabasesTable, type DatabaseType } from './storage.js';
+import { findDatabaseRow, lockDatabaseId, type DatabaseBackupsTable, type DatabasesTable, type DatabaseType } from './storage.js';
 
 export const BACKUP_JOB = 'database.backup';
 export const RUNTIME_BACKUP_JOB = 'database.runtime.backup';
@@ -53,8 +78,7 @@ function externalBackupId(at: Date, kind: 'manual' | 'daily', d: Pick<DatabasesT
 /** An external backup id not yet used by the database: two dumps with one name in one second take the next second. */
 async function freeExternalId(tx: Tx, d: DatabasesTable, at: Date, kind: 'manual' | 'daily', name: string): Promise<string> {
   let id = externalBackupId(at, kind, d, name);
-  for (let i = 1; await tx.selectFrom('database_backups').select('id').where('database_id', '=', d.id).where('id', '=', id).executeTakeFirst(); i++)
-    id = externalBackupId(new Date(at.getTime() + i * 1000), kind, d, name);
+  for (let i = 1; await backupIdTaken(tx, d.id, id); i++) id = externalBackupId(new Date(at.getTime() + i * 1000), kind, d, name);
   return id;
 }
 
@@ -84,32 +108,29 @@ async function startBackup(
   row: Omit<DatabaseBackupsTable, 'status' | 'data_version' | 'engine_major' | 'size' | 'started_at' | 'reads' | 'database_id' | 'company_id'>,
 ) {
   const now = new Date().toISOString();
-  await tx
-    .insertInto('database_backups')
-    .values({
-      ...row,
-      database_id: d.id,
-      company_id: d.company_id,
-      status: 'pending',
-      data_version: d.data_version,
-      engine_major: engineMajor(d.version),
-      size: null,
-      started_at: now,
-      reads: 0,
-    })
-    .execute();
-  await tx.updateTable('databases').set({ backup_status: 'inProgress', updated_at: now }).where('id', '=', d.id).execute();
+  await insertBackup(tx, {
+    ...row,
+    database_id: d.id,
+    company_id: d.company_id,
+    status: 'pending',
+    data_version: d.data_version,
+    engine_major: engineMajor(d.version),
+    size: null,
+    started_at: now,
+    reads: 0,
+  });
+  await markBackupInProgress(tx, d.id, now);
   await enqueue(tx, { kind: d.runtime ? RUNTIME_BACKUP_JOB : BACKUP_JOB, payload: { databaseId: d.id, backupId: row.id }, subjectId: d.id, maxAttempts: 20 });
 }
 
+/** A backup ended: the database's backup status is ready again once no other backup is pending. */
 export async function endBackup(tx: Tx, databaseId: string) {
-  const left = await tx.selectFrom('database_backups').select('id').where('database_id', '=', databaseId).where('status', '=', 'pending').executeTakeFirst();
-  if (!left) await tx.updateTable('databases').set({ backup_status: 'ready' }).where('id', '=', databaseId).execute();
+  if (!(await hasPendingBackup(tx, databaseId))) await markBackupStatusReady(tx, databaseId);
 }
 
 /** One step of a pending backup; returns when to look again. */
 export async function stepBackup(tx: Tx, app: AppContext, databaseId: string, backupId: string): Promise<Date | undefined> {
-  const b = await tx.selectFrom('database_backups').selectAll().where('database_id', '=', databaseId).where('id', '=', backupId).executeTakeFirst();
+  const b = await loadBackup(tx, databaseId, backupId);
   if (!b || b.status !== 'pending') return undefined;
   const now = new Date();
   const result = await app.simulated.advance(tx, {
@@ -123,14 +144,8 @@ export async function stepBackup(tx: Tx, app: AppContext, databaseId: string, ba
   });
   if (result.state === 'running') return new Date(now.getTime() + result.checkAfterMs);
   const ok = result.state === 'done';
-  const r = await tx
-    .updateTable('database_backups')
-    .set({ status: ok ? 'ready' : 'failed', size: ok ? 4096 + b.data_version * 1024 + randomBytes(1)[0]! : null })
-    .where('database_id', '=', databaseId)
-    .where('id', '=', backupId)
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  if (Number(r.numUpdatedRows)) await endBackup(tx, databaseId);
+  if (await completeBackup(tx, databaseId, backupId, ok ? 'ready' : 'failed', ok ? 4096 + b.data_version * 1024 + randomBytes(1)[0]! : null))
+    await endBackup(tx, databaseId);
   return undefined;
 }
 
@@ -144,38 +159,20 @@ export const backupJob = (app: AppContext): JobKind<'database.backup'> => ({
 
 /** The backup's job gave up: the backup failed. */
 export async function abandonBackup(tx: Tx, databaseId: string, backupId: string): Promise<void> {
-  await tx
-    .updateTable('database_backups')
-    .set({ status: 'failed' })
-    .where('database_id', '=', databaseId)
-    .where('id', '=', backupId)
-    .where('status', '=', 'pending')
-    .execute();
+  await failPendingBackup(tx, databaseId, backupId);
   await endBackup(tx, databaseId);
 }
 
-async function findBackup(tx: Tx, databaseId: string, id: string, external: boolean) {
-  const b = await tx
-    .selectFrom('database_backups')
-    .selectAll()
-    .where('database_id', '=', databaseId)
-    .where('id', '=', id)
-    .where('external', '=', external ? 1 : 0)
-    .where('status', '!=', 'failed')
-    .executeTakeFirst();
+/** An internal or external backup of the database that did not fail, or 404. */
+async function existingBackup(tx: Tx, databaseId: string, id: string, external: boolean) {
+  const b = await findBackup(tx, databaseId, id, external);
   if (!b) throw notFound(external ? 'External backup' : 'Backup');
   return b;
 }
 
-/**
- * Serializes a restore's start with the retention sweep's removal of the same backup (schedule.ts).
- * Taken after the destination database's lock, before the backup is read.
- */
-export const lockBackupId = (tx: Tx, databaseId: string, backupId: string) => lockFor(tx, `database-backup:${databaseId}:${backupId}`);
-
 /** Whether a restore that reads this backup is running (on its database or on another destination). */
 export async function restoreReading(tx: Tx, b: Pick<DatabaseBackupsTable, 'company_id' | 'database_id' | 'id'>): Promise<boolean> {
-  const rows = await tx.selectFrom('databases').select('op_payload').where('company_id', '=', b.company_id).where('operation', '=', 'restore').execute();
+  const rows = await listRestorePayloads(tx, b.company_id);
   return rows.some((r) => {
     const backup = (JSON.parse(r.op_payload ?? '{}') as OperationPayload).backup;
     return backup?.database_id === b.database_id && backup.id === b.id;
@@ -197,7 +194,7 @@ function assertRestorable(dest: DatabasesTable) {
 async function destination(tx: Tx, source: DatabasesTable, targetId: string | undefined, sameVersion: boolean) {
   const id = targetId ?? source.id;
   await lockDatabaseId(tx, id);
-  const t = await tx.selectFrom('databases').selectAll().where('id', '=', id).where('company_id', '=', source.company_id).executeTakeFirst();
+  const t = await findDatabaseRow(tx, source.company_id, id);
   if (!t) throw new ApiError(404, 'Target database not found');
   if (t.id === source.id) return t;
   if (t.cluster_id !== source.cluster_id) throw badRequest('The target database must be in the same cluster (region) as the source database');
@@ -212,7 +209,7 @@ async function restore(tx: Tx, source: DatabasesTable, backupId: string, targetI
   // the retention sweep may be removing: read once the lock is held).
   await lockDatabaseId(tx, targetId ?? source.id);
   await lockBackupId(tx, source.id, backupId);
-  const b = await findBackup(tx, source.id, backupId, external);
+  const b = await existingBackup(tx, source.id, backupId, external);
   if (b.status !== 'ready') throw badRequest('The backup is still being taken; restore it once it is complete');
   // Internal snapshots need the same major version up front; external dumps are replayed
   // regardless, and a dump from a newer major makes the restore end in restoringFailed.
@@ -229,9 +226,7 @@ async function restore(tx: Tx, source: DatabasesTable, backupId: string, targetI
 export async function listBackups(ctx: CallContext, id: string, type?: 'daily' | 'manual') {
   const { tx } = ctx;
   const d = await findDatabase(ctx, id);
-  let q = tx.selectFrom('database_backups').selectAll().where('database_id', '=', d.id).where('external', '=', 0).where('status', '!=', 'failed');
-  if (type) q = q.where('type', '=', type);
-  const rows = await q.orderBy('created_at', 'desc').orderBy('id').execute();
+  const rows = await listInternalBackups(tx, d.id, type);
   return rows.map((b) => ({
     id: b.id,
     name: b.name,
@@ -247,15 +242,7 @@ export async function createBackup(ctx: CallContext, id: string, displayName: st
   const { tx } = ctx;
   const d = await lockDatabase(ctx, id);
   assertCanBackUp(d);
-  const count = await tx
-    .selectFrom('database_backups')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('database_id', '=', d.id)
-    .where('external', '=', 0)
-    .where('type', '=', 'manual')
-    .where('status', '!=', 'failed')
-    .executeTakeFirst();
-  if (Number(count?.n ?? 0) >= 50) throw badRequest('The database already has 50 manual backups; delete some first');
+  if ((await countManualBackups(tx, d.id)) >= 50) throw badRequest('The database already has 50 manual backups; delete some first');
   const now = new Date();
   const name = `manual-${slugify(displayName, 40)}-${randomBytes(3).toString('hex')}`;
   await startBackup(tx, d, {
@@ -298,7 +285,7 @@ export async function takeDailyBackup(tx: Tx, d: DatabasesTable): Promise<{ id: 
     expires_at: new Date(now.getTime() + RETENTION.daily).toISOString(),
   });
   if (!EXTERNAL_BACKUP_ENGINES[d.type]) return { id };
-  const targets = await tx.selectFrom('database_backup_targets').select('id').where('database_id', '=', d.id).orderBy('created_at').orderBy('id').execute();
+  const targets = await listTargetIds(tx, d.id);
   for (const t of targets) await startExternalBackup(tx, d, t.id, 'daily', d.name, now);
   return { id };
 }
@@ -307,11 +294,11 @@ export async function deleteBackup(ctx: CallContext, id: string, backupId: strin
   const { tx } = ctx;
   const d = await lockDatabase(ctx, id);
   if (external) assertExternalBackups(d);
-  const b = await findBackup(tx, d.id, backupId, external);
+  const b = await existingBackup(tx, d.id, backupId, external);
   if (b.status === 'pending') throw badRequest('The backup is still being taken; delete it once it is complete');
   const rt = runtimes(ctx.app);
   const bucketId = d.runtime ? await rt.bucketOf(tx, b) : null;
-  await tx.deleteFrom('database_backups').where('database_id', '=', d.id).where('id', '=', b.id).execute();
+  await deleteBackupRow(tx, d.id, b.id);
   // A bucket is written in transactions of its own: its dump goes once this one commits.
   if (bucketId) await enqueue(tx, { kind: RUNTIME_REMOVE_JOB, payload: { databaseId: d.id, backupId: b.id, bucketId }, subjectId: bucketId, maxAttempts: 20 });
   else if (d.runtime) await rt.store.remove(d.id, b.id);
@@ -331,15 +318,7 @@ export async function listExternalBackups(ctx: CallContext, id: string) {
   const { tx } = ctx;
   const d = await findDatabase(ctx, id);
   assertExternalBackups(d);
-  const rows = await tx
-    .selectFrom('database_backups')
-    .selectAll()
-    .where('database_id', '=', d.id)
-    .where('external', '=', 1)
-    .where('status', '=', 'ready')
-    .orderBy('created_at', 'desc')
-    .orderBy('id')
-    .execute();
+  const rows = await listReadyExternalBackups(tx, d.id);
   return rows.map((b) => ({
     id: b.id,
     name: b.name,
@@ -354,9 +333,7 @@ export async function createExternalBackup(ctx: CallContext, id: string, input: 
   const { tx } = ctx;
   const d = await lockDatabase(ctx, id);
   assertExternalBackups(d);
-  let q = tx.selectFrom('database_backup_targets').select('id').where('database_id', '=', d.id);
-  if (input.backup_target_id) q = q.where('id', '=', input.backup_target_id);
-  const target = await q.orderBy('created_at').orderBy('id').executeTakeFirst();
+  const target = await firstTarget(tx, d.id, input.backup_target_id);
   if (!target)
     throw badRequest(
       input.backup_target_id
@@ -364,14 +341,7 @@ export async function createExternalBackup(ctx: CallContext, id: string, input: 
         : 'The database has no backup target; attach one with POST /databases/{id}/backup-targets',
     );
   assertCanBackUp(d);
-  const count = await tx
-    .selectFrom('database_backups')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('target_id', '=', target.id)
-    .where('type', '=', 'manual')
-    .where('status', '!=', 'failed')
-    .executeTakeFirst();
-  if (Number(count?.n ?? 0) >= MAX_MANUAL_BACKUPS_PER_TARGET)
+  if ((await countManualBackupsOnTarget(tx, target.id)) >= MAX_MANUAL_BACKUPS_PER_TARGET)
     throw badRequest(`The backup target already holds ${MAX_MANUAL_BACKUPS_PER_TARGET} manual backups (the maximum); delete one first`);
   await startExternalBackup(tx, d, target.id, 'manual', input.name, new Date());
   return { message: 'External database backup started' };
@@ -391,7 +361,7 @@ export async function listTargets(ctx: CallContext, id: string) {
   const { tx } = ctx;
   const d = await findDatabase(ctx, id);
   assertExternalBackups(d);
-  const rows = await tx.selectFrom('database_backup_targets').selectAll().where('database_id', '=', d.id).orderBy('created_at').orderBy('id').execute();
+  const rows = await listTargetRows(tx, d.id);
   return rows.map((t) => ({ id: t.id, object_storage_id: t.object_storage_id, bucket_name: t.bucket_name, endpoint: t.endpoint, created_at: t.created_at }));
 }
 
@@ -414,26 +384,19 @@ export async function createTarget(
     if (!input.access_key || !input.secret_key) throw badRequest('access_key and secret_key are required with bucket_name');
   }
   if (input.endpoint !== undefined && !/^https?:\/\/\S+$/.test(input.endpoint)) throw badRequest('endpoint must be an http(s) URL');
-  const count = await tx
-    .selectFrom('database_backup_targets')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('database_id', '=', d.id)
-    .executeTakeFirst();
-  if (Number(count?.n ?? 0) >= MAX_TARGETS_PER_DATABASE) throw badRequest(`The database already has ${MAX_TARGETS_PER_DATABASE} backup targets (the maximum)`);
-  await tx
-    .insertInto('database_backup_targets')
-    .values({
-      id: newId(),
-      database_id: d.id,
-      company_id: companyId,
-      object_storage_id: input.object_storage_id ?? null,
-      bucket_name: bucket!,
-      endpoint: input.endpoint ?? null,
-      access_key_enc: input.access_key ? app.secrets.encrypt(input.access_key) : null,
-      secret_key_enc: input.secret_key ? app.secrets.encrypt(input.secret_key) : null,
-      created_at: new Date().toISOString(),
-    })
-    .execute();
+  if ((await countTargets(tx, d.id)) >= MAX_TARGETS_PER_DATABASE)
+    throw badRequest(`The database already has ${MAX_TARGETS_PER_DATABASE} backup targets (the maximum)`);
+  await insertTarget(tx, {
+    id: newId(),
+    database_id: d.id,
+    company_id: companyId,
+    object_storage_id: input.object_storage_id ?? null,
+    bucket_name: bucket!,
+    endpoint: input.endpoint ?? null,
+    access_key_enc: input.access_key ? app.secrets.encrypt(input.access_key) : null,
+    secret_key_enc: input.secret_key ? app.secrets.encrypt(input.secret_key) : null,
+    created_at: new Date().toISOString(),
+  });
   return { message: 'Backup target attached' };
 }
 
@@ -441,12 +404,10 @@ export async function deleteTarget(ctx: CallContext, id: string, targetId: strin
   const { tx } = ctx;
   const d = await lockDatabase(ctx, id);
   assertExternalBackups(d);
-  const t = await tx.selectFrom('database_backup_targets').select('id').where('id', '=', targetId).where('database_id', '=', d.id).executeTakeFirst();
+  const t = await findTarget(tx, d.id, targetId);
   if (!t) throw notFound('Backup target');
-  const pending = await tx.selectFrom('database_backups').select('id').where('target_id', '=', t.id).where('status', '=', 'pending').executeTakeFirst();
-  if (pending) throw badRequest('A backup is being written to this target; detach it once the backup finishes');
+  if (await hasPendingBackupOnTarget(tx, t.id)) throw badRequest('A backup is being written to this target; detach it once the backup finishes');
   // The dumps stay in the bucket, but the database no longer lists or restores them.
-  await tx.deleteFrom('database_backups').where('database_id', '=', d.id).where('target_id', '=', t.id).execute();
-  await tx.deleteFrom('database_backup_targets').where('id', '=', t.id).execute();
+  await deleteTargetRows(tx, d.id, t.id);
   return { message: 'Backup target detached' };
 }

@@ -2,7 +2,7 @@
 // database's representation as GET /databases/{id} returns it (never the password).
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import type { DatabasesTable } from './storage.js';
+import { loadDatabase, type DatabasesTable } from './storage.js';
 import { databaseDetailView } from './views.js';
 
 declare module '../../shared/events.js' {
@@ -17,7 +17,7 @@ declare module '../../shared/events.js' {
 }
 
 /** The current row, or the given one (e.g. a row that was just deleted). */
-const current = async (tx: Tx, d: DatabasesTable) => (await tx.selectFrom('databases').selectAll().where('id', '=', d.id).executeTakeFirst()) ?? d;
+const current = async (tx: Tx, d: DatabasesTable) => (await loadDatabase(tx, d.id)) ?? d;
 
 export function registerDatabaseEvents(app: AppContext): void {
   const module = 'databases';

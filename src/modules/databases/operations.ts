@@ -14,12 +14,17 @@
 // A database served by a real engine (column `runtime`, see runtime/) runs the same state machine
 // through the 'database.runtime.operation' job instead (real.ts): the server does the work, no
 // simulation progression or fault rule applies.
-import type { AppContext } from '../../shared/context.js';
+//
+// Also the rules every request on a database starts from: finding it in the company (404
+// otherwise), locking it before a change, refusing changes while it is being deleted.
+import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { badRequest } from '../../shared/errors.js';
+import { badRequest, notFound } from '../../shared/errors.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import { forgetService } from '../projects/index.js';
-import type { DatabaseOperation, DatabasesTable, DatabaseStatus } from './storage.js';
+import { countBackupRead, listPendingBackupIds } from './backups-storage.js';
+import { claimFinishedDeletion, countOperationRead, deleteDatabaseRows, markOperationFinished, markOperationStarted } from './operations-storage.js';
+import { findDatabaseRow, loadDatabase, lockDatabaseId, type DatabaseOperation, type DatabasesTable, type DatabaseStatus } from './storage.js';
 
 export const OPERATION_JOB = 'database.operation';
 export const RUNTIME_OPERATION_JOB = 'database.runtime.operation';
@@ -59,6 +64,23 @@ export interface OperationPayload {
 
 export const engineMajor = (version: string) => Number.parseInt(version, 10) || 0;
 
+/** The database of the company, or 404. Databases being deleted are still found (status `deleting`). */
+export async function findDatabase({ tx, companyId }: CallContext, id: string): Promise<DatabasesTable> {
+  const d = await findDatabaseRow(tx, companyId, id);
+  if (!d) throw notFound('Database');
+  return d;
+}
+
+/**
+ * Serializes the changes of one database for the rest of the transaction (every limit and "one at
+ * a time" rule is a check-then-write), then reads its current row: a change waiting for another
+ * sees what that one committed. Every change of a database takes it first.
+ */
+export async function lockDatabase(ctx: CallContext, id: string): Promise<DatabasesTable> {
+  await lockDatabaseId(ctx.tx, id);
+  return findDatabase(ctx, id);
+}
+
 export function assertNotDeleting(d: DatabasesTable) {
   if (d.status === 'deleting') throw badRequest('The database is being deleted');
 }
@@ -66,11 +88,7 @@ export function assertNotDeleting(d: DatabasesTable) {
 /** Puts the database into an operation's running status and enqueues its job (same transaction). */
 export async function startOperation(tx: Tx, d: DatabasesTable, operation: DatabaseOperation, payload: OperationPayload = {}): Promise<void> {
   const now = new Date().toISOString();
-  await tx
-    .updateTable('databases')
-    .set({ status: RUNNING_STATUS[operation], operation, op_started_at: now, op_reads: 0, op_payload: JSON.stringify(payload), updated_at: now })
-    .where('id', '=', d.id)
-    .execute();
+  await markOperationStarted(tx, d.id, operation, RUNNING_STATUS[operation], JSON.stringify(payload), now);
   await enqueue(tx, {
     kind: d.runtime ? RUNTIME_OPERATION_JOB : OPERATION_JOB,
     payload: { databaseId: d.id, operation, startedAt: now },
@@ -79,45 +97,27 @@ export async function startOperation(tx: Tx, d: DatabasesTable, operation: Datab
   });
 }
 
+/** Ends the operation `d` records with `status` (and `extra` columns) unless another one superseded it; returns whether it ended. */
 export async function finish(tx: Tx, d: DatabasesTable, status: DatabaseStatus, extra: Partial<DatabasesTable> = {}): Promise<boolean> {
-  const now = new Date().toISOString();
-  const r = await tx
-    .updateTable('databases')
-    .set({ ...extra, status, operation: null, op_started_at: null, op_reads: 0, op_payload: null, updated_at: now })
-    .where('id', '=', d.id)
-    .where('operation', '=', d.operation)
-    .where('op_started_at', '=', d.op_started_at)
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) > 0;
+  return markOperationFinished(tx, d, status, extra, new Date().toISOString());
 }
 
 /** Removes a database and everything attached to it. */
 export async function remove(tx: Tx, app: AppContext, id: string) {
-  const d = await tx.selectFrom('databases').selectAll().where('id', '=', id).executeTakeFirst();
+  const d = await loadDatabase(tx, id);
   if (d) await app.events.emit(tx, 'DATABASE_DELETE', d.company_id, d);
-  await tx.deleteFrom('database_internal_connections').where('database_id', '=', id).execute();
-  await tx.deleteFrom('database_internal_connections').where('target_type', '=', 'database').where('target_id', '=', id).execute();
-  await tx.deleteFrom('database_backups').where('database_id', '=', id).execute();
-  await tx.deleteFrom('database_backup_targets').where('database_id', '=', id).execute();
-  await tx.deleteFrom('databases').where('id', '=', id).execute();
+  await deleteDatabaseRows(tx, id);
   await forgetService(tx, id);
 }
 
 /** A deletion finished: the row goes, unless the deletion was superseded meanwhile. */
 export async function removeDeleted(tx: Tx, app: AppContext, d: DatabasesTable): Promise<void> {
-  const r = await tx
-    .updateTable('databases')
-    .set({ operation: null })
-    .where('id', '=', d.id)
-    .where('operation', '=', 'database_delete')
-    .where('op_started_at', '=', d.op_started_at)
-    .executeTakeFirst();
-  if (Number(r.numUpdatedRows)) await remove(tx, app, d.id);
+  if (await claimFinishedDeletion(tx, d.id, d.op_started_at)) await remove(tx, app, d.id);
 }
 
 /** One step of the operation started at `startedAt`; returns when to look again (undefined: finished or superseded). */
 export async function step(tx: Tx, app: AppContext, databaseId: string, operation: DatabaseOperation, startedAt: string): Promise<Date | undefined> {
-  const d = await tx.selectFrom('databases').selectAll().where('id', '=', databaseId).executeTakeFirst();
+  const d = await loadDatabase(tx, databaseId);
   if (!d || d.operation !== operation || d.op_started_at !== startedAt) return undefined;
   const now = new Date();
   const result = await app.simulated.advance(tx, {
@@ -164,7 +164,7 @@ export const operationJob = (app: AppContext): JobKind<'database.operation'> => 
     return at ? { rescheduleAt: at } : undefined;
   },
   async onFailure(tx, job) {
-    const d = await tx.selectFrom('databases').selectAll().where('id', '=', job.payload.databaseId).executeTakeFirst();
+    const d = await loadDatabase(tx, job.payload.databaseId);
     if (d && d.operation === job.payload.operation && d.op_started_at === job.payload.startedAt) await finish(tx, d, FAILED_STATUS[job.payload.operation]);
   },
 });
@@ -185,27 +185,17 @@ export async function noteRead(
   if (d.operation && d.op_started_at && (await app.simulation.progression(d.operation)).mode === 'reads') {
     const { operation, op_started_at } = d;
     await db.transaction().execute(async (tx) => {
-      await tx
-        .updateTable('databases')
-        .set((eb) => ({ op_reads: eb('op_reads', '+', 1) }))
-        .where('id', '=', d.id)
-        .where('op_started_at', '=', op_started_at)
-        .execute();
+      await countOperationRead(tx, d.id, op_started_at);
       await step(tx, app, d.id, operation, op_started_at);
     });
     counted = true;
   }
   if (d.backup_status === 'inProgress' && (await app.simulation.progression('backup')).mode === 'reads') {
-    const pending = await db.selectFrom('database_backups').select('id').where('database_id', '=', d.id).where('status', '=', 'pending').execute();
+    const pending = await listPendingBackupIds(db, d.id);
     if (!pending.length) return counted;
     await db.transaction().execute(async (tx) => {
       for (const b of pending) {
-        await tx
-          .updateTable('database_backups')
-          .set((eb) => ({ reads: eb('reads', '+', 1) }))
-          .where('database_id', '=', d.id)
-          .where('id', '=', b.id)
-          .execute();
+        await countBackupRead(tx, d.id, b.id);
         await stepBackup(tx, d.id, b.id);
       }
     });

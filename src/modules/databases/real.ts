@@ -8,16 +8,16 @@
 // created), so a step re-run after a crash finishes what the crashed run began or fails cleanly.
 import { rm } from 'node:fs/promises';
 import type { AppContext } from '../../shared/context.js';
-import type { Db, Tx } from '../../shared/db/index.js';
-import { lockFor } from '../../shared/db/locks.js';
+import type { Tx } from '../../shared/db/index.js';
 import { cancelJobs, enqueue, type Job, type JobKind, type Outcome } from '../../shared/jobs.js';
+import { completeBackup, loadBackup } from './backups-storage.js';
 import { abandonBackup, endBackup, RUNTIME_BACKUP_JOB, RUNTIME_REMOVE_JOB } from './backups.js';
 import { FAILED_STATUS, finish, removeDeleted, RUNTIME_OPERATION_JOB, type OperationPayload } from './operations.js';
 import { isTransient, Refused } from './runtime/engine.js';
 import { runtimes } from './runtime/index.js';
 import { portFree } from './runtime/redis.js';
 import { runtimeState, type RuntimeState } from './runtime/state.js';
-import type { DatabaseOperation, DatabasesTable } from './storage.js';
+import { listRuntimeRecords, loadDatabase, lockRuntimeClaim, updateDatabaseColumns, type DatabaseOperation, type DatabasesTable } from './storage.js';
 
 export const RUNTIME_SYNC_JOB = 'database.runtime.sync';
 
@@ -29,7 +29,6 @@ declare module '../../shared/jobs.js' {
 }
 
 const RUNTIME_JOBS = [RUNTIME_OPERATION_JOB, RUNTIME_BACKUP_JOB, RUNTIME_SYNC_JOB] as const;
-const load = (db: Db | Tx, id: string) => db.selectFrom('databases').selectAll().where('id', '=', id).executeTakeFirst();
 
 type Result = { ok: true; extra?: Partial<DatabasesTable> } | { ok: false; reason: string };
 
@@ -62,9 +61,7 @@ async function act(app: AppContext, d: DatabasesTable, state: RuntimeState, oper
       }
       case 'restore': {
         const b = payload.backup;
-        const row =
-          b &&
-          (await app.database.db.selectFrom('database_backups').selectAll().where('database_id', '=', b.database_id).where('id', '=', b.id).executeTakeFirst());
+        const row = b && (await loadBackup(app.database.db, b.database_id, b.id));
         const store = rt.storeIn(row ? await rt.bucketOf(app.database.db, row) : null);
         const file = b && (await store.fetch(b.database_id, b.id));
         if (!b || !file) throw new Refused('the backup file is missing');
@@ -92,8 +89,8 @@ async function freePorts(app: AppContext, count = 10): Promise<number[]> {
   return out;
 }
 
-async function usedPorts(db: Db | Tx): Promise<Set<number>> {
-  const rows = await db.selectFrom('databases').select('runtime').where('runtime', 'is not', null).execute();
+async function usedPorts(tx: Tx): Promise<Set<number>> {
+  const rows = await listRuntimeRecords(tx);
   return new Set(
     rows
       .map((x) => runtimeState(x)!)
@@ -124,8 +121,8 @@ async function claim(
   const ports = state.family === 'redis' ? await freePorts(app) : [];
   return app.database.db.transaction().execute(async (tx) => {
     if (!(await app.jobs.owns(tx, job.id))) return undefined;
-    await lockFor(tx, 'databases:runtime-claim');
-    const cur = await load(tx, d.id);
+    await lockRuntimeClaim(tx);
+    const cur = await loadDatabase(tx, d.id);
     if (!isCurrent(cur, 'database_create', job.payload.startedAt)) return undefined;
     const next: RuntimeState = { ...state, claimed: true };
     const patch: Partial<DatabasesTable> = {};
@@ -137,14 +134,14 @@ async function claim(
       patch.internal_port = String(port);
     }
     patch.runtime = JSON.stringify(next);
-    await tx.updateTable('databases').set(patch).where('id', '=', d.id).execute();
+    await updateDatabaseColumns(tx, d.id, patch);
     return { ...cur, ...patch };
   });
 }
 
 async function runOperation(app: AppContext, job: Job<typeof RUNTIME_OPERATION_JOB>): Promise<Outcome<typeof RUNTIME_OPERATION_JOB>> {
   const { databaseId, operation, startedAt } = job.payload;
-  let d = await load(app.database.db, databaseId);
+  let d = await loadDatabase(app.database.db, databaseId);
   if (!isCurrent(d, operation, startedAt)) return;
   // A deletion waits for the work still touching the server (a creation or a dump in flight).
   if (operation === 'database_delete' && (await app.jobs.othersRunning(d.id, RUNTIME_JOBS, job.id))) return { rescheduleAt: new Date(Date.now() + 250) };
@@ -160,7 +157,7 @@ async function runOperation(app: AppContext, job: Job<typeof RUNTIME_OPERATION_J
   const outcome = result;
   await app.database.db.transaction().execute(async (tx) => {
     if (!(await app.jobs.owns(tx, job.id))) return;
-    const cur = await load(tx, databaseId);
+    const cur = await loadDatabase(tx, databaseId);
     if (!isCurrent(cur, operation, startedAt)) return;
     if (!outcome.ok) {
       app.log.warn({ database: databaseId, operation, reason: outcome.reason }, 'database operation failed on the server');
@@ -173,8 +170,8 @@ async function runOperation(app: AppContext, job: Job<typeof RUNTIME_OPERATION_J
 async function runBackup(app: AppContext, job: Job<typeof RUNTIME_BACKUP_JOB>): Promise<void> {
   const { databaseId, backupId } = job.payload;
   const db = app.database.db;
-  const b = await db.selectFrom('database_backups').selectAll().where('database_id', '=', databaseId).where('id', '=', backupId).executeTakeFirst();
-  const d = await load(db, databaseId);
+  const b = await loadBackup(db, databaseId, backupId);
+  const d = await loadDatabase(db, databaseId);
   if (!b || b.status !== 'pending' || !d) return;
   const rt = runtimes(app);
   const state = runtimeState(d)!;
@@ -192,15 +189,9 @@ async function runBackup(app: AppContext, job: Job<typeof RUNTIME_BACKUP_JOB>): 
   if (!result.ok) app.log.warn({ database: databaseId, backup: backupId, reason: result.reason }, 'database backup failed on the server');
   const recorded = await db.transaction().execute(async (tx) => {
     if (!(await app.jobs.owns(tx, job.id))) return false;
-    const r = await tx
-      .updateTable('database_backups')
-      .set({ status: result.ok ? 'ready' : 'failed', size })
-      .where('database_id', '=', databaseId)
-      .where('id', '=', backupId)
-      .where('status', '=', 'pending')
-      .executeTakeFirst();
-    if (Number(r.numUpdatedRows)) await endBackup(tx, databaseId);
-    return Number(r.numUpdatedRows) > 0;
+    const completed = await completeBackup(tx, databaseId, backupId, result.ok ? 'ready' : 'failed', size);
+    if (completed) await endBackup(tx, databaseId);
+    return completed;
   });
   // Abandoned meanwhile (the database is being deleted): the dump is not kept.
   if (!recorded && result.ok) await store.remove(databaseId, backupId);
@@ -211,7 +202,7 @@ const wanted = (d: DatabasesTable) => JSON.stringify([d.is_suspended, d.external
 
 /** Makes the server match the stored suspension and access; runs again when they changed meanwhile. */
 async function runSync(app: AppContext, job: Job<typeof RUNTIME_SYNC_JOB>): Promise<Outcome<typeof RUNTIME_SYNC_JOB>> {
-  const d = await load(app.database.db, job.payload.databaseId);
+  const d = await loadDatabase(app.database.db, job.payload.databaseId);
   const state = d && runtimeState(d);
   if (!d || !state || d.status === 'deleting') return; // being deleted: moot
   // The creation applies what it read when it began; a change made meanwhile follows once it ends.
@@ -225,7 +216,7 @@ async function runSync(app: AppContext, job: Job<typeof RUNTIME_SYNC_JOB>): Prom
     await engine.setAccess(target);
   });
   if (!result.ok) app.log.warn({ database: d.id, reason: result.reason }, 'database suspension or access could not be applied on the server');
-  const now = await load(app.database.db, d.id);
+  const now = await loadDatabase(app.database.db, d.id);
   if (now && wanted(now) !== wanted(d)) return { rescheduleAt: new Date() };
 }
 
@@ -253,7 +244,7 @@ export function registerRuntimeJobs(app: AppContext): void {
     transactional: false,
     run: (_db, job) => runOperation(app, job),
     async onFailure(tx, job) {
-      const d = await load(tx, job.payload.databaseId);
+      const d = await loadDatabase(tx, job.payload.databaseId);
       if (isCurrent(d, job.payload.operation, job.payload.startedAt)) await finish(tx, d, FAILED_STATUS[job.payload.operation]);
     },
   };

@@ -16,11 +16,11 @@
 import { intSetting } from '../../shared/config.js';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { lockFor } from '../../shared/db/locks.js';
 import { enqueue, pendingSubjects, type JobKind, type Outcome } from '../../shared/jobs.js';
-import { lockBackupId, restoreReading, takeDailyBackup } from './backups.js';
+import { deleteFailedBackup, findBackupExpiry, hideBackup, listExpiredBackups, lockBackupId, lockRetentionChain } from './backups-storage.js';
+import { restoreReading, takeDailyBackup } from './backups.js';
 import { runtimes } from './runtime/index.js';
-import { lockDatabaseId, type DatabasesTable } from './storage.js';
+import { findDatabaseSchedule, listDatabaseStatuses, loadDatabase, lockDatabaseId, type DatabasesTable } from './storage.js';
 
 export const DAILY_BACKUP_JOB = 'database.daily-backup';
 export const RETENTION_JOB = 'database.backup-retention';
@@ -64,17 +64,17 @@ export async function armDailyBackup(tx: Tx, app: AppContext, d: Pick<DatabasesT
 export async function armSchedules(app: AppContext): Promise<void> {
   const db = app.database.db;
   const armed = await pendingSubjects(db, DAILY_BACKUP_JOB);
-  const rows = await db.selectFrom('databases').select(['id', 'status']).execute();
+  const rows = await listDatabaseStatuses(db);
   for (const r of rows.filter((x) => !armed.has(x.id) && !ENDED.has(x.status))) {
     await db.transaction().execute(async (tx) => {
       await lockDatabaseId(tx, r.id);
-      const d = await tx.selectFrom('databases').select(['id', 'status', 'created_at']).where('id', '=', r.id).executeTakeFirst();
+      const d = await findDatabaseSchedule(tx, r.id);
       if (!d || ENDED.has(d.status) || (await pendingSubjects(tx, DAILY_BACKUP_JOB, d.id)).size) return;
       await armDailyBackup(tx, app, d);
     });
   }
   await db.transaction().execute(async (tx) => {
-    await lockFor(tx, RETENTION_SUBJECT);
+    await lockRetentionChain(tx, RETENTION_SUBJECT);
     if ((await pendingSubjects(tx, RETENTION_JOB, RETENTION_SUBJECT)).size) return;
     await enqueue(tx, { kind: RETENTION_JOB, payload: { dueAt: new Date().toISOString() }, subjectId: RETENTION_SUBJECT, maxAttempts: 1000 });
   });
@@ -83,7 +83,7 @@ export async function armSchedules(app: AppContext): Promise<void> {
 /** One daily backup, then the next one period later (a late run does not catch up on missed ones). */
 async function runDaily(tx: Tx, app: AppContext, databaseId: string, dueAt: string): Promise<Outcome<typeof DAILY_BACKUP_JOB>> {
   await lockDatabaseId(tx, databaseId);
-  const d = await tx.selectFrom('databases').selectAll().where('id', '=', databaseId).executeTakeFirst();
+  const d = await loadDatabase(tx, databaseId);
   if (!d || ENDED.has(d.status)) return; // the chain ends with the database
   const taken = await takeDailyBackup(tx, d);
   if ('skipped' in taken) app.log.info({ database: d.id, reason: taken.skipped }, 'daily database backup skipped');
@@ -100,23 +100,7 @@ const SWEEP_BATCH = 200;
 export async function sweepExpiredBackups(app: AppContext, limit = SWEEP_BATCH): Promise<number> {
   const db = app.database.db;
   const now = new Date().toISOString();
-  const expired = await db
-    .selectFrom('database_backups')
-    .innerJoin('databases', 'databases.id', 'database_backups.database_id')
-    .select([
-      'database_backups.id',
-      'database_backups.database_id',
-      'database_backups.company_id',
-      'database_backups.status',
-      'database_backups.external',
-      'database_backups.target_id',
-      'databases.runtime',
-    ])
-    .where('database_backups.expires_at', '<', now)
-    .where('database_backups.status', '!=', 'pending')
-    .orderBy('database_backups.expires_at')
-    .limit(limit)
-    .execute();
+  const expired = await listExpiredBackups(db, now, limit);
   let removed = 0;
   for (const b of expired) {
     // First the backup leaves the list and can no longer be restored (status failed), unless a
@@ -124,16 +108,11 @@ export async function sweepExpiredBackups(app: AppContext, limit = SWEEP_BATCH):
     // expired row that the next sweep finishes.
     const hidden = await db.transaction().execute(async (tx) => {
       await lockBackupId(tx, b.database_id, b.id);
-      const cur = await tx
-        .selectFrom('database_backups')
-        .select(['status', 'expires_at'])
-        .where('database_id', '=', b.database_id)
-        .where('id', '=', b.id)
-        .executeTakeFirst();
+      const cur = await findBackupExpiry(tx, b.database_id, b.id);
       if (!cur || cur.status === 'pending' || cur.expires_at >= now) return false;
       if (cur.status === 'failed') return true;
       if (await restoreReading(tx, b)) return false;
-      await tx.updateTable('database_backups').set({ status: 'failed' }).where('database_id', '=', b.database_id).where('id', '=', b.id).execute();
+      await hideBackup(tx, b.database_id, b.id);
       return true;
     });
     if (!hidden) continue;
@@ -141,7 +120,7 @@ export async function sweepExpiredBackups(app: AppContext, limit = SWEEP_BATCH):
       await runtimes(app)
         .storeIn(await runtimes(app).bucketOf(db, b))
         .remove(b.database_id, b.id);
-    await db.deleteFrom('database_backups').where('database_id', '=', b.database_id).where('id', '=', b.id).where('status', '=', 'failed').execute();
+    await deleteFailedBackup(db, b.database_id, b.id);
     removed++;
   }
   if (removed) app.log.info({ removed }, 'expired database backups removed');

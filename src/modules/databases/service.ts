@@ -5,20 +5,34 @@ import type { CallContext } from '../../shared/context.js';
 import { ApiError, badRequest } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs } from '../../shared/jobs.js';
-import { insertNamed } from '../../shared/naming.js';
 import { ipList } from '../../shared/net.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import type { Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
 import { placeService } from '../projects/index.js';
 import { CLUSTER_BY_ID, DATABASE_RESOURCE_TYPE_BY_ID, DATABASE_RESOURCE_TYPES } from '../resources/index.js';
-import { lockFor } from '../../shared/db/locks.js';
+import { failPendingBackups } from './backups-storage.js';
 import { stepBackup } from './backups.js';
 import { serverUsage, syncServer } from './real.js';
 import { armDailyBackup } from './schedule.js';
 import { runtimes } from './runtime/index.js';
 import { runtimeState, type RuntimeState } from './runtime/state.js';
-import { assertNotDeleting, noteRead, startOperation } from './operations.js';
-import { findDatabase, lockDatabase, type DatabaseMetric, type DatabasesTable, type DatabaseType } from './storage.js';
+import { assertNotDeleting, findDatabase, lockDatabase, noteRead, startOperation } from './operations.js';
+import {
+  deleteConnectionRow,
+  findDatabaseEndpoint,
+  hasConnectionTo,
+  insertConnection,
+  insertNamedDatabase,
+  listConnectionRows,
+  listDatabasesPage,
+  listDatabaseSummaries,
+  listServerUsers,
+  lockServerUser,
+  updateDatabaseColumns,
+  type DatabaseMetric,
+  type DatabasesTable,
+  type DatabaseType,
+} from './storage.js';
 import { bool, databaseDetailView, databaseView, ipRestrictionView } from './views.js';
 
 /** Engine versions a database can be created with (the contract does not enumerate them). */
@@ -32,12 +46,7 @@ const ENGINE_VERSIONS: Record<Exclude<DatabaseType, 'mongodb'>, readonly string[
 const PORTS: Record<DatabaseType, string> = { postgresql: '5432', mysql: '3306', mariadb: '3306', mongodb: '27017', redis: '6379', valkey: '6379' };
 
 export async function listDatabases({ tx, companyId, scope }: CallContext, page: Page) {
-  let q = tx
-    .selectFrom('databases')
-    .select(['id', 'name', 'display_name', 'status', 'type', 'version', 'resource_type_id', 'is_suspended', 'created_at', 'updated_at', 'backup_status'])
-    .where('company_id', '=', companyId);
-  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
-  const res = await paginate(q, page);
+  const res = await listDatabasesPage(tx, companyId, scope, page);
   return {
     ...res,
     data: res.data.map(({ resource_type_id, ...r }) => ({
@@ -80,8 +89,8 @@ async function checkServerUser(ctx: CallContext, type: DatabaseType, runtime: Ru
   if (RESERVED_USERS.has(user.toLowerCase()) || /^pg_/i.test(user)) throw badRequest(`db_user "${user}" is reserved on the database server; choose another`);
   const max = MAX_USER[type]!;
   if (user.length > max) throw badRequest(`db_user must be at most ${max} characters on a ${type} server`);
-  await lockFor(ctx.tx, `databases:user:${runtime.family}:${user}`);
-  const same = await ctx.tx.selectFrom('databases').select(['type', 'runtime']).where('db_user', '=', user).where('runtime', 'is not', null).execute();
+  await lockServerUser(ctx.tx, runtime.family, user);
+  const same = await listServerUsers(ctx.tx, user);
   if (same.some((r) => runtimeState(r)!.family === runtime.family))
     throw badRequest(`db_user "${user}" is already used by another database on this ${type} server; choose another`);
 }
@@ -133,7 +142,7 @@ export async function createDatabase(ctx: CallContext, input: CreateInput) {
     updated_at: now,
   };
   // The name is unique in the company even under concurrent creates: the unique index decides.
-  const row = await insertNamed(tx, 'databases', companyId, input.display_name, (name): DatabasesTable => ({ ...fields, name }));
+  const row = await insertNamedDatabase(tx, companyId, input.display_name, (name): DatabasesTable => ({ ...fields, name }));
   if (row.project_id) await placeService(ctx, row.id, 'database', row.project_id);
   await startOperation(tx, row, 'database_create');
   await armDailyBackup(tx, app, row);
@@ -168,7 +177,7 @@ export async function updateDatabase(ctx: CallContext, id: string, input: { disp
     patch.project_id = input.project_id;
     await placeService(ctx, d.id, 'database', input.project_id);
   }
-  await tx.updateTable('databases').set(patch).where('id', '=', d.id).execute();
+  await updateDatabaseColumns(tx, d.id, patch);
   await app.events.emit(tx, 'DATABASE_UPDATE', companyId, d);
   return databaseView(await findDatabase(ctx, id));
 }
@@ -180,7 +189,7 @@ export async function deleteDatabase(ctx: CallContext, id: string) {
   // Whatever was under way on the database stops: its queued jobs are cancelled and the
   // conditional updates of a running one no longer match.
   await cancelJobs(tx, d.id);
-  await tx.updateTable('database_backups').set({ status: 'failed' }).where('database_id', '=', d.id).where('status', '=', 'pending').execute();
+  await failPendingBackups(tx, d.id);
   await startOperation(tx, d, 'database_delete');
   return { message: 'Database deletion started' };
 }
@@ -202,11 +211,7 @@ export async function setSuspended(ctx: CallContext, id: string, suspended: bool
     if (d.backup_status !== 'ready') throw badRequest('The database cannot be suspended while a backup is in progress');
   } else assertNotDeleting(d);
   if (bool(d.is_suspended) === suspended) return { message: suspended ? 'Database is already suspended' : 'Database is already active' };
-  await tx
-    .updateTable('databases')
-    .set({ is_suspended: suspended ? 1 : 0, updated_at: new Date().toISOString() })
-    .where('id', '=', d.id)
-    .execute();
+  await updateDatabaseColumns(tx, d.id, { is_suspended: suspended ? 1 : 0, updated_at: new Date().toISOString() });
   if (d.runtime) await syncServer(tx, d.id);
   await app.events.emit(tx, 'DATABASE_UPDATE', companyId, d);
   return { message: suspended ? 'Database suspended' : 'Database activated' };
@@ -246,7 +251,7 @@ export async function toggleExternalConnection(ctx: CallContext, id: string) {
   assertNotDeleting(d);
   if (d.status === 'creating') throw badRequest('The database is being created; toggle its external connection once it is ready');
   const enabled = d.external_enabled ? 0 : 1;
-  await tx.updateTable('databases').set({ external_enabled: enabled, updated_at: new Date().toISOString() }).where('id', '=', d.id).execute();
+  await updateDatabaseColumns(tx, d.id, { external_enabled: enabled, updated_at: new Date().toISOString() });
   if (d.runtime) await syncServer(tx, d.id);
   await app.events.emit(tx, 'DATABASE_UPDATE', companyId, d);
   return { message: enabled ? 'External connection enabled' : 'External connection disabled' };
@@ -263,11 +268,12 @@ export async function updateIpRestriction(ctx: CallContext, id: string, input: {
   const d = await lockDatabase(ctx, id);
   assertNotDeleting(d);
   const list = ipList(input.ip_list);
-  await tx
-    .updateTable('databases')
-    .set({ ip_type: input.type, ip_enabled: input.is_enabled ? 1 : 0, ip_list: JSON.stringify(list), updated_at: new Date().toISOString() })
-    .where('id', '=', d.id)
-    .execute();
+  await updateDatabaseColumns(tx, d.id, {
+    ip_type: input.type,
+    ip_enabled: input.is_enabled ? 1 : 0,
+    ip_list: JSON.stringify(list),
+    updated_at: new Date().toISOString(),
+  });
   if (d.runtime) await syncServer(tx, d.id);
   await app.events.emit(tx, 'DATABASE_UPDATE', companyId, d);
   return ipRestrictionView(await findDatabase(ctx, id));
@@ -284,15 +290,7 @@ interface Endpoint {
 
 async function endpoint(ctx: CallContext, type: 'app' | 'database', id: string): Promise<Endpoint | undefined> {
   const { tx, app, companyId } = ctx;
-  if (type === 'database') {
-    const d = await tx
-      .selectFrom('databases')
-      .select(['id', 'name', 'display_name', 'cluster_id'])
-      .where('id', '=', id)
-      .where('company_id', '=', companyId)
-      .executeTakeFirst();
-    return d;
-  }
+  if (type === 'database') return findDatabaseEndpoint(tx, companyId, id);
   // Applications are another module's: asked through the service registry. Its summary tells the
   // region as `cluster_id` once the registry carries it; unknown, it matches no database's region.
   const s: ServiceSummary | undefined = await app.services.get('app')?.find(ctx, id);
@@ -302,7 +300,7 @@ async function endpoint(ctx: CallContext, type: 'app' | 'database', id: string):
 export async function listConnections(ctx: CallContext, id: string) {
   const { tx } = ctx;
   const d = await findDatabase(ctx, id);
-  const rows = await tx.selectFrom('database_internal_connections').selectAll().where('database_id', '=', d.id).orderBy('created_at').orderBy('id').execute();
+  const rows = await listConnectionRows(tx, d.id);
   const out = [];
   for (const r of rows) {
     const t = await endpoint(ctx, r.target_type, r.target_id);
@@ -329,13 +327,7 @@ export async function createConnection(ctx: CallContext, id: string, input: { ta
   const t = await endpoint(ctx, input.target_type, input.target_id);
   if (!t) throw badRequest(`Unknown ${input.target_type === 'app' ? 'application' : 'database'} ${input.target_id}`);
   if (t.cluster_id !== d.cluster_id) throw badRequest('Internal connections are only supported between services in the same cluster (region)');
-  const dup = await tx
-    .selectFrom('database_internal_connections')
-    .select('id')
-    .where('database_id', '=', d.id)
-    .where('target_id', '=', input.target_id)
-    .executeTakeFirst();
-  if (dup) throw badRequest('This internal connection already exists');
+  if (await hasConnectionTo(tx, d.id, input.target_id)) throw badRequest('This internal connection already exists');
   const row = {
     id: newId(),
     database_id: d.id,
@@ -344,15 +336,14 @@ export async function createConnection(ctx: CallContext, id: string, input: { ta
     target_type: input.target_type,
     created_at: new Date().toISOString(),
   };
-  await tx.insertInto('database_internal_connections').values(row).execute();
+  await insertConnection(tx, row);
   return { id: row.id };
 }
 
 export async function deleteConnection(ctx: CallContext, id: string, connectionId: string) {
   const { tx } = ctx;
   const d = await lockDatabase(ctx, id);
-  const r = await tx.deleteFrom('database_internal_connections').where('id', '=', connectionId).where('database_id', '=', d.id).executeTakeFirst();
-  if (!Number(r.numDeletedRows)) throw new ApiError(404, 'Internal connection not found');
+  if (!(await deleteConnectionRow(tx, d.id, connectionId))) throw new ApiError(404, 'Internal connection not found');
   return { message: 'Internal connection deleted' };
 }
 
@@ -409,5 +400,5 @@ export async function storageValue(ctx: CallContext, id: string, which: 'all' | 
 
 /** The service registry's view of a database (projects list and check services through it). */
 export function databaseSummaries({ tx, companyId }: CallContext, ids: readonly string[]): Promise<ServiceSummary[]> {
-  return tx.selectFrom('databases').select(['id', 'name', 'display_name']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
+  return listDatabaseSummaries(tx, companyId, ids);
 }

@@ -1,10 +1,13 @@
-// Tables of the databases area: databases, their backups (internal snapshots and external dumps),
-// external backup targets and internal connections.
+// Tables of the databases area (databases, their backups — internal snapshots and external dumps —,
+// external backup targets and internal connections), their migrations, and the queries on databases
+// and internal connections. Queries on backups and targets are in backups-storage.ts, the
+// transitions of long operations in operations-storage.ts.
 import type { Kysely, Migration } from 'kysely';
-import type { CallContext } from '../../shared/context.js';
+import type { Scope } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
-import { notFound } from '../../shared/errors.js';
+import { insertNamed } from '../../shared/naming.js';
+import { paginate, type Page } from '../../shared/pagination.js';
 import type { DATABASE_METRICS, DATABASE_STATUSES, DATABASE_TYPES } from './schemas.js';
 
 export type DatabaseStatus = (typeof DATABASE_STATUSES)[number];
@@ -204,21 +207,113 @@ export const migrations: Record<string, Migration> = {
 /** Tables of this area, children first (for reset). */
 export const tables = ['database_internal_connections', 'database_backups', 'database_backup_targets', 'databases'] as const;
 
-/** The database of the company, or 404. Databases being deleted are still found (status `deleting`). */
-export async function findDatabase({ tx, companyId }: CallContext, id: string): Promise<DatabasesTable> {
-  const d = await tx.selectFrom('databases').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
-  if (!d) throw notFound('Database');
-  return d;
+// ---- Databases ------------------------------------------------------------------------------
+
+/** A database of the company, or undefined. Databases being deleted are still found (status `deleting`). */
+export async function findDatabaseRow(tx: Tx, companyId: string, id: string): Promise<DatabasesTable | undefined> {
+  return tx.selectFrom('databases').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
+}
+
+/** A database by id alone (jobs, events), or undefined. */
+export async function loadDatabase(tx: Tx, id: string): Promise<DatabasesTable | undefined> {
+  return tx.selectFrom('databases').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 /**
  * Serializes the changes of one database for the rest of the transaction (every limit and "one at
- * a time" rule is a check-then-write), then reads its current row: a change waiting for another
- * sees what that one committed. Every change of a database takes it first.
+ * a time" rule is a check-then-write). Every change of a database takes it first.
  */
-export async function lockDatabase(ctx: CallContext, id: string): Promise<DatabasesTable> {
-  await lockDatabaseId(ctx.tx, id);
-  return findDatabase(ctx, id);
+export const lockDatabaseId = (tx: Tx, id: string) => lockFor(tx, `database:${id}`);
+
+/** A page of the company's databases (their list columns), limited to `scope` when given. */
+export async function listDatabasesPage(tx: Tx, companyId: string, scope: Scope, page: Page) {
+  let q = tx
+    .selectFrom('databases')
+    .select(['id', 'name', 'display_name', 'status', 'type', 'version', 'resource_type_id', 'is_suspended', 'created_at', 'updated_at', 'backup_status'])
+    .where('company_id', '=', companyId);
+  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
+  return paginate(q, page);
 }
 
-export const lockDatabaseId = (tx: Tx, id: string) => lockFor(tx, `database:${id}`);
+/** Inserts the row `build` makes for a name derived from the display name, unique in the company (the unique index decides). */
+export async function insertNamedDatabase(tx: Tx, companyId: string, displayName: string, build: (name: string) => DatabasesTable): Promise<DatabasesTable> {
+  return insertNamed(tx, 'databases', companyId, displayName, build);
+}
+
+/** Sets the given columns of a database. */
+export async function updateDatabaseColumns(tx: Tx, id: string, set: Partial<Omit<DatabasesTable, 'id'>>): Promise<void> {
+  await tx.updateTable('databases').set(set).where('id', '=', id).execute();
+}
+
+/** The writers that may give a real server's user name take turns (for the rest of the transaction). */
+export const lockServerUser = (tx: Tx, family: string, user: string) => lockFor(tx, `databases:user:${family}:${user}`);
+
+/** The databases on real servers whose user is `user` (their type and runtime record). */
+export async function listServerUsers(tx: Tx, user: string) {
+  return tx.selectFrom('databases').select(['type', 'runtime']).where('db_user', '=', user).where('runtime', 'is not', null).execute();
+}
+
+/** The runtime records of every database on a real server. */
+export async function listRuntimeRecords(tx: Tx) {
+  return tx.selectFrom('databases').select('runtime').where('runtime', 'is not', null).execute();
+}
+
+/** The claims of real-server resources (a Redis port) take turns across the installation. */
+export const lockRuntimeClaim = (tx: Tx) => lockFor(tx, 'databases:runtime-claim');
+
+/** The databases on a real server that are not being deleted. */
+export async function listServedDatabases(tx: Tx): Promise<DatabasesTable[]> {
+  return tx.selectFrom('databases').selectAll().where('runtime', 'is not', null).where('status', '!=', 'deleting').execute();
+}
+
+/** Every database's id and status (the daily backup schedule at start). */
+export async function listDatabaseStatuses(tx: Tx) {
+  return tx.selectFrom('databases').select(['id', 'status']).execute();
+}
+
+/** A database's id, status and creation time, or undefined. */
+export async function findDatabaseSchedule(tx: Tx, id: string) {
+  return tx.selectFrom('databases').select(['id', 'status', 'created_at']).where('id', '=', id).executeTakeFirst();
+}
+
+/** The registry's summaries of the company's databases among `ids`. */
+export async function listDatabaseSummaries(tx: Tx, companyId: string, ids: readonly string[]) {
+  return tx.selectFrom('databases').select(['id', 'name', 'display_name']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
+}
+
+// ---- Internal connections ---------------------------------------------------------------------
+
+/** A database of the company as the end of an internal connection (id, names, region), or undefined. */
+export async function findDatabaseEndpoint(tx: Tx, companyId: string, id: string) {
+  return tx
+    .selectFrom('databases')
+    .select(['id', 'name', 'display_name', 'cluster_id'])
+    .where('id', '=', id)
+    .where('company_id', '=', companyId)
+    .executeTakeFirst();
+}
+
+/** The internal connections of a database, oldest first. */
+export async function listConnectionRows(tx: Tx, databaseId: string): Promise<DatabaseInternalConnectionsTable[]> {
+  return tx.selectFrom('database_internal_connections').selectAll().where('database_id', '=', databaseId).orderBy('created_at').orderBy('id').execute();
+}
+
+/** Whether the database has a connection to `targetId`. */
+export async function hasConnectionTo(tx: Tx, databaseId: string, targetId: string): Promise<boolean> {
+  return !!(await tx
+    .selectFrom('database_internal_connections')
+    .select('id')
+    .where('database_id', '=', databaseId)
+    .where('target_id', '=', targetId)
+    .executeTakeFirst());
+}
+
+export async function insertConnection(tx: Tx, row: DatabaseInternalConnectionsTable): Promise<void> {
+  await tx.insertInto('database_internal_connections').values(row).execute();
+}
+
+/** Deletes a connection of the database; returns whether there was one. */
+export async function deleteConnectionRow(tx: Tx, databaseId: string, connectionId: string): Promise<boolean> {
+  const r = await tx.deleteFrom('database_internal_connections').where('id', '=', connectionId).where('database_id', '=', databaseId).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
+}

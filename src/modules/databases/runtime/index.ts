@@ -4,8 +4,9 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { AppContext } from '../../../shared/context.js';
 import type { Db, Tx } from '../../../shared/db/index.js';
+import { findTargetBucket } from '../backups-storage.js';
 import { CREATABLE_DATABASE_TYPES } from '../schemas.js';
-import type { DatabaseBackupsTable, DatabasesTable, DatabaseType } from '../storage.js';
+import { listServedDatabases, type DatabaseBackupsTable, type DatabasesTable, type DatabaseType } from '../storage.js';
 import type { DatabaseEngine, Target } from './engine.js';
 import { MysqlEngine } from './mysql.js';
 import { pgExtensions, PostgresEngine } from './postgres.js';
@@ -38,8 +39,7 @@ export class DatabaseRuntimes {
   /** The platform bucket holding a backup (its target's, for an external backup to one), or null: the file store. */
   async bucketOf(db: Db | Tx, b: Pick<DatabaseBackupsTable, 'external' | 'target_id'>): Promise<string | null> {
     if (!b.external || !b.target_id) return null;
-    const t = await db.selectFrom('database_backup_targets').select('object_storage_id').where('id', '=', b.target_id).executeTakeFirst();
-    return t?.object_storage_id ?? null;
+    return (await findTargetBucket(db, b.target_id)) ?? null;
   }
 
   /** The store of backups in this bucket (null: the file store). */
@@ -108,7 +108,7 @@ export class DatabaseRuntimes {
   async start(): Promise<void> {
     const redis = this.engines.redis;
     if (!redis?.start) return;
-    const rows = await this.app.database.db.selectFrom('databases').selectAll().where('runtime', 'is not', null).where('status', '!=', 'deleting').execute();
+    const rows = await listServedDatabases(this.app.database.db);
     const targets = rows.flatMap((d) => {
       const s = runtimeState(d)!;
       return s.family === 'redis' && s.claimed && s.port ? [this.target(d, s)] : [];
