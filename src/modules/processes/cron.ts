@@ -26,7 +26,17 @@ import { writeLogs, type LogLine } from '../../shared/runtime/logs.js';
 import type { Progression } from '../../shared/runtime/simulation.js';
 import { appById, type ApplicationsTable } from '../applications/index.js';
 import { nextFire } from './schedule.js';
-import type { ProcessesTable, ProcessRunsTable, TerminationReason } from './storage.js';
+import { endRunningRun, hasRunWithFireKey, insertRun, lockRun, runningRuns, runningRunsStartedBefore } from './runs-storage.js';
+import {
+  clearCronToken,
+  existingProcess,
+  lockProcess,
+  processById,
+  setCronToken,
+  type ProcessesTable,
+  type ProcessRunsTable,
+  type TerminationReason,
+} from './storage.js';
 
 /** Run length when the `cron` progression is `reads` (runs are not read by clients). */
 export const READS_RUN_MS = 3000;
@@ -56,7 +66,7 @@ export async function armCron(tx: Tx, p: ProcessesTable): Promise<string | null>
   await cancelJobs(tx, p.id, JOB_TICK);
   const next = p.schedule && p.time_zone ? nextFire(p.schedule, p.time_zone, new Date()) : null;
   const token = next ? newId() : null;
-  await tx.updateTable('processes').set({ cron_token: token }).where('id', '=', p.id).execute();
+  await setCronToken(tx, p.id, token);
   if (next) await enqueue(tx, { kind: JOB_TICK, payload: { processId: p.id, token, fireAt: next.toISOString() }, runAt: next, subjectId: p.id });
   return token;
 }
@@ -78,20 +88,9 @@ function runLog(
   return [{ companyId: p.company_id, appId: p.app_id, kind: 'runtime' }, [{ message, severity, processId: p.id, attributes }]];
 }
 
-/** PostgreSQL: lock a row for the rest of the transaction (SQLite has one writer anyway). */
-function locking<Q extends { forUpdate(): Q }>(app: AppContext, q: Q): Q {
-  return app.database.kind === 'postgres' ? q.forUpdate() : q;
-}
-
 export async function terminateRun(tx: Tx, p: ProcessesTable, run: ProcessRunsTable, reason: 'replaced' | 'cancelled', why: string): Promise<boolean> {
   const now = new Date().toISOString();
-  const r = await tx
-    .updateTable('process_runs')
-    .set({ status: 'terminated', ended_at: now, exit_code: EXIT_TERMINATED, termination_reason: reason })
-    .where('id', '=', run.id)
-    .where('status', '=', 'running')
-    .executeTakeFirst();
-  if (!Number(r.numUpdatedRows)) return false;
+  if (!(await endRunningRun(tx, run.id, { status: 'terminated', ended_at: now, exit_code: EXIT_TERMINATED, termination_reason: reason }))) return false;
   await writeLogs(
     tx,
     ...runLog(
@@ -124,7 +123,7 @@ interface Started {
  * a step that runs again after its commit finds the run (or the skip) already recorded.
  */
 async function startRun(tx: Tx, app: AppContext, p: ProcessesTable, o: StartOptions): Promise<Started> {
-  if (await tx.selectFrom('process_runs').select('id').where('fire_key', '=', o.fireKey).executeTakeFirst()) return { outcome: 'duplicate', replaced: [] };
+  if (await hasRunWithFireKey(tx, o.fireKey)) return { outcome: 'duplicate', replaced: [] };
   const now = new Date();
   const nowIso = now.toISOString();
   const base = {
@@ -137,13 +136,10 @@ async function startRun(tx: Tx, app: AppContext, p: ProcessesTable, o: StartOpti
     started_at: nowIso,
     created_at: nowIso,
   };
-  const running = await tx.selectFrom('process_runs').selectAll().where('process_id', '=', p.id).where('status', '=', 'running').execute();
+  const running = await runningRuns(tx, p.id);
   const policy = p.type === 'cron' ? (p.concurrency_policy ?? 'Forbid') : 'Forbid';
   if (running.length && policy === 'Forbid') {
-    await tx
-      .insertInto('process_runs')
-      .values({ ...base, id: newId(), status: 'skipped', ended_at: nowIso, exit_code: null, termination_reason: null })
-      .execute();
+    await insertRun(tx, { ...base, id: newId(), status: 'skipped', ended_at: nowIso, exit_code: null, termination_reason: null });
     await writeLogs(
       tx,
       ...runLog(
@@ -159,10 +155,7 @@ async function startRun(tx: Tx, app: AppContext, p: ProcessesTable, o: StartOpti
   for (const r of running) if (await terminateRun(tx, p, r, 'replaced', 'replaced by a new run (concurrency policy Replace)')) replaced.push(r.id);
 
   const runId = newId();
-  await tx
-    .insertInto('process_runs')
-    .values({ ...base, id: runId, status: 'running', ended_at: null, exit_code: null, termination_reason: null })
-    .execute();
+  await insertRun(tx, { ...base, id: runId, status: 'running', ended_at: null, exit_code: null, termination_reason: null });
   const limitMs = maxRunTimeMs(p);
   await writeLogs(
     tx,
@@ -201,7 +194,7 @@ function handOver(app: AppContext, p: ProcessesTable, s: Started | undefined, de
 /** Ends a run from its real process's exit: 0 completed, the time limit deadlineExceeded (137), else failed with the exit code. */
 export async function endRealRun(app: AppContext, runId: string, exit: { code: number; timedOut: boolean; note?: string }): Promise<void> {
   await app.database.db.transaction().execute((tx) =>
-    closeRun(tx, app, runId, async (p) => {
+    closeRun(tx, runId, async (p) => {
       if (exit.timedOut)
         return {
           exit: EXIT_DEADLINE,
@@ -221,10 +214,10 @@ export async function endRealRun(app: AppContext, runId: string, exit: { code: n
  */
 export async function endInterruptedRuns(app: AppContext, before: string): Promise<number> {
   return app.database.db.transaction().execute(async (tx) => {
-    const runs = await tx.selectFrom('process_runs').selectAll().where('status', '=', 'running').where('started_at', '<', before).execute();
+    const runs = await runningRunsStartedBefore(tx, before);
     let n = 0;
     for (const r of runs) {
-      const p = await tx.selectFrom('processes').selectAll().where('id', '=', r.process_id).executeTakeFirst();
+      const p = await processById(tx, r.process_id);
       if (p && (await terminateRun(tx, p, r, 'cancelled', 'Slipway restarted while it ran'))) n++;
     }
     return n;
@@ -234,14 +227,14 @@ export async function endInterruptedRuns(app: AppContext, before: string): Promi
 /** A job process run by a deployment itself (the local runtime's `beforeDeployment` jobs): records its start; the caller runs it. */
 export async function startDeploymentRun(app: AppContext, processId: string, deploymentId: string): Promise<Started> {
   return app.database.db.transaction().execute(async (tx) => {
-    const p = await tx.selectFrom('processes').selectAll().where('id', '=', processId).executeTakeFirstOrThrow();
+    const p = await existingProcess(tx, processId);
     return startRun(tx, app, p, { trigger: 'deployment', fireKey: `deployment:${deploymentId}:${p.id}`, scheduledFor: null, durationMs: null });
   });
 }
 
 /** Ends a running run: max run time reached (137), a `cron` fault rule (1), or success (0). */
 async function finishRun(tx: Tx, app: AppContext, runId: string, deadline: boolean): Promise<void> {
-  await closeRun(tx, app, runId, async (p) => {
+  await closeRun(tx, runId, async (p) => {
     if (deadline)
       return {
         exit: EXIT_DEADLINE,
@@ -264,19 +257,13 @@ interface RunEnd {
 }
 
 /** Ends a run that is still running with the end `decide` gives, and logs it (nothing when it ended meanwhile). */
-async function closeRun(tx: Tx, app: AppContext, runId: string, decide: (p: ProcessesTable) => Promise<RunEnd>): Promise<void> {
-  const run = await locking(app, tx.selectFrom('process_runs').selectAll().where('id', '=', runId)).executeTakeFirst();
+async function closeRun(tx: Tx, runId: string, decide: (p: ProcessesTable) => Promise<RunEnd>): Promise<void> {
+  const run = await lockRun(tx, runId);
   if (!run || run.status !== 'running') return; // replaced or cancelled meanwhile
-  const p = await tx.selectFrom('processes').selectAll().where('id', '=', run.process_id).executeTakeFirst();
+  const p = await processById(tx, run.process_id);
   if (!p) return;
   const { exit, reason, status, detail } = await decide(p);
-  const r = await tx
-    .updateTable('process_runs')
-    .set({ status, ended_at: new Date().toISOString(), exit_code: exit, termination_reason: reason })
-    .where('id', '=', run.id)
-    .where('status', '=', 'running')
-    .executeTakeFirst();
-  if (!Number(r.numUpdatedRows)) return;
+  if (!(await endRunningRun(tx, run.id, { status, ended_at: new Date().toISOString(), exit_code: exit, termination_reason: reason }))) return;
   await writeLogs(
     tx,
     ...runLog(
@@ -286,10 +273,6 @@ async function closeRun(tx: Tx, app: AppContext, runId: string, decide: (p: Proc
       exit === 0 ? 'info' : 'error',
     ),
   );
-}
-
-async function lockedProcess(tx: Tx, app: AppContext, processId: string): Promise<ProcessesTable | undefined> {
-  return locking(app, tx.selectFrom('processes').selectAll().where('id', '=', processId)).executeTakeFirst();
 }
 
 const appIsLive = (a: ApplicationsTable | undefined) => !!a && a.status === 'deploymentSuccess' && !a.is_suspended;
@@ -307,7 +290,7 @@ async function runTick(app: AppContext, job: Job<typeof JOB_TICK>): Promise<Outc
   let started: { p: ProcessesTable; s: Started } | undefined;
   const outcome = await app.database.db.transaction().execute(async (tx): Promise<Outcome<typeof JOB_TICK>> => {
     if (!(await app.jobs.owns(tx, job.id))) return;
-    const p = await lockedProcess(tx, app, job.payload.processId);
+    const p = await lockProcess(tx, job.payload.processId);
     if (!p || p.type !== 'cron' || p.cron_token !== job.payload.token || !p.schedule || !p.time_zone) return; // superseded or gone
     const appRow = await appById(tx, p.app_id);
     if (!appRow || appRow.is_suspended || appRow.status === 'deleting') return; // the chain stops; a rollout re-arms it
@@ -332,9 +315,9 @@ async function runLength(app: AppContext): Promise<number | null> {
 
 /** The last attempt of a tick failed: the chain stops; say so in the runtime log (a rollout re-arms it). */
 async function tickFailed(tx: Tx, job: Job<typeof JOB_TICK>, error: Error): Promise<void> {
-  const p = await tx.selectFrom('processes').selectAll().where('id', '=', job.payload.processId).executeTakeFirst();
+  const p = await processById(tx, job.payload.processId);
   if (!p || p.cron_token !== job.payload.token) return;
-  await tx.updateTable('processes').set({ cron_token: null }).where('id', '=', p.id).where('cron_token', '=', job.payload.token).execute();
+  await clearCronToken(tx, p.id, job.payload.token);
   await writeLogs(
     tx,
     ...runLog(
@@ -351,7 +334,7 @@ async function runTrigger(app: AppContext, job: Job<typeof JOB_TRIGGER>): Promis
   const durationMs = await runLength(app);
   const started = await app.database.db.transaction().execute(async (tx) => {
     if (!(await app.jobs.owns(tx, job.id))) return;
-    const p = await lockedProcess(tx, app, job.payload.processId);
+    const p = await lockProcess(tx, job.payload.processId);
     if (!p || (p.type !== 'cron' && p.type !== 'job')) return;
     const appRow = await appById(tx, p.app_id);
     // Manual runs need the application running; runs started by a deployment (job start

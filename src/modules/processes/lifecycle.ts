@@ -4,22 +4,32 @@
 // The applications module announces those moments as signals (applications/signals.ts); this
 // file subscribes to them in `registerLifecycle`.
 import type { AppContext } from '../../shared/context.js';
-import { later, type Tx } from '../../shared/db/index.js';
-import { all, reusable } from '../../shared/db/reusable.js';
+import type { Tx } from '../../shared/db/index.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs, enqueue } from '../../shared/jobs.js';
 import { writeLogs, type LogLine } from '../../shared/runtime/logs.js';
 import type { ApplicationsTable } from '../applications/index.js';
 import { armCron, JOB_TRIGGER, terminateRun } from './cron.js';
-import { DEFAULT_RESOURCE_TYPE, DEFAULT_WEB_PORT, deploymentJobs, instanceCount } from './service.js';
-import type { JobStartPolicy } from './storage.js';
+import { runningRuns } from './runs-storage.js';
+import { DEFAULT_RESOURCE_TYPE, DEFAULT_WEB_PORT, instanceCount } from './service.js';
+import {
+  cronAndJobProcesses,
+  deleteAppProcessesAndRuns,
+  deploymentJobs,
+  insertProcesses,
+  markRolledOut,
+  processesInOrder,
+  processIdsOfApp,
+  rolloutProcesses,
+  setCronToken,
+  type JobStartPolicy,
+} from './storage.js';
 
 /** The default process of a new application: one web process on port 8080, one instance. */
 async function createDefaultProcesses(tx: Tx, a: ApplicationsTable): Promise<void> {
   const now = new Date().toISOString();
-  await tx
-    .insertInto('processes')
-    .values({
+  await insertProcesses(tx, [
+    {
       id: newId(),
       app_id: a.id,
       company_id: a.company_id,
@@ -43,33 +53,24 @@ async function createDefaultProcesses(tx: Tx, a: ApplicationsTable): Promise<voi
       rolled_out_at: null,
       created_at: now,
       updated_at: now,
-    })
-    .execute();
+    },
+  ]);
 }
 
 /** Clone: the same processes under new ids (not armed, not rolled out: the clone's deployment does that). */
 async function copyProcesses(tx: Tx, fromAppId: string, to: ApplicationsTable): Promise<void> {
-  const rows = await tx.selectFrom('processes').selectAll().where('app_id', '=', fromAppId).orderBy('created_at').orderBy('id').execute();
+  const rows = await processesInOrder(tx, fromAppId);
   if (!rows.length) return;
   // One millisecond apart, so the clone lists its processes in the source's order.
   const base = Date.now() - rows.length;
-  await tx
-    .insertInto('processes')
-    .values(
-      rows.map((p, i) => {
-        const at = new Date(base + i + 1).toISOString();
-        return { ...p, id: newId(), app_id: to.id, company_id: to.company_id, cron_token: null, rolled_out_at: null, created_at: at, updated_at: at };
-      }),
-    )
-    .execute();
+  await insertProcesses(
+    tx,
+    rows.map((p, i) => {
+      const at = new Date(base + i + 1).toISOString();
+      return { ...p, id: newId(), app_id: to.id, company_id: to.company_id, cron_token: null, rolled_out_at: null, created_at: at, updated_at: at };
+    }),
+  );
 }
-
-const processesOf = reusable((db, p: { appId: string }) =>
-  db.selectFrom('processes').selectAll().where('app_id', '=', p.appId).orderBy('created_at').orderBy('id'),
-);
-const rollOut = reusable((db, p: { appId: string; now: string }) =>
-  db.updateTable('processes').set({ rolled_out_at: p.now }).where('app_id', '=', p.appId).where('rolled_out_at', 'is', null),
-);
 
 /**
  * A deployment of the application succeeded: its processes take effect. Writes a runtime log line
@@ -78,8 +79,8 @@ const rollOut = reusable((db, p: { appId: string; now: string }) =>
  */
 async function onRollout(tx: Tx, app: AppContext, a: ApplicationsTable, deployment: string | null): Promise<number> {
   // Activation (deployment null) re-runs the rollout of the running deployment without a new one.
-  const procs = await all(tx, processesOf(tx, { appId: a.id }));
-  await later(tx, rollOut(tx, { appId: a.id, now: new Date().toISOString() }));
+  const procs = await rolloutProcesses(tx, a.id);
+  await markRolledOut(tx, a.id, new Date().toISOString());
   const lines: LogLine[] = [];
   for (const p of procs) {
     if (p.type === 'cron') {
@@ -125,22 +126,20 @@ async function onDeploymentMoment(tx: Tx, app: AppContext, a: ApplicationsTable,
 
 /** The application was suspended: cron stops (queued work cancelled, running runs cancelled). */
 async function onSuspend(tx: Tx, a: ApplicationsTable): Promise<void> {
-  const procs = await tx.selectFrom('processes').selectAll().where('app_id', '=', a.id).where('type', 'in', ['cron', 'job']).execute();
+  const procs = await cronAndJobProcesses(tx, a.id);
   for (const p of procs) {
     await cancelJobs(tx, p.id);
-    await tx.updateTable('processes').set({ cron_token: null }).where('id', '=', p.id).execute();
-    const running = await tx.selectFrom('process_runs').selectAll().where('process_id', '=', p.id).where('status', '=', 'running').execute();
+    await setCronToken(tx, p.id, null);
+    const running = await runningRuns(tx, p.id);
     for (const r of running) await terminateRun(tx, p, r, 'cancelled', 'the application was suspended');
   }
 }
 
-/**
 /** The application is being deleted: cancel its process jobs, delete runs and processes. */
 async function deleteAppProcesses(tx: Tx, appId: string): Promise<void> {
-  const procs = await tx.selectFrom('processes').select('id').where('app_id', '=', appId).execute();
+  const procs = await processIdsOfApp(tx, appId);
   for (const p of procs) await cancelJobs(tx, p.id);
-  await tx.deleteFrom('process_runs').where('app_id', '=', appId).execute();
-  await tx.deleteFrom('processes').where('app_id', '=', appId).execute();
+  await deleteAppProcessesAndRuns(tx, appId);
 }
 
 /** Subscribes the processes area to the application's moments (called from the module's setup). */

@@ -4,8 +4,8 @@
 import type { CallContext } from '../../shared/context.js';
 import { ApiError, badRequest } from '../../shared/errors.js';
 import { findApp } from '../applications/index.js';
-import { DEFAULT_RESOURCE_TYPE, instanceCount, resourceType } from './service.js';
-import { findProcess } from './storage.js';
+import { runExits, runSpans } from './runs-storage.js';
+import { DEFAULT_RESOURCE_TYPE, findProcess, instanceCount, resourceType } from './service.js';
 
 export type ProcessMetric = 'cpu-usage' | 'cpu-limit' | 'memory-usage' | 'memory-limit' | 'instance-count';
 
@@ -38,14 +38,7 @@ export async function processMetric(
   let instances = instanceCount(p);
   if (p.type === 'cron' || p.type === 'job') {
     // Run-to-completion processes run only while a run does.
-    const runs = await tx
-      .selectFrom('process_runs')
-      .select(['started_at', 'ended_at'])
-      .where('process_id', '=', p.id)
-      .where('status', '!=', 'skipped')
-      .where('started_at', '<=', to.toISOString())
-      .where((eb) => eb.or([eb('ended_at', 'is', null), eb('ended_at', '>=', from.toISOString())]))
-      .execute();
+    const runs = await runSpans(tx, p.id, from.toISOString(), to.toISOString());
     const spans = runs.map((r) => [Date.parse(r.started_at), r.ended_at ? Date.parse(r.ended_at) : now] as const);
     running = (t) => live && spans.some(([a, b]) => t.getTime() >= a && t.getTime() <= b);
     instances = 1;
@@ -73,16 +66,6 @@ export async function exitCodes(ctx: CallContext, appId: string, processId: stri
   await findApp(ctx, appId);
   const p = await findProcess(tx, appId, processId);
   const { from, to } = checkRange(q.from, q.to, false);
-  const rows = await tx
-    .selectFrom('process_runs')
-    .select(['ended_at', 'exit_code', 'termination_reason'])
-    .where('process_id', '=', p.id)
-    .where('exit_code', 'is not', null)
-    .where('ended_at', '>=', from.toISOString())
-    .where('ended_at', '<=', to.toISOString())
-    .orderBy('ended_at')
-    .orderBy('id')
-    .limit(10_000)
-    .execute();
+  const rows = await runExits(tx, p.id, from.toISOString(), to.toISOString());
   return rows.map((r) => ({ time: r.ended_at!, value: String(r.exit_code), description: r.termination_reason }));
 }

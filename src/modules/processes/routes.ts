@@ -10,6 +10,8 @@ import { endInterruptedRuns, endRealRun, registerCronJobs, startDeploymentRun } 
 import { registerLifecycle } from './lifecycle.js';
 import { checkTerminal, openTerminal } from './terminal.js';
 
+import { countProcesses, deploymentJobs, processOf } from './storage.js';
+
 export { migrations, tables } from './storage.js';
 
 /** The five metric series share one contract shape (the metric names the series). */
@@ -85,10 +87,10 @@ export function setup(app: AppContext): void {
   registerCronJobs(app);
   registerLifecycle(app);
   app.ports.processes = {
-    count: svc.countProcesses,
-    find: svc.processOf,
+    count: countProcesses,
+    find: processOf,
     serving: svc.runnableProcesses,
-    beforeDeployment: (tx, appId) => svc.deploymentJobs(tx, appId, 'beforeDeployment'),
+    beforeDeployment: (tx, appId) => deploymentJobs(tx, appId, 'beforeDeployment'),
     startDeploymentRun: (processId, deploymentId) => startDeploymentRun(app, processId, deploymentId),
     endRun: (runId, exit) => endRealRun(app, runId, exit),
     endInterruptedRuns: (before) => endInterruptedRuns(app, before),

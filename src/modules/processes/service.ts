@@ -6,18 +6,29 @@
 // application's life: lifecycle.ts.
 import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { ApiError, badRequest } from '../../shared/errors.js';
-import { all, first, reusable } from '../../shared/db/reusable.js';
+import { ApiError, badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs, enqueue } from '../../shared/jobs.js';
-import { insertNamed, refuseIfTaken } from '../../shared/naming.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import { refuseIfTaken } from '../../shared/naming.js';
+import type { Page } from '../../shared/pagination.js';
 import { writeLogs } from '../../shared/runtime/logs.js';
 import { findApp, type ApplicationsTable } from '../applications/index.js';
 import { PROCESS_RESOURCE_TYPE_BY_ID, PROCESS_RESOURCE_TYPES, type ProcessResourceType } from '../resources/index.js';
 import { armCron, JOB_TRIGGER } from './cron.js';
 import { canonicalTimeZone, validateSchedule } from './schedule.js';
-import { findProcess, type ConcurrencyPolicy, type JobStartPolicy, type ProcessesTable, type ProcessType } from './storage.js';
+import {
+  deleteProcessAndRuns,
+  hasWebProcess,
+  insertNamedProcess,
+  listProcessesPage,
+  processRow,
+  updateProcessRow,
+  webAndWorkerProcesses,
+  type ConcurrencyPolicy,
+  type JobStartPolicy,
+  type ProcessesTable,
+  type ProcessType,
+} from './storage.js';
 
 export const DEFAULT_RESOURCE_TYPE = PROCESS_RESOURCE_TYPES.find((t) => t.name === 's1')!;
 export const DEFAULT_WEB_PORT = 8080;
@@ -212,6 +223,13 @@ function applyInput(
 
 // ---- Operations -------------------------------------------------------------------------------
 
+/** The process of the application, or 404. */
+export async function findProcess(tx: Tx, appId: string, processId: string): Promise<ProcessesTable> {
+  const p = await processRow(tx, appId, processId);
+  if (!p) throw notFound('Process');
+  return p;
+}
+
 async function liveApp(ctx: CallContext, appId: string): Promise<ApplicationsTable> {
   const a = await findApp(ctx, appId);
   if (a.status === 'deleting') throw badRequest('The application is being deleted');
@@ -221,7 +239,7 @@ async function liveApp(ctx: CallContext, appId: string): Promise<ApplicationsTab
 export async function listProcesses(ctx: CallContext, appId: string, page: Page) {
   const { tx } = ctx;
   const app = await findApp(ctx, appId);
-  const r = await paginate(tx.selectFrom('processes').selectAll().where('app_id', '=', appId), page);
+  const r = await listProcessesPage(tx, appId, page);
   return { ...r, data: r.data.map((p) => view(p, app)) };
 }
 
@@ -243,7 +261,7 @@ export async function createProcess(
     await refuseIfTaken(
       tx,
       `processes-web:${appId}`,
-      async () => !!(await tx.selectFrom('processes').select('id').where('app_id', '=', appId).where('type', '=', 'web').executeTakeFirst()),
+      () => hasWebProcess(tx, appId),
       () => badRequest('An application can have at most one web process'),
     );
   const fields = applyInput(
@@ -269,7 +287,7 @@ export async function createProcess(
   );
   const now = new Date().toISOString();
   // The key is unique in the application even under concurrent creates: the unique index decides.
-  const row = await insertNamed(tx, 'processes', appId, body.display_name, (key): ProcessesTable => ({
+  const row = await insertNamedProcess(tx, appId, body.display_name, (key): ProcessesTable => ({
     id: newId(),
     app_id: appId,
     company_id: companyId,
@@ -292,7 +310,7 @@ export async function updateProcess(ctx: CallContext, appId: string, processId: 
   // their own, and the copy read above must not overwrite what one of them committed meanwhile
   // (PostgreSQL runs them concurrently).
   const { id: _id, cron_token: _t, rolled_out_at: _r, ...set } = { ...p, ...fields, updated_at: new Date().toISOString() };
-  const updated = await tx.updateTable('processes').set(set).where('id', '=', p.id).returningAll().executeTakeFirstOrThrow();
+  const updated = await updateProcessRow(tx, p.id, set);
   // Schedule changes of an armed cron process apply at once (the chain is re-armed).
   if (updated.type === 'cron' && updated.cron_token && (p.schedule !== updated.schedule || p.time_zone !== updated.time_zone)) {
     updated.cron_token = await armCron(tx, updated);
@@ -309,8 +327,7 @@ export async function deleteProcess(ctx: CallContext, appId: string, processId: 
   const p = await findProcess(tx, appId, processId);
   if (p.type === 'web') throw badRequest('The web process cannot be deleted');
   await cancelJobs(tx, p.id);
-  await tx.deleteFrom('process_runs').where('process_id', '=', p.id).execute();
-  await tx.deleteFrom('processes').where('id', '=', p.id).execute();
+  await deleteProcessAndRuns(tx, p.id);
   await writeLogs(tx, { companyId, appId, kind: 'runtime' }, [{ message: `Process ${p.key} deleted`, processId: p.id }]);
   return { message: 'Process deleted' };
 }
@@ -332,53 +349,12 @@ export async function triggerProcess(ctx: CallContext, appId: string, processId:
   return { message: 'Cron job triggered' };
 }
 
-const processCount = reusable((db, p: { appId: string }) =>
-  db
-    .selectFrom('processes')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('app_id', '=', p.appId),
-);
-
-/** How many processes the application has (deployment log lines). */
-export async function countProcesses(tx: Tx, appId: string): Promise<number> {
-  const r = await first(tx, processCount(tx, { appId }));
-  return Number(r?.n ?? 0);
-}
-
-/** A process of the application, or undefined (ports and proxies name one). */
-export async function processOf(tx: Tx, appId: string, processId: string): Promise<Pick<ProcessesTable, 'id' | 'type'> | undefined> {
-  return tx.selectFrom('processes').select(['id', 'type']).where('id', '=', processId).where('app_id', '=', appId).executeTakeFirst();
-}
-
-const jobsWithPolicy = reusable((db, p: { appId: string; policy: JobStartPolicy }) =>
-  db
-    .selectFrom('processes')
-    .selectAll()
-    .where('app_id', '=', p.appId)
-    .where('type', '=', 'job')
-    .where('job_start_policy', '=', p.policy)
-    .orderBy('created_at')
-    .orderBy('id'),
-);
-
-/** The job processes of an application with a start policy (the local runtime runs `beforeDeployment` jobs in the rollout). */
-export async function deploymentJobs(tx: Tx, appId: string, policy: JobStartPolicy): Promise<ProcessesTable[]> {
-  return all(tx, jobsWithPolicy(tx, { appId, policy }));
-}
-
 /** What a real runtime starts of an application: its web and worker processes with their command and instance count. */
 export async function runnableProcesses(
   tx: Tx,
   appId: string,
 ): Promise<{ id: string; key: string; type: 'web' | 'worker'; entrypoint: string; instances: number; readinessPath: string | null }[]> {
-  const rows = await tx
-    .selectFrom('processes')
-    .selectAll()
-    .where('app_id', '=', appId)
-    .where('type', 'in', ['web', 'worker'])
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  const rows = await webAndWorkerProcesses(tx, appId);
   return rows.map((p) => {
     const probe = p.readiness_probe ? (JSON.parse(p.readiness_probe) as { httpGet?: { path?: string } }) : null;
     return {

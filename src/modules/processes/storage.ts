@@ -1,8 +1,12 @@
-// Tables of the processes area: an application's processes and the runs of its cron (and job)
-// processes. JSON-valued settings (scaling strategy, probes) are stored as text.
+// Tables of the processes area (an application's processes and the runs of its cron and job
+// processes; JSON-valued settings such as the scaling strategy and probes are stored as text), their
+// migrations, and the queries on processes. The queries on runs are in runs-storage.ts.
 import { sql, type Kysely, type Migration } from 'kysely';
-import type { Tx } from '../../shared/db/index.js';
-import { notFound } from '../../shared/errors.js';
+import { later, type Tx } from '../../shared/db/index.js';
+import { isPostgres } from '../../shared/db/dialect.js';
+import { all, first, reusable } from '../../shared/db/reusable.js';
+import { insertNamed } from '../../shared/naming.js';
+import { paginate, type Page } from '../../shared/pagination.js';
 
 export type ProcessType = 'web' | 'worker' | 'cron' | 'job';
 export type ConcurrencyPolicy = 'Forbid' | 'Replace';
@@ -133,9 +137,151 @@ export const migrations: Record<string, Migration> = {
 /** Tables of this area, children first (for reset). */
 export const tables = ['process_runs', 'processes'] as const;
 
-/** The process of the application, or 404. */
-export async function findProcess(tx: Tx, appId: string, processId: string): Promise<ProcessesTable> {
-  const p = await tx.selectFrom('processes').selectAll().where('id', '=', processId).where('app_id', '=', appId).executeTakeFirst();
-  if (!p) throw notFound('Process');
-  return p;
+// ---- Queries on processes ---------------------------------------------------------------------
+
+/** A process of the application, or undefined. */
+export async function processRow(tx: Tx, appId: string, processId: string): Promise<ProcessesTable | undefined> {
+  return tx.selectFrom('processes').selectAll().where('id', '=', processId).where('app_id', '=', appId).executeTakeFirst();
+}
+
+/** A process by id alone, or undefined. */
+export async function processById(tx: Tx, processId: string): Promise<ProcessesTable | undefined> {
+  return tx.selectFrom('processes').selectAll().where('id', '=', processId).executeTakeFirst();
+}
+
+/** A process by id that must exist (Kysely's NoResultError otherwise). */
+export async function existingProcess(tx: Tx, processId: string): Promise<ProcessesTable> {
+  return tx.selectFrom('processes').selectAll().where('id', '=', processId).executeTakeFirstOrThrow();
+}
+
+/** A process by id, locked for the rest of the transaction on PostgreSQL (SQLite has one writer anyway). */
+export async function lockProcess(tx: Tx, processId: string): Promise<ProcessesTable | undefined> {
+  const q = tx.selectFrom('processes').selectAll().where('id', '=', processId);
+  return (isPostgres(tx) ? q.forUpdate() : q).executeTakeFirst();
+}
+
+/** A process of the application (its id and type), or undefined (ports and proxies name one). */
+export async function processOf(tx: Tx, appId: string, processId: string): Promise<Pick<ProcessesTable, 'id' | 'type'> | undefined> {
+  return tx.selectFrom('processes').select(['id', 'type']).where('id', '=', processId).where('app_id', '=', appId).executeTakeFirst();
+}
+
+/** A page of the application's processes. */
+export async function listProcessesPage(tx: Tx, appId: string, page: Page) {
+  return paginate(tx.selectFrom('processes').selectAll().where('app_id', '=', appId), page);
+}
+
+/** Whether the application has a web process. */
+export async function hasWebProcess(tx: Tx, appId: string): Promise<boolean> {
+  return !!(await tx.selectFrom('processes').select('id').where('app_id', '=', appId).where('type', '=', 'web').executeTakeFirst());
+}
+
+/** Inserts the row `build` makes for a key derived from the display name, unique in the application (the unique index decides). */
+export async function insertNamedProcess(tx: Tx, appId: string, displayName: string, build: (key: string) => ProcessesTable): Promise<ProcessesTable> {
+  return insertNamed(tx, 'processes', appId, displayName, build);
+}
+
+/** Inserts processes (the default one of a new application, the copies of a clone). */
+export async function insertProcesses(tx: Tx, rows: ProcessesTable[]): Promise<void> {
+  await tx.insertInto('processes').values(rows).execute();
+}
+
+/** Sets the given columns of a process; returns the updated row. */
+export async function updateProcessRow(tx: Tx, processId: string, set: Partial<Omit<ProcessesTable, 'id'>>): Promise<ProcessesTable> {
+  return tx.updateTable('processes').set(set).where('id', '=', processId).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Deletes a process and its runs. */
+export async function deleteProcessAndRuns(tx: Tx, processId: string): Promise<void> {
+  await tx.deleteFrom('process_runs').where('process_id', '=', processId).execute();
+  await tx.deleteFrom('processes').where('id', '=', processId).execute();
+}
+
+/** Deletes every run and process of an application. */
+export async function deleteAppProcessesAndRuns(tx: Tx, appId: string): Promise<void> {
+  await tx.deleteFrom('process_runs').where('app_id', '=', appId).execute();
+  await tx.deleteFrom('processes').where('app_id', '=', appId).execute();
+}
+
+const processCount = reusable((db, p: { appId: string }) =>
+  db
+    .selectFrom('processes')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('app_id', '=', p.appId),
+);
+
+/** How many processes the application has. */
+export async function countProcesses(tx: Tx, appId: string): Promise<number> {
+  const r = await first(tx, processCount(tx, { appId }));
+  return Number(r?.n ?? 0);
+}
+
+const jobsWithPolicy = reusable((db, p: { appId: string; policy: JobStartPolicy }) =>
+  db
+    .selectFrom('processes')
+    .selectAll()
+    .where('app_id', '=', p.appId)
+    .where('type', '=', 'job')
+    .where('job_start_policy', '=', p.policy)
+    .orderBy('created_at')
+    .orderBy('id'),
+);
+
+/** The job processes of an application with a start policy, oldest first. */
+export async function deploymentJobs(tx: Tx, appId: string, policy: JobStartPolicy): Promise<ProcessesTable[]> {
+  return all(tx, jobsWithPolicy(tx, { appId, policy }));
+}
+
+const processesOf = reusable((db, p: { appId: string }) =>
+  db.selectFrom('processes').selectAll().where('app_id', '=', p.appId).orderBy('created_at').orderBy('id'),
+);
+
+/** The application's processes, oldest first (a rollout). */
+export async function rolloutProcesses(tx: Tx, appId: string): Promise<ProcessesTable[]> {
+  return all(tx, processesOf(tx, { appId }));
+}
+
+/** The application's processes, oldest first (the source of a clone). */
+export async function processesInOrder(tx: Tx, appId: string): Promise<ProcessesTable[]> {
+  return tx.selectFrom('processes').selectAll().where('app_id', '=', appId).orderBy('created_at').orderBy('id').execute();
+}
+
+/** The application's web and worker processes, oldest first. */
+export async function webAndWorkerProcesses(tx: Tx, appId: string): Promise<ProcessesTable[]> {
+  return tx
+    .selectFrom('processes')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('type', 'in', ['web', 'worker'])
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/** The application's cron and job processes. */
+export async function cronAndJobProcesses(tx: Tx, appId: string): Promise<ProcessesTable[]> {
+  return tx.selectFrom('processes').selectAll().where('app_id', '=', appId).where('type', 'in', ['cron', 'job']).execute();
+}
+
+/** The ids of the application's processes. */
+export async function processIdsOfApp(tx: Tx, appId: string): Promise<{ id: string }[]> {
+  return tx.selectFrom('processes').select('id').where('app_id', '=', appId).execute();
+}
+
+const rollOut = reusable((db, p: { appId: string; now: string }) =>
+  db.updateTable('processes').set({ rolled_out_at: p.now }).where('app_id', '=', p.appId).where('rolled_out_at', 'is', null),
+);
+
+/** Marks the processes not yet rolled out as rolled out at `now` (sent with the transaction's next statement: `later`). */
+export async function markRolledOut(tx: Tx, appId: string, now: string): Promise<void> {
+  await later(tx, rollOut(tx, { appId, now }));
+}
+
+/** Names the live chain of a cron process's ticks (null: not armed). */
+export async function setCronToken(tx: Tx, processId: string, token: string | null): Promise<void> {
+  await tx.updateTable('processes').set({ cron_token: token }).where('id', '=', processId).execute();
+}
+
+/** Disarms a cron process whose live chain is still `token`. */
+export async function clearCronToken(tx: Tx, processId: string, token: string | null): Promise<void> {
+  await tx.updateTable('processes').set({ cron_token: null }).where('id', '=', processId).where('cron_token', '=', token).execute();
 }

@@ -12,7 +12,7 @@ import type { CallContext } from '../../shared/context.js';
 import { currentRelease, findApp } from '../applications/index.js';
 import { resolveEnvironment, systemVariables } from '../env-vars/index.js';
 import type { TERMINAL_SHELLS } from './schemas.js';
-import { findProcess } from './storage.js';
+import { findProcess } from './service.js';
 
 export type TerminalShell = (typeof TERMINAL_SHELLS)[number];
 
