@@ -10,19 +10,36 @@
 import type { AppContext, CallContext } from '../../shared/context.js';
 import type { SecretBox } from '../../shared/crypto.js';
 import type { Tx } from '../../shared/db/index.js';
-import { all, reusable } from '../../shared/db/reusable.js';
-import { sql, type Kysely } from 'kysely';
 import { badRequest, notFound, type ApiError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import type { Page } from '../../shared/pagination.js';
 import { findApp, type ApplicationsTable } from '../applications/index.js';
 import { KEY_PATTERN, resolveReferences } from './references.js';
 import { checkBranch } from '../static-sites/index.js';
 import { findSite, type StaticSitesTable } from '../static-sites/index.js';
 import type { DeploymentFacts } from '../../shared/runtime/environment.js';
-import type { EnvVarsTable, GlobalEnvVarsTable, StaticSiteEnvVarsTable } from './storage.js';
+import {
+  appEnvVarsInOrder,
+  deleteAppEnvVars,
+  deleteSiteEnvVars,
+  deleteVarRow,
+  environmentDefinitions,
+  findVarRow,
+  insertEnvVars,
+  insertVarIfKeyFree,
+  listAppEnvVarsPage,
+  listGlobalEnvVarsPage,
+  listSiteEnvVarsPage,
+  siteEnvDefinitions,
+  updateVarRow,
+  type EnvVarsTable,
+  type GlobalEnvVarsTable,
+  type StaticSiteEnvVarsTable,
+  type VarScope,
+} from './storage.js';
 
 export { KEY_PATTERN, MAX_RESOLVED_LENGTH, parseValue, resolveReferences, type Resolution } from './references.js';
+export { deleteAppEnvVars } from './storage.js';
 
 export interface CreateInput {
   key: string;
@@ -90,11 +107,7 @@ function checkKey(key: string): void {
  * per site). The tables share the id/key/value/timestamp columns, so one create/update/delete
  * serves all; each owner adds its own flag columns (`columns` of a new row, `changes` of an update).
  */
-interface Owner<I extends VarInput> {
-  table: 'env_vars' | 'global_env_vars' | 'static_site_env_vars';
-  /** The column and value that scope the variables (and their unique keys). */
-  column: 'app_id' | 'company_id' | 'static_site_id';
-  id: string;
+interface Owner<I extends VarInput> extends VarScope {
   /** Extra columns of a new row (the owner's company). */
   extra: Record<string, string>;
   what: string;
@@ -148,9 +161,6 @@ const siteOwner = (site: Pick<StaticSitesTable, 'id' | 'company_id'>): Owner<Sit
   }),
 });
 
-/** The tables differ only in their scope and flag columns; queries are written once against any of them. */
-const untyped = (tx: Tx) => tx as unknown as Kysely<any>;
-
 /** A unique index refused the row (another variable of the owner has the key). */
 function isUniqueViolation(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
@@ -167,7 +177,7 @@ function changes<I extends VarInput>(secrets: SecretBox, o: Owner<I>, input: Par
 }
 
 async function findVar<T>(tx: Tx, o: Owner<VarInput>, id: string): Promise<T> {
-  const r = await untyped(tx).selectFrom(o.table).selectAll().where('id', '=', id).where(o.column, '=', o.id).executeTakeFirst();
+  const r = await findVarRow(tx, o, id);
   if (!r) throw notFound(o.what);
   return r as T;
 }
@@ -186,13 +196,7 @@ async function createVar<T, I extends VarInput>(tx: Tx, secrets: SecretBox, o: O
     updated_at: now,
   };
   // The unique index on (owner, key) decides: no separate look-up, no race.
-  const inserted = await untyped(tx)
-    .insertInto(o.table)
-    .values(row)
-    .onConflict((oc) => oc.columns([o.column, 'key']).doNothing())
-    .returning('id')
-    .executeTakeFirst();
-  if (!inserted) throw o.duplicate(input.key);
+  if (!(await insertVarIfKeyFree(tx, o, row))) throw o.duplicate(input.key);
   return row as T;
 }
 
@@ -202,7 +206,7 @@ async function updateVar<T extends { key: string }, I extends VarInput>(tx: Tx, 
   const set = changes(secrets, o, input);
   if (!Object.keys(set).length) return current;
   try {
-    await untyped(tx).updateTable(o.table).set(set).where('id', '=', id).execute();
+    await updateVarRow(tx, o, id, set);
   } catch (e) {
     if (isUniqueViolation(e)) throw o.duplicate(input.key ?? current.key);
     throw e;
@@ -211,8 +215,7 @@ async function updateVar<T extends { key: string }, I extends VarInput>(tx: Tx, 
 }
 
 async function deleteVar<I extends VarInput>(tx: Tx, o: Owner<I>, id: string) {
-  const res = await untyped(tx).deleteFrom(o.table).where('id', '=', id).where(o.column, '=', o.id).executeTakeFirst();
-  if (!Number(res.numDeletedRows)) throw notFound(o.what);
+  if (!(await deleteVarRow(tx, o, id))) throw notFound(o.what);
   return { message: `${o.what} deleted` };
 }
 
@@ -222,7 +225,7 @@ export async function listAppEnvVars(ctx: CallContext, appId: string, page: Page
   const { tx, app } = ctx;
   const { secrets } = app;
   await findApp(ctx, appId);
-  const res = await paginate(tx.selectFrom('env_vars').selectAll().where('app_id', '=', appId), page);
+  const res = await listAppEnvVarsPage(tx, appId, page);
   return { ...res, data: res.data.map((r) => appView(secrets, r)) };
 }
 
@@ -246,7 +249,7 @@ export async function deleteAppEnvVar(ctx: CallContext, appId: string, id: strin
 
 export async function listGlobalEnvVars({ tx, app, companyId }: CallContext, page: Page) {
   const { secrets } = app;
-  const res = await paginate(tx.selectFrom('global_env_vars').selectAll().where('company_id', '=', companyId), page);
+  const res = await listGlobalEnvVarsPage(tx, companyId, page);
   return { ...res, data: res.data.map((r) => globalView(secrets, r)) };
 }
 
@@ -267,7 +270,7 @@ export async function deleteGlobalEnvVar({ tx, companyId }: CallContext, id: str
 export async function listSiteEnvVars(ctx: CallContext, siteId: string, page: Page) {
   const { tx, app } = ctx;
   await findSite(ctx, siteId);
-  const res = await paginate(tx.selectFrom('static_site_env_vars').selectAll().where('static_site_id', '=', siteId), page);
+  const res = await listSiteEnvVarsPage(tx, siteId, page);
   return { ...res, data: res.data.map((r) => siteView(app.secrets, r)) };
 }
 
@@ -295,9 +298,7 @@ export function registerLifecycle(app: AppContext): void {
     if (clonedFrom) await copyEnvVars(tx, clonedFrom.id, application.id, application.company_id);
   });
   app.events.on('application.removed', (tx, { application }) => deleteAppEnvVars(tx, application.id));
-  app.events.on('static-site.removed', async (tx, { site }) => {
-    await tx.deleteFrom('static_site_env_vars').where('static_site_id', '=', site.id).execute();
-  });
+  app.events.on('static-site.removed', (tx, { site }) => deleteSiteEnvVars(tx, site.id));
 }
 
 /**
@@ -307,26 +308,10 @@ export function registerLifecycle(app: AppContext): void {
  * variables are company-wide and need no copy.
  */
 export async function copyEnvVars(tx: Tx, fromAppId: string, toAppId: string, companyId: string): Promise<void> {
-  const rows = await tx
-    .selectFrom('env_vars')
-    .selectAll()
-    .where('app_id', '=', fromAppId)
-    .where('company_id', '=', companyId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  const rows = await appEnvVarsInOrder(tx, fromAppId, companyId);
   const now = new Date().toISOString();
   const copies: EnvVarsTable[] = rows.map((r) => ({ ...r, id: newId(), app_id: toAppId, company_id: companyId, updated_at: now }));
-  for (let i = 0; i < copies.length; i += 100)
-    await tx
-      .insertInto('env_vars')
-      .values(copies.slice(i, i + 100))
-      .execute();
-}
-
-/** Removes every app-level variable of an application (application deletion). */
-export async function deleteAppEnvVars(tx: Tx, appId: string): Promise<void> {
-  await tx.deleteFrom('env_vars').where('app_id', '=', appId).execute();
+  await insertEnvVars(tx, copies);
 }
 
 /**
@@ -350,26 +335,6 @@ export function systemVariables(prefix: string, a: Pick<ApplicationsTable, 'id' 
   };
 }
 
-const ENV_COLUMNS = ['key', 'value', 'is_runtime', 'is_buildtime', 'created_at', 'id'] as const;
-
-/** The company's variables, then the application's own (which win), in one statement. */
-const environmentRows = reusable((db, p: { companyId: string; appId: string }) =>
-  db
-    .selectFrom('global_env_vars')
-    .select([sql<number>`0`.as('own'), ...ENV_COLUMNS])
-    .where('company_id', '=', p.companyId)
-    .unionAll(
-      db
-        .selectFrom('env_vars')
-        .select([sql<number>`1`.as('own'), ...ENV_COLUMNS])
-        .where('app_id', '=', p.appId)
-        .where('company_id', '=', p.companyId),
-    )
-    .orderBy('own')
-    .orderBy('created_at')
-    .orderBy('id'),
-);
-
 /**
  * The environment of one phase of a deployment. Precedence: global variables, then app-level
  * variables, then `system` (which wins). An app-level variable replaces the global one of the same
@@ -386,7 +351,7 @@ export async function resolveEnvironment(
   system: Record<string, string>,
   phase: 'build' | 'runtime',
 ): Promise<{ vars: Record<string, string>; problems: string[] }> {
-  const rows = await all(tx, environmentRows(tx, { companyId: application.company_id, appId: application.id }));
+  const rows = await environmentDefinitions(tx, application.company_id, application.id);
   const defs = new Map<string, (typeof rows)[number]>();
   for (const r of rows) defs.set(r.key, r);
   return resolveDefinitions(
@@ -408,14 +373,7 @@ export async function resolveSiteEnvironment(
   build: { is_preview: boolean; branch: string | null },
   system: Record<string, string>,
 ): Promise<{ vars: Record<string, string>; problems: string[] }> {
-  const own = await tx
-    .selectFrom('static_site_env_vars')
-    .select(['key', 'value', 'is_production', 'is_preview', 'branch'])
-    .where('static_site_id', '=', site.id)
-    .where('company_id', '=', site.company_id)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  const own = await siteEnvDefinitions(tx, site.id, site.company_id);
   const used = own.filter((v) => (build.is_preview ? v.is_preview : v.is_production) && (v.branch === null || v.branch === build.branch));
   return resolveDefinitions(secrets, used, system);
 }
