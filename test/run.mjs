@@ -72,7 +72,7 @@ try {
       `--test-reporter-destination=${tapFile}`,
       ...selected,
     ],
-    { stdio: 'inherit', env: { ...process.env, SLIPWAY_TEST_DB_PREFIX: dbPrefix } },
+    { stdio: 'inherit', env: { ...process.env, SLIPWAY_TEST_DB_PREFIX: dbPrefix, SLIPWAY_CHECK_PURE: '1' } },
   );
   await dropLeftovers(dbPrefix);
   let tap = '';

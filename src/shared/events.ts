@@ -19,6 +19,7 @@ import type { Tx } from './db/index.js';
 import { newId } from './ids.js';
 import { later } from './db/postgres-client.js';
 import { insertRows } from './db/reusable.js';
+import { assertNotPure } from './purity.js';
 
 /** Every webhook event type the contract defines (also the webhook subscription enum). */
 export const EVENT_TYPES = [
@@ -141,6 +142,7 @@ export class EventBus {
 
   /** Records an event with a ready payload and fans it out, in `tx` (`emit` builds the payload first). */
   async record(tx: Tx, type: EventType, companyId: string, data: Record<string, unknown>): Promise<RecordedEvent> {
+    assertNotPure(`emitted a ${type} event`);
     const event: RecordedEvent = { id: newId(), type, companyId, data, createdAt: new Date().toISOString() };
     await later(
       tx,
@@ -154,6 +156,7 @@ export class EventBus {
 
   /** Tells the listeners of `name`, in `tx`. */
   async signal<K extends SignalName>(tx: Tx, name: K, payload: SignalMap[K]): Promise<void> {
+    assertNotPure(`signalled ${name}`);
     for (const listener of (this.listeners.get(name) ?? []) as SignalListener<K>[]) await listener(tx, payload);
   }
 }

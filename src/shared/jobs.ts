@@ -11,6 +11,7 @@ import { newId } from './ids.js';
 import { later } from './db/postgres-client.js';
 import { insertRows, listOf, listValues, reusable, reusableBy } from './db/reusable.js';
 import { inPostgresTransaction } from './db/dialect.js';
+import { assertNotPure } from './purity.js';
 
 export { backoffMs, JobEngine, type JobEngineOptions } from './job-engine.js';
 
@@ -67,6 +68,7 @@ export interface EnqueueOptions<K extends JobName> {
 }
 
 export async function enqueue<K extends JobName>(tx: Tx, o: EnqueueOptions<K>): Promise<string> {
+  assertNotPure(`enqueued a ${o.kind} job`);
   const row = jobRow(o);
   await insertJob(tx, row);
   return row.id;

@@ -2,7 +2,7 @@
 // or PostgreSQL (DATABASE_URL). Every mutation goes through `db.transaction()`.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type SqliteDatabase, type Transaction } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Dialect, type Migration, type SqliteDatabase, type Transaction } from 'kysely';
 import SQLite from 'better-sqlite3';
 import type PG from 'pg';
 import { lazy } from '../lazy.js';
@@ -11,6 +11,7 @@ import { migrationProvider } from './migrations.js';
 import { setContentVersion } from './content-version.js';
 import { wrappedPool } from './postgres-client.js';
 import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
+import { checkedDialect, checkingPurity } from '../purity.js';
 import { GroupCommitSqliteDialect, type GroupCommitOptions } from './group-commit.js';
 
 export { later, together } from './postgres-client.js';
@@ -42,6 +43,9 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/** The dialect, with each statement checked against the `pure` flag when that check is on (purity.ts). */
+const checked = (d: Dialect): Dialect => (checkingPurity ? checkedDialect(d) : d);
+
 /**
  * Startup options of every PostgreSQL connection: prepared statements use their generic plan from
  * the first execution on (`plan_cache_mode`). Every statement is prepared once per connection
@@ -65,7 +69,7 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; grou
     // An idle connection that the server closes (restart, admin termination) must not crash the
     // process; the pool replaces it on the next query.
     pool.on('error', () => {});
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: wrappedPool(pool, pgDriver()) }) });
+    const db = new Kysely<DB>({ dialect: checked(new PostgresDialect({ pool: wrappedPool(pool, pgDriver()) })) });
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
   mkdirSync(opts.dataDir, { recursive: true });
@@ -97,7 +101,7 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; grou
   const dialect = grouped
     ? new GroupCommitSqliteDialect(statements, () => file.inTransaction, grouped === true ? {} : grouped)
     : new SqliteDialect({ database: statements });
-  const db = new Kysely<DB>({ dialect });
+  const db = new Kysely<DB>({ dialect: checked(dialect) });
   const version = (other: number) => `${writes}:${other}`;
   // Other processes' commits, read once for the callers of a turn (contentVersionOfTurn). The
   // Coalescer's gather mode does the same, but its queue and promise hops are a cost on this hot

@@ -80,7 +80,7 @@ export interface Operation<C extends Contract = Contract> {
    * bucket has room (RateLimiter.roomFor), it runs while the request is counted instead of after,
    * one round trip less in its latency on a shared counter store. The count still decides: over the
    * limit the answer is 429 (and that 429 wins over any other error of the request), and every
-   * answer carries the count's headers.
+   * answer carries the count's headers. Checked in tests (shared/purity.ts).
    */
   pure?: boolean;
   handler(ctx: RequestContext<C>): Promise<C['response'] extends TSchema ? Static<C['response']> : void>;

@@ -20,6 +20,7 @@ import { isWrite, type Operation } from './operation.js';
 import { checkReferences } from './references.js';
 import { isSharedResult } from '../shared-results.js';
 import { madeJobsDue } from '../jobs.js';
+import { checkingPurity, runPure } from '../purity.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -187,7 +188,7 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
           let result: unknown;
           app.jobs.foreground++;
           try {
-            result = await op.handler(ctx as never);
+            result = checkingPurity && op.pure ? await runPure(c.operationId, () => op.handler(ctx as never)) : await op.handler(ctx as never);
           } finally {
             app.jobs.foreground--;
           }
