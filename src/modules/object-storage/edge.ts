@@ -7,10 +7,11 @@ import type { EdgeSite } from '../../shared/edge/index.js';
 import { page, sendPage } from '../../shared/edge/pages.js';
 import { proxy } from '../../shared/edge/proxy.js';
 import { hostnameOf } from './domains.js';
+import { findBucketOwner } from './storage.js';
 
 async function bucketSite(app: AppContext, id: string): Promise<EdgeSite | null> {
   const db = app.database.db;
-  const b = await db.selectFrom('object_storages').select(['id', 'company_id']).where('id', '=', id).executeTakeFirst();
+  const b = await findBucketOwner(db, id);
   if (!b) return null;
   const host = await hostnameOf(db, b.id);
   return {

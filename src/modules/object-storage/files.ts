@@ -5,8 +5,10 @@
 import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { AppContext } from '../../shared/context.js';
-import { deleteObjectRows, findObject, newBlobId, putObjectRow, withFreedBlobs } from './objects.js';
+import { newBlobId, withFreedBlobs } from './objects.js';
+import { deleteObjectRows, findObject, putObjectRow } from './objects-storage.js';
 import { runtime } from './runtime.js';
+import { bucketExists } from './storage.js';
 
 export class BucketGone extends Error {}
 
@@ -27,8 +29,7 @@ export async function putObjectStream(app: AppContext, bucketId: string, key: st
   const size = await store.put(bucketId, blob, hashed, null);
   try {
     await withFreedBlobs(app, bucketId, async (tx) => {
-      if (!(await tx.selectFrom('object_storages').select('id').where('id', '=', bucketId).executeTakeFirst()))
-        throw new BucketGone('the bucket no longer exists');
+      if (!(await bucketExists(tx, bucketId))) throw new BucketGone('the bucket no longer exists');
       const replaced = await putObjectRow(tx, {
         bucket_id: bucketId,
         key,

@@ -1,19 +1,14 @@
-// Object metadata, shared by the control plane (list and delete objects) and the S3 data plane:
-// listing in byte order with prefix, delimiter and a resumable bound; committing and deleting
-// objects; multipart bookkeeping. Blobs a commit replaces or a delete frees are returned to the
-// caller, which removes them once its transaction has committed.
+// Object metadata rules, shared by the control plane (list and delete objects) and the S3 data
+// plane: listing in byte order with prefix, delimiter and a resumable bound; a transaction whose
+// freed blobs are removed after its commit, or by a sweep job; multipart ids and ETags. The
+// queries are in objects-storage.ts.
 import { createHash, randomBytes } from 'node:crypto';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { lockFor } from '../../shared/db/locks.js';
 import { newId } from '../../shared/ids.js';
 import { enqueue } from '../../shared/jobs.js';
+import { insertUpload, listObjectsFrom, type ObjectRow } from './objects-storage.js';
 import { runtime } from './runtime.js';
-import type { ObjectStorageObjectsTable, ObjectStoragePartsTable, ObjectStorageUploadsTable } from './storage.js';
-
-export type ObjectRow = ObjectStorageObjectsTable;
-export type UploadRow = ObjectStorageUploadsTable;
-export type PartRow = ObjectStoragePartsTable;
 
 /** Where a listing resumes: after (or at) a key. */
 export interface Bound {
@@ -48,15 +43,7 @@ export async function listEntries(
   if (o.max <= 0) return { entries, next: null };
   const upper = o.prefix ? successor(o.prefix) : null;
   let low: Bound = o.after && o.after.key >= o.prefix ? o.after : { key: o.prefix, inclusive: true };
-  const page = (b: Bound, n: number) => {
-    let q = tx
-      .selectFrom('object_storage_objects')
-      .selectAll()
-      .where('bucket_id', '=', bucketId)
-      .where('key', b.inclusive ? '>=' : '>', b.key);
-    if (upper) q = q.where('key', '<', upper);
-    return q.orderBy('key').limit(n).execute();
-  };
+  const page = (b: Bound, n: number) => listObjectsFrom(tx, bucketId, b, upper, n);
   for (;;) {
     const want = o.max - entries.length;
     if (want === 0) return { entries, next: (await page(low, 1)).length ? low : null };
@@ -76,44 +63,6 @@ export async function listEntries(
     }
     if (!jumped && rows.length < want) return { entries, next: null };
   }
-}
-
-export async function findObject(tx: Tx, bucketId: string, key: string): Promise<ObjectRow | undefined> {
-  return tx.selectFrom('object_storage_objects').selectAll().where('bucket_id', '=', bucketId).where('key', '=', key).executeTakeFirst();
-}
-
-/** Stores (or replaces) the object row; answers the blob it replaced, if any. */
-export async function putObjectRow(tx: Tx, row: ObjectRow): Promise<string | null> {
-  await lockFor(tx, `object:${row.bucket_id}:${row.key}`);
-  const old = await findObject(tx, row.bucket_id, row.key);
-  if (old) {
-    const { bucket_id, key, ...rest } = row;
-    await tx.updateTable('object_storage_objects').set(rest).where('bucket_id', '=', bucket_id).where('key', '=', key).execute();
-  } else await tx.insertInto('object_storage_objects').values(row).execute();
-  return old && old.blob !== row.blob ? old.blob : null;
-}
-
-/** Deletes the objects with these keys; answers the freed blobs. */
-export async function deleteObjectRows(tx: Tx, bucketId: string, keys: readonly string[]): Promise<{ deleted: string[]; blobs: string[] }> {
-  const deleted: string[] = [];
-  const blobs: string[] = [];
-  for (let i = 0; i < keys.length; i += 500) {
-    const slice = [...new Set(keys.slice(i, i + 500))];
-    const rows = await tx.selectFrom('object_storage_objects').select(['key', 'blob']).where('bucket_id', '=', bucketId).where('key', 'in', slice).execute();
-    if (!rows.length) continue;
-    await tx
-      .deleteFrom('object_storage_objects')
-      .where('bucket_id', '=', bucketId)
-      .where(
-        'key',
-        'in',
-        rows.map((r) => r.key),
-      )
-      .execute();
-    deleted.push(...rows.map((r) => r.key));
-    blobs.push(...rows.map((r) => r.blob));
-  }
-  return { deleted, blobs };
 }
 
 /**
@@ -160,54 +109,11 @@ export function sweepJob(app: AppContext) {
 export const newBlobId = () => newId();
 const newUploadId = () => randomBytes(24).toString('base64url');
 
+/** Opens a multipart upload of `key`; answers its id. */
 export async function createUpload(tx: Tx, bucketId: string, key: string, contentType: string | null, metadata: Record<string, string>): Promise<string> {
   const id = newUploadId();
-  await tx
-    .insertInto('object_storage_uploads')
-    .values({ id, bucket_id: bucketId, key, content_type: contentType, metadata: JSON.stringify(metadata), created_at: new Date().toISOString() })
-    .execute();
+  await insertUpload(tx, { id, bucket_id: bucketId, key, content_type: contentType, metadata: JSON.stringify(metadata), created_at: new Date().toISOString() });
   return id;
-}
-
-export async function findUpload(tx: Tx, bucketId: string, uploadId: string, key: string): Promise<UploadRow | undefined> {
-  return tx
-    .selectFrom('object_storage_uploads')
-    .selectAll()
-    .where('id', '=', uploadId)
-    .where('bucket_id', '=', bucketId)
-    .where('key', '=', key)
-    .executeTakeFirst();
-}
-
-export async function listParts(tx: Tx, uploadId: string): Promise<PartRow[]> {
-  return tx.selectFrom('object_storage_parts').selectAll().where('upload_id', '=', uploadId).orderBy('part_number').execute();
-}
-
-/** Records a part (replacing one with the same number); answers the blob it replaced. Null upload: gone. */
-export async function putPartRow(tx: Tx, part: PartRow): Promise<{ replaced: string | null } | null> {
-  await lockFor(tx, `upload:${part.upload_id}`);
-  const upload = await tx.selectFrom('object_storage_uploads').select('id').where('id', '=', part.upload_id).executeTakeFirst();
-  if (!upload) return null;
-  const old = await tx
-    .selectFrom('object_storage_parts')
-    .select('blob')
-    .where('upload_id', '=', part.upload_id)
-    .where('part_number', '=', part.part_number)
-    .executeTakeFirst();
-  if (old) await tx.deleteFrom('object_storage_parts').where('upload_id', '=', part.upload_id).where('part_number', '=', part.part_number).execute();
-  await tx.insertInto('object_storage_parts').values(part).execute();
-  return { replaced: old?.blob ?? null };
-}
-
-/** Removes an upload and its parts; answers the parts' blobs (null: no such upload). */
-export async function dropUpload(tx: Tx, uploadId: string): Promise<string[] | null> {
-  await lockFor(tx, `upload:${uploadId}`);
-  const upload = await tx.selectFrom('object_storage_uploads').select('id').where('id', '=', uploadId).executeTakeFirst();
-  if (!upload) return null;
-  const parts = await listParts(tx, uploadId);
-  await tx.deleteFrom('object_storage_parts').where('upload_id', '=', uploadId).execute();
-  await tx.deleteFrom('object_storage_uploads').where('id', '=', uploadId).execute();
-  return parts.map((p) => p.blob);
 }
 
 /** The ETag of a multipart object: MD5 of the parts' binary MD5s, then `-<number of parts>`. */

@@ -5,8 +5,9 @@ import type { AppContext } from '../../shared/context.js';
 import { ref } from '../../shared/http/references.js';
 import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
-import { liveBlobs } from './storage.js';
+import { bucketExists } from './storage.js';
 import { SWEEP_JOB, sweepJob } from './objects.js';
+import { liveBlobs } from './objects-storage.js';
 import { createRuntime, runtime } from './runtime.js';
 import { registerS3, rewriteUrl as rewriteS3Url } from './s3.js';
 import { registerEdge } from './edge.js';
@@ -124,8 +125,7 @@ export function http(fastify: FastifyInstance, app: AppContext): void {
     const db = app.database.db;
     const graceMs = app.database.kind === 'sqlite' ? 0 : 3600_000;
     await runtime(app).store.recover(async (bucketId) => {
-      const b = await db.selectFrom('object_storages').select('id').where('id', '=', bucketId).executeTakeFirst();
-      return b ? liveBlobs(db, bucketId) : null;
+      return (await bucketExists(db, bucketId)) ? liveBlobs(db, bucketId) : null;
     }, graceMs);
   });
 }

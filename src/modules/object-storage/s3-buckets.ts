@@ -2,7 +2,8 @@
 // lists its own bucket only), ListObjects and ListObjectsV2 (prefix, delimiter, markers or
 // continuation tokens, at most 1000 keys a page) and DeleteObjects (at most 1000 keys, one
 // transaction). Buckets themselves are created and deleted through the JSON API, not here.
-import { decodeBound, deleteObjectRows, encodeBound, listEntries, withFreedBlobs, type Bound } from './objects.js';
+import { decodeBound, encodeBound, listEntries, withFreedBlobs, type Bound } from './objects.js';
+import { deleteObjectRows } from './objects-storage.js';
 import { invalidArgument, malformedXml } from './s3-errors.js';
 import { isoSeconds, maxOf, NS, one, quoted, sendXml, xmlBody, type S3Request, type VerifiedRequest } from './s3-request.js';
 

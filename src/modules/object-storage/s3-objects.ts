@@ -6,11 +6,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { deleteObjectRows, findObject, newBlobId, putObjectRow, withFreedBlobs, type ObjectRow } from './objects.js';
+import { newBlobId, withFreedBlobs } from './objects.js';
+import { deleteObjectRows, findObject, putObjectRow, type ObjectRow } from './objects-storage.js';
 import { runtime } from './runtime.js';
 import { accessDenied, invalidArgument, invalidRequest, noSuchKey, noSuchUpload, S3Error } from './s3-errors.js';
 import { body, decode, headerOf, NS, one, quoted, sendXml, unquote, type S3Request, type Target, type VerifiedRequest } from './s3-request.js';
-import type { ObjectStoragesTable } from './storage.js';
+import { bucketExists, type ObjectStoragesTable } from './storage.js';
 
 const STORED_HEADERS = ['cache-control', 'content-disposition', 'content-encoding', 'content-language', 'expires'] as const;
 
@@ -133,7 +134,7 @@ export async function commit(app: AppContext, row: ObjectRow, extraFreed: string
       .store.remove(row.bucket_id, [row.blob])
       .catch(() => {});
     // The bucket went away while the bytes were arriving.
-    if (!(e instanceof S3Error) && !(await app.database.db.selectFrom('object_storages').select('id').where('id', '=', row.bucket_id).executeTakeFirst()))
+    if (!(e instanceof S3Error) && !(await bucketExists(app.database.db, row.bucket_id)))
       throw new S3Error(404, 'NoSuchBucket', 'The specified bucket does not exist.');
     throw e;
   }

@@ -20,7 +20,7 @@ import { copyObject, deleteObject, getObject, putObject } from './s3-objects.js'
 import { decode, has, headerOf, NS, one, sendXml, type Addressed, type S3Request, type Target, type VerifiedRequest } from './s3-request.js';
 import { corsRules } from './service.js';
 import { PATH_PREFIX } from './settings.js';
-import type { ObjectStoragesTable } from './storage.js';
+import { findBucketByName, findBucketRow, type ObjectStoragesTable } from './storage.js';
 
 /** Internal prefix public CDN requests are rewritten to (`/_object-storage/cdn/<hostname>/<key>`). */
 const CDN_PREFIX = '/_object-storage/cdn';
@@ -122,7 +122,7 @@ function sendError(req: FastifyRequest, reply: FastifyReply, err: unknown) {
 // --- CORS -------------------------------------------------------------------------------------
 
 async function bucketRow(app: AppContext, id: string): Promise<ObjectStoragesTable> {
-  const b = await app.database.db.selectFrom('object_storages').selectAll().where('id', '=', id).executeTakeFirst();
+  const b = await findBucketRow(app.database.db, id);
   if (!b) throw new S3Error(404, 'NoSuchBucket', 'The specified bucket does not exist.');
   return b;
 }
@@ -139,7 +139,7 @@ async function preflight({ app, req, reply, target: t }: Addressed) {
   const origin = headerOf(req, 'origin');
   const method = headerOf(req, 'access-control-request-method');
   if (!origin || !method) throw new S3Error(400, 'BadRequest', 'Insufficient information. Origin request header needed.');
-  const b = t.bucket ? await app.database.db.selectFrom('object_storages').select('id').where('bucket_name', '=', t.bucket).executeTakeFirst() : undefined;
+  const b = t.bucket ? await findBucketByName(app.database.db, t.bucket) : undefined;
   const requested = (headerOf(req, 'access-control-request-headers') ?? '')
     .split(',')
     .map((h) => h.trim())

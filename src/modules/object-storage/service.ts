@@ -4,17 +4,41 @@
 import { randomBytes } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
-import { lockFor } from '../../shared/db/locks.js';
 import { idDigits, newId } from '../../shared/ids.js';
-import { insertNamed, refuseIfTaken } from '../../shared/naming.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import { refuseIfTaken } from '../../shared/naming.js';
+import type { Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
 import { forgetService, placeService } from '../projects/index.js';
 import { claimHostname, hostnameOf, hostnamesOf, releaseHostname } from './domains.js';
-import { decodeBound, deleteObjectRows, encodeBound, listEntries, sweepLater } from './objects.js';
+import { decodeBound, encodeBound, listEntries, sweepLater } from './objects.js';
+import { deleteObjectRows } from './objects-storage.js';
 import { runtime } from './runtime.js';
 import { PATH_PREFIX } from './settings.js';
-import { findBucket, type CorsMethod, type Jurisdiction, type Location, type ObjectStoragesTable } from './storage.js';
+import {
+  countCorsRules,
+  deleteBucketRow,
+  deleteCorsRule,
+  deleteCurrentKeys,
+  deleteExpiredKeys,
+  expireCurrentKeys,
+  findCompanyBucket,
+  findCurrentKey,
+  findLastCorsPosition,
+  insertCorsRule,
+  insertKey,
+  insertNamedBucket,
+  listBucketSummaries,
+  listBucketsPage,
+  listCorsRows,
+  lockBucketKeys,
+  touchBucket,
+  updateBucketColumns,
+  updateCorsRule,
+  type CorsMethod,
+  type Jurisdiction,
+  type Location,
+  type ObjectStoragesTable,
+} from './storage.js';
 import type { OBJECT_TYPES } from './schemas.js';
 
 const KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
@@ -60,40 +84,28 @@ function newKeyPair(app: AppContext): { access: string; secret: string } {
 
 async function issueKey({ tx, app }: CallContext, bucketId: string) {
   const pair = newKeyPair(app);
-  await tx
-    .insertInto('object_storage_keys')
-    .values({
-      access_key: pair.access,
-      bucket_id: bucketId,
-      secret_enc: app.secrets.encrypt(pair.secret),
-      expires_at: null,
-      created_at: new Date().toISOString(),
-    })
-    .execute();
+  await insertKey(tx, {
+    access_key: pair.access,
+    bucket_id: bucketId,
+    secret_enc: app.secrets.encrypt(pair.secret),
+    expires_at: null,
+    created_at: new Date().toISOString(),
+  });
   return pair;
-}
-
-async function currentKey({ tx }: CallContext, bucketId: string): Promise<string | null> {
-  return (
-    (
-      await tx
-        .selectFrom('object_storage_keys')
-        .select('access_key')
-        .where('bucket_id', '=', bucketId)
-        .where('expires_at', 'is', null)
-        .orderBy('created_at', 'desc')
-        .executeTakeFirst()
-    )?.access_key ?? null
-  );
 }
 
 // --- Buckets ----------------------------------------------------------------------------------
 
+/** The bucket of the company, or 404. */
+async function findBucket({ tx, companyId }: CallContext, id: string): Promise<ObjectStoragesTable> {
+  const b = await findCompanyBucket(tx, companyId, id);
+  if (!b) throw notFound('Object storage');
+  return b;
+}
+
 export async function listBuckets(ctx: CallContext, page: Page) {
   const { tx, companyId, scope } = ctx;
-  let q = tx.selectFrom('object_storages').selectAll().where('company_id', '=', companyId);
-  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
-  const res = await paginate(q, page, { column: 'name', id: 'id' });
+  const res = await listBucketsPage(tx, companyId, scope, page);
   const hostnames = await hostnamesOf(
     tx,
     res.data.map((b) => b.id),
@@ -113,7 +125,7 @@ export async function createBucket(
   const id = newId();
   const now = new Date().toISOString();
   // The name is unique in the company even under concurrent creates: the unique index decides.
-  const row = await insertNamed(tx, 'object_storages', companyId, input.display_name, (name): ObjectStoragesTable => ({
+  const row = await insertNamedBucket(tx, companyId, input.display_name, (name): ObjectStoragesTable => ({
     id,
     company_id: companyId,
     project_id: input.project_id ?? null,
@@ -136,7 +148,7 @@ export async function createBucket(
 /** GET: the current access key id is shown; secrets are only ever returned when issued. */
 export async function getBucket(ctx: CallContext, id: string) {
   const b = await findBucket(ctx, id);
-  return detail(ctx.app, b, await hostnameOf(ctx.tx, id), { access: await currentKey(ctx, id), secret: null });
+  return detail(ctx.app, b, await hostnameOf(ctx.tx, id), { access: await findCurrentKey(ctx.tx, id), secret: null });
 }
 
 export async function updateBucket(ctx: CallContext, id: string, input: { display_name?: string; project_id?: string | null }) {
@@ -148,7 +160,7 @@ export async function updateBucket(ctx: CallContext, id: string, input: { displa
     patch.project_id = input.project_id;
     await placeService(ctx, id, 'object-storage', input.project_id);
   }
-  await tx.updateTable('object_storages').set(patch).where('id', '=', id).execute();
+  await updateBucketColumns(tx, id, patch);
   return view({ ...b, ...patch }, await hostnameOf(tx, id));
 }
 
@@ -157,7 +169,7 @@ export async function deleteBucket(ctx: CallContext, id: string) {
   const { tx } = ctx;
   await findBucket(ctx, id);
   await ctx.app.events.signal(tx, 'object-storage.removed', { bucketId: id });
-  await tx.deleteFrom('object_storages').where('id', '=', id).execute();
+  await deleteBucketRow(tx, id);
   await forgetService(tx, id);
   await sweepLater(tx, id, null);
 }
@@ -165,23 +177,23 @@ export async function deleteBucket(ctx: CallContext, id: string) {
 export async function rotateCredentials(ctx: CallContext, id: string, input: { old_keys_ttl_hours?: number } | undefined) {
   const { tx, app } = ctx;
   // One rotation of a bucket at a time, so each retires the pair the one before it issued.
-  await lockFor(tx, `object-storage-keys:${id}`);
+  await lockBucketKeys(tx, id);
   const b = await findBucket(ctx, id);
   const hours = input?.old_keys_ttl_hours ?? 0;
   const now = runtime(app).now();
-  const old = await currentKey(ctx, id);
+  const old = await findCurrentKey(tx, id);
   // Only the pair in use (no deadline yet) is retired: now (0 hours) or after the grace period.
   // Pairs retired by earlier rotations keep their own deadlines, neither cut short nor extended;
   // those past it are dropped.
-  await tx.deleteFrom('object_storage_keys').where('bucket_id', '=', id).where('expires_at', '<=', new Date(now).toISOString()).execute();
+  await deleteExpiredKeys(tx, id, new Date(now).toISOString());
   let expiresAt: string | null = null;
-  if (hours === 0) await tx.deleteFrom('object_storage_keys').where('bucket_id', '=', id).where('expires_at', 'is', null).execute();
+  if (hours === 0) await deleteCurrentKeys(tx, id);
   else {
     expiresAt = new Date(now + hours * 3600_000).toISOString();
-    await tx.updateTable('object_storage_keys').set({ expires_at: expiresAt }).where('bucket_id', '=', id).where('expires_at', 'is', null).execute();
+    await expireCurrentKeys(tx, id, expiresAt);
   }
   const keys = await issueKey(ctx, id);
-  await tx.updateTable('object_storages').set({ updated_at: new Date().toISOString() }).where('id', '=', id).execute();
+  await touchBucket(tx, id, new Date().toISOString());
   return {
     id,
     display_name: b.display_name,
@@ -208,7 +220,7 @@ export async function enableDomain(ctx: CallContext, id: string) {
   );
   const domain = cdnHostname(app, b);
   await claimHostname(ctx, id, domain);
-  await tx.updateTable('object_storages').set({ updated_at: new Date().toISOString() }).where('id', '=', id).execute();
+  await touchBucket(tx, id, new Date().toISOString());
   return { id, domain };
 }
 
@@ -216,7 +228,7 @@ export async function disableDomain(ctx: CallContext, id: string) {
   const { tx } = ctx;
   await findBucket(ctx, id);
   if (!(await releaseHostname(ctx, id))) throw notFound('CDN domain');
-  await tx.updateTable('object_storages').set({ updated_at: new Date().toISOString() }).where('id', '=', id).execute();
+  await touchBucket(tx, id, new Date().toISOString());
 }
 
 // --- CORS rules -------------------------------------------------------------------------------
@@ -230,7 +242,7 @@ export interface CorsRule {
 
 /** The bucket's CORS rules in order (also read by the data plane for every CORS request). */
 export async function corsRules(tx: CallContext['tx'], bucketId: string): Promise<CorsRule[]> {
-  const rows = await tx.selectFrom('object_storage_cors').selectAll().where('bucket_id', '=', bucketId).orderBy('position').execute();
+  const rows = await listCorsRows(tx, bucketId);
   return rows.map((r) => ({
     id: r.id,
     methods: JSON.parse(r.methods),
@@ -266,33 +278,24 @@ export async function createCors(ctx: CallContext, id: string, input: CorsInput)
   const { tx } = ctx;
   await findBucket(ctx, id);
   const columns = corsColumns(input);
-  const last = await tx.selectFrom('object_storage_cors').select(['position']).where('bucket_id', '=', id).orderBy('position', 'desc').executeTakeFirst();
-  const count = await tx
-    .selectFrom('object_storage_cors')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('bucket_id', '=', id)
-    .executeTakeFirst();
-  if (Number(count?.n ?? 0) >= MAX_CORS_RULES) throw badRequest(`The bucket already has ${MAX_CORS_RULES} CORS rules (the maximum)`);
-  await tx
-    .insertInto('object_storage_cors')
-    .values({ id: newId(), bucket_id: id, position: (last?.position ?? 0) + 1, ...columns, created_at: new Date().toISOString() })
-    .execute();
+  const last = await findLastCorsPosition(tx, id);
+  const count = await countCorsRules(tx, id);
+  if (count >= MAX_CORS_RULES) throw badRequest(`The bucket already has ${MAX_CORS_RULES} CORS rules (the maximum)`);
+  await insertCorsRule(tx, { id: newId(), bucket_id: id, position: (last ?? 0) + 1, ...columns, created_at: new Date().toISOString() });
   return { message: 'CORS policy created' };
 }
 
 export async function updateCors(ctx: CallContext, id: string, ruleId: string, input: CorsInput) {
   const { tx } = ctx;
   await findBucket(ctx, id);
-  const r = await tx.updateTable('object_storage_cors').set(corsColumns(input)).where('id', '=', ruleId).where('bucket_id', '=', id).executeTakeFirst();
-  if (!Number(r.numUpdatedRows)) throw notFound('CORS policy');
+  if (!(await updateCorsRule(tx, id, ruleId, corsColumns(input)))) throw notFound('CORS policy');
   return { message: 'CORS policy updated' };
 }
 
 export async function deleteCors(ctx: CallContext, id: string, ruleId: string) {
   const { tx } = ctx;
   await findBucket(ctx, id);
-  const r = await tx.deleteFrom('object_storage_cors').where('id', '=', ruleId).where('bucket_id', '=', id).executeTakeFirst();
-  if (!Number(r.numDeletedRows)) throw notFound('CORS policy');
+  if (!(await deleteCorsRule(tx, id, ruleId))) throw notFound('CORS policy');
 }
 
 // --- Objects ----------------------------------------------------------------------------------
@@ -346,5 +349,5 @@ export async function deleteObjects(ctx: CallContext, id: string, keys: string[]
 
 /** The service registry's view of a bucket (projects and database backup targets find buckets through it). */
 export function bucketSummaries({ tx, companyId }: CallContext, ids: readonly string[]): Promise<ServiceSummary[]> {
-  return tx.selectFrom('object_storages').select(['id', 'name', 'display_name']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
+  return listBucketSummaries(tx, companyId, ids);
 }

@@ -8,6 +8,7 @@ import type * as Signing from '@smithy/signature-v4';
 import type { AppContext } from '../../shared/context.js';
 import { accessDenied, S3Error } from './s3-errors.js';
 import { runtime } from './runtime.js';
+import { findKey } from './storage.js';
 
 /** How far a signed request's time may be from ours (S3's limit). */
 export const MAX_SKEW_MS = 15 * 60_000;
@@ -67,11 +68,7 @@ export const mismatch = () =>
 
 /** The key's bucket and secret, if the key exists and has not expired (a rotated key lives out its grace period). */
 export async function lookupKey(app: AppContext, accessKey: string): Promise<{ bucketId: string; secret: string }> {
-  const row = await app.database.db
-    .selectFrom('object_storage_keys')
-    .select(['bucket_id', 'secret_enc', 'expires_at'])
-    .where('access_key', '=', accessKey)
-    .executeTakeFirst();
+  const row = await findKey(app.database.db, accessKey);
   if (!row || (row.expires_at !== null && Date.parse(row.expires_at) <= runtime(app).now()))
     throw new S3Error(403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.');
   return { bucketId: row.bucket_id, secret: app.secrets.decrypt(row.secret_enc) };

@@ -1,9 +1,13 @@
 // Tables of the object-storage area: buckets, their access keys, CORS rules and CDN domain, and
-// the metadata of the objects the data plane stores (the bytes live in a BlobStore, see blobs.ts).
+// the metadata of the objects the data plane stores (the bytes live in a BlobStore, see blobs.ts);
+// their migrations, and the queries on buckets, keys and CORS rules (object metadata and multipart
+// uploads: objects-storage.ts).
 import { sql, type Kysely, type Migration } from 'kysely';
-import type { CallContext } from '../../shared/context.js';
+import type { Scope } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { notFound } from '../../shared/errors.js';
+import { lockFor } from '../../shared/db/locks.js';
+import { insertNamed } from '../../shared/naming.js';
+import { paginate, type Page } from '../../shared/pagination.js';
 import type { CORS_METHODS, JURISDICTIONS, LOCATIONS } from './schemas.js';
 import { isPostgres } from '../../shared/db/dialect.js';
 
@@ -177,21 +181,148 @@ export const tables = [
   'object_storages',
 ] as const;
 
-/** The bucket of the company, or 404. */
-export async function findBucket({ tx, companyId }: CallContext, id: string): Promise<ObjectStoragesTable> {
-  const b = await tx.selectFrom('object_storages').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
-  if (!b) throw notFound('Object storage');
-  return b;
+// --- Buckets ----------------------------------------------------------------------------------
+
+/** The company's bucket. */
+export async function findCompanyBucket(tx: Tx, companyId: string, id: string): Promise<ObjectStoragesTable | undefined> {
+  return tx.selectFrom('object_storages').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
 }
 
-/** Every blob a bucket's metadata refers to (objects and parts of open uploads). */
-export async function liveBlobs(tx: Tx, bucketId: string): Promise<Set<string>> {
-  const objects = await tx.selectFrom('object_storage_objects').select('blob').where('bucket_id', '=', bucketId).execute();
-  const parts = await tx
-    .selectFrom('object_storage_parts')
-    .innerJoin('object_storage_uploads', 'object_storage_uploads.id', 'object_storage_parts.upload_id')
-    .select('object_storage_parts.blob')
-    .where('object_storage_uploads.bucket_id', '=', bucketId)
-    .execute();
-  return new Set([...objects.map((o) => o.blob), ...parts.map((p) => p.blob)]);
+/** A bucket by id, whatever its company (the data plane's caller is a key of that bucket). */
+export async function findBucketRow(tx: Tx, id: string): Promise<ObjectStoragesTable | undefined> {
+  return tx.selectFrom('object_storages').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Whether the bucket still exists. */
+export async function bucketExists(tx: Tx, id: string): Promise<boolean> {
+  return !!(await tx.selectFrom('object_storages').select('id').where('id', '=', id).executeTakeFirst());
+}
+
+/** A bucket's id and company (what the edge needs to route to it). */
+export async function findBucketOwner(tx: Tx, id: string): Promise<{ id: string; company_id: string } | undefined> {
+  return tx.selectFrom('object_storages').select(['id', 'company_id']).where('id', '=', id).executeTakeFirst();
+}
+
+/** The bucket of an S3 bucket name. */
+export async function findBucketByName(tx: Tx, bucketName: string): Promise<{ id: string } | undefined> {
+  return tx.selectFrom('object_storages').select('id').where('bucket_name', '=', bucketName).executeTakeFirst();
+}
+
+/** A page of the company's buckets by name, limited to `scope` when given. */
+export async function listBucketsPage(tx: Tx, companyId: string, scope: Scope, page: Page) {
+  let q = tx.selectFrom('object_storages').selectAll().where('company_id', '=', companyId);
+  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
+  return paginate(q, page, { column: 'name', id: 'id' });
+}
+
+/** Inserts the row `build` makes for a name derived from the display name, unique in the company (the unique index decides). */
+export async function insertNamedBucket(
+  tx: Tx,
+  companyId: string,
+  displayName: string,
+  build: (name: string) => ObjectStoragesTable,
+): Promise<ObjectStoragesTable> {
+  return insertNamed(tx, 'object_storages', companyId, displayName, build);
+}
+
+export async function updateBucketColumns(tx: Tx, id: string, set: Partial<ObjectStoragesTable>): Promise<void> {
+  await tx.updateTable('object_storages').set(set).where('id', '=', id).execute();
+}
+
+export async function touchBucket(tx: Tx, id: string, at: string): Promise<void> {
+  await tx.updateTable('object_storages').set({ updated_at: at }).where('id', '=', id).execute();
+}
+
+/** Deletes the bucket; its keys, rules and metadata go with it (foreign keys cascade). */
+export async function deleteBucketRow(tx: Tx, id: string): Promise<void> {
+  await tx.deleteFrom('object_storages').where('id', '=', id).execute();
+}
+
+/** The service registry's columns of the company's buckets among `ids`. */
+export async function listBucketSummaries(tx: Tx, companyId: string, ids: readonly string[]) {
+  return tx.selectFrom('object_storages').select(['id', 'name', 'display_name']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
+}
+
+// --- Keys -------------------------------------------------------------------------------------
+
+/** One rotation of a bucket's keys at a time. */
+export const lockBucketKeys = (tx: Tx, bucketId: string) => lockFor(tx, `object-storage-keys:${bucketId}`);
+
+export async function insertKey(tx: Tx, row: ObjectStorageKeysTable): Promise<void> {
+  await tx.insertInto('object_storage_keys').values(row).execute();
+}
+
+/** The access key id of the bucket's newest current key (no deadline). */
+export async function findCurrentKey(tx: Tx, bucketId: string): Promise<string | null> {
+  return (
+    (
+      await tx
+        .selectFrom('object_storage_keys')
+        .select('access_key')
+        .where('bucket_id', '=', bucketId)
+        .where('expires_at', 'is', null)
+        .orderBy('created_at', 'desc')
+        .executeTakeFirst()
+    )?.access_key ?? null
+  );
+}
+
+/** A key by its access key id (the data plane's signature check). */
+export async function findKey(tx: Tx, accessKey: string) {
+  return tx.selectFrom('object_storage_keys').select(['bucket_id', 'secret_enc', 'expires_at']).where('access_key', '=', accessKey).executeTakeFirst();
+}
+
+/** Deletes the bucket's retired keys whose deadline is `at` or earlier. */
+export async function deleteExpiredKeys(tx: Tx, bucketId: string, at: string): Promise<void> {
+  await tx.deleteFrom('object_storage_keys').where('bucket_id', '=', bucketId).where('expires_at', '<=', at).execute();
+}
+
+/** Deletes the bucket's current keys (no deadline). */
+export async function deleteCurrentKeys(tx: Tx, bucketId: string): Promise<void> {
+  await tx.deleteFrom('object_storage_keys').where('bucket_id', '=', bucketId).where('expires_at', 'is', null).execute();
+}
+
+/** Gives the bucket's current keys (no deadline) the deadline `expiresAt`. */
+export async function expireCurrentKeys(tx: Tx, bucketId: string, expiresAt: string): Promise<void> {
+  await tx.updateTable('object_storage_keys').set({ expires_at: expiresAt }).where('bucket_id', '=', bucketId).where('expires_at', 'is', null).execute();
+}
+
+// --- CORS rules -------------------------------------------------------------------------------
+
+/** The bucket's CORS rows in order. */
+export async function listCorsRows(tx: Tx, bucketId: string): Promise<ObjectStorageCorsTable[]> {
+  return tx.selectFrom('object_storage_cors').selectAll().where('bucket_id', '=', bucketId).orderBy('position').execute();
+}
+
+/** The position of the bucket's last CORS rule, if it has one. */
+export async function findLastCorsPosition(tx: Tx, bucketId: string): Promise<number | undefined> {
+  const last = await tx.selectFrom('object_storage_cors').select(['position']).where('bucket_id', '=', bucketId).orderBy('position', 'desc').executeTakeFirst();
+  return last?.position;
+}
+
+export async function countCorsRules(tx: Tx, bucketId: string): Promise<number> {
+  const count = await tx
+    .selectFrom('object_storage_cors')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('bucket_id', '=', bucketId)
+    .executeTakeFirst();
+  return Number(count?.n ?? 0);
+}
+
+export async function insertCorsRule(tx: Tx, row: ObjectStorageCorsTable): Promise<void> {
+  await tx.insertInto('object_storage_cors').values(row).execute();
+}
+
+type CorsColumns = Pick<ObjectStorageCorsTable, 'methods' | 'origins' | 'headers'>;
+
+/** Updates one of the bucket's rules; whether it exists. */
+export async function updateCorsRule(tx: Tx, bucketId: string, ruleId: string, columns: CorsColumns): Promise<boolean> {
+  const r = await tx.updateTable('object_storage_cors').set(columns).where('id', '=', ruleId).where('bucket_id', '=', bucketId).executeTakeFirst();
+  return !!Number(r.numUpdatedRows);
+}
+
+/** Deletes one of the bucket's rules; whether it existed. */
+export async function deleteCorsRule(tx: Tx, bucketId: string, ruleId: string): Promise<boolean> {
+  const r = await tx.deleteFrom('object_storage_cors').where('id', '=', ruleId).where('bucket_id', '=', bucketId).executeTakeFirst();
+  return !!Number(r.numDeletedRows);
 }
