@@ -1,0 +1,417 @@
+// An EdgeTable as one whole nginx configuration (nginx 1.22, Debian's package). Everything nginx
+// writes or reads of its own lives under `dir`; nothing of /etc/nginx is used.
+//
+// One server block per hostname. The checks every site shares run in the server's rewrite phase,
+// in the in-process edge's order: HTTPS redirect, IP restriction (403, a `geo` lookup of the real
+// client address: a radix tree, and it must come before maintenance, which `allow`/`deny` in the
+// later access phase could not), then maintenance (503). The edge's own pages are answered from
+// named locations, which do not run the server's rewrite phase again; the site's and the
+// maintenance pages from exact internal locations (an error_page URI turns POST into GET).
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { isIpOrCidr } from '../../net.js';
+import { page } from '../pages.js';
+import type { EdgeHost, EdgeTable, EdgeTarget } from '../table.js';
+
+/** Seconds a client is told to wait during maintenance (as the in-process edge). */
+const RETRY_AFTER_SECONDS = 60;
+
+export interface Listen {
+  host: string;
+  port: number;
+}
+
+export interface NginxOptions {
+  /** nginx's own directory: pid file, logs, temp paths, cache, pages, the status socket. */
+  dir: string;
+  http: Listen;
+  https: Listen | null;
+  /** host:port of Slipway's in-process origin (`origin` targets). */
+  origin: string;
+  /** Addresses and CIDR ranges whose X-Forwarded-For is believed. */
+  trustedProxies: string[];
+  /** host:port of the UDP syslog receiver of access logs (access-log.ts). */
+  accessLog: string;
+  /** Answered by the status socket, so the applier can tell a reload took effect. */
+  generation: number;
+  workers?: number;
+  /** Connections per worker, clients and upstreams together (default 16384). */
+  workerConnections?: number;
+  /** The workers' open file limit (default: the limit nginx was started with). */
+  openFiles?: number;
+  /** The workers' user when nginx starts as root (nginx's default: nobody); ignored otherwise. */
+  user?: string;
+  /** Disk the response cache may use (default 256 MiB). */
+  cacheBytes?: number;
+}
+
+/** The Unix socket of the status server (GET /generation, GET /status). */
+export const statusSocket = (dir: string) => join(dir, 'status.sock');
+
+/** Files a configuration refers to besides itself (maintenance pages), by path relative to `dir`. */
+export function nginxFiles(table: EdgeTable): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const h of table.hosts) if (h.maintenance) files[pageFile(h.maintenance.html)] = h.maintenance.html;
+  return files;
+}
+
+const pageFile = (html: string) => `pages/${createHash('sha256').update(html).digest('hex').slice(0, 32)}.html`;
+
+// Hostnames, owners, addresses and paths come from the control plane. Strings are quoted; a `$`
+// (which nginx would expand, and has no escape for) or a control character is refused.
+const HOSTNAME = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$/;
+const ADDRESS = /^(?:[a-z0-9.-]+|\[[0-9a-f:.]+\]):\d{1,5}$/i;
+const unsafe = (v: string) => [...v].some((c) => c === '$' || c.charCodeAt(0) < 32 || c.charCodeAt(0) === 127);
+
+function safe(what: string, v: string): string {
+  if (unsafe(v)) throw new Error(`edge: ${what} ${JSON.stringify(v)} cannot be written into the nginx configuration`);
+  return v;
+}
+
+function address(what: string, v: string): string {
+  if (!ADDRESS.test(v)) throw new Error(`edge: ${what} ${JSON.stringify(v)} is not host:port`);
+  return v;
+}
+
+/** A string nginx reads literally (single quotes; callers make sure it holds no `$`). */
+const q = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
+const listen = (l: Listen) => `${l.host.includes(':') ? `[${l.host}]` : l.host}:${l.port}`;
+
+const edgePage = (status: number, title: string, body: string, extra = '') =>
+  `default_type text/html; charset utf-8; add_header Cache-Control no-store always; ${extra}return ${status} ${q(page(title, body).trimEnd())};`;
+
+const PAGES = {
+  forbidden: edgePage(403, 'Forbidden', 'Your address may not reach this service.'),
+  unknown: edgePage(404, 'Not found', 'Nothing is served at this address.'),
+  missing: edgePage(404, 'Not found', 'Nothing is published at this address.'),
+  notAllowed: edgePage(405, 'Method not allowed', 'A static site answers GET and HEAD.', `add_header Allow 'GET, HEAD' always; `),
+  badGateway: edgePage(502, 'Bad gateway', 'The service could not be reached.'),
+  timeout: edgePage(504, 'Gateway timeout', 'The service did not answer in time.'),
+};
+
+// nginx's own list is under /etc/nginx; these are the types sites commonly publish.
+const TYPES: Record<string, string> = {
+  'text/html': 'html htm',
+  'text/css': 'css',
+  'text/plain': 'txt',
+  'text/xml': 'xml',
+  'text/markdown': 'md',
+  'text/csv': 'csv',
+  'text/calendar': 'ics',
+  'application/javascript': 'js mjs',
+  'application/json': 'json map',
+  'application/manifest+json': 'webmanifest',
+  'application/rss+xml': 'rss',
+  'application/atom+xml': 'atom',
+  'application/wasm': 'wasm',
+  'application/pdf': 'pdf',
+  'application/zip': 'zip',
+  'application/gzip': 'gz',
+  'application/x-tar': 'tar',
+  'application/octet-stream': 'bin exe dll iso img',
+  'image/png': 'png',
+  'image/jpeg': 'jpg jpeg',
+  'image/gif': 'gif',
+  'image/webp': 'webp',
+  'image/avif': 'avif',
+  'image/svg+xml': 'svg svgz',
+  'image/x-icon': 'ico',
+  'font/woff': 'woff',
+  'font/woff2': 'woff2',
+  'font/ttf': 'ttf',
+  'font/otf': 'otf',
+  'audio/mpeg': 'mp3',
+  'audio/ogg': 'ogg',
+  'audio/wav': 'wav',
+  'video/mp4': 'mp4',
+  'video/webm': 'webm',
+};
+
+const GZIP_TYPES =
+  'text/css text/plain text/xml text/markdown text/csv text/calendar application/javascript application/json application/manifest+json application/rss+xml application/atom+xml application/wasm image/svg+xml image/x-icon font/ttf font/otf';
+
+// serve.ts's cacheControlFor: HTML a minute in shared caches, content-hashed names for a year.
+const STATIC_CACHE_CONTROL = `map $uri $slipway_static_cc {
+    ~*\\.html?$ 'public, max-age=0, s-maxage=60';
+    '~[.-](?=[A-Za-z_-]*\\d)[A-Za-z0-9_]{8,}\\.[A-Za-z0-9]+$' 'public, max-age=31536000, immutable';
+    default 'public, max-age=300';
+  }`;
+
+// The JSON line of one answered request (access-log.ts reads it).
+const LOG_FORMAT = [
+  '{"kind":"$slipway_kind","id":"$slipway_id","company":"$slipway_company","method":"$slipway_method"',
+  '"path":"$request_uri","status":$status,"bytes":$body_bytes_sent,"time":$request_time,"client":"$remote_addr"',
+  '"host":"$host","ua":"$http_user_agent","referer":"$http_referer","cache":"$upstream_cache_status","at":$msec}',
+].join(',');
+
+const indent = (lines: string[], n = 2) => lines.map((l) => (l ? ' '.repeat(n) + l : l)).join('\n');
+
+/** A complete nginx.conf serving `table`. Throws on a value it cannot write safely, or a hostname given twice. */
+export function renderNginx(table: EdgeTable, o: NginxOptions): string {
+  const dir = safe('directory', o.dir.replace(/\/+$/, ''));
+  const seen = new Set<string>();
+  for (const h of table.hosts) {
+    if (!HOSTNAME.test(h.hostname)) throw new Error(`edge: invalid hostname ${JSON.stringify(h.hostname)}`);
+    if (seen.has(h.hostname)) throw new Error(`edge: hostname ${h.hostname} is given twice (one owner per hostname)`);
+    seen.add(h.hostname);
+  }
+  const workers = o.workers ?? 1;
+  const connections = o.workerConnections ?? 16384;
+  const cached = table.hosts.some((h) => h.cache && h.target.type !== 'static');
+  const http: string[] = [
+    `types {`,
+    ...Object.entries(TYPES).map(([t, ext]) => `  ${t} ${ext};`),
+    `}`,
+    `default_type application/octet-stream;`,
+    `server_tokens off;`,
+    `sendfile on;`,
+    `tcp_nopush on;`,
+    `keepalive_timeout 75s;`,
+    `keepalive_requests 10000;`,
+    `client_max_body_size 0;`,
+    `large_client_header_buffers 4 16k;`,
+    // Redirects say the path only: the port nginx listens on is not the one clients see behind NAT.
+    `absolute_redirect off;`,
+    `server_names_hash_bucket_size 256;`,
+    `server_names_hash_max_size ${Math.max(1024, 4 * table.hosts.length)};`,
+    ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${q(`${dir}/tmp/${t}`)};`),
+    ...(cached
+      ? [
+          `proxy_cache_path ${q(`${dir}/cache`)} levels=1:2 keys_zone=slipway_cache:16m max_size=${o.cacheBytes ?? 256 * 1024 * 1024} inactive=1h use_temp_path=off;`,
+        ]
+      : []),
+    `log_format slipway escape=json ${q(LOG_FORMAT)};`,
+    `access_log syslog:server=${address('access log receiver', o.accessLog)},tag=slipway,nohostname slipway;`,
+    // Files of a release never change in place (a new release is a new directory).
+    `open_file_cache max=10000 inactive=60s;`,
+    `open_file_cache_errors on;`,
+    // The client address: the socket's, or from a trusted proxy the last X-Forwarded-For entry that is not one.
+    ...(o.trustedProxies.length
+      ? [...o.trustedProxies.map((p) => `set_real_ip_from ${ipEntry(p)};`), `real_ip_header X-Forwarded-For;`, `real_ip_recursive on;`]
+      : []),
+    // WebSocket upgrades pass; other requests keep the upstream connection alive.
+    `map $http_upgrade $slipway_connection {`,
+    `  default upgrade;`,
+    `  '' '';`,
+    `}`,
+    STATIC_CACHE_CONTROL,
+    // The method the client sent: an error page's internal redirect turns $request_method into GET.
+    `map $request $slipway_method {`,
+    `  '~^(\\S+) ' $1;`,
+    `  default '';`,
+    `}`,
+    `proxy_http_version 1.1;`,
+    `proxy_set_header Host $http_host;`,
+    `proxy_set_header Upgrade $http_upgrade;`,
+    `proxy_set_header Connection $slipway_connection;`,
+    `proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;`,
+    `proxy_set_header X-Forwarded-Proto $scheme;`,
+    `proxy_set_header X-Forwarded-Host $host;`,
+    `proxy_set_header X-Real-IP $remote_addr;`,
+    // Streaming responses and uploads pass as they come (a cached location turns buffering back on).
+    `proxy_buffering off;`,
+    `proxy_request_buffering off;`,
+    `proxy_buffer_size 16k;`,
+    `proxy_buffers 8 16k;`,
+    `proxy_redirect off;`,
+    `proxy_connect_timeout 5s;`,
+    // WebSockets and event streams stay open while quiet.
+    `proxy_read_timeout 1h;`,
+    `proxy_send_timeout 1h;`,
+    `gzip off;`,
+    `ssl_protocols TLSv1.2 TLSv1.3;`,
+    `ssl_session_cache shared:slipway_ssl:10m;`,
+    `ssl_session_timeout 1h;`,
+    '',
+    ...(o.origin ? [`upstream slipway_origin {`, `  server ${address('origin', o.origin)};`, `  keepalive 16;`, `}`] : []),
+  ];
+  table.hosts.forEach((h, i) => http.push(...hostHttp(h, i)));
+  http.push(...defaultServer(o), ...statusServer(dir, o.generation));
+  table.hosts.forEach((h, i) => http.push(...server(h, i, o, dir)));
+  return [
+    `# Written by Slipway from its edge table, generation ${o.generation}. Changes here are overwritten.`,
+    `daemon on;`,
+    ...(o.user ? [`user ${q(safe('user', o.user))};`] : []),
+    `worker_processes ${workers};`,
+    ...(o.openFiles ? [`worker_rlimit_nofile ${o.openFiles};`] : []),
+    `worker_shutdown_timeout 300s;`,
+    `pid ${q(`${dir}/nginx.pid`)};`,
+    `error_log ${q(`${dir}/error.log`)} warn;`,
+    `events {`,
+    `  worker_connections ${connections};`,
+    `}`,
+    `http {`,
+    indent(http),
+    `}`,
+    '',
+  ].join('\n');
+}
+
+function ipEntry(v: string): string {
+  if (!isIpOrCidr(v)) throw new Error(`edge: ${JSON.stringify(v)} is not an IP address or CIDR range`);
+  return v;
+}
+
+/** What a host needs at the http level: its IP restriction's lookup, its upstream. */
+function hostHttp(h: EdgeHost, i: number): string[] {
+  const out: string[] = [];
+  const ipr = h.ipRestriction;
+  if (ipr) {
+    const blocked = ipr.type === 'allow' ? ['1', '0'] : ['0', '1'];
+    out.push(`geo $slipway_blocked_${i} {`, `  default ${blocked[0]};`, ...ipr.ips.map((ip) => `  ${ipEntry(ip)} ${blocked[1]};`), `}`);
+  }
+  const t = h.target;
+  if (t.type === 'upstream' && !h.maintenance) {
+    const servers = t.servers.filter((s) => s.weight > 0);
+    if (servers.length) {
+      const even = servers.every((s) => s.weight === servers[0]!.weight);
+      out.push(
+        `upstream slipway_up_${i} {`,
+        ...(even ? [`  least_conn;`] : []),
+        ...servers.map(
+          (s) => `  server ${address('upstream', s.address)}${even ? '' : ` weight=${Math.max(1, Math.round(s.weight))}`} max_fails=1 fail_timeout=5s;`,
+        ),
+        `  keepalive 32;`,
+        `}`,
+      );
+    }
+  }
+  return out;
+}
+
+function defaultServer(o: NginxOptions): string[] {
+  return [
+    `server {`,
+    `  listen ${listen(o.http)} default_server backlog=4096;`,
+    ...(o.https ? [`  listen ${listen(o.https)} ssl http2 default_server backlog=4096;`, `  ssl_reject_handshake on;`] : []),
+    `  server_name _;`,
+    `  access_log off;`,
+    `  location / { ${PAGES.unknown} }`,
+    `}`,
+  ];
+}
+
+function statusServer(dir: string, generation: number): string[] {
+  if (!Number.isSafeInteger(generation) || generation < 0) throw new Error(`edge: invalid generation ${generation}`);
+  return [
+    `server {`,
+    `  listen ${q(`unix:${dir}/status.sock`)};`,
+    `  access_log off;`,
+    `  location = /generation { default_type text/plain; return 200 '${generation}'; }`,
+    `  location = /status { stub_status; }`,
+    `  location / { return 404; }`,
+    `}`,
+  ];
+}
+
+function server(h: EdgeHost, i: number, o: NginxOptions, dir: string): string[] {
+  const tls = h.tls && o.https ? h.tls : null;
+  const lines: string[] = [`listen ${listen(o.http)};`];
+  if (tls && o.https) {
+    lines.push(
+      `listen ${listen(o.https)} ssl http2;`,
+      `ssl_certificate ${q(safe('certificate file', tls.certFile))};`,
+      `ssl_certificate_key ${q(safe('key file', tls.keyFile))};`,
+    );
+  }
+  lines.push(
+    `server_name ${h.hostname};`,
+    `set $slipway_kind ${q(safe('owner kind', h.owner.kind))};`,
+    `set $slipway_id ${q(safe('owner id', h.owner.id))};`,
+    `set $slipway_company ${q(safe('owner company', h.owner.companyId))};`,
+  );
+  if (tls && o.https && h.httpsRedirect) {
+    const port = o.https.port === 443 ? '' : `:${o.https.port}`;
+    lines.push(`if ($scheme = http) { return 301 https://$host${port}$request_uri; }`);
+  }
+  if (h.ipRestriction) lines.push(`error_page 403 @slipway_403;`, `if ($slipway_blocked_${i}) { return 403; }`);
+  // error_page is inherited only by levels that set none, so every server sets all of its own.
+  lines.push(`error_page 502 @slipway_502;`, `error_page 504 @slipway_504;`);
+  lines.push(...(h.maintenance ? maintenance(h.maintenance.html, dir) : target(h, h.target, i, !!o.origin)));
+  lines.push(`location @slipway_403 { ${PAGES.forbidden} }`, `location @slipway_502 { ${PAGES.badGateway} }`, `location @slipway_504 { ${PAGES.timeout} }`);
+  return [`server {`, indent(lines), `}`];
+}
+
+function maintenance(html: string, dir: string): string[] {
+  return [
+    `error_page 503 /__slipway_edge/maintenance.html;`,
+    `location / { return 503; }`,
+    `location = /__slipway_edge/maintenance.html {`,
+    `  internal;`,
+    `  alias ${q(`${dir}/${pageFile(html)}`)};`,
+    `  default_type text/html;`,
+    `  charset utf-8;`,
+    `  etag off;`,
+    `  add_header Retry-After ${RETRY_AFTER_SECONDS} always;`,
+    `  add_header Cache-Control no-store always;`,
+    `}`,
+  ];
+}
+
+function target(h: EdgeHost, t: EdgeTarget, i: number, hasOrigin: boolean): string[] {
+  if (t.type === 'static') return staticSite(t);
+  if (t.type === 'upstream' ? !t.servers.some((s) => s.weight > 0) : !hasOrigin) return [`location / { return 502; }`];
+  const pass = t.type === 'upstream' ? `slipway_up_${i}` : 'slipway_origin';
+  const cache = h.cache
+    ? [
+        `proxy_buffering on;`,
+        `proxy_cache slipway_cache;`,
+        // The generation is part of the key: a purge is a new generation, old entries age out.
+        `proxy_cache_key 'g${Math.trunc(h.cache.generation)}|$scheme|$host|$request_uri';`,
+        ...(h.cache.seconds > 0 ? [`proxy_cache_valid 200 301 404 ${Math.trunc(h.cache.seconds)}s;`] : []),
+        `proxy_cache_bypass $http_authorization;`,
+        `proxy_no_cache $http_authorization;`,
+        `proxy_cache_lock on;`,
+        `add_header X-Cache $upstream_cache_status always;`,
+      ]
+    : [];
+  return [`location / {`, indent([`proxy_pass http://${pass};`, ...cache]), `}`];
+}
+
+/** serve.ts's rules: pretty URLs, directory redirects, the site's 404 page or the edge's, a fallback. */
+function staticSite(t: Extract<EdgeTarget, { type: 'static' }>): string[] {
+  const pretty = t.prettyUrls;
+  const sitePage = (p: string) => `/${safe('page', p).replace(/^\/+/, '')}`;
+  const out = [
+    `root ${q(safe('static root', t.root))};`,
+    `charset utf-8;`,
+    `gzip on;`,
+    `gzip_static on;`,
+    `gzip_vary on;`,
+    `gzip_comp_level 5;`,
+    `gzip_min_length 256;`,
+    `gzip_types ${GZIP_TYPES};`,
+    `add_header Cache-Control $slipway_static_cc always;`,
+    `error_page 405 @slipway_405;`,
+    `if ($request_method !~ ^(GET|HEAD)$ ) { return 405; }`,
+  ];
+  if (t.fallback)
+    out.push(
+      `error_page 404 = /__slipway_edge/fallback;`,
+      `location = /__slipway_edge/fallback { internal; try_files ${q(sitePage(t.fallback))} @slipway_404; }`,
+    );
+  else if (t.notFoundPage)
+    out.push(
+      `error_page 404 /__slipway_edge/not-found;`,
+      `location = /__slipway_edge/not-found { internal; try_files ${q(sitePage(t.notFoundPage))} @slipway_404; }`,
+    );
+  else out.push(`error_page 404 @slipway_404;`);
+  if (pretty) {
+    // `/about.html` → `/about`, `/docs/index.html` → `/docs/`, when the file is there.
+    out.push(
+      `location ~ ^(?<slipway_base>.*/)index\\.html$ { if (-f $request_filename) { return 301 $slipway_base$is_args$args; } try_files $uri @slipway_dir; }`,
+      `location ~ ^(?<slipway_base>.+)\\.html$ { if (-f $request_filename) { return 301 $slipway_base$is_args$args; } try_files $uri $uri.html @slipway_dir; }`,
+    );
+  }
+  out.push(
+    // A path ending in / serves its index file (never nginx's index module, which would redirect internally).
+    `location ~ /$ { try_files \${uri}index.html =404; }`,
+    `location / { try_files $uri${pretty ? ' $uri.html' : ''} @slipway_dir; }`,
+    // A directory named without its slash: redirected when it has an index file.
+    `location @slipway_dir { if (-f $request_filename/index.html) { return 301 $uri/$is_args$args; } return 404; }`,
+    `location @slipway_404 { ${PAGES.missing} }`,
+    `location @slipway_405 { ${PAGES.notAllowed} }`,
+  );
+  return out;
+}

@@ -1,0 +1,180 @@
+// The edge's nginx data plane against a real nginx: a test edge (its own directory, free ports, an
+// access log receiver, a generation per apply), small upstream apps, and requests with a Host header.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, request, type IncomingHttpHeaders, type RequestListener, type Server } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AccessLogReceiver } from '../../src/shared/edge/nginx/access-log.js';
+import { nginxFiles, renderNginx, type Listen } from '../../src/shared/edge/nginx/config.js';
+import { nginxBinary, NginxProcess } from '../../src/shared/edge/nginx/process.js';
+import type { Served } from '../../src/shared/edge/index.js';
+import type { EdgeHost, EdgeTarget } from '../../src/shared/edge/table.js';
+
+/** The describe() skip option: a reason when nginx is missing, unless SLIPWAY_REQUIRE_NGINX=1 (then the tests run and fail). */
+export function nginxSkip(): string | false {
+  if (nginxBinary() || process.env.SLIPWAY_REQUIRE_NGINX === '1') return false;
+  return 'nginx is not installed (scripts/install-edge.sh; SLIPWAY_REQUIRE_NGINX=1 makes this a failure)';
+}
+
+export const quietLog = { info: () => {}, warn: () => {} };
+
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createNetServer();
+    s.once('error', reject);
+    s.listen(0, host, () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export function host(hostname: string, target: EdgeTarget, extra: Partial<EdgeHost> = {}): EdgeHost {
+  return {
+    hostname,
+    owner: { kind: 'applications', id: `id-${hostname}`, companyId: 'company-1' },
+    target,
+    ipRestriction: null,
+    maintenance: null,
+    cache: null,
+    tls: null,
+    httpsRedirect: false,
+    ...extra,
+  };
+}
+
+export const upstream = (...ports: number[]): EdgeTarget => ({ type: 'upstream', servers: ports.map((p) => ({ address: `127.0.0.1:${p}`, weight: 1 })) });
+
+export interface EdgeOptions {
+  https?: boolean;
+  trustedProxies?: string[];
+  origin?: string;
+}
+
+/** Slipway's side of one edge under test: renders tables and applies them to its own nginx. */
+export class TestEdge {
+  generation = 0;
+  private constructor(
+    readonly dir: string,
+    readonly nginx: NginxProcess,
+    readonly http: Listen,
+    readonly https: Listen | null,
+    readonly receiver: AccessLogReceiver,
+    /** Access log lines received so far. */
+    readonly served: Served[],
+    private o: EdgeOptions,
+  ) {}
+
+  static async create(o: EdgeOptions = {}): Promise<TestEdge> {
+    const dir = mkdtempSync(join(tmpdir(), 'slipway-edge-nginx-'));
+    const served: Served[] = [];
+    const receiver = new AccessLogReceiver((b) => void served.push(...b), { flushMs: 50 });
+    await receiver.start();
+    const http = { host: '127.0.0.1', port: await freePort() };
+    const https = o.https ? { host: '127.0.0.1', port: await freePort() } : null;
+    return new TestEdge(dir, new NginxProcess(dir, quietLog), http, https, receiver, served, o);
+  }
+
+  render(hosts: EdgeHost[], generation = this.generation + 1): string {
+    return renderNginx(
+      { hosts },
+      {
+        dir: this.dir,
+        http: this.http,
+        https: this.https,
+        origin: this.o.origin ?? '',
+        trustedProxies: this.o.trustedProxies ?? [],
+        accessLog: this.receiver.address,
+        generation,
+      },
+    );
+  }
+
+  async apply(hosts: EdgeHost[]): Promise<void> {
+    const generation = this.generation + 1;
+    await this.nginx.apply(this.render(hosts, generation), generation, nginxFiles({ hosts }));
+    this.generation = generation;
+  }
+
+  async stop(): Promise<void> {
+    await this.nginx.stop();
+    await this.receiver.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+  raw: Buffer;
+}
+
+export interface Ask {
+  method?: string;
+  path?: string;
+  headers?: Record<string, string>;
+  /** The address the request comes from (another loopback address: 127.0.0.2). */
+  localAddress?: string;
+  body?: string;
+}
+
+/** One request to the edge's HTTP port with `Host: hostname`, on a connection of its own. */
+export function ask(port: number, hostname: string, a: Ask = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: a.method ?? 'GET',
+        path: a.path ?? '/',
+        headers: { host: hostname, ...a.headers },
+        localAddress: a.localAddress,
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks);
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: raw.toString('utf8'), raw });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(a.body);
+  });
+}
+
+/** A small app instance: answers JSON naming itself and what it was sent. */
+export async function startApp(name: string, handler?: RequestListener): Promise<{ port: number; server: Server; close: () => Promise<void> }> {
+  const server = createServer(
+    handler ??
+      ((req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            name,
+            path: req.url,
+            host: req.headers.host,
+            xff: req.headers['x-forwarded-for'] ?? null,
+            realIp: req.headers['x-real-ip'] ?? null,
+            proto: req.headers['x-forwarded-proto'] ?? null,
+          }),
+        );
+      }),
+  );
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  return {
+    port,
+    server,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
