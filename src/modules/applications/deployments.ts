@@ -4,13 +4,11 @@
 // every transition is a conditional update, so a step that runs twice (after a crash, or from a
 // read in `reads` progression) changes nothing the second time.
 import type { AppContext, CallContext } from '../../shared/context.js';
-import { later, together, type Tx } from '../../shared/db/index.js';
-import { lockFor } from '../../shared/db/locks.js';
-import { all, first, insertRows, reusable } from '../../shared/db/reusable.js';
+import type { Tx } from '../../shared/db/index.js';
 import { badRequest } from '../../shared/errors.js';
 import { idDigits, newId, randomHex } from '../../shared/ids.js';
 import { supersedeJobs, runNow, type EnqueueOptions } from '../../shared/jobs.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import type { Page } from '../../shared/pagination.js';
 import type { LogLine, LogQuery } from '../../shared/runtime/logs.js';
 import {
   beginPhases,
@@ -28,15 +26,25 @@ import {
   type PhaseMachine,
 } from '../../shared/runtime/phases.js';
 import {
-  ACTIVE_STATUSES,
-  findApp,
-  appWithActive,
+  activeDeploymentRows,
+  activeDeployments,
   currentRelease,
-  newestDeployments,
-  type ActiveDeployment,
-  type ApplicationsTable,
-  type DeploymentsTable,
-} from './storage.js';
+  deploymentWithStatus,
+  insertDeployment,
+  latestAndWaiting,
+  latestNotSkipped,
+  latestStatus,
+  listDeploymentsPage,
+  lockApp,
+  newestSuccessful,
+  setAppStatus,
+  skipWaiting,
+} from './deployments-storage.js';
+import { appWithActive, findApp } from './find.js';
+import type { ActiveDeployment, ApplicationsTable, DeploymentsTable } from './storage.js';
+
+// The statements whose plans a test checks (test/applications/deployments.test.ts).
+export { activeOf, supersede, withStatus } from './deployments-storage.js';
 
 const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
 export const ADVANCE = 'deployment.advance';
@@ -79,33 +87,15 @@ export function deploymentView(d: DeploymentsTable) {
   };
 }
 
-const latestNotSkipped = reusable((db, p: { appId: string }) => newestDeployments(db, p.appId).select('status').where('status', '!=', 'skipped').limit(1));
-
 /** The application's status follows its latest deployment that was not skipped. */
 export async function refreshAppStatus(tx: Tx, appId: string): Promise<void> {
-  await followLatest(tx, appId, await first(tx, latestNotSkipped(tx, { appId })));
+  await followLatest(tx, appId, await latestStatus(tx, appId));
 }
 
-/** Sets the application's status from `latest`, its latest deployment that was not skipped (latestNotSkipped). */
+/** Sets the application's status from `latest`, its latest deployment that was not skipped (latestStatus). */
 async function followLatest(tx: Tx, appId: string, latest: { status: DeploymentsTable['status'] } | undefined): Promise<void> {
   const status = latest && APP_STATUS[latest.status];
   if (status) await setAppStatus(tx, appId, status);
-}
-
-type AppStatus = NonNullable<ApplicationsTable['status']>;
-
-/** An application's status while it is not being deleted (or failed to be) and does not have it already. */
-const statusUpdate = reusable((db, p: { appId: string; status: AppStatus }) =>
-  db
-    .updateTable('applications')
-    .set({ status: p.status })
-    .where('id', '=', p.appId)
-    .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', ['deleting', 'appDeletionFailed', p.status])])),
-);
-
-/** Sets the application's status, unless it is being deleted (or failed to be) or already has it. */
-async function setAppStatus(tx: Tx, appId: string, status: AppStatus): Promise<void> {
-  await later(tx, statusUpdate(tx, { appId, status }));
 }
 
 const log = (tx: Tx, d: DeploymentsTable, lines: LogLine[]) => logPhased(tx, machine, d, lines);
@@ -141,15 +131,6 @@ export interface DeployOptions {
 }
 
 /**
- * Serializes the changes to one application's deployments (start, supersede, finish) across
- * processes. Every writer takes this lock first, before any row lock, so they all lock in the
- * same order (a row lock on the application would be taken after deployment rows by finish()).
- */
-export async function lockApp(tx: Tx, appId: string): Promise<void> {
-  await lockFor(tx, `deployments:${appId}`);
-}
-
-/**
  * Refuses to deploy an application that is going away or suspended (every way of deploying).
  * `subject` names it in the message (promotion names each target by id).
  */
@@ -158,21 +139,6 @@ export function assertDeployable(a: ApplicationsTable, subject = 'The applicatio
   // Every way of deploying (API, rollback, deployment hook, promotion) refuses a suspended application.
   if (a.is_suspended) throw badRequest(`${subject} is suspended; activate it before deploying`);
 }
-
-/** The application's active deployments (exported for the test of their plans, as are the two below). */
-export const activeOf = reusable((db, p: { appId: string }) =>
-  db.selectFrom('deployments').select(['id', 'status', 'created_at']).where('app_id', '=', p.appId).where('status', 'in', ACTIVE_STATUSES),
-);
-
-/** A new deployment supersedes the application's waiting one. */
-export const supersede = reusable((db, p: { appId: string; now: string }) =>
-  db
-    .updateTable('deployments')
-    .set({ status: 'skipped', finished_at: p.now, updated_at: p.now })
-    .where('app_id', '=', p.appId)
-    .where('status', 'in', ACTIVE_STATUSES)
-    .where('status', '=', 'waiting'),
-);
 
 /** The time now, or a millisecond after the latest of `times` (ISO) if that is not earlier. */
 function newerThan(times: string[]): string {
@@ -185,14 +151,14 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
   const { tx, app } = ctx;
   assertDeployable(a);
   await lockApp(tx, a.id);
-  const active = o.active ?? (await all(tx, activeOf(tx, { appId: a.id })));
+  const active = o.active ?? (await activeDeployments(tx, a.id));
   // Read the clock once the lock is held (on PostgreSQL it is taken with the read above), and be
   // newer than every deployment this one supersedes, even one created in the same millisecond:
   // the application's newest deployment by (created_at, id) is never a superseded one.
   const now = newerThan(active.map((d) => d.created_at));
   // A newer deployment supersedes every deployment still waiting (those just read: the lock is held).
   const waiting = active.filter((d) => d.status === 'waiting').map((d) => d.id);
-  if (waiting.length) await later(tx, supersede(tx, { appId: a.id, now }));
+  if (waiting.length) await skipWaiting(tx, a.id, now);
   const busy = active.some((d) => d.status === 'inProgress');
   const image = a.source === 'dockerImage';
   const steps = o.reuse ? ['rollout'] : image ? ['checkout', 'rollout'] : ['checkout', 'build', 'rollout'];
@@ -228,7 +194,7 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
     created_at: now,
     updated_at: now,
   };
-  await later(tx, insertRows(tx, 'deployments', [row]));
+  await insertDeployment(tx, row);
   await log(tx, row, busy ? [{ message: 'Deployment queued: waiting for the running deployment to finish' }] : startLines(row));
   if (!busy) await app.events.signal(tx, 'deployment.started', { application: a, deploymentId: row.id });
   // A waiting deployment is started by the end of the one ahead of it (finish() makes its job due
@@ -249,14 +215,9 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
 }
 
 export async function cancelActiveDeployments(ctx: CallContext, appId: string, reason: string) {
-  const active = await ctx.tx.selectFrom('deployments').selectAll().where('app_id', '=', appId).where('status', 'in', ACTIVE_STATUSES).execute();
+  const active = await activeDeploymentRows(ctx.tx, appId);
   for (const d of active) await finish(ctx, d, 'cancelled', [{ message: reason, severity: 'warning' }]);
 }
-
-/** The ids of the application's deployments with an active status. */
-export const withStatus = reusable((db, p: { appId: string; status: ActiveDeployment['status'] }) =>
-  db.selectFrom('deployments').select('id').where('app_id', '=', p.appId).where('status', 'in', ACTIVE_STATUSES).where('status', '=', p.status),
-);
 
 /** Moves an active deployment to a final status (conditional on its current status). */
 async function finish(ctx: CallContext, d: DeploymentsTable, status: FinalStatus, lines: LogLine[]): Promise<boolean> {
@@ -265,17 +226,10 @@ async function finish(ctx: CallContext, d: DeploymentsTable, status: FinalStatus
   if (!(await endPhases(tx, machine, d, status, lines))) return false;
   // The latest deployment (the application's status follows it) and the one waiting behind this
   // one (it may start now rather than at its next check), read together.
-  const [latest, waiting] = (await together(tx, [latestNotSkipped(tx, { appId: d.app_id }), withStatus(tx, { appId: d.app_id, status: 'waiting' })])) as [
-    { status: DeploymentsTable['status'] }[],
-    { id: string }[],
-  ];
-  await followLatest(tx, d.app_id, latest[0]);
+  const [latest, waiting] = await latestAndWaiting(tx, d.app_id);
+  await followLatest(tx, d.app_id, latest);
   await app.events.emit(tx, 'APP_DEPLOY', d.company_id, { appId: d.app_id, deploymentId: d.id });
-  await runNow(
-    tx,
-    waiting.map((w) => w.id),
-    ADVANCE,
-  );
+  await runNow(tx, waiting, ADVANCE);
   return true;
 }
 
@@ -286,7 +240,7 @@ async function start(ctx: CallContext, d: DeploymentsTable, a: ApplicationsTable
   // Read the clock once the lock is held: the deployment this one waited for may have finished
   // while this step waited for the lock, and this one must not start before that end.
   const startAt = new Date();
-  const busy = await first(tx, withStatus(tx, { appId: d.app_id, status: 'inProgress' }));
+  const busy = await deploymentWithStatus(tx, d.app_id, 'inProgress');
   if (busy) return new Date(startAt.getTime() + WAIT_RECHECK_MS);
   if (!(await beginPhases(tx, machine, d, startAt, startLines(d)))) return undefined;
   await app.events.signal(tx, 'deployment.started', { application: a, deploymentId: d.id });
@@ -350,7 +304,7 @@ export function noteRead(app: AppContext, appId: string, d: { id: string; status
 
 export async function listDeployments(ctx: CallContext, appId: string, page: Page) {
   await findApp(ctx, appId);
-  const res = await paginate(ctx.tx.selectFrom('deployments').selectAll().where('app_id', '=', appId), page);
+  const res = await listDeploymentsPage(ctx.tx, appId, page);
   return { ...res, data: res.data.map(deploymentView) };
 }
 
@@ -392,8 +346,8 @@ export async function rollback(ctx: CallContext, appId: string) {
   const { tx } = ctx;
   const a = await findApp(ctx, appId);
   assertDeployable(a);
-  const successes = await newestDeployments(tx, a.id).selectAll().where('status', '=', 'success').limit(2).execute();
-  const latest = await newestDeployments(tx, a.id).select(['id', 'status']).where('status', '!=', 'skipped').limit(1).executeTakeFirst();
+  const successes = await newestSuccessful(tx, a.id, 2);
+  const latest = await latestNotSkipped(tx, a.id);
   const target = latest && successes[0] && latest.id === successes[0].id ? successes[1] : successes[0];
   if (!target) throw badRequest('There is no earlier successful deployment to roll back to');
   return deploymentView(await createDeployment(ctx, a, { trigger: 'rollback', reuse: target }));
@@ -409,10 +363,4 @@ export async function deployReleaseOnto(ctx: CallContext, source: ApplicationsTa
   if (!release) throw badRequest(`Application ${source.id} has no successful deployment to promote`);
   assertDeployable(target, `Application ${target.id}`);
   return createDeployment(ctx, target, { trigger, reuse: release });
-}
-
-/** When the application was last deployed (its newest deployment's creation), or null. */
-export async function lastDeployedAt(tx: Tx, appId: string): Promise<string | null> {
-  const d = await newestDeployments(tx, appId).select('created_at').limit(1).executeTakeFirst();
-  return d?.created_at ?? null;
 }

@@ -8,7 +8,8 @@ import { ApiError, notFound } from '../../shared/errors.js';
 import { bucketFor, headersFor } from '../../shared/ratelimit.js';
 import { createDeployment, deploymentView } from './deployments.js';
 import { assertMutable } from './service.js';
-import { findApp } from './storage.js';
+import { findApp } from './find.js';
+import { appByHookToken, setHookToken } from './storage.js';
 
 export const HOOK_PATH = '/hooks/deployments';
 const url = (app: AppContext, token: string) => `${app.baseUrl}${HOOK_PATH}/${token}`;
@@ -27,12 +28,12 @@ export async function setHook(ctx: CallContext, appId: string, mode: 'enable' | 
   assertMutable(a);
   if (mode === 'disable') {
     if (!a.hook_token) throw notFound('Deployment hook (it is not enabled)');
-    await tx.updateTable('applications').set({ hook_token: null, updated_at: new Date().toISOString() }).where('id', '=', a.id).execute();
+    await setHookToken(tx, a.id, null, new Date().toISOString());
     return undefined;
   }
   if (mode === 'regenerate' && !a.hook_token) throw notFound('Deployment hook (it is not enabled)');
   const token = mode === 'enable' && a.hook_token ? a.hook_token : newToken();
-  await tx.updateTable('applications').set({ hook_token: token, updated_at: new Date().toISOString() }).where('id', '=', a.id).execute();
+  await setHookToken(tx, a.id, token, new Date().toISOString());
   return { url: url(app, token) };
 }
 
@@ -42,7 +43,7 @@ export function registerHookRoute(fastify: FastifyInstance, app: AppContext) {
   fastify.post(`${HOOK_PATH}/:token`, async (req, reply) => {
     const { token } = req.params as { token: string };
     if (!/^[\w-]{20,100}$/.test(token)) throw new ApiError(404, 'Unknown deployment hook');
-    const a = await app.database.db.selectFrom('applications').selectAll().where('hook_token', '=', token).executeTakeFirst();
+    const a = await appByHookToken(app.database.db, token);
     if (!a) {
       reply.headers(headersFor(await limiter.hit(`ip:${req.ip}`, 'unauthenticated')));
       throw new ApiError(404, 'Unknown deployment hook');

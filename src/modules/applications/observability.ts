@@ -7,20 +7,15 @@ import type { Tx } from '../../shared/db/index.js';
 import { queryLogs, type LogQuery } from '../../shared/runtime/logs.js';
 import { trafficMetric as metricOf } from '../../shared/edge/traffic.js';
 import type { TrafficMetric, TrafficSource, Window } from '../../shared/runtime/traffic.js';
-import { findApp, type ApplicationsTable } from './storage.js';
+import { firstSuccessFinishedAt } from './deployments-storage.js';
+import { findApp } from './find.js';
+import type { ApplicationsTable } from './storage.js';
 
 /** When the app started running (its first successful deployment), or null. */
 export async function runningSince(tx: Tx, a: ApplicationsTable): Promise<number | null> {
   if (a.is_suspended) return null;
-  const first = await tx
-    .selectFrom('deployments')
-    .select('finished_at')
-    .where('app_id', '=', a.id)
-    .where('status', '=', 'success')
-    .orderBy('finished_at')
-    .limit(1)
-    .executeTakeFirst();
-  return first?.finished_at ? Date.parse(first.finished_at) : null;
+  const finishedAt = await firstSuccessFinishedAt(tx, a.id);
+  return finishedAt ? Date.parse(finishedAt) : null;
 }
 
 /** The application as a source of simulated traffic (src/shared/runtime/traffic.ts). */

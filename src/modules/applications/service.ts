@@ -7,16 +7,28 @@ import { badRequest } from '../../shared/errors.js';
 import { gitProviderOf, privateGitProvider, type GitType } from '../../shared/git.js';
 import { newId } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
-import { insertNamed } from '../../shared/naming.js';
 import { systemHostname } from '../domains/index.js';
-import { paginate, type Page, type PageResult } from '../../shared/pagination.js';
+import type { Page, PageResult } from '../../shared/pagination.js';
 import { sharedView } from '../../shared/shared-results.js';
 import { deleteLogs, writeLogs } from '../../shared/runtime/logs.js';
 import { teardownStep } from '../../shared/runtime/phases.js';
 import { CLUSTER_BY_ID } from '../resources/index.js';
 import { forgetService, placeService } from '../projects/index.js';
-import { cancelActiveDeployments, createDeployment, lockApp, noteRead } from './deployments.js';
-import { appById, appWithActive, findApp, type ApplicationsTable } from './storage.js';
+import { cancelActiveDeployments, createDeployment, noteRead } from './deployments.js';
+import { deleteAppDeployments, lockApp } from './deployments-storage.js';
+import { appWithActive, findApp } from './find.js';
+import {
+  appById,
+  appSummaryRows,
+  deleteAppRow,
+  insertNamedApp,
+  listAppsPage,
+  setAppDeletionStatus,
+  setAppProjectId,
+  setAppSuspended,
+  updateAppColumns,
+  type ApplicationsTable,
+} from './storage.js';
 
 export const DELETE_JOB = 'application.delete';
 
@@ -76,15 +88,8 @@ export function appDetailView(a: ApplicationsTable) {
   };
 }
 
-/** The columns of an application in a list. */
-const LISTED = ['id', 'name', 'display_name', 'status', 'type', 'source', 'is_suspended', 'created_at', 'updated_at'] as const;
-
 export async function listApps({ tx, companyId, scope, asOf }: CallContext, page: Page) {
-  const q = () => {
-    const all = tx.selectFrom('applications').select(LISTED).where('company_id', '=', companyId);
-    return scope ? all.where('id', 'in', scope.size ? [...scope] : ['']) : all;
-  };
-  const res = await paginate(q, page, undefined, scope ? undefined : { tx, table: 'applications', companyId, asOf, columns: LISTED });
+  const res = await listAppsPage(tx, companyId, scope, asOf, page);
   return sharedView(res, listView);
 }
 
@@ -133,7 +138,7 @@ type Named = 'name' | 'namespace' | 'temp_domain';
  * display name, unique in the company even under concurrent creates (the unique index decides).
  */
 async function insertApp({ tx, app }: CallContext, fields: Omit<ApplicationsTable, Named>): Promise<ApplicationsTable> {
-  return insertNamed(tx, 'applications', fields.company_id, fields.display_name, (name) => ({
+  return insertNamedApp(tx, fields.company_id, fields.display_name, (name) => ({
     ...fields,
     name,
     namespace: `app-${name}-${randomBytes(4).toString('hex')}`,
@@ -261,7 +266,7 @@ export async function updateApp(ctx: CallContext, id: string, u: UpdateInput) {
   // their own (a deployment's end, say), and the copy read above must not overwrite what one of
   // them committed meanwhile (PostgreSQL runs them concurrently).
   const { id: _id, company_id: _c, created_at: _ca, status: _s, is_suspended: _su, hook_token: _h, project_id: _p, ...changes } = next;
-  const updated = await tx.updateTable('applications').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+  const updated = await updateAppColumns(tx, id, changes);
   await app.events.emit(tx, 'APP_UPDATE', companyId, updated);
   return appView(updated);
 }
@@ -272,11 +277,7 @@ export async function setSuspended(ctx: CallContext, id: string, suspended: bool
   assertMutable(a);
   if (bool(a.is_suspended) === suspended) return { message: suspended ? 'Application is already suspended' : 'Application is already active' };
   const now = new Date().toISOString();
-  await tx
-    .updateTable('applications')
-    .set({ is_suspended: suspended ? 1 : 0, updated_at: now })
-    .where('id', '=', id)
-    .execute();
+  await setAppSuspended(tx, id, suspended ? 1 : 0, now);
   const updated = { ...a, is_suspended: suspended ? 1 : 0, updated_at: now };
   if (suspended) {
     await app.events.signal(tx, 'application.stopped', { application: updated });
@@ -338,7 +339,7 @@ export async function cloneApp(ctx: CallContext, id: string, body: { display_nam
 export async function setAppProject(ctx: CallContext, id: string, projectId: string | null): Promise<void> {
   const a = await findApp(ctx, id);
   if (a.project_id === projectId) return;
-  await ctx.tx.updateTable('applications').set({ project_id: projectId, updated_at: new Date().toISOString() }).where('id', '=', id).execute();
+  await setAppProjectId(ctx.tx, id, projectId, new Date().toISOString());
   await placeService(ctx, id, 'app', projectId);
 }
 
@@ -349,7 +350,7 @@ export async function deleteApp(ctx: CallContext, id: string) {
   await lockApp(tx, a.id);
   await cancelActiveDeployments(ctx, a.id, 'The application is being deleted');
   await app.events.signal(tx, 'application.stopped', { application: a });
-  await tx.updateTable('applications').set({ status: 'deleting', updated_at: new Date().toISOString() }).where('id', '=', id).execute();
+  await setAppDeletionStatus(tx, id, 'deleting', new Date().toISOString());
   await enqueue(tx, { kind: DELETE_JOB, payload: { appId: id, startedAt: new Date().toISOString() }, subjectId: id });
   return { message: 'Application deletion started' };
 }
@@ -361,14 +362,14 @@ export const deleteJob = (app: AppContext): JobKind<typeof DELETE_JOB> => ({
     if (!a || a.status !== 'deleting') return;
     return teardownStep(app, tx, a, 'app_delete', job.payload.startedAt, {
       async failed() {
-        await tx.updateTable('applications').set({ status: 'appDeletionFailed', updated_at: new Date().toISOString() }).where('id', '=', a.id).execute();
+        await setAppDeletionStatus(tx, a.id, 'appDeletionFailed', new Date().toISOString());
       },
       async remove() {
         await app.events.signal(tx, 'application.removed', { application: a });
         await deleteLogs(tx, a.id);
-        await tx.deleteFrom('deployments').where('app_id', '=', a.id).execute();
+        await deleteAppDeployments(tx, a.id);
         await forgetService(tx, a.id);
-        await tx.deleteFrom('applications').where('id', '=', a.id).execute();
+        await deleteAppRow(tx, a.id);
         await app.events.emit(tx, 'APP_DELETE', a.company_id, a);
       },
     });
@@ -377,10 +378,5 @@ export const deleteJob = (app: AppContext): JobKind<typeof DELETE_JOB> => ({
 
 /** The service registry's view of an application (projects, cross-service checks). */
 export function appSummaries({ tx, companyId }: CallContext, ids: readonly string[]) {
-  return tx
-    .selectFrom('applications')
-    .select(['id', 'name', 'display_name', 'cluster_id'])
-    .where('id', 'in', ids)
-    .where('company_id', '=', companyId)
-    .execute();
+  return appSummaryRows(tx, companyId, ids);
 }

@@ -2,21 +2,36 @@
 // restriction, CDN and cache purges, simulated access logs, public TCP proxies and private ports.
 // Edge settings live in one `application_settings` row per application, created on first change
 // (reads answer the defaults until then).
-import { sql, type RawBuilder } from 'kysely';
 import type { CallContext } from '../../shared/context.js';
-import { lockFor } from '../../shared/db/locks.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { ipList } from '../../shared/net.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import type { Page } from '../../shared/pagination.js';
 import { seeded } from '../../shared/runtime/driver.js';
 import { CLUSTER_BY_ID } from '../resources/index.js';
 import { trafficOf } from './observability.js';
 import { accessLog } from '../../shared/edge/traffic.js';
 import { assertMutable } from './service.js';
-import { findApp, type ApplicationsTable } from './storage.js';
-import type { ApplicationSettingsTable } from './settings-storage.js';
+import { findApp } from './find.js';
+import type { ApplicationsTable } from './storage.js';
+import {
+  deletePrivatePortRow,
+  deleteTcpProxyRow,
+  findPortRow,
+  findSettings,
+  insertPrivatePort,
+  insertTcpProxy,
+  listPrivatePortsPage,
+  listTcpProxiesPage,
+  lockClusterTcpProxies,
+  lockPrivatePorts,
+  upsertSettings,
+  upsertSettingsFlippingCdn,
+  usedExternalPorts,
+  type ApplicationSettingsTable,
+  type SettingsChanges,
+} from './settings-storage.js';
 
 const bool = (n: number) => n === 1;
 
@@ -36,7 +51,7 @@ const defaults = (a: ApplicationsTable): ApplicationSettingsTable => ({
 });
 
 async function settingsOf(tx: Tx, a: ApplicationsTable): Promise<ApplicationSettingsTable> {
-  return (await tx.selectFrom('application_settings').selectAll().where('app_id', '=', a.id).executeTakeFirst()) ?? defaults(a);
+  return (await findSettings(tx, a.id)) ?? defaults(a);
 }
 
 /**
@@ -53,26 +68,15 @@ export async function edgeSettings(tx: Tx, a: ApplicationsTable) {
   };
 }
 
-type SettingsChanges = Partial<Omit<ApplicationSettingsTable, 'app_id' | 'company_id' | 'updated_at'>>;
-
 /**
  * Writes `changes` (inserting the row, from the defaults, on first change) and answers the row as
- * written. An existing row gets only the changed columns (`update`, default `changes`), so a change
- * another transaction committed meanwhile to a different setting stays.
+ * written. An existing row gets only the changed columns (with `flipCdn`, `cdn_enabled` flipped
+ * instead), so a change another transaction committed meanwhile to a different setting stays.
  */
-async function saveSettings(
-  tx: Tx,
-  a: ApplicationsTable,
-  changes: SettingsChanges,
-  update: { [K in keyof SettingsChanges]: SettingsChanges[K] | RawBuilder<SettingsChanges[K]> } = changes,
-) {
+async function saveSettings(tx: Tx, a: ApplicationsTable, changes: SettingsChanges, flipCdn = false) {
   const updated_at = new Date().toISOString();
-  return tx
-    .insertInto('application_settings')
-    .values({ ...defaults(a), ...changes, updated_at })
-    .onConflict((oc) => oc.column('app_id').doUpdateSet({ ...update, updated_at }))
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const row = { ...defaults(a), ...changes, updated_at };
+  return flipCdn ? upsertSettingsFlippingCdn(tx, row) : upsertSettings(tx, row, changes);
 }
 
 /** The application of the company that may be changed (404 for others, 400 while it is being deleted). */
@@ -154,7 +158,7 @@ export async function toggleCdn(ctx: CallContext, id: string) {
   const { tx } = ctx;
   const a = await mutableApp(ctx, id);
   // Flipped in the statement (a first change turns it on), not from a value read before.
-  const s = await saveSettings(tx, a, { cdn_enabled: 1 }, { cdn_enabled: sql<number>`1 - application_settings.cdn_enabled` });
+  const s = await saveSettings(tx, a, { cdn_enabled: 1 }, true);
   ctx.app.edge?.cache.purge(a.id);
   return { is_turned_on: bool(s.cdn_enabled) };
 }
@@ -191,13 +195,7 @@ const EXTERNAL_PORTS = { first: 30000, last: 30999 };
 export async function listTcpProxies(ctx: CallContext, id: string, page: Page) {
   const { tx } = ctx;
   await findApp(ctx, id);
-  return paginate(
-    tx
-      .selectFrom('application_tcp_proxies')
-      .select(['id', 'app_id', 'process_id', 'port', 'external_port', 'hostname', 'status', 'created_at', 'updated_at'])
-      .where('app_id', '=', id),
-    page,
-  );
+  return listTcpProxiesPage(tx, id, page);
 }
 
 /** 400 when the process's port already has a row in `table` (a TCP proxy, or a private port); `taken` ends the message. */
@@ -208,13 +206,7 @@ async function assertPortUnused(
   body: { process_id: string; port: number },
   taken: string,
 ): Promise<void> {
-  const dup = await tx
-    .selectFrom(table)
-    .select('id')
-    .where('app_id', '=', appId)
-    .where('process_id', '=', body.process_id)
-    .where('port', '=', body.port)
-    .executeTakeFirst();
+  const dup = await findPortRow(tx, table, appId, body.process_id, body.port);
   if (dup) throw badRequest(`Port ${body.port} of this process ${taken}`);
 }
 
@@ -224,11 +216,9 @@ export async function createTcpProxy(ctx: CallContext, id: string, body: { proce
   const a = await mutableApp(ctx, id);
   await portProcess(ctx, a.id, body.process_id);
   // External ports are allocated per cluster: one allocation at a time (and so one check of duplicates).
-  await lockFor(tx, `tcp-proxies:${a.cluster_id}`);
+  await lockClusterTcpProxies(tx, a.cluster_id);
   await assertPortUnused(tx, 'application_tcp_proxies', a.id, body, 'already has a TCP proxy');
-  const used = new Set(
-    (await tx.selectFrom('application_tcp_proxies').select('external_port').where('cluster_id', '=', a.cluster_id).execute()).map((r) => r.external_port),
-  );
+  const used = new Set(await usedExternalPorts(tx, a.cluster_id));
   let external = EXTERNAL_PORTS.first;
   while (used.has(external) && external <= EXTERNAL_PORTS.last) external++;
   if (external > EXTERNAL_PORTS.last) throw badRequest('No free external TCP port is left in this region');
@@ -247,7 +237,7 @@ export async function createTcpProxy(ctx: CallContext, id: string, body: { proce
     created_at: now,
     updated_at: now,
   };
-  await tx.insertInto('application_tcp_proxies').values(row).execute();
+  await insertTcpProxy(tx, row);
   const { company_id: _c, cluster_id: _cl, ...view } = row;
   return view;
 }
@@ -255,25 +245,21 @@ export async function createTcpProxy(ctx: CallContext, id: string, body: { proce
 export async function deleteTcpProxy(ctx: CallContext, id: string, proxyId: string) {
   const { tx } = ctx;
   const a = await mutableApp(ctx, id);
-  const r = await tx.deleteFrom('application_tcp_proxies').where('id', '=', proxyId).where('app_id', '=', a.id).executeTakeFirst();
-  if (!Number(r.numDeletedRows)) throw notFound('TCP proxy');
+  if (!(await deleteTcpProxyRow(tx, a.id, proxyId))) throw notFound('TCP proxy');
   return { message: 'TCP proxy deleted' };
 }
 
 export async function listPrivatePorts(ctx: CallContext, id: string, page: Page) {
   const { tx } = ctx;
   await findApp(ctx, id);
-  return paginate(
-    tx.selectFrom('application_private_ports').select(['id', 'app_id', 'process_id', 'port', 'status', 'created_at', 'updated_at']).where('app_id', '=', id),
-    page,
-  );
+  return listPrivatePortsPage(tx, id, page);
 }
 
 export async function createPrivatePort(ctx: CallContext, id: string, body: { process_id: string; port: number }) {
   const { tx, companyId } = ctx;
   const a = await mutableApp(ctx, id);
   await portProcess(ctx, a.id, body.process_id);
-  await lockFor(tx, `private-ports:${a.id}`);
+  await lockPrivatePorts(tx, a.id);
   await assertPortUnused(tx, 'application_private_ports', a.id, body, 'is already exposed privately');
   const now = new Date().toISOString();
   const row = {
@@ -286,7 +272,7 @@ export async function createPrivatePort(ctx: CallContext, id: string, body: { pr
     created_at: now,
     updated_at: now,
   };
-  await tx.insertInto('application_private_ports').values(row).execute();
+  await insertPrivatePort(tx, row);
   const { company_id: _c, ...view } = row;
   return view;
 }
@@ -294,7 +280,6 @@ export async function createPrivatePort(ctx: CallContext, id: string, body: { pr
 export async function deletePrivatePort(ctx: CallContext, id: string, portId: string) {
   const { tx } = ctx;
   const a = await mutableApp(ctx, id);
-  const r = await tx.deleteFrom('application_private_ports').where('id', '=', portId).where('app_id', '=', a.id).executeTakeFirst();
-  if (!Number(r.numDeletedRows)) throw notFound('Private port');
+  if (!(await deletePrivatePortRow(tx, a.id, portId))) throw notFound('Private port');
   return { message: 'Private port deleted' };
 }

@@ -1,10 +1,12 @@
-// Tables of the applications area: applications and their deployments.
+// Tables of the applications area (applications and their deployments), their migrations, and the
+// queries on an application's row. The queries on deployments are in deployments-storage.ts, those
+// on an application's settings in settings-storage.ts.
 import { sql, type Kysely, type Migration } from 'kysely';
-import type { CallContext } from '../../shared/context.js';
+import type { Scope } from '../../shared/context.js';
 import { together, type Tx } from '../../shared/db/index.js';
 import { all, first, reusable } from '../../shared/db/reusable.js';
-import { notFound } from '../../shared/errors.js';
-import { countedTable } from '../../shared/pagination.js';
+import { insertNamed } from '../../shared/naming.js';
+import { countedTable, paginate, type Page } from '../../shared/pagination.js';
 
 export interface ApplicationsTable {
   id: string;
@@ -193,11 +195,9 @@ const appOfCompany = reusable((db, p: { id: string; companyId: string }) =>
   db.selectFrom('applications').selectAll().where('id', '=', p.id).where('company_id', '=', p.companyId),
 );
 
-/** The caller's company's application `id`, or 404. Applications being deleted are still found (status `deleting`). */
-export async function findApp({ tx, companyId }: CallContext, id: string): Promise<ApplicationsTable> {
-  const a = await first(tx, appOfCompany(tx, { id, companyId }));
-  if (!a) throw notFound('Application');
-  return a;
+/** The company's application `id` (undefined when it has none by that id), also while it is being deleted. */
+export async function appOfCompanyById(tx: Tx, companyId: string, id: string): Promise<ApplicationsTable | undefined> {
+  return first(tx, appOfCompany(tx, { id, companyId }));
 }
 
 /** The statuses of a deployment that is not final yet. */
@@ -234,13 +234,16 @@ export const appAndActive = reusable((db, p: { id: string; companyId: string }) 
 );
 
 /**
- * `findApp` and the application's active deployments (waiting or in progress) in one statement:
- * the trigger of a deployment reads both with the application's deployment lock held, and a read
- * of the application finds the one in progress that it may advance.
+ * The company's application `id` and its active deployments (waiting or in progress) in one
+ * statement; undefined when the company has no application by that id.
  */
-export async function appWithActive({ tx, companyId }: CallContext, id: string): Promise<{ app: ApplicationsTable; active: ActiveDeployment[] }> {
+export async function appOfCompanyWithActive(
+  tx: Tx,
+  companyId: string,
+  id: string,
+): Promise<{ app: ApplicationsTable; active: ActiveDeployment[] } | undefined> {
   const rows = await all(tx, appAndActive(tx, { id, companyId }));
-  if (!rows.length) throw notFound('Application');
+  if (!rows.length) return undefined;
   const { active_id: _id, active_status: _status, active_created_at: _created, ...app } = rows[0]!;
   const active: ActiveDeployment[] = [];
   for (const r of rows)
@@ -263,12 +266,68 @@ export async function appAndDeployment(tx: Tx, appId: string, deploymentId: stri
   return [apps![0] as ApplicationsTable | undefined, deployments![0] as DeploymentsTable | undefined];
 }
 
-/** The application's deployments, newest first (ties by id); the caller selects and filters. */
-export function newestDeployments(tx: Tx, appId: string) {
-  return tx.selectFrom('deployments').where('app_id', '=', appId).orderBy('created_at', 'desc').orderBy('id', 'desc');
+/** The columns of an application in a list. */
+const LISTED = ['id', 'name', 'display_name', 'status', 'type', 'source', 'is_suspended', 'created_at', 'updated_at'] as const;
+
+/**
+ * A page of the company's applications (those of `scope` when given); without a scope the page is
+ * the counted list's (trigger-kept total, cached by content version `asOf`).
+ */
+export async function listAppsPage(tx: Tx, companyId: string, scope: Scope, asOf: string | undefined, page: Page) {
+  const q = () => {
+    const all = tx.selectFrom('applications').select(LISTED).where('company_id', '=', companyId);
+    return scope ? all.where('id', 'in', scope.size ? [...scope] : ['']) : all;
+  };
+  return paginate(q, page, undefined, scope ? undefined : { tx, table: 'applications', companyId, asOf, columns: LISTED });
 }
 
-/** The current release (the newest successful deployment): restarts, promotion, the local runtime, the process terminal's environment. */
-export async function currentRelease(tx: Tx, appId: string): Promise<DeploymentsTable | undefined> {
-  return newestDeployments(tx, appId).selectAll().where('status', '=', 'success').limit(1).executeTakeFirst();
+/**
+ * Inserts an application under a name derived from its display name, unique in the company even
+ * under concurrent creates (the unique index decides); `build` gives the row for a name.
+ */
+export function insertNamedApp(tx: Tx, companyId: string, displayName: string, build: (name: string) => ApplicationsTable): Promise<ApplicationsTable> {
+  return insertNamed(tx, 'applications', companyId, displayName, build);
+}
+
+/** Writes `changes` to the application and answers the row as written. */
+export async function updateAppColumns(tx: Tx, id: string, changes: Partial<Omit<ApplicationsTable, 'id'>>): Promise<ApplicationsTable> {
+  return tx.updateTable('applications').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function setAppSuspended(tx: Tx, id: string, isSuspended: number, at: string): Promise<void> {
+  await tx.updateTable('applications').set({ is_suspended: isSuspended, updated_at: at }).where('id', '=', id).execute();
+}
+
+export async function setAppProjectId(tx: Tx, id: string, projectId: string | null, at: string): Promise<void> {
+  await tx.updateTable('applications').set({ project_id: projectId, updated_at: at }).where('id', '=', id).execute();
+}
+
+/** Sets the deployment hook's token (null: the hook is disabled). */
+export async function setHookToken(tx: Tx, id: string, token: string | null, at: string): Promise<void> {
+  await tx.updateTable('applications').set({ hook_token: token, updated_at: at }).where('id', '=', id).execute();
+}
+
+/** The application whose deployment hook has `token`, whatever its company. */
+export async function appByHookToken(tx: Tx, token: string): Promise<ApplicationsTable | undefined> {
+  return tx.selectFrom('applications').selectAll().where('hook_token', '=', token).executeTakeFirst();
+}
+
+/** Sets the status of an application's deletion (`deleting`, or `appDeletionFailed`). */
+export async function setAppDeletionStatus(tx: Tx, id: string, status: 'deleting' | 'appDeletionFailed', at: string): Promise<void> {
+  await tx.updateTable('applications').set({ status, updated_at: at }).where('id', '=', id).execute();
+}
+
+/** Removes the application's row (what references it with ON DELETE CASCADE goes with it). */
+export async function deleteAppRow(tx: Tx, id: string): Promise<void> {
+  await tx.deleteFrom('applications').where('id', '=', id).execute();
+}
+
+/** The id, names and cluster of the company's applications among `ids` (the service registry's summaries). */
+export function appSummaryRows(tx: Tx, companyId: string, ids: readonly string[]) {
+  return tx
+    .selectFrom('applications')
+    .select(['id', 'name', 'display_name', 'cluster_id'])
+    .where('id', 'in', ids)
+    .where('company_id', '=', companyId)
+    .execute();
 }

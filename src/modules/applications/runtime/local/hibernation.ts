@@ -14,6 +14,7 @@ import { writeLogs } from '../../../../shared/runtime/logs.js';
 import type { ApplicationsTable } from '../../storage.js';
 import { serveFromGroup } from './edge.js';
 import type { LocalRuntime } from './index.js';
+import { hibernatingApps } from './runtime-storage.js';
 
 /** How often idle applications are looked for. */
 const CHECK_MS = 1000;
@@ -78,13 +79,7 @@ export class Hibernation {
   private async check() {
     const ids = this.rt.servingApps();
     if (!ids.length) return;
-    const rows = await this.app.database.db
-      .selectFrom('applications')
-      .select(['id', 'company_id', 'hibernate_after_seconds'])
-      .where('id', 'in', ids)
-      .where('hibernation_enabled', '=', 1)
-      .where('hibernate_after_seconds', 'is not', null)
-      .execute();
+    const rows = await hibernatingApps(this.app.database.db, ids);
     const now = Date.now();
     for (const a of rows) {
       const seen = this.lastSeen.get(a.id);

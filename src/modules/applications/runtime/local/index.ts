@@ -6,7 +6,8 @@
 // empty directory, a release directory is replaced whole, a rollout stops what it started).
 // Suspension, activation and deletion reach the processes through the `app.runtime.sync` job.
 // It implements `ApplicationsRuntime` (../driver.ts): the phase machine and the processes module
-// reach it only as `app.runtimes.applications`.
+// reach it only as `app.runtimes.applications`. Cron and job runs are in runs.ts, the batching of
+// the processes' log lines in logs.ts, this runtime's queries in runtime-storage.ts.
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -15,22 +16,27 @@ import type { AppContext, CallContext } from '../../../../shared/context.js';
 import type { ApplicationsRuntime } from '../driver.js';
 import { systemCall } from '../../../../shared/context.js';
 import type { MetricPoint, PhaseRequest, PhaseResult } from '../../../../shared/runtime/driver.js';
-import { buildLogOf, writeLogs, type LogLine } from '../../../../shared/runtime/logs.js';
+import { buildLogOf, type LogLine } from '../../../../shared/runtime/logs.js';
 import type { ShellIO, ShellSession, ShellSpec } from '../../../../shared/runtime/shell.js';
 import { enqueue, type JobKind } from '../../../../shared/jobs.js';
 import { PhaseTasks } from '../../../../shared/runtime/tasks.js';
 import type { RunProcess } from '../../ports.js';
+import type { RunExit } from '../driver.js';
+import { currentRelease } from '../../deployments-storage.js';
 import { edgeSettings } from '../../settings.js';
-import { appById, currentRelease, type ApplicationsTable, type DeploymentsTable } from '../../storage.js';
-import { appCacheDir, appReleasesDir, build, BuildError, checkout, commandOf, readRelease, releaseDir, buildDir, type ReleaseInfo } from './build.js';
+import { appById, type ApplicationsTable, type DeploymentsTable } from '../../storage.js';
+import { appCacheDir, appReleasesDir, build, BuildError, checkout, commandOf, readRelease, releaseDir, buildDir } from './build.js';
 import { registerExisting } from '../../../domains/index.js';
 import type { EdgeRequest, EdgeSite } from '../../../../shared/edge/index.js';
 import { badGateway } from '../../../../shared/edge/pages.js';
 import { Hibernation } from './hibernation.js';
+import { LogBatcher } from './logs.js';
+import { processEnv, Runs } from './runs.js';
+import { activeAppIds, appsToRegister, deploymentStatus, setDeploymentCommit } from './runtime-storage.js';
 import { localSettings, type LocalSettings } from './settings.js';
 import { UsageSampler } from './usage.js';
 import { openLocalShell } from './shell.js';
-import { Supervisor, type Group, type InstanceSpec, type OneOff } from './supervisor.js';
+import { Supervisor, type Group, type InstanceSpec } from './supervisor.js';
 
 export const SYNC_JOB = 'app.runtime.sync';
 
@@ -51,56 +57,36 @@ export class LocalRuntime implements ApplicationsRuntime {
   private serving = new Map<string, Group>();
   /** Applications whose processes are being changed (one change at a time per application). */
   private locks = new Map<string, Promise<unknown>>();
-  private pendingLogs = new Map<string, { base: Parameters<typeof writeLogs>[1]; lines: LogLine[] }>();
-  private flushTimer: NodeJS.Timeout | null = null;
-  /** Cron and job runs whose processes run now, by run id. */
-  private runs = new Map<string, { appId: string; processId: string; run: OneOff }>();
-  private stopped = false;
-  /** Runs to kill as soon as their process starts (killed while still being set up). */
-  private doomed = new Set<string>();
+  private logs: LogBatcher;
+  /** Cron and job runs. */
+  private runs: Runs;
   private usage = new UsageSampler();
   private usageTimer: NodeJS.Timeout | null = null;
-  /** Runs start once the previous Slipway's leftovers are dealt with (`start`). */
+  /** Runs interrupted before this time were the previous Slipway's (`start`). */
   private readonly createdAt = new Date().toISOString();
-  private boot!: () => void;
-  private booted = new Promise<void>((resolve) => (this.boot = resolve));
 
   constructor(private app: AppContext) {
     this.tasks = new PhaseTasks(app);
     this.settings = localSettings(app.config);
     this.hibernation = new Hibernation(app, this);
+    this.logs = new LogBatcher(app);
     this.supervisor = new Supervisor(
       this.settings.root,
       (g, i, line, stream) =>
         this.queueLog(g, { message: line, severity: stream === 'stderr' ? 'error' : 'info', processId: i.processId, attributes: { instance: i.index } }),
       (g, i, message, severity) => this.queueLog(g, { message, severity, processId: i.processId, attributes: { instance: i.index } }),
     );
+    this.runs = new Runs(app, this.settings.root, this.supervisor, this.logs);
   }
 
   // ---- Logs ----------------------------------------------------------------------------------
 
   private companyOf = new Map<string, string>();
 
-  /** Runtime log lines are written in small batches (one short transaction each). */
+  /** An instance's line goes to its application's runtime log, in small batches (logs.ts). */
   private queueLog(g: Group, line: LogLine) {
     const companyId = this.companyOf.get(g.appId);
-    if (companyId) this.queueLine({ companyId, appId: g.appId, kind: 'runtime', deploymentId: g.deploymentId }, line);
-  }
-
-  private queueLine(base: Parameters<typeof writeLogs>[1], line: LogLine) {
-    const key = `${base.appId}:${base.kind}:${base.deploymentId ?? ''}`;
-    const entry = this.pendingLogs.get(key) ?? { base, lines: [] };
-    entry.lines.push(line);
-    this.pendingLogs.set(key, entry);
-    this.flushTimer ??= setTimeout(() => void this.flushLogs(), 100);
-  }
-
-  private async flushLogs() {
-    this.flushTimer = null;
-    const batches = [...this.pendingLogs.values()];
-    this.pendingLogs.clear();
-    for (const b of batches)
-      await writeLogs(this.app.database.db, b.base, b.lines).catch((e: Error) => this.app.log.warn({ err: e.message }, 'runtime log lines lost'));
+    if (companyId) this.logs.queue({ companyId, appId: g.appId, kind: 'runtime', deploymentId: g.deploymentId }, line);
   }
 
   // ---- Phases --------------------------------------------------------------------------------
@@ -133,11 +119,7 @@ export class LocalRuntime implements ApplicationsRuntime {
    */
   private watchCancel(d: DeploymentsTable, phase: string, signal: AbortSignal): NodeJS.Timeout {
     const timer = setInterval(() => {
-      void this.app.database.db
-        .selectFrom('deployments')
-        .select('status')
-        .where('id', '=', d.id)
-        .executeTakeFirst()
+      void deploymentStatus(this.app.database.db, d.id)
         .then(async (row) => {
           if (signal.aborted || (row && row.status === 'inProgress')) return;
           this.tasks.abort(d.id);
@@ -179,11 +161,7 @@ export class LocalRuntime implements ApplicationsRuntime {
       if (phase === 'checkout') {
         return async () => {
           const c = await checkout(root, spec);
-          await this.app.database.db
-            .updateTable('deployments')
-            .set({ commit_sha: c.sha, commit_message: c.message.slice(0, 1000) })
-            .where('id', '=', d.id)
-            .execute();
+          await setDeploymentCommit(this.app.database.db, d.id, c.sha, c.message.slice(0, 1000));
         };
       }
       return async () => void (await build(root, spec, { sha: d.commit_sha ?? '', message: d.commit_message ?? '' }));
@@ -209,16 +187,11 @@ export class LocalRuntime implements ApplicationsRuntime {
     this.companyOf.set(a.id, a.company_id);
     return () =>
       this.exclusive(a.id, async () => {
-        for (const p of jobs) await this.runBeforeDeployment(p, d, info, releaseDir(root, a.id, releaseId), this.processEnv(env), log, signal);
+        for (const p of jobs) await this.runs.beforeDeployment(p, d, info, releaseDir(root, a.id, releaseId), processEnv(env), log, signal);
         await log([{ message: `Starting ${specs.length} instance(s) of release ${releaseId}` }]);
-        const g = await this.supervisor.startGroup(
-          { appId: a.id, deploymentId: d.id, releaseId },
-          specs,
-          releaseDir(root, a.id, releaseId),
-          this.processEnv(env),
-        );
+        const g = await this.supervisor.startGroup({ appId: a.id, deploymentId: d.id, releaseId }, specs, releaseDir(root, a.id, releaseId), processEnv(env));
         const ready = await this.supervisor.waitReady(g, this.settings.readyTimeoutMs, (i) => paths.get(i.processId) ?? null);
-        const still = await this.app.database.db.selectFrom('deployments').select('status').where('id', '=', d.id).executeTakeFirst();
+        const still = await deploymentStatus(this.app.database.db, d.id);
         if (!ready || still?.status !== 'inProgress') {
           await this.supervisor.stopGroup(g, this.settings.stopGraceMs);
           if (!ready)
@@ -234,61 +207,13 @@ export class LocalRuntime implements ApplicationsRuntime {
       });
   }
 
-  /**
-   * A `beforeDeployment` job process: runs to completion in the new release before any instance
-   * starts, its output in the deployment's build log; a non-zero exit fails the deployment (the
-   * previous release keeps serving). The run is recorded like the process's other runs.
-   */
-  private async runBeforeDeployment(
-    p: RunProcess,
-    d: DeploymentsTable,
-    info: ReleaseInfo,
-    cwd: string,
-    env: Record<string, string>,
-    log: (l: LogLine[]) => Promise<void>,
-    signal: AbortSignal,
-  ) {
-    if (signal.aborted) throw new BuildError('The deployment ended before its jobs ran');
-    const command = commandOf(p, info);
-    if (!command) {
-      await log([{ message: `Job process ${p.key} has no command (no entrypoint, no Procfile entry); not run`, severity: 'warning', processId: p.id }]);
-      return;
-    }
-    const started = await this.app.ports.processes.startDeploymentRun(p.id, d.id);
-    if (started.outcome === 'skipped')
-      throw new BuildError(`Job process ${p.key} could not run before the rollout: its previous run is still running; the previous release keeps serving`);
-    await log([{ message: `Running job process ${p.key} before the rollout: ${command}`, processId: p.id }]);
-    let chain = Promise.resolve();
-    const attributes = started.runId ? { run_id: started.runId } : {};
-    const one = this.supervisor.runOnce({
-      command,
-      cwd,
-      env,
-      limitMs: 0,
-      line: (message, stream) => {
-        chain = chain.then(() => log([{ message, severity: stream === 'stderr' ? 'error' : 'info', processId: p.id, attributes }]));
-      },
-    });
-    const stop = () => one.kill();
-    signal.addEventListener('abort', stop);
-    const exit = await one.done;
-    signal.removeEventListener('abort', stop);
-    await chain;
-    if (started.runId) await this.app.ports.processes.endRun(started.runId, exit);
-    if (exit.code !== 0)
-      throw new BuildError(
-        `Job process ${p.key} exited with code ${exit.code} before the rollout; the deployment stops and the previous release keeps serving`,
-      );
-    await log([{ message: `Job process ${p.key} completed`, processId: p.id }]);
-  }
-
   // ---- Terminal ----------------------------------------------------------------------------------
 
   /** A real shell in the release's directory with the process's environment (the simulated one when the release is not on this machine). */
   openShell(_ctx: CallContext, appId: string, releaseId: string, spec: ShellSpec, io: ShellIO): ShellSession {
     const dir = releaseDir(this.settings.root, appId, releaseId);
     if (!existsSync(dir)) return this.app.simulated.openShell(spec, io);
-    return openLocalShell(spec, dir, this.processEnv(spec.env), io);
+    return openLocalShell(spec, dir, processEnv(spec.env), io);
   }
 
   // ---- Metrics ---------------------------------------------------------------------------------
@@ -304,7 +229,7 @@ export class LocalRuntime implements ApplicationsRuntime {
     };
     for (const g of this.serving.values())
       for (const i of g.instances) if (i.child && i.child.exitCode === null && i.child.signalCode === null) add(i.processId, i.child.pid);
-    for (const r of this.runs.values()) add(r.processId, r.run.child.pid);
+    for (const r of this.runs.all()) add(r.processId, r.run.child.pid);
     this.usage.sample(groups);
   }
 
@@ -316,71 +241,17 @@ export class LocalRuntime implements ApplicationsRuntime {
 
   // ---- Cron and job runs ------------------------------------------------------------------------
 
-  /**
-   * Runs a started cron or job run as a real process in the application's current release, with
-   * its runtime environment; `onExit` ends the run. Output goes to the runtime log (a job run by a
-   * deployment: to that deployment's log).
-   */
-  startRun(
-    r: { runId: string; process: RunProcess; limitMs: number; deploymentId?: string },
-    onExit: (exit: { code: number; timedOut: boolean; note?: string }) => Promise<void>,
-  ): void {
-    const p = r.process;
-    void (async () => {
-      await this.booted;
-      const setup = await this.runSetup(p);
-      if (typeof setup === 'string') return onExit({ code: 127, timedOut: false, note: setup });
-      const base = {
-        companyId: p.company_id,
-        appId: p.app_id,
-        kind: r.deploymentId ? ('build' as const) : ('runtime' as const),
-        deploymentId: r.deploymentId ?? null,
-      };
-      const one = this.supervisor.runOnce({
-        ...setup,
-        limitMs: r.limitMs,
-        line: (message, stream) =>
-          this.queueLine(base, { message, severity: stream === 'stderr' ? 'error' : 'info', processId: p.id, attributes: { run_id: r.runId } }),
-      });
-      this.runs.set(r.runId, { appId: p.app_id, processId: p.id, run: one });
-      // Replaced (or its application stopped) while it was being set up.
-      if (this.doomed.delete(r.runId)) one.kill();
-      const exit = await one.done;
-      this.runs.delete(r.runId);
-      this.doomed.delete(r.runId);
-      if (!this.stopped) await onExit(exit);
-    })().catch((e: Error) => this.app.log.warn({ err: e.message, run: r.runId }, 'cron run failed to start or end'));
+  /** Starts a started cron or job run's process (runs.ts). */
+  startRun(r: { runId: string; process: RunProcess; limitMs: number; deploymentId?: string }, onExit: (exit: RunExit) => Promise<void>): void {
+    this.runs.start(r, onExit);
   }
 
   /** Kills the process of a run (replaced, or its application stopped). */
   killRun(runId: string): void {
-    const r = this.runs.get(runId);
-    if (r) r.run.kill();
-    else this.doomed.add(runId);
+    this.runs.kill(runId);
   }
 
-  /** Where and how a run of the process runs, or why it cannot. */
-  private async runSetup(p: RunProcess): Promise<{ command: string; cwd: string; env: Record<string, string> } | string> {
-    return this.app.database.db.transaction().execute(async (tx) => {
-      const a = await appById(tx, p.app_id);
-      const current = await currentRelease(tx, p.app_id);
-      if (!a || !current) return 'the application has no running release';
-      if (a.is_suspended || a.status === 'deleting') return 'the application is not running';
-      const releaseId = current.build_of ?? current.id;
-      const info = await readRelease(this.settings.root, a.id, releaseId);
-      if (!info) return `the release of deployment ${releaseId} is not on this machine`;
-      const command = commandOf(p, info);
-      if (!command) return `process ${p.key} has no command (no entrypoint, no Procfile entry)`;
-      const ctx = systemCall(this.app, tx, a.company_id);
-      const env = (await this.app.ports.environment.application(ctx, a, this.app.ports.environment.system(this.app.config.brandPrefix, a, current), 'runtime'))
-        .vars;
-      return { command, cwd: releaseDir(this.settings.root, a.id, releaseId), env: this.processEnv(env) };
-    });
-  }
-
-  private processEnv(env: Record<string, string>): Record<string, string> {
-    return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', LANG: process.env.LANG ?? 'C.UTF-8', ...env };
-  }
+  // ---- Process groups ----------------------------------------------------------------------------
 
   /** Stops a group no longer routed: waits (up to the grace period) for its requests in flight, then stops it. */
   private async retire(g: Group) {
@@ -410,7 +281,7 @@ export class LocalRuntime implements ApplicationsRuntime {
       const a = await appById(db, appId);
       const serving = this.serving.get(appId);
       if (!a || a.is_suspended || a.status === 'deleting') {
-        for (const r of this.runs.values()) if (r.appId === appId) r.run.kill();
+        this.runs.killOf(appId);
         if (serving) {
           this.serving.delete(appId);
           await this.supervisor.stopGroup(serving, this.settings.stopGraceMs);
@@ -448,7 +319,7 @@ export class LocalRuntime implements ApplicationsRuntime {
         { appId, deploymentId: current.id, releaseId },
         specs,
         releaseDir(this.settings.root, appId, releaseId),
-        this.processEnv(env),
+        processEnv(env),
       );
       // Route at once: the edge answers 502 rather than 503 for the instants before they listen.
       this.serving.set(appId, g);
@@ -509,29 +380,21 @@ export class LocalRuntime implements ApplicationsRuntime {
     this.usageTimer = setInterval(() => this.sampleUsage(), this.settings.metricsIntervalMs).unref();
     const ended = await this.app.ports.processes.endInterruptedRuns(this.createdAt);
     if (ended) this.app.log.warn({ ended }, 'cron and job runs interrupted by the previous run ended');
-    this.boot();
-    const all = await this.app.database.db
-      .selectFrom('applications')
-      .select(['id', 'company_id', 'name', 'cluster_id', 'temp_domain as hostname'])
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute();
-    await registerExisting(this.app, 'app', all);
+    this.runs.boot();
+    await registerExisting(this.app, 'app', await appsToRegister(this.app.database.db));
     // Every application that was serving serves again (its current release, started afresh).
-    const apps = await this.app.database.db.selectFrom('applications').select('id').where('is_suspended', '=', 0).execute();
+    const apps = await activeAppIds(this.app.database.db);
     for (const a of apps) void this.sync(a.id).catch((e: Error) => this.app.log.warn({ err: e.message, app: a.id }, 'could not start the application'));
     this.hibernation.start();
   }
 
   async stop(): Promise<void> {
     this.hibernation.stop();
-    this.stopped = true;
     if (this.usageTimer) clearInterval(this.usageTimer);
-    for (const r of this.runs.values()) r.run.kill();
+    this.runs.stop();
     await Promise.all([...this.serving.values()].map((g) => this.supervisor.stopGroup(g, this.settings.stopGraceMs)));
     this.serving.clear();
-    if (this.flushTimer) clearTimeout(this.flushTimer);
-    await this.flushLogs();
+    await this.logs.stop();
   }
 
   /** Removes what an unfinished build left behind. */
