@@ -11,11 +11,10 @@
 // nothing the second time. Only production deployments move the site's status.
 import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { lockFor } from '../../shared/db/locks.js';
 import { badRequest } from '../../shared/errors.js';
 import { newId, randomHex } from '../../shared/ids.js';
 import { enqueue, runNow } from '../../shared/jobs.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import type { Page } from '../../shared/pagination.js';
 import type { LogLine, LogQuery } from '../../shared/runtime/logs.js';
 import {
   beginPhases,
@@ -33,13 +32,25 @@ import {
   type PhaseMachine,
 } from '../../shared/runtime/phases.js';
 import { checkBranch, previewLabel } from './git.js';
-import { findSite, PRODUCTION, type RunningDeployment, type SiteStatus, type StaticSiteDeploymentsTable, type StaticSitesTable } from './storage.js';
+import {
+  activeDeploymentRows,
+  activeInLane,
+  deploymentAhead,
+  insertDeployment,
+  latestProductionStatus,
+  listDeploymentsPage,
+  lockLane,
+  setSiteStatus,
+  siteDeployment,
+  waitingInLane,
+} from './deployments-storage.js';
+import { findSite } from './find.js';
+import { PRODUCTION, type RunningDeployment, type SiteStatus, type StaticSiteDeploymentsTable, type StaticSitesTable } from './storage.js';
 import { deploymentListView, deploymentView } from './views.js';
 
 export const ADVANCE = 'static-site-deployment.advance';
 /** The simulated runtime's operation name (progression and fault rules). */
 export const OPERATION = 'static_site_deployment';
-const ACTIVE = ['waiting', 'inProgress'] as const;
 const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
 
 declare module '../../shared/jobs.js' {
@@ -59,30 +70,11 @@ const SITE_STATUS: Record<Exclude<StaticSiteDeploymentsTable['status'], 'skipped
 
 const laneOf = (isPreview: boolean, branch: string) => (isPreview ? `preview:${branch}` : PRODUCTION);
 
-/** Serializes the changes to one lane of a site's deployments (start, finish), across processes. */
-async function lockLane(tx: Tx, siteId: string, lane: string): Promise<void> {
-  await lockFor(tx, `static-site-deployments:${siteId}:${lane}`);
-}
-
 /** The site's status follows its latest production deployment that was not skipped; previews never change it. */
 async function refreshSiteStatus(tx: Tx, siteId: string): Promise<void> {
-  const latest = await tx
-    .selectFrom('static_site_deployments')
-    .select('status')
-    .where('static_site_id', '=', siteId)
-    .where('lane', '=', PRODUCTION)
-    .where('status', '!=', 'skipped')
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+  const latest = await latestProductionStatus(tx, siteId);
   if (!latest || latest.status === 'skipped') return;
-  await tx
-    .updateTable('static_sites')
-    .set({ status: SITE_STATUS[latest.status] })
-    .where('id', '=', siteId)
-    .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', ['deleting', 'deletionFailed'])]))
-    .execute();
+  await setSiteStatus(tx, siteId, SITE_STATUS[latest.status]);
 }
 
 const log = (tx: Tx, d: StaticSiteDeploymentsTable, lines: LogLine[]) => logPhased(tx, machine, d, lines);
@@ -116,13 +108,7 @@ export async function createDeployment(ctx: CallContext, s: StaticSitesTable, o:
   assertDeployable(s);
   const lane = laneOf(o.isPreview, o.branch);
   await lockLane(tx, s.id, lane);
-  const busy = await tx
-    .selectFrom('static_site_deployments')
-    .select('id')
-    .where('static_site_id', '=', s.id)
-    .where('lane', '=', lane)
-    .where('status', 'in', [...ACTIVE])
-    .executeTakeFirst();
+  const busy = await activeInLane(tx, s.id, lane);
   const now = new Date().toISOString();
   const src = o.reuse;
   const steps = src ? ['publish'] : ['checkout', 'build', 'publish'];
@@ -157,7 +143,7 @@ export async function createDeployment(ctx: CallContext, s: StaticSitesTable, o:
     created_at: now,
     updated_at: now,
   };
-  await tx.insertInto('static_site_deployments').values(row).execute();
+  await insertDeployment(tx, row);
   await log(
     tx,
     row,
@@ -176,13 +162,7 @@ export async function createDeployment(ctx: CallContext, s: StaticSitesTable, o:
 
 /** Cancels every deployment of the site that is not final (deletion). */
 export async function cancelActiveDeployments(ctx: CallContext, siteId: string, reason: string): Promise<void> {
-  const active = await ctx.tx
-    .selectFrom('static_site_deployments')
-    .selectAll()
-    .where('static_site_id', '=', siteId)
-    .where('status', 'in', [...ACTIVE])
-    .orderBy('created_at')
-    .execute();
+  const active = await activeDeploymentRows(ctx.tx, siteId);
   for (const d of active) await finish(ctx, d, 'cancelled', [{ message: reason, severity: 'warning' }]);
 }
 
@@ -202,18 +182,8 @@ async function finish(
   if (!d.is_preview) await refreshSiteStatus(tx, d.static_site_id);
   await app.events.emit(tx, 'STATIC_SITE_DEPLOY', d.company_id, { siteId: d.static_site_id, deploymentId: d.id });
   // The deployments waiting in this lane may start now rather than at their next check.
-  const waiting = await tx
-    .selectFrom('static_site_deployments')
-    .select('id')
-    .where('static_site_id', '=', d.static_site_id)
-    .where('lane', '=', d.lane)
-    .where('status', '=', 'waiting')
-    .execute();
-  await runNow(
-    tx,
-    waiting.map((w) => w.id),
-    ADVANCE,
-  );
+  const waiting = await waitingInLane(tx, d.static_site_id, d.lane);
+  await runNow(tx, waiting, ADVANCE);
   return true;
 }
 
@@ -223,22 +193,7 @@ async function tryStart({ tx }: CallContext, d: StaticSiteDeploymentsTable): Pro
   // The clock is read once the lock is held: the deployment this one waited for may have
   // finished while this step waited for the lock, and this one must not start before that end.
   const startAt = new Date();
-  const ahead = await tx
-    .selectFrom('static_site_deployments')
-    .select('id')
-    .where('static_site_id', '=', d.static_site_id)
-    .where('lane', '=', d.lane)
-    .where('id', '!=', d.id)
-    .where((eb) =>
-      eb.or([
-        eb('status', '=', 'inProgress'),
-        eb.and([
-          eb('status', '=', 'waiting'),
-          eb.or([eb('created_at', '<', d.created_at), eb.and([eb('created_at', '=', d.created_at), eb('id', '<', d.id)])]),
-        ]),
-      ]),
-    )
-    .executeTakeFirst();
+  const ahead = await deploymentAhead(tx, d.static_site_id, d.lane, d.id, d.created_at);
   // The end of the deployment ahead wakes this one; the delay is only a safety net.
   if (ahead) return new Date(startAt.getTime() + WAIT_RECHECK_MS);
   if (!(await beginPhases(tx, machine, d, startAt, startLines(d)))) return undefined;
@@ -297,11 +252,7 @@ export function noteRead(app: AppContext, siteId: string, d: RunningDeployment |
 
 export async function listDeployments(ctx: CallContext, siteId: string, page: Page) {
   await findSite(ctx, siteId);
-  const res = await paginate(ctx.tx.selectFrom('static_site_deployments').selectAll().where('static_site_id', '=', siteId), page, {
-    column: 'created_at',
-    id: 'id',
-    direction: 'desc',
-  });
+  const res = await listDeploymentsPage(ctx.tx, siteId, page);
   return { ...res, data: res.data.map(deploymentListView) };
 }
 
@@ -332,12 +283,7 @@ export async function triggerDeployment(ctx: CallContext, siteId: string, body: 
   assertDeployable(s);
   const isPreview = body.is_preview === true;
   if (body.deployment_id) {
-    const src = await ctx.tx
-      .selectFrom('static_site_deployments')
-      .selectAll()
-      .where('id', '=', body.deployment_id)
-      .where('static_site_id', '=', s.id)
-      .executeTakeFirst();
+    const src = await siteDeployment(ctx.tx, s.id, body.deployment_id);
     if (!src) throw badRequest(`deployment_id ${body.deployment_id} is not a deployment of this static site`);
     if (src.status !== 'success')
       throw badRequest(`deployment_id ${body.deployment_id} did not succeed (${src.status}); only a successful deployment can be deployed again`);

@@ -3,6 +3,7 @@
 // `deployment` (as the deployments list shows it).
 import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
+import { deploymentById } from './deployments-storage.js';
 import { siteById, type StaticSitesTable } from './storage.js';
 import { deploymentListView, siteView } from './views.js';
 
@@ -52,7 +53,7 @@ export function registerStaticSiteEvents(app: AppContext): void {
     when: 'when a deployment (production or preview) reaches a final status: success, failed or cancelled (also the initial deployment of a new site and those cancelled by a deletion); not when it starts',
     payload: async (tx, { siteId, deploymentId }) => {
       const s = await siteById(tx, siteId);
-      const d = await tx.selectFrom('static_site_deployments').selectAll().where('id', '=', deploymentId).executeTakeFirst();
+      const d = await deploymentById(tx, deploymentId);
       return { ...(s ? siteView(s) : { id: siteId }), deployment: d ? deploymentListView(d) : { id: deploymentId } };
     },
   });

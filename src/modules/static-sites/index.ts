@@ -1,3 +1,4 @@
 // The static sites module's public entry: what other modules (env-vars) may use.
 export { checkBranch } from './git.js';
-export { findSite, type StaticSitesTable } from './storage.js';
+export { findSite } from './find.js';
+export { type StaticSitesTable } from './storage.js';

@@ -6,9 +6,8 @@ import type { Tx } from '../../shared/db/index.js';
 import { badRequest, conflict } from '../../shared/errors.js';
 import { newId, slugify } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
-import { insertNamed } from '../../shared/naming.js';
 import { systemHostname } from '../domains/index.js';
-import { paginate, type Page } from '../../shared/pagination.js';
+import type { Page } from '../../shared/pagination.js';
 import { deleteLogs, writeLogs } from '../../shared/runtime/logs.js';
 import { teardownStep } from '../../shared/runtime/phases.js';
 import { accessLog, trafficMetric as metricOf } from '../../shared/edge/traffic.js';
@@ -16,7 +15,20 @@ import type { TrafficMetric, TrafficSource, Window } from '../../shared/runtime/
 import { forgetService, placeService } from '../projects/index.js';
 import { cancelActiveDeployments, createDeployment, noteRead } from './deployments.js';
 import { checkBranch, checkDeployPaths, checkRepoUrl, gitTypeFor, type GitType } from './git.js';
-import { findSite, PRODUCTION, siteById, siteWithRunning, type StaticSitesTable } from './storage.js';
+import { deleteSiteDeployments, firstProductionFinishedAt } from './deployments-storage.js';
+import { findSite, siteWithRunning } from './find.js';
+import {
+  deleteSiteRow,
+  insertNamedSite,
+  listSitesPage,
+  setCachePurgedAt,
+  setPrettyUrls,
+  setSiteDeletionStatus,
+  siteById,
+  siteSummaryRows,
+  updateSiteColumns,
+  type StaticSitesTable,
+} from './storage.js';
 import { siteUpdateView, siteView } from './views.js';
 
 export const DELETE_JOB = 'static-site.delete';
@@ -31,9 +43,7 @@ declare module '../../shared/jobs.js' {
 }
 
 export async function listSites({ tx, companyId, scope }: CallContext, page: Page) {
-  let q = tx.selectFrom('static_sites').select(['id', 'name', 'display_name', 'status']).where('company_id', '=', companyId);
-  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
-  return paginate(q, page);
+  return listSitesPage(tx, companyId, scope, page);
 }
 
 /** GET /static-sites/{id}; in `reads` progression the read counts toward the running production deployment first. */
@@ -115,7 +125,7 @@ export async function createSite(ctx: CallContext, input: CreateInput) {
 /** Inserts the site under a free name (`my-site`, `my-site-2`, ...) and its system hostname. */
 async function insertUnique({ tx, app }: CallContext, base: Omit<StaticSitesTable, 'id' | 'name' | 'hostname'>): Promise<StaticSitesTable> {
   const display = slugify(base.display_name) ? base.display_name : 'site';
-  return insertNamed(tx, 'static_sites', base.company_id, display, (name) => ({
+  return insertNamedSite(tx, base.company_id, display, (name) => ({
     ...base,
     id: newId(),
     name,
@@ -197,7 +207,7 @@ export async function updateSite(ctx: CallContext, id: string, u: UpdateInput) {
   // own, and the copy read above must not overwrite what one of them committed meanwhile
   // (PostgreSQL runs them concurrently).
   const { id: _id, company_id: _c, created_at: _ca, status: _s, pretty_urls: _pu, cache_purged_at: _cp, ...changes } = next;
-  const updated = await tx.updateTable('static_sites').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+  const updated = await updateSiteColumns(tx, id, changes);
   await app.events.emit(tx, 'STATIC_SITE_UPDATE', companyId, updated);
   return siteUpdateView(updated);
 }
@@ -212,7 +222,7 @@ export async function deleteSite(ctx: CallContext, id: string) {
   const s = await mutableSite(ctx, id);
   await cancelActiveDeployments(ctx, s.id, 'The static site is being deleted');
   const now = new Date().toISOString();
-  await tx.updateTable('static_sites').set({ status: 'deleting', updated_at: now }).where('id', '=', id).execute();
+  await setSiteDeletionStatus(tx, id, 'deleting', now);
   await enqueue(tx, { kind: DELETE_JOB, payload: { siteId: id, startedAt: now }, subjectId: id });
   return { message: 'Static site deletion started' };
 }
@@ -224,14 +234,14 @@ export const deleteJob = (app: AppContext): JobKind<typeof DELETE_JOB> => ({
     if (!s || s.status !== 'deleting') return;
     return teardownStep(app, tx, s, DELETE_OPERATION, job.payload.startedAt, {
       async failed() {
-        await tx.updateTable('static_sites').set({ status: 'deletionFailed', updated_at: new Date().toISOString() }).where('id', '=', s.id).execute();
+        await setSiteDeletionStatus(tx, s.id, 'deletionFailed', new Date().toISOString());
       },
       async remove() {
         await app.events.signal(tx, 'static-site.removed', { site: s });
         await deleteLogs(tx, s.id);
-        await tx.deleteFrom('static_site_deployments').where('static_site_id', '=', s.id).execute();
+        await deleteSiteDeployments(tx, s.id);
         await forgetService(tx, s.id);
-        await tx.deleteFrom('static_sites').where('id', '=', s.id).execute();
+        await deleteSiteRow(tx, s.id);
         await app.events.emit(tx, 'STATIC_SITE_DELETE', s.company_id, s);
       },
     });
@@ -243,7 +253,7 @@ export async function togglePrettyUrls(ctx: CallContext, id: string) {
   const { tx } = ctx;
   const s = await findSite(ctx, id);
   const on = s.pretty_urls ? 0 : 1;
-  await tx.updateTable('static_sites').set({ pretty_urls: on, updated_at: new Date().toISOString() }).where('id', '=', id).execute();
+  await setPrettyUrls(tx, id, on, new Date().toISOString());
   await writeLogs(tx, { companyId: s.company_id, appId: s.id, kind: 'runtime' }, [{ message: `Pretty URLs turned ${on ? 'on' : 'off'}` }]);
   return { is_turned_on: on === 1 };
 }
@@ -255,7 +265,7 @@ export async function togglePrettyUrls(ctx: CallContext, id: string) {
 export async function purgeCache(ctx: CallContext, id: string) {
   const { tx } = ctx;
   const s = await findSite(ctx, id);
-  await tx.updateTable('static_sites').set({ cache_purged_at: new Date().toISOString() }).where('id', '=', id).execute();
+  await setCachePurgedAt(tx, id, new Date().toISOString());
   ctx.app.edge?.cache.purge(s.id);
   await writeLogs(tx, { companyId: s.company_id, appId: s.id, kind: 'runtime' }, [{ message: `Edge cache purged for ${s.hostname}` }]);
   return { message: 'Cache purge started' };
@@ -263,17 +273,9 @@ export async function purgeCache(ctx: CallContext, id: string) {
 
 /** The site as a source of simulated traffic: it serves from its first successful production deployment. */
 async function trafficOf(tx: Tx, s: StaticSitesTable): Promise<TrafficSource> {
-  const first = await tx
-    .selectFrom('static_site_deployments')
-    .select('finished_at')
-    .where('static_site_id', '=', s.id)
-    .where('lane', '=', PRODUCTION)
-    .where('status', '=', 'success')
-    .orderBy('finished_at')
-    .limit(1)
-    .executeTakeFirst();
-  const serving = s.status !== 'deleting' && s.status !== 'deletionFailed' && first?.finished_at;
-  return { id: s.id, name: s.name, host: s.hostname, since: serving ? Date.parse(first.finished_at!) : null };
+  const finishedAt = await firstProductionFinishedAt(tx, s.id);
+  const serving = s.status !== 'deleting' && s.status !== 'deletionFailed' && finishedAt;
+  return { id: s.id, name: s.name, host: s.hostname, since: serving ? Date.parse(finishedAt!) : null };
 }
 
 export async function accessLogs(ctx: CallContext, id: string, q: { from?: string; to?: string; filters?: string; limit?: number }) {
@@ -289,5 +291,5 @@ export async function trafficMetric(ctx: CallContext, id: string, metric: Traffi
 
 /** The service registry's view of a static site (projects, domains). Sites have no region. */
 export function siteSummaries({ tx, companyId }: CallContext, ids: readonly string[]) {
-  return tx.selectFrom('static_sites').select(['id', 'name', 'display_name', 'hostname']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
+  return siteSummaryRows(tx, companyId, ids);
 }

@@ -1,10 +1,12 @@
 // Tables of the static sites area: sites and their deployments. A deployment runs in a lane:
 // `production` (one at a time per site) or `preview:<branch>` (one at a time per branch; lanes of
-// different branches run side by side).
+// different branches run side by side). Also their migrations and the queries on a site's row;
+// the queries on deployments are in deployments-storage.ts.
 import type { Kysely, Migration } from 'kysely';
-import type { CallContext } from '../../shared/context.js';
+import type { Scope } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { notFound } from '../../shared/errors.js';
+import { insertNamed } from '../../shared/naming.js';
+import { paginate, type Page } from '../../shared/pagination.js';
 
 export type SiteStatus = 'deploymentInProgress' | 'deploymentFailed' | 'deploymentSuccess' | 'deploymentCancelled' | 'deleting' | 'deletionFailed';
 
@@ -163,11 +165,9 @@ export const migrations: Record<string, Migration> = {
 /** Tables of this area, children first (for reset). */
 export const tables = ['static_site_deployments', 'static_sites'] as const;
 
-/** The caller's company's static site `id`, or 404. Sites being deleted are still found (status `deleting`). */
-export async function findSite({ tx, companyId }: CallContext, id: string): Promise<StaticSitesTable> {
-  const s = await tx.selectFrom('static_sites').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
-  if (!s) throw notFound('Static site');
-  return s;
+/** The company's static site `id` (undefined when it has none by that id), also while it is being deleted. */
+export async function siteOfCompany(tx: Tx, companyId: string, id: string): Promise<StaticSitesTable | undefined> {
+  return tx.selectFrom('static_sites').selectAll().where('id', '=', id).where('company_id', '=', companyId).executeTakeFirst();
 }
 
 /** The lane of a site's production deployments (the others are `preview:<branch>`). */
@@ -177,11 +177,15 @@ export const PRODUCTION = 'production';
 export type RunningDeployment = Pick<StaticSiteDeploymentsTable, 'id' | 'status' | 'lane'>;
 
 /**
- * `findSite` and its production deployment in progress (null: none), in one statement: a read of
- * the site counts toward that deployment in `reads` progression (a lane runs one at a time, so at
- * most one row).
+ * The company's static site `id` and its production deployment in progress (null: none), in one
+ * statement (a lane runs one at a time, so at most one row); undefined when the company has no
+ * site by that id.
  */
-export async function siteWithRunning({ tx, companyId }: CallContext, id: string): Promise<{ site: StaticSitesTable; running: RunningDeployment | null }> {
+export async function siteOfCompanyWithRunning(
+  tx: Tx,
+  companyId: string,
+  id: string,
+): Promise<{ site: StaticSitesTable; running: RunningDeployment | null } | undefined> {
   const row = await tx
     .selectFrom('static_sites')
     .leftJoin('static_site_deployments as d', (j) =>
@@ -192,7 +196,7 @@ export async function siteWithRunning({ tx, companyId }: CallContext, id: string
     .where('static_sites.id', '=', id)
     .where('static_sites.company_id', '=', companyId)
     .executeTakeFirst();
-  if (!row) throw notFound('Static site');
+  if (!row) return undefined;
   const { running_id, running_lane, ...site } = row;
   return { site, running: running_id ? { id: running_id, status: 'inProgress', lane: running_lane! } : null };
 }
@@ -217,4 +221,47 @@ export async function latestRelease(tx: Tx, siteId: string, lane: string) {
     .orderBy('id', 'desc')
     .limit(1)
     .executeTakeFirst();
+}
+
+/** A page of the company's static sites (those of `scope` when given). */
+export async function listSitesPage(tx: Tx, companyId: string, scope: Scope, page: Page) {
+  let q = tx.selectFrom('static_sites').select(['id', 'name', 'display_name', 'status']).where('company_id', '=', companyId);
+  if (scope) q = q.where('id', 'in', scope.size ? [...scope] : ['']);
+  return paginate(q, page);
+}
+
+/**
+ * Inserts a site under a name derived from `displayName`, unique in the company even under
+ * concurrent creates (the unique index decides); `build` gives the row for a name.
+ */
+export function insertNamedSite(tx: Tx, companyId: string, displayName: string, build: (name: string) => StaticSitesTable): Promise<StaticSitesTable> {
+  return insertNamed(tx, 'static_sites', companyId, displayName, build);
+}
+
+/** Writes `changes` to the site and answers the row as written. */
+export async function updateSiteColumns(tx: Tx, id: string, changes: Partial<Omit<StaticSitesTable, 'id'>>): Promise<StaticSitesTable> {
+  return tx.updateTable('static_sites').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Sets the status of a site's deletion (`deleting`, or `deletionFailed`). */
+export async function setSiteDeletionStatus(tx: Tx, id: string, status: 'deleting' | 'deletionFailed', at: string): Promise<void> {
+  await tx.updateTable('static_sites').set({ status, updated_at: at }).where('id', '=', id).execute();
+}
+
+export async function setPrettyUrls(tx: Tx, id: string, prettyUrls: number, at: string): Promise<void> {
+  await tx.updateTable('static_sites').set({ pretty_urls: prettyUrls, updated_at: at }).where('id', '=', id).execute();
+}
+
+export async function setCachePurgedAt(tx: Tx, id: string, at: string): Promise<void> {
+  await tx.updateTable('static_sites').set({ cache_purged_at: at }).where('id', '=', id).execute();
+}
+
+/** Removes the site's row. */
+export async function deleteSiteRow(tx: Tx, id: string): Promise<void> {
+  await tx.deleteFrom('static_sites').where('id', '=', id).execute();
+}
+
+/** The id, names and hostname of the company's sites among `ids` (the service registry's summaries). */
+export function siteSummaryRows(tx: Tx, companyId: string, ids: readonly string[]) {
+  return tx.selectFrom('static_sites').select(['id', 'name', 'display_name', 'hostname']).where('id', 'in', ids).where('company_id', '=', companyId).execute();
 }

@@ -8,6 +8,7 @@
 // the latest preview release of that branch (git.ts `previewLabel`), the site's own `hostname`
 // (and `<branch>--<hostname>`), and its verified, enabled custom domains. Production serves the
 // release of the latest successful production deployment; a failed or skipped one changes nothing.
+// This driver's queries are in runtime-storage.ts.
 import { readdir, rm } from 'node:fs/promises';
 import type { CompiledQuery } from 'kysely';
 import type { AppContext, CallContext } from '../../../../shared/context.js';
@@ -22,6 +23,7 @@ import { previewLabel } from '../../git.js';
 import { latestRelease, siteById, type StaticSiteDeploymentsTable, type StaticSitesTable } from '../../storage.js';
 import { buildDir, buildSite, checkoutSite, isPublished, publishSite, releaseDir, siteReleasesDir, type SiteBuild } from './build.js';
 import type { StaticSitesRuntime } from '../driver.js';
+import { inProgressAmong, previewReleases, setDeploymentCommit, sitesToRegister } from './runtime-storage.js';
 import { serveRelease } from './serve.js';
 import { siteSettings, type SiteSettings } from './settings.js';
 
@@ -104,11 +106,7 @@ export class StaticRuntime implements StaticSitesRuntime {
     if (phase === 'checkout')
       return dropOnFailure(async () => {
         const c = await checkoutSite(root, spec);
-        await this.app.database.db
-          .updateTable('static_site_deployments')
-          .set({ commit_sha: c.sha, commit_message: c.message.slice(0, 1000) })
-          .where('id', '=', d.id)
-          .execute();
+        await setDeploymentCommit(this.app.database.db, d.id, c.sha, c.message.slice(0, 1000));
         return c.skipped ? { skipped: c.skipped } : undefined;
       });
     if (phase === 'build') return dropOnFailure(() => buildSite(root, spec));
@@ -119,15 +117,7 @@ export class StaticRuntime implements StaticSitesRuntime {
 
   /** The lane of the preview branch whose label is `label` (latest successful first), or undefined. */
   private async previewLane(siteId: string, label: string): Promise<string | undefined> {
-    const rows = await this.app.database.db
-      .selectFrom('static_site_deployments')
-      .select(['lane', 'branch'])
-      .where('static_site_id', '=', siteId)
-      .where('is_preview', '=', 1)
-      .where('status', '=', 'success')
-      .orderBy('finished_at', 'desc')
-      .limit(500)
-      .execute();
+    const rows = await previewReleases(this.app.database.db, siteId);
     return rows.find((r) => previewLabel(r.branch ?? '') === label)?.lane;
   }
 
@@ -168,12 +158,7 @@ export class StaticRuntime implements StaticSitesRuntime {
 
   /** Registers the names of sites from before the edge ran; removes build directories of deployments that no longer run (cancelled, or ended while Slipway was down). */
   async start(): Promise<void> {
-    const all = await this.app.database.db
-      .selectFrom('static_sites')
-      .select(['id', 'company_id', 'name', 'hostname'])
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute();
+    const all = await sitesToRegister(this.app.database.db);
     await registerExisting(
       this.app,
       'static-site',
@@ -186,11 +171,7 @@ export class StaticRuntime implements StaticSitesRuntime {
       return;
     }
     if (!dirs.length) return;
-    const running = new Set(
-      (await this.app.database.db.selectFrom('static_site_deployments').select('id').where('id', 'in', dirs).where('status', '=', 'inProgress').execute()).map(
-        (r) => r.id,
-      ),
-    );
+    const running = new Set(await inProgressAmong(this.app.database.db, dirs));
     for (const id of dirs) if (!running.has(id)) await rm(buildDir(this.settings.root, id), { recursive: true, force: true });
   }
 }
