@@ -2,6 +2,8 @@
 // src/modules and fails when
 // - a module imports another module's file other than its public entry (`<module>/index.ts`), or
 // - src/shared imports a module (shared machinery knows no module; modules register with it), or
+// - a module builds a query outside its storage files (`storage.ts`, `<area>-storage.ts`): services
+//   state rules and call storage functions, or
 // - the module graph has a cycle (naming the imports that close it): a module that needs something
 //   from a module built on it declares a port (AppContext.ports) that the other provides.
 // KNOWN lists back-edges still to be removed; an entry that no longer exists fails too, so the
@@ -37,6 +39,14 @@ for (const f of files) {
     if (!edges.has(a)) edges.set(a, new Map());
     if (!edges.get(a).has(b)) edges.get(a).set(b, `${relative(root, f)} imports ${m[1]}`);
   }
+}
+
+const QUERY = /\.(selectFrom|insertInto|updateTable|deleteFrom)\(|(?<![.\w])sql`|\breusable(By)?\(/;
+for (const f of files) {
+  if (/(^|-)storage\.ts$/.test(f.split(sep).pop())) continue;
+  const lines = readFileSync(f, 'utf8').split('\n');
+  const at = lines.findIndex((l) => QUERY.test(l));
+  if (at >= 0) problems.push(`${relative(root, f)}:${at + 1} builds a query: SQL lives in the module's storage files`);
 }
 
 const shared = resolve(root, '../shared');
