@@ -317,7 +317,7 @@ export async function createServer(config: Config, opts: { database?: Database; 
   await app.simulation.start();
   await app.keys.start();
   await app.jobs.start();
-  await app.edge?.start();
+  await app.runtimes.edge?.start();
   for (const m of modules) await m.start?.(app);
   const sweeper = setInterval(() => {
     void limiter.sweep().catch(() => {});
@@ -349,7 +349,7 @@ export async function createServer(config: Config, opts: { database?: Database; 
       stopMaintenance?.();
       await fastify.close();
       await app.jobs.stop();
-      await app.edge?.stop();
+      await app.runtimes.edge?.stop();
       for (const m of modules) await m.stop?.(app);
       app.simulation.stop();
       await app.keys.stop();

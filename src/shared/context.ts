@@ -17,10 +17,12 @@ import { Edge } from './edge/index.js';
 /**
  * The runtime drivers, one slot per service kind (applications and their processes, static sites,
  * databases, object storage), declared by each module next to its interface (declaration merging,
- * like `SignalMap`). The edge is `AppContext.edge`.
+ * like `SignalMap`), and the edge that serves them over HTTP.
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-export interface Runtimes {}
+export interface Runtimes {
+  /** The HTTP edge serving applications, static sites, load balancers and bucket CDNs (SLIPWAY_RUNTIME=local only). */
+  edge: Edge | null;
+}
 
 /**
  * What a module needs from a module built on top of it, declared by the module that asks (next
@@ -52,8 +54,6 @@ export interface AppContext {
   events: EventBus;
   /** The base URL clients reach this server on (without /v3). */
   baseUrl: string;
-  /** The HTTP edge serving applications, static sites and load balancers (SLIPWAY_RUNTIME=local only). */
-  edge: Edge | null;
 }
 
 /** Builds the shared services around a configuration and an open database. */
@@ -69,13 +69,12 @@ export function createAppContext(config: Config, database: Database, log: Fastif
     simulation,
     simulated: new SimulatedDriver(simulation),
     // Filled by the modules' setup(), before anything runs.
-    runtimes: {} as Runtimes,
+    runtimes: { edge: config.runtime === 'local' ? new Edge(config, log, database) : null } as Runtimes,
     ports: {} as Ports,
     limiter: new RateLimiter(counterStore(config, database.db), config.rateLimits),
     keys: new KeyCache(database, config.databaseUrl),
     events: new EventBus(),
     baseUrl,
-    edge: config.runtime === 'local' ? new Edge(config, log, database) : null,
   };
 }
 

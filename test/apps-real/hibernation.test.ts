@@ -14,7 +14,7 @@ for (const kind of DB_KINDS) {
     const s = useServer({ db: kind, env: LOCAL_ENV });
     let port: number;
     before(() => {
-      port = s.app.edge!.port;
+      port = s.app.runtimes.edge!.port;
     });
 
     it('stops an idle application and serves the next request once it has started again', async () => {

@@ -10,7 +10,7 @@ for (const kind of DB_KINDS) {
     const s = useServer({ db: kind, env: LOCAL_ENV });
     let port: number;
     before(() => {
-      port = s.app.edge!.port;
+      port = s.app.runtimes.edge!.port;
     });
 
     it('builds from git, serves through the edge, redeploys without a failed request, rolls back without a build', async () => {

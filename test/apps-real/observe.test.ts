@@ -33,7 +33,7 @@ for (const kind of DB_KINDS) {
     let web: { id: string };
     let deploymentId: string;
     before(async () => {
-      port = s.app.edge!.port;
+      port = s.app.runtimes.edge!.port;
       const repo = makeRepo('o1');
       app = await createRealApp(s, repo.url, `observe-${kind}`);
       expectStatus(await s.post(`/applications/${app.id}/env-vars`, { key: 'GREETING', value: 'hello-shell' }), 201);

@@ -18,7 +18,7 @@ for (const kind of DB_KINDS) {
     const s = useServer({ db: kind, env: LOCAL_ENV, rateLimits: GENEROUS });
     let port: number;
     before(() => {
-      port = s.app.edge!.port;
+      port = s.app.runtimes.edge!.port;
     });
 
     const scratch = () => mkdtempSync(join(tmpdir(), 'slipway-out-'));

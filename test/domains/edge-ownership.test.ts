@@ -34,7 +34,7 @@ for (const kind of DB_KINDS) {
     let bApps: { id: string; name: string }[];
 
     before(async () => {
-      port = s.app.edge!.port;
+      port = s.app.runtimes.edge!.port;
       // Company A: a static site and a load balancer in front of it.
       const repo = makeSiteRepo();
       site = expectStatus(

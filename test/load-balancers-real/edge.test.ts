@@ -59,7 +59,7 @@ for (const kind of DB_KINDS) {
     let a: { id: string; name: string };
     let b: { id: string; name: string };
     before(async () => {
-      port = s.app.edge!.port;
+      port = s.app.runtimes.edge!.port;
       a = await createRealApp(s, makeRepo('A').url, `lb-real-${kind}-a`);
       b = await createRealApp(s, makeRepo('B').url, `lb-real-${kind}-b`);
       assert.equal((await deploy(s, a.id)).status, 'success');

@@ -21,7 +21,7 @@ for (const kind of DB_KINDS) {
     let port: number;
     const get = (host: string, path = '/', headers: Record<string, string> = {}, method = 'GET') => edgeGet(port, host, headers, path, method);
     before(() => {
-      port = s.app.edge!.port;
+      port = s.app.runtimes.edge!.port;
     });
 
     /** A site from a fresh repository, its initial deployment finished. */

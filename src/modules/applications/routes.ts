@@ -259,7 +259,7 @@ export async function stop(app: AppContext): Promise<void> {
 }
 
 export function banner(app: AppContext): string[] {
-  const edge = app.edge;
+  const edge = app.runtimes.edge;
   return edge
     ? [`applications run for real (local runtime); edge at http://${edge.settings.baseDomain}:${edge.port} (<app name>.${edge.settings.baseDomain})`]
     : [];

@@ -159,7 +159,7 @@ export async function toggleCdn(ctx: CallContext, id: string) {
   const a = await mutableApp(ctx, id);
   // Flipped in the statement (a first change turns it on), not from a value read before.
   const s = await saveSettings(tx, a, { cdn_enabled: 1 }, true);
-  ctx.app.edge?.cache.purge(a.id);
+  ctx.app.runtimes.edge?.cache.purge(a.id);
   return { is_turned_on: bool(s.cdn_enabled) };
 }
 
@@ -168,7 +168,7 @@ export async function purgeCache(ctx: CallContext, id: string) {
   const { tx } = ctx;
   const a = await mutableApp(ctx, id);
   await saveSettings(tx, a, { cache_purged_at: new Date().toISOString() });
-  ctx.app.edge?.cache.purge(a.id);
+  ctx.app.runtimes.edge?.cache.purge(a.id);
   return { message: 'Cache purge started' };
 }
 

@@ -58,7 +58,7 @@ export function reservedSuffixes(app: AppContext): string[] {
 
 /** The base domain system names are generated under: the edge's with the local runtime, else the simulated one. */
 function systemSuffix(app: AppContext, type: ServiceType, clusterId: string | null | undefined): string {
-  if (app.edge) return app.edge.settings.baseDomain;
+  if (app.runtimes.edge) return app.runtimes.edge.settings.baseDomain;
   if (type === 'static-site') return SITE_BASE;
   if (type === 'load-balancer') return `lb.${SYSTEM_BASE}`;
   const region = clusterId ? CLUSTER_BY_ID.get(clusterId)?.name : undefined;
@@ -154,7 +154,7 @@ async function claimAlias(tx: Tx, companyId: string, type: ServiceType, serviceI
 }
 
 /** The short name `<name>.<base domain>` of a service, where the edge runs. */
-const shortName = (app: AppContext, name: string) => (app.edge ? `${name}.${app.edge.settings.baseDomain}` : null);
+const shortName = (app: AppContext, name: string) => (app.runtimes.edge ? `${name}.${app.runtimes.edge.settings.baseDomain}` : null);
 
 /**
  * Registers a new service's names: its system domain and, where the edge runs, its short name
@@ -176,7 +176,7 @@ async function claimNames(tx: Tx, app: AppContext, companyId: string, type: Serv
  * per 500 services when nothing is missing.
  */
 export async function registerExisting(app: AppContext, type: ServiceType, services: (Registrant & { company_id: string })[]): Promise<void> {
-  if (!app.edge) return;
+  if (!app.runtimes.edge) return;
   const db = app.database.db;
   for (let i = 0; i < services.length; i += 500) {
     const chunk = services.slice(i, i + 500);

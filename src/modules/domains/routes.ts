@@ -144,5 +144,5 @@ export function setup(app: AppContext): void {
   app.events.on('static-site.removed', async (tx, { site }) => removeServiceDomains(tx, site.id));
   app.events.on('object-storage.removed', async (tx, { bucketId }) => removeServiceDomains(tx, bucketId));
   // The edge routes every hostname by the registry alone.
-  app.edge?.routeBy((host) => routeOf(app.database.db, host));
+  app.runtimes.edge?.routeBy((host) => routeOf(app.database.db, host));
 }

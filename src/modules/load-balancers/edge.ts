@@ -115,7 +115,7 @@ class Balancer {
       const url = new URL(d.url!);
       return proxy(req, res, { url, host: url.host, lookup: this.lookup });
     }
-    const edge = this.app.edge!;
+    const edge = this.app.runtimes.edge!;
     const site = d.service_id ? await edge.site(EDGE_KIND[d.service_type], d.service_id) : null;
     if (!site) return 'refused';
     return (await edge.dispatch(site, req, res, sub)) === 'refused' ? 'refused' : 'done';
@@ -124,7 +124,7 @@ class Balancer {
 
 /** Registers the load balancers' hostnames with the edge (from setup()). */
 export function registerEdge(app: AppContext): void {
-  if (!app.edge) return;
+  if (!app.runtimes.edge) return;
   const b = new Balancer(app);
-  app.edge.register({ kind: 'load-balancer', byId: (id) => b.byId(id) });
+  app.runtimes.edge.register({ kind: 'load-balancer', byId: (id) => b.byId(id) });
 }

@@ -26,5 +26,5 @@ async function bucketSite(app: AppContext, id: string): Promise<EdgeSite | null>
 
 /** Registers buckets with the edge, by id only (their own hostnames are the API server's). */
 export function registerEdge(app: AppContext): void {
-  app.edge?.register({ kind: 'object-storage', byId: (id) => bucketSite(app, id) });
+  app.runtimes.edge?.register({ kind: 'object-storage', byId: (id) => bucketSite(app, id) });
 }

@@ -266,7 +266,7 @@ export async function purgeCache(ctx: CallContext, id: string) {
   const { tx } = ctx;
   const s = await findSite(ctx, id);
   await setCachePurgedAt(tx, id, new Date().toISOString());
-  ctx.app.edge?.cache.purge(s.id);
+  ctx.app.runtimes.edge?.cache.purge(s.id);
   await writeLogs(tx, { companyId: s.company_id, appId: s.id, kind: 'runtime' }, [{ message: `Edge cache purged for ${s.hostname}` }]);
   return { message: 'Cache purge started' };
 }

@@ -270,10 +270,10 @@ function accessLine(s: TrafficSource, r: EdgeRequestsTable) {
 
 /** One traffic metric of a service: from the edge's records when the edge runs, simulated otherwise. */
 export function trafficMetric(app: AppContext, s: TrafficSource, metric: TrafficMetric, w: Window): Promise<unknown> {
-  return app.edge ? new RecordedTraffic(app)[metric](s, w) : new TrafficMetrics(app)[metric](s, w);
+  return app.runtimes.edge ? new RecordedTraffic(app)[metric](s, w) : new TrafficMetrics(app)[metric](s, w);
 }
 
 /** The access log lines of a service: from the edge's records when the edge runs, simulated otherwise. */
 export async function accessLog(app: AppContext, s: TrafficSource, q: { from?: string; to?: string; filters?: string; limit?: number }) {
-  return app.edge ? recordedAccessLog(app, s, q) : accessLogLines(app, s, q);
+  return app.runtimes.edge ? recordedAccessLog(app, s, q) : accessLogLines(app, s, q);
 }

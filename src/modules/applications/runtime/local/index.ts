@@ -360,7 +360,7 @@ export class LocalRuntime implements ApplicationsRuntime {
       // With the CDN on, responses the application marks cacheable are answered from the edge cache.
       serve: cdn.enabled
         ? (req, res, info) =>
-            this.app.edge!.cache.serve(req, res, info, { owner: a.id, version: cdn.version, purgedAt: cdn.purgedAt }, async () => {
+            this.app.runtimes.edge!.cache.serve(req, res, info, { owner: a.id, version: cdn.version, purgedAt: cdn.purgedAt }, async () => {
               if ((await serve(req, res, info)) === 'refused') badGateway(res, 'The application could not be reached.');
             })
         : serve,
@@ -369,7 +369,7 @@ export class LocalRuntime implements ApplicationsRuntime {
 
   /** Registers the applications with the edge (from setup()); which hostname names which application is the domains registry's. */
   registerEdge(): void {
-    this.app.edge!.register({ kind: 'app', byId: async (id) => this.site(await appById(this.app.database.db, id)) });
+    this.app.runtimes.edge!.register({ kind: 'app', byId: async (id) => this.site(await appById(this.app.database.db, id)) });
   }
 
   // ---- Start and stop ------------------------------------------------------------------------

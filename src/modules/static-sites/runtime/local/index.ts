@@ -126,7 +126,7 @@ export class StaticRuntime implements StaticSitesRuntime {
     if (!s || s.status === 'deleting' || s.status === 'deletionFailed') return null;
     const lane = preview === undefined ? PRODUCTION : await this.previewLane(s.id, preview);
     if (!lane) return null;
-    const edge = this.app.edge!;
+    const edge = this.app.runtimes.edge!;
     const root = this.settings.root;
     return {
       owner: { kind: 'static-site', id: s.id, companyId: s.company_id },
@@ -145,14 +145,14 @@ export class StaticRuntime implements StaticSitesRuntime {
 
   /** Registers the static sites with the edge (from setup()); the domains registry routes their hostnames and preview names here. */
   registerEdge(): void {
-    this.app.edge!.register({ kind: 'static-site', byId: async (id, preview) => this.site(await siteById(this.app.database.db, id), preview) });
+    this.app.runtimes.edge!.register({ kind: 'static-site', byId: async (id, preview) => this.site(await siteById(this.app.database.db, id), preview) });
   }
 
   // ---- Housekeeping --------------------------------------------------------------------------
 
   /** Removes a deleted site's releases and cached responses. */
   async forget(siteId: string): Promise<void> {
-    this.app.edge?.cache.purge(siteId);
+    this.app.runtimes.edge?.cache.purge(siteId);
     await rm(siteReleasesDir(this.settings.root, siteId), { recursive: true, force: true });
   }
 
