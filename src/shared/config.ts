@@ -229,6 +229,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     runtime,
     apps: {
       env: {
+        SLIPWAY_EDGE: env.SLIPWAY_EDGE,
         ...pickEnv(env, 'SLIPWAY_EDGE_'),
         ...pickEnv(env, 'SLIPWAY_APPS_'),
         ...pickEnv(env, 'SLIPWAY_SITES_'),

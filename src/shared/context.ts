@@ -12,7 +12,8 @@ import { Simulation } from './runtime/simulation.js';
 import { SimulatedDriver } from './runtime/driver.js';
 import { counterStore, RateLimiter } from './ratelimit.js';
 import { KeyCache } from './auth/keycache.js';
-import { Edge } from './edge/index.js';
+import type { Edge } from './edge/index.js';
+import { createEdge } from './edge/drivers.js';
 
 /**
  * The runtime drivers, one slot per service kind (applications and their processes, static sites,
@@ -20,7 +21,10 @@ import { Edge } from './edge/index.js';
  * like `SignalMap`), and the edge that serves them over HTTP.
  */
 export interface Runtimes {
-  /** The HTTP edge serving applications, static sites, load balancers and bucket CDNs (SLIPWAY_RUNTIME=local only). */
+  /**
+   * The HTTP edge serving applications, static sites, load balancers and bucket CDNs
+   * (SLIPWAY_RUNTIME=local only): the `node` driver (`Edge`) or the `nginx` one (edge/drivers.ts).
+   */
   edge: Edge | null;
 }
 
@@ -69,7 +73,7 @@ export function createAppContext(config: Config, database: Database, log: Fastif
     simulation,
     simulated: new SimulatedDriver(simulation),
     // Filled by the modules' setup(), before anything runs.
-    runtimes: { edge: config.runtime === 'local' ? new Edge(config, log, database) : null } as Runtimes,
+    runtimes: { edge: config.runtime === 'local' ? createEdge(config, log, database) : null } as Runtimes,
     ports: {} as Ports,
     limiter: new RateLimiter(counterStore(config, database.db), config.rateLimits),
     keys: new KeyCache(database, config.databaseUrl),

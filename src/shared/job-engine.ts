@@ -4,6 +4,7 @@
 // start. A handler may reschedule its job (multi-step work such as a deployment's phases), and
 // failures are retried with exponential backoff and jitter. A job's completion commits only while
 // the job is still this worker's (job-leases.ts). Jobs are queued through jobs.ts.
+import { committed } from './db/after-commit.js';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
@@ -235,7 +236,9 @@ export class JobEngine {
         const failed = await this.finishing.call('', { row, outcome });
         if (failed) throw failed;
       } else {
+        let done: object | null = null;
         await db.transaction().execute(async (tx) => {
+          done = tx;
           // Another worker takes a job over only once its lease has run out: a job claimed a
           // moment ago starts without asking (one round trip fewer per job), an older claim checks
           // first. Either way finish() commits nothing unless the job is still this worker's.
@@ -245,6 +248,7 @@ export class JobEngine {
           }
           await this.finish(tx, [{ row, outcome: await kind.run(tx, job) }]);
         });
+        if (done) await committed(done);
       }
     } catch (e) {
       if (isLeaseLost(e)) {

@@ -194,7 +194,7 @@ for (const kind of DB_KINDS) {
           ['CUSTOM', false, false],
         ],
       );
-      await db.transaction().execute((tx) => removeServiceDomains(tx, a.id));
+      await db.transaction().execute((tx) => removeServiceDomains(s.app, tx, a.id));
       assert.deepEqual(await domainsOf(db, a.id), []);
     });
   });

@@ -246,6 +246,12 @@ export class TestServer {
   }
 }
 
+/** The edge driver of this run, from the test's own environment (see startServer). */
+export function edgeEnv(): Record<string, string> {
+  const chosen = process.env.SLIPWAY_EDGE || (process.env.SLIPWAY_REQUIRE_NGINX === '1' ? 'nginx' : '');
+  return chosen ? { SLIPWAY_EDGE: chosen } : {};
+}
+
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789';
 
 export async function startServer(opts: TestServerOptions = {}): Promise<TestServer> {
@@ -262,6 +268,11 @@ export async function startServer(opts: TestServerOptions = {}): Promise<TestSer
     SLIPWAY_BOOTSTRAP_TOKEN: token,
     SLIPWAY_OPERATOR_TOKEN: OPERATOR_TOKEN,
     SLIPWAY_SECRET_KEY: 'test-secret-key',
+    // The edge's nginx stops with the test's server (in production it keeps serving); SLIPWAY_EDGE
+    // picks the driver of a run (SLIPWAY_EDGE=node: the in-process edge), and SLIPWAY_REQUIRE_NGINX=1
+    // makes a missing nginx fail the start instead of falling back to it.
+    SLIPWAY_EDGE_STOP_ON_EXIT: '1',
+    ...edgeEnv(),
     ...(opts.env ?? {}),
   };
   const config = loadConfig(

@@ -103,8 +103,10 @@ for (const kind of DB_KINDS) {
       assert.equal(gunzipSync(gz.raw).toString(), APP_JS);
       assert.ok(gz.raw.length < APP_JS.length);
       const br = await get(host, asset, { 'accept-encoding': 'gzip, deflate, br' });
-      assert.equal(br.headers['content-encoding'], 'br');
-      assert.equal(brotliDecompressSync(br.raw).toString(), APP_JS);
+      // Debian's nginx has no brotli module: it answers such a client with gzip.
+      const nginx = s.app.runtimes.edge!.driver === 'nginx';
+      assert.equal(br.headers['content-encoding'], nginx ? 'gzip' : 'br');
+      assert.equal((nginx ? gunzipSync : brotliDecompressSync)(br.raw).toString(), APP_JS);
       assert.notEqual(gz.headers.etag, plain.headers.etag);
 
       // Ranges.
@@ -205,7 +207,10 @@ for (const kind of DB_KINDS) {
       );
     });
 
-    it('the edge caches the site and a purge empties its cache only', async () => {
+    // nginx serves a release's files from disk, uncached (a release never changes in place): the
+    // in-process edge's cache is what this checks.
+    it('the edge caches the site and a purge empties its cache only', async (t) => {
+      if (s.app.runtimes.edge!.driver === 'nginx') return t.skip('nginx serves static files from disk, without the in-process cache');
       const a = await realSite();
       const b = await realSite();
       const first = await get(a.host, '/about.html');

@@ -68,10 +68,13 @@ export function makeSiteRepo() {
 
 /** Waits for the deployment's final status. */
 export async function finalDeployment(s: TestServer, siteId: string, id: string) {
-  return untilStatus(`deployment ${id} to finish`, async () => expectStatus(await s.get(`/static-sites/${siteId}/deployments/${id}`), 200), {
+  const d = await untilStatus(`deployment ${id} to finish`, async () => expectStatus(await s.get(`/static-sites/${siteId}/deployments/${id}`), 200), {
     timeoutMs: 60_000,
     intervalMs: 50,
   });
+  // nginx switches to the new release just after the deployment's success is committed.
+  await s.app.runtimes.edge?.changed();
+  return d;
 }
 
 /** Triggers a deployment and waits for its final status. */

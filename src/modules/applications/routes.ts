@@ -260,9 +260,11 @@ export async function stop(app: AppContext): Promise<void> {
 
 export function banner(app: AppContext): string[] {
   const edge = app.runtimes.edge;
-  return edge
-    ? [`applications run for real (local runtime); edge at http://${edge.settings.baseDomain}:${edge.port} (<app name>.${edge.settings.baseDomain})`]
-    : [];
+  if (!edge) return [];
+  const lines = [`applications run for real (local runtime); edge at http://${edge.settings.baseDomain}:${edge.port} (<app name>.${edge.settings.baseDomain})`];
+  if (edge.driver === 'node' && !edge.settings.driver)
+    lines.push('edge: nginx is not installed, the in-process edge serves (scripts/install-edge.sh installs nginx)');
+  return lines;
 }
 
 export function http(fastify: FastifyInstance, app: AppContext): void {

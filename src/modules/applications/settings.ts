@@ -2,6 +2,7 @@
 // restriction, CDN and cache purges, simulated access logs, public TCP proxies and private ports.
 // Edge settings live in one `application_settings` row per application, created on first change
 // (reads answer the defaults until then).
+import { servingChanged } from '../../shared/edge/index.js';
 import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest, notFound } from '../../shared/errors.js';
@@ -73,7 +74,9 @@ export async function edgeSettings(tx: Tx, a: ApplicationsTable) {
  * written. An existing row gets only the changed columns (with `flipCdn`, `cdn_enabled` flipped
  * instead), so a change another transaction committed meanwhile to a different setting stays.
  */
-async function saveSettings(tx: Tx, a: ApplicationsTable, changes: SettingsChanges, flipCdn = false) {
+async function saveSettings({ tx, app }: CallContext, a: ApplicationsTable, changes: SettingsChanges, flipCdn = false) {
+  // Every one of them is the edge's: maintenance, IP restriction, the CDN and its purges.
+  servingChanged(app, tx);
   const updated_at = new Date().toISOString();
   const row = { ...defaults(a), ...changes, updated_at };
   return flipCdn ? upsertSettingsFlippingCdn(tx, row) : upsertSettings(tx, row, changes);
@@ -108,12 +111,11 @@ function checkPageUrl(u: string) {
 
 /** `page_url` omitted keeps the current page; null returns to the default page. */
 export async function updateMaintenance(ctx: CallContext, id: string, body: { is_enabled: boolean; page_url?: string | null }) {
-  const { tx } = ctx;
   const a = await mutableApp(ctx, id);
   if (body.page_url) checkPageUrl(body.page_url);
   const changes: Partial<ApplicationSettingsTable> = { maintenance_enabled: body.is_enabled ? 1 : 0 };
   if (body.page_url !== undefined) changes.maintenance_page_url = body.page_url;
-  return maintenanceView(await saveSettings(tx, a, changes));
+  return maintenanceView(await saveSettings(ctx, a, changes));
 }
 
 // --- Egress IPs --------------------------------------------------------------------------------
@@ -146,28 +148,25 @@ export async function getIpRestriction(ctx: CallContext, id: string) {
 
 /** One list is active at a time: the update replaces type, flag and entries together. */
 export async function updateIpRestriction(ctx: CallContext, id: string, input: { type: 'allow' | 'deny'; is_enabled: boolean; ip_list: string[] }) {
-  const { tx } = ctx;
   const a = await mutableApp(ctx, id);
   const list = ipList(input.ip_list);
-  return ipView(await saveSettings(tx, a, { ip_type: input.type, ip_enabled: input.is_enabled ? 1 : 0, ip_list: JSON.stringify(list) }));
+  return ipView(await saveSettings(ctx, a, { ip_type: input.type, ip_enabled: input.is_enabled ? 1 : 0, ip_list: JSON.stringify(list) }));
 }
 
 // --- CDN and cache -----------------------------------------------------------------------------
 
 export async function toggleCdn(ctx: CallContext, id: string) {
-  const { tx } = ctx;
   const a = await mutableApp(ctx, id);
   // Flipped in the statement (a first change turns it on), not from a value read before.
-  const s = await saveSettings(tx, a, { cdn_enabled: 1 }, true);
+  const s = await saveSettings(ctx, a, { cdn_enabled: 1 }, true);
   ctx.app.runtimes.edge?.cache.purge(a.id);
   return { is_turned_on: bool(s.cdn_enabled) };
 }
 
 /** Empties the application's edge cache: at once in this process, through `cache_purged_at` in the others. */
 export async function purgeCache(ctx: CallContext, id: string) {
-  const { tx } = ctx;
   const a = await mutableApp(ctx, id);
-  await saveSettings(tx, a, { cache_purged_at: new Date().toISOString() });
+  await saveSettings(ctx, a, { cache_purged_at: new Date().toISOString() });
   ctx.app.runtimes.edge?.cache.purge(a.id);
   return { message: 'Cache purge started' };
 }

@@ -20,6 +20,7 @@ import { systemCall } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import type { DB } from '../../shared/db/schema.js';
 import { badRequest } from '../../shared/errors.js';
+import { servingChanged, type RoutedHost } from '../../shared/edge/index.js';
 import { edgeSettings } from '../../shared/edge/settings.js';
 import { newId } from '../../shared/ids.js';
 import type { ServiceSummary } from '../../shared/services.js';
@@ -34,6 +35,7 @@ import {
   lockService,
   registeredOf,
   routeRows,
+  servedRows,
   serviceHolding,
   type DomainsTable,
   type OwnerType,
@@ -163,6 +165,7 @@ const shortName = (app: AppContext, name: string) => (app.runtimes.edge ? `${nam
 export async function registerService(ctx: CallContext, type: ServiceType, service: Registrant): Promise<void> {
   await provisionSystemDomain(ctx, type, service);
   await claimNames(ctx.tx, ctx.app, ctx.companyId, type, service, new Set());
+  servingChanged(ctx.app, ctx.tx);
 }
 
 async function claimNames(tx: Tx, app: AppContext, companyId: string, type: ServiceType, s: Registrant, held: Set<string>): Promise<void> {
@@ -202,8 +205,9 @@ export async function registerExisting(app: AppContext, type: ServiceType, servi
 }
 
 /** Removes every domain of a service (it is being deleted), freeing its hostnames. */
-export async function removeServiceDomains(tx: Tx, serviceId: string): Promise<void> {
+export async function removeServiceDomains(app: AppContext, tx: Tx, serviceId: string): Promise<void> {
   await deleteServiceDomains(tx, serviceId);
+  servingChanged(app, tx);
 }
 
 // --- Routing -------------------------------------------------------------------------------------
@@ -219,6 +223,11 @@ function splitPreview(host: string): { preview: string; rest: string } | null {
   const dot = host.indexOf('.');
   const i = host.indexOf('--');
   return i > 0 && (dot < 0 || i < dot) ? { preview: host.slice(0, i), rest: host.slice(i + 2) } : null;
+}
+
+/** Every hostname the registry serves with its owner (a proxy's table; preview names and wildcards are routed by `routeOf` alone). */
+export async function routedHosts(db: Kysely<DB>): Promise<RoutedHost[]> {
+  return (await servedRows(db)).filter(serving).map((r) => ({ hostname: r.hostname, kind: r.service_type, id: r.service_id, companyId: r.company_id }));
 }
 
 /** Whether a registry row is served: an alias, the enabled system domain, or an active, enabled custom domain. */

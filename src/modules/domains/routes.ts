@@ -7,7 +7,7 @@ import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import { domainContracts, type OwnerNames } from './schemas.js';
 import * as svc from './service.js';
-import { registerService, removeServiceDomains, routeOf } from './registry.js';
+import { registerService, removeServiceDomains, routedHosts, routeOf } from './registry.js';
 import { domainSettings } from './settings.js';
 
 export { migrations, tables } from './storage.js';
@@ -140,9 +140,12 @@ export function setup(app: AppContext): void {
   app.events.on('static-site.created', async (tx, { site: s }) =>
     registerService(systemCall(app, tx, s.company_id), 'static-site', { id: s.id, name: s.name, cluster_id: null, hostname: s.hostname }),
   );
-  app.events.on('application.removed', async (tx, { application: a }) => removeServiceDomains(tx, a.id));
-  app.events.on('static-site.removed', async (tx, { site }) => removeServiceDomains(tx, site.id));
-  app.events.on('object-storage.removed', async (tx, { bucketId }) => removeServiceDomains(tx, bucketId));
+  app.events.on('application.removed', async (tx, { application: a }) => removeServiceDomains(app, tx, a.id));
+  app.events.on('static-site.removed', async (tx, { site }) => removeServiceDomains(app, tx, site.id));
+  app.events.on('object-storage.removed', async (tx, { bucketId }) => removeServiceDomains(app, tx, bucketId));
   // The edge routes every hostname by the registry alone.
-  app.runtimes.edge?.routeBy((host) => routeOf(app.database.db, host));
+  app.runtimes.edge?.routeBy(
+    (host) => routeOf(app.database.db, host),
+    () => routedHosts(app.database.db),
+  );
 }

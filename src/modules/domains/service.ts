@@ -21,6 +21,7 @@ import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest, notFound } from '../../shared/errors.js';
+import { servingChanged } from '../../shared/edge/index.js';
 import type { Page } from '../../shared/pagination.js';
 import type { ServiceSummary } from '../../shared/services.js';
 import { MAX_HOSTNAME, parseHostname, parseLabel } from './hostnames.js';
@@ -191,6 +192,7 @@ async function advance(app: AppContext, tx: Tx, d: DomainsTable, refresh: boolea
     };
   }
   if (cur.status === d.status && cur.reads === d.reads && cur.errors === d.errors && cur.phase_started_at === d.phase_started_at) return d;
+  if (cur.status === 'ACTIVE') servingChanged(app, tx);
   if (await updateVerification(tx, cur, d)) return cur;
   return (await findDomainById(tx, cur.id)) ?? d;
 }
@@ -305,6 +307,7 @@ export async function addDomain(
   const previewOf = await previewHolder(tx, h.hostname);
   if (previewOf && previewOf !== companyId) throw badRequest(`The domain ${h.hostname} is not available: it is already in use`);
   if (!(await insertIfFree(tx, row))) throw await taken(tx, companyId, h.hostname);
+  servingChanged(app, tx);
   return view(app, row);
 }
 
@@ -323,6 +326,7 @@ export async function updateDomain(ctx: CallContext, owner: Owner, serviceId: st
   if (await hostnameHeld(tx, hostname)) throw await taken(tx, companyId, hostname);
   const updated = { ...d, hostname, updated_at: now() };
   await renameDomain(tx, d.id, hostname, updated.updated_at);
+  servingChanged(app, tx);
   return view(app, updated);
 }
 
@@ -341,6 +345,7 @@ export async function deleteDomain(ctx: CallContext, owner: Owner, serviceId: st
   if (d.type === 'SYSTEM') throw badRequest('The system domain cannot be deleted; use the toggle operation to disable it');
   await deleteDomainRow(tx, d.id);
   if (d.is_primary) await promoteNext(tx, s.id);
+  servingChanged(ctx.app, tx);
   return { message: 'Domain deleted' };
 }
 
@@ -378,5 +383,6 @@ export async function toggleSystemDomain(ctx: CallContext, owner: Owner, service
   if (d.is_enabled && d.is_primary) throw badRequest('The system domain is the primary domain; make an active custom domain primary before disabling it');
   const enabled = d.is_enabled ? 0 : 1;
   await setDomainEnabled(tx, d.id, enabled, now());
+  servingChanged(ctx.app, tx);
   return { message: enabled ? 'System domain enabled' : 'System domain disabled' };
 }

@@ -193,6 +193,21 @@ export function routeRows(db: Kysely<DB>, hostnames: string[]): Promise<RouteRow
     .execute();
 }
 
+/** Every registry row that may be served (the edge's whole table: aliases, enabled system and active custom domains), by hostname. */
+export function servedRows(db: Kysely<DB>): Promise<(RouteRow & { company_id: string })[]> {
+  return db
+    .selectFrom('domains')
+    .select(['hostname', 'service_id', 'service_type', 'type', 'status', 'is_enabled', 'company_id'])
+    .where((eb) =>
+      eb.or([
+        eb('type', '=', 'ALIAS'),
+        eb.and([eb('is_enabled', '=', 1), eb.or([eb('type', '=', 'SYSTEM'), eb.and([eb('type', '=', 'CUSTOM'), eb('status', '=', 'ACTIVE')])])]),
+      ]),
+    )
+    .orderBy('hostname')
+    .execute();
+}
+
 // --- Claimed (CDN) hostnames ---------------------------------------------------------------------
 
 /** The hostnames the given services claimed (CDN rows). */

@@ -166,7 +166,7 @@ export async function deleteLoadBalancer(ctx: CallContext, id: string): Promise<
   await lockRoutingGraph(tx, companyId);
   await removeDestinationsTo(tx, lb.id);
   await deleteDestinationsOf(tx, lb.id);
-  await removeServiceDomains(tx, lb.id);
+  await removeServiceDomains(ctx.app, tx, lb.id);
   await forgetService(tx, lb.id);
   await deleteLoadBalancerRow(tx, lb.id);
 }

@@ -9,6 +9,7 @@
 // lane frees. Every change to a lane takes its advisory lock first (PostgreSQL: any process), and
 // every transition is conditional on the state it expects, so a step that runs twice changes
 // nothing the second time. Only production deployments move the site's status.
+import { servingChanged } from '../../shared/edge/index.js';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest } from '../../shared/errors.js';
@@ -180,6 +181,8 @@ async function finish(
   // A real build of a cancelled deployment stops here and now (the commands of its phase are killed).
   if (status === 'cancelled') app.runtimes.staticSites.cancel(d.id);
   if (!d.is_preview) await refreshSiteStatus(tx, d.static_site_id);
+  // A new release is what the site serves once this commits.
+  if (status === 'success') servingChanged(app, tx);
   await app.events.emit(tx, 'STATIC_SITE_DEPLOY', d.company_id, { siteId: d.static_site_id, deploymentId: d.id });
   // The deployments waiting in this lane may start now rather than at their next check.
   const waiting = await waitingInLane(tx, d.static_site_id, d.lane);

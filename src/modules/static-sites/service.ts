@@ -1,6 +1,7 @@
 // Static sites: create (which queues the initial production deployment), read, update, delete
 // (cancels running deployments, goes through `deleting`, then removes the site and everything it
 // owns in a durable job), pretty URLs, edge cache purges, simulated access logs and traffic metrics.
+import { servingChanged } from '../../shared/edge/index.js';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { badRequest, conflict } from '../../shared/errors.js';
@@ -208,6 +209,7 @@ export async function updateSite(ctx: CallContext, id: string, u: UpdateInput) {
   // (PostgreSQL runs them concurrently).
   const { id: _id, company_id: _c, created_at: _ca, status: _s, pretty_urls: _pu, cache_purged_at: _cp, ...changes } = next;
   const updated = await updateSiteColumns(tx, id, changes);
+  servingChanged(app, tx);
   await app.events.emit(tx, 'STATIC_SITE_UPDATE', companyId, updated);
   return siteUpdateView(updated);
 }
@@ -254,6 +256,7 @@ export async function togglePrettyUrls(ctx: CallContext, id: string) {
   const s = await findSite(ctx, id);
   const on = s.pretty_urls ? 0 : 1;
   await setPrettyUrls(tx, id, on, new Date().toISOString());
+  servingChanged(ctx.app, tx);
   await writeLogs(tx, { companyId: s.company_id, appId: s.id, kind: 'runtime' }, [{ message: `Pretty URLs turned ${on ? 'on' : 'off'}` }]);
   return { is_turned_on: on === 1 };
 }

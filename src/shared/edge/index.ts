@@ -11,13 +11,25 @@ import type { FastifyBaseLogger } from 'fastify';
 import { clientAddress, inList } from '../net.js';
 import { edgeSettings, type EdgeSettings } from './settings.js';
 import type { Config } from '../config.js';
-import { badGateway, escapeHtml, page, sendPage } from './pages.js';
+import { badGateway, escapeHtml, maintenancePage, page, sendPage } from './pages.js';
 import { clientGeo, type LatLon } from './geo.js';
 import { TrafficRecorder } from './traffic.js';
 import type { Database } from '../db/index.js';
 import { EdgeCache } from './cache.js';
+import type { EdgeDescription } from './table.js';
+import { afterCommit } from '../db/after-commit.js';
+import type { Tx } from '../db/index.js';
 
 export const RETRY_AFTER_SECONDS = 60;
+
+/**
+ * Tells the edge that `tx` changes what it serves (a setting, a domain, a release): once `tx`
+ * committed, the edge applies it, and the request or job that committed waits for that.
+ */
+export function servingChanged(app: { runtimes: { edge: Edge | null } }, tx: Tx): void {
+  const edge = app.runtimes.edge;
+  if (edge) afterCommit(tx, () => edge.changed());
+}
 
 /** The service a site belongs to (for access logs and metrics). */
 export interface EdgeOwner {
@@ -59,6 +71,17 @@ export interface EdgeService {
   kind: string;
   /** The site of one service (a preview lane's, where the kind has them), or null when it serves nothing. */
   byId(id: string, preview?: string): Promise<EdgeSite | null>;
+  /**
+   * What a proxy in front (the nginx driver) may serve on its own for this service: absent, or
+   * null, sends its hostnames to the in-process edge (the origin), which keeps every kind working.
+   */
+  describe?(id: string, preview?: string): Promise<EdgeDescription | null>;
+}
+
+/** A hostname the router routes, with its owner (every one the proxy's configuration names). */
+export interface RoutedHost extends EdgeRoute {
+  hostname: string;
+  companyId: string;
 }
 
 /** The service a hostname names (and, for a static site's preview name, the branch label). */
@@ -85,21 +108,29 @@ export interface Served {
   at: Date;
 }
 
+/**
+ * The in-process edge: the `node` driver, and the base of every driver (`app.runtimes.edge`): the
+ * nginx driver (nginx/driver.ts) runs it as its origin on the loopback interface.
+ */
 export class Edge {
+  /** Which driver serves the public port. */
+  readonly driver: 'node' | 'nginx' = 'node';
   readonly settings: EdgeSettings;
   /** The response cache sites may answer through (src/shared/edge/cache.ts). */
   readonly cache: EdgeCache;
   port = 0;
-  private server: Server | null = null;
-  private services: EdgeService[] = [];
+  private servers: Server[] = [];
+  protected services: EdgeService[] = [];
   private router: (host: string) => Promise<EdgeRoute | null> = async () => null;
+  /** Every routed hostname (the proxy's table is built from it). */
+  protected routed: () => Promise<RoutedHost[]> = async () => [];
   private listeners: ((s: Served) => void)[] = [];
   /** Every answered request, stored in batches for access logs and traffic metrics. */
   readonly traffic: TrafficRecorder;
 
   constructor(
     config: Config,
-    private log: FastifyBaseLogger,
+    protected log: FastifyBaseLogger,
     database: Database,
   ) {
     this.settings = edgeSettings(config);
@@ -114,13 +145,31 @@ export class Edge {
   }
 
   /** Sets what decides which service a hostname names (in setup(); the one owner of every hostname). */
-  routeBy(router: (host: string) => Promise<EdgeRoute | null>): void {
+  routeBy(router: (host: string) => Promise<EdgeRoute | null>, all?: () => Promise<RoutedHost[]>): void {
     this.router = router;
+    if (all) this.routed = all;
   }
+
+  /**
+   * What is served changed (a deployment switched, a setting, a domain): resolves once a proxy in
+   * front serves the change. The in-process edge reads everything per request: nothing to do.
+   */
+  async changed(): Promise<void> {}
 
   /** Calls `fn` after every answered request (in setup()). */
   onServed(fn: (s: Served) => void): void {
     this.listeners.push(fn);
+  }
+
+  /** Tells the listeners about a request answered (here, or by a proxy in front). */
+  protected served(served: Served): void {
+    for (const l of this.listeners) {
+      try {
+        l(served);
+      } catch (e) {
+        this.log.warn({ err: (e as Error).message }, 'edge listener failed');
+      }
+    }
   }
 
   /** The site of a service of a kind, by id (load balancer destinations, routed hostnames). */
@@ -150,11 +199,7 @@ export class Edge {
       if (ipr.type === 'allow' ? !listed : listed) return sendPage(res, 403, page('Forbidden', 'Your address may not reach this service.'));
     }
     if (site.maintenance?.is_enabled) {
-      const url = site.maintenance.page_url;
-      const body = url
-        ? `<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=${escapeHtml(url)}"><title>Maintenance</title></head><body><p>This service is under maintenance: <a href="${escapeHtml(url)}">${escapeHtml(url)}</a></p></body></html>\n`
-        : page('Under maintenance', 'This service is under maintenance. Please try again later.');
-      return sendPage(res, 503, body, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+      return sendPage(res, 503, maintenancePage(site.maintenance.page_url), { 'retry-after': String(RETRY_AFTER_SECONDS) });
     }
     return site.serve(req, res, info);
   }
@@ -194,13 +239,7 @@ export class Edge {
         country: info.country,
         at: new Date(),
       };
-      for (const l of this.listeners) {
-        try {
-          l(served);
-        } catch (e) {
-          this.log.warn({ err: (e as Error).message }, 'edge listener failed');
-        }
-      }
+      this.served(served);
     });
     return () => {
       cancelled = true;
@@ -209,42 +248,56 @@ export class Edge {
     };
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse) {
+  /** The client's address: the socket's, or from trusted proxies X-Forwarded-For's. */
+  protected clientIp(req: IncomingMessage): string {
+    return clientAddress(req, this.settings.trustedProxies);
+  }
+
+  /** `logged`: a proxy in front logged the request already (only a load balancer's destinations are reported). */
+  private async handle(req: IncomingMessage, res: ServerResponse, logged: boolean) {
     const host = String(req.headers.host ?? '')
       .toLowerCase()
       .replace(/:\d+$/, '')
       .replace(/\.$/, '');
     const { country, location } = clientGeo(req, this.settings);
-    const info: EdgeRequest = { host, clientIp: clientAddress(req, this.settings.trustedProxies), country, location };
+    const info: EdgeRequest = { host, clientIp: this.clientIp(req), country, location };
     const site = host ? await this.resolve(host) : null;
     if (!site) return sendPage(res, 404, page('Not found', `Nothing is served at ${escapeHtml(host || 'this address')}.`));
-    this.track(site, req, res, info);
+    if (!logged) this.track(site, req, res, info);
     if ((await this.dispatch(site, req, res, info)) === 'refused') badGateway(res);
   }
 
-  async start(): Promise<void> {
+  /** Starts an HTTP server of this edge on `host:port` (0: a free one); answers the port. */
+  protected async listen(port: number, host: string, logged: boolean): Promise<number> {
     const server = createServer((req, res) => {
-      void this.handle(req, res).catch((e: Error) => {
+      void this.handle(req, res, logged).catch((e: Error) => {
         this.log.warn({ err: e.message }, 'edge request failed');
         badGateway(res);
       });
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(this.settings.port, this.settings.host, () => resolve());
+      server.listen(port, host, () => resolve());
     });
-    this.server = server;
-    this.port = (server.address() as { port: number }).port;
+    this.servers.push(server);
+    return (server.address() as { port: number }).port;
+  }
+
+  async start(): Promise<void> {
+    this.port = await this.listen(this.settings.port, this.settings.host, false);
     this.traffic.start();
   }
 
   async stop(): Promise<void> {
-    const server = this.server;
-    this.server = null;
-    if (!server) return;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeAllConnections();
-    await closed;
+    const servers = this.servers;
+    this.servers = [];
+    await Promise.all(
+      servers.map((server) => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeAllConnections();
+        return closed;
+      }),
+    );
     await this.traffic.stop();
   }
 }

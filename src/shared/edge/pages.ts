@@ -16,3 +16,10 @@ export function badGateway(res: ServerResponse, what = 'The service could not be
   if (!res.headersSent) sendPage(res, 502, page('Bad gateway', what));
   else res.destroy();
 }
+
+/** The maintenance answer's page (the in-process edge sends it, the nginx driver writes it to a file): a link to the operator's page, or the edge's own. */
+export function maintenancePage(url: string | null): string {
+  return url
+    ? `<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=${escapeHtml(url)}"><title>Maintenance</title></head><body><p>This service is under maintenance: <a href="${escapeHtml(url)}">${escapeHtml(url)}</a></p></body></html>\n`
+    : page('Under maintenance', 'This service is under maintenance. Please try again later.');
+}

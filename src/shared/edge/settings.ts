@@ -23,6 +23,13 @@ export interface EdgeSettings {
   trafficRetentionDays: number;
   /** Memory of the edge's response cache, in bytes (SLIPWAY_EDGE_CACHE_MB; default 64; 0 turns it off). */
   cacheBytes: number;
+  /** Which edge driver serves (SLIPWAY_EDGE: `nginx` or `node`; unset: nginx when its binary is found, else node). */
+  driver: 'nginx' | 'node' | null;
+  /**
+   * Whether Slipway stops its nginx when it stops (SLIPWAY_EDGE_STOP_ON_EXIT=1; default no: nginx
+   * is the data plane and keeps serving while Slipway restarts). The test helpers set it.
+   */
+  stopOnExit: boolean;
 }
 
 export function edgeSettings(config: Config): EdgeSettings {
@@ -39,5 +46,13 @@ export function edgeSettings(config: Config): EdgeSettings {
     countryHeader: env.SLIPWAY_EDGE_COUNTRY_HEADER?.trim().toLowerCase() || null,
     trafficRetentionDays: intSetting(env, 'SLIPWAY_EDGE_TRAFFIC_RETENTION_DAYS', 7),
     cacheBytes: intSetting(env, 'SLIPWAY_EDGE_CACHE_MB', 64, 0) * 1024 * 1024,
+    driver: edgeDriver(env.SLIPWAY_EDGE),
+    stopOnExit: env.SLIPWAY_EDGE_STOP_ON_EXIT === '1',
   };
+}
+
+function edgeDriver(v: string | undefined): 'nginx' | 'node' | null {
+  if (!v) return null;
+  if (v === 'nginx' || v === 'node') return v;
+  throw new Error(`SLIPWAY_EDGE must be nginx or node, not ${JSON.stringify(v)}`);
 }

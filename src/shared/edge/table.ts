@@ -2,6 +2,9 @@
 // the hostname registry and each kind's services, and handed whole to a proxy (the data plane),
 // which needs no database and no Slipway to answer. A proxy driver turns it into its own
 // configuration (nginx/config.ts).
+import { createHash } from 'node:crypto';
+import type { RoutedHost } from './index.js';
+import { maintenancePage } from './pages.js';
 
 /** The service a hostname belongs to (access logs and metrics are kept per owner). */
 export interface TableOwner {
@@ -57,4 +60,57 @@ export interface EdgeHost {
 
 export interface EdgeTable {
   hosts: EdgeHost[];
+}
+
+/** What a kind's edge service says of one service (EdgeService.describe): a host without its name and owner. */
+export type EdgeDescription = Pick<EdgeHost, 'target' | 'ipRestriction' | 'maintenance' | 'cache'>;
+
+/** A service's IP restriction and maintenance settings (as the in-process edge applies them) in the table's terms. */
+export function checksOf(
+  ipr: { type: 'allow' | 'deny'; is_enabled: boolean; ip_list: string[] } | null | undefined,
+  maintenance: { is_enabled: boolean; page_url: string | null } | null | undefined,
+): Pick<EdgeHost, 'ipRestriction' | 'maintenance'> {
+  return {
+    ipRestriction: ipr?.is_enabled ? { type: ipr.type, ips: ipr.ip_list } : null,
+    maintenance: maintenance?.is_enabled ? { html: maintenancePage(maintenance.page_url) } : null,
+  };
+}
+
+/** A cache generation from a service's cache version (its settings' last change and last purge): a purge changes it. */
+export function cacheGeneration(version: string): number {
+  return parseInt(createHash('sha256').update(version).digest('hex').slice(0, 12), 16);
+}
+
+const ORIGIN: EdgeDescription = { target: { type: 'origin' }, ipRestriction: null, maintenance: null, cache: null };
+
+/**
+ * The table of every routed hostname: each service described once by its kind (`describe`; null,
+ * or a failure, leaves it to the origin). `accept` drops hostnames the proxy cannot name (wildcards),
+ * which then reach the origin through the proxy's default server.
+ */
+export async function buildTable(
+  routed: RoutedHost[],
+  describe: (r: RoutedHost) => Promise<EdgeDescription | null>,
+  accept: (hostname: string) => boolean,
+  onError: (r: RoutedHost, e: Error) => void,
+): Promise<EdgeTable> {
+  const described = new Map<string, Promise<EdgeDescription>>();
+  const seen = new Set<string>();
+  const hosts: EdgeHost[] = [];
+  for (const r of routed) {
+    if (seen.has(r.hostname) || !accept(r.hostname)) continue;
+    seen.add(r.hostname);
+    const key = `${r.kind}:${r.id}:${r.preview ?? ''}`;
+    let d = described.get(key);
+    if (!d) {
+      d = describe(r).then(
+        (x) => x ?? ORIGIN,
+        (e: Error) => (onError(r, e), ORIGIN),
+      );
+      described.set(key, d);
+    }
+    const desc = await d;
+    hosts.push({ hostname: r.hostname, owner: { kind: r.kind, id: r.id, companyId: r.companyId }, ...desc, tls: null, httpsRedirect: false });
+  }
+  return { hosts };
 }

@@ -20,6 +20,7 @@ import { isWrite, type Operation } from './operation.js';
 import { checkReferences } from './references.js';
 import { isSharedResult } from '../shared-results.js';
 import { madeJobsDue } from '../jobs.js';
+import { committed } from '../db/after-commit.js';
 import { checkingPurity, runPure } from '../purity.js';
 
 declare module 'fastify' {
@@ -206,10 +207,12 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
         try {
           // Whether the write queued work due now: the job runners are woken once it committed.
           let due = false;
+          let done: object = app.database.db;
           const body =
             op.singleWrite && !key && app.database.kind === 'postgres'
               ? await op.handler(ctx as never)
               : await app.database.db.transaction().execute(async (tx) => {
+                  done = tx;
                   if (key && companyId && !(await idem.claim(tx, companyId, key, fp))) {
                     throw new Replay((await idem.lookup(tx, companyId, key, fp)) ?? { status: 409, body: undefined });
                   }
@@ -219,6 +222,8 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
                   return result;
                 });
           if (due) app.jobs.wake();
+          // What must see the write committed (the edge serving a changed setting) before the answer.
+          await committed(done);
           await app.keys.announced();
           return send(reply, c.success, body);
         } catch (e) {

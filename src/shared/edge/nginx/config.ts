@@ -28,6 +28,12 @@ export interface NginxOptions {
   https: Listen | null;
   /** host:port of Slipway's in-process origin (`origin` targets). */
   origin: string;
+  /**
+   * host:port where the default server sends hostnames the table does not name (preview names,
+   * wildcard domains, unknown hosts: the origin routes them by the registry and logs them itself);
+   * empty: the default server answers 404.
+   */
+  fallback?: string;
   /** Addresses and CIDR ranges whose X-Forwarded-For is believed. */
   trustedProxies: string[];
   /** host:port of the UDP syslog receiver of access logs (access-log.ts). */
@@ -61,6 +67,8 @@ const pageFile = (html: string) => `pages/${createHash('sha256').update(html).di
 // (which nginx would expand, and has no escape for) or a control character is refused.
 const HOSTNAME = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$/;
 const ADDRESS = /^(?:[a-z0-9.-]+|\[[0-9a-f:.]+\]):\d{1,5}$/i;
+/** Whether a hostname can be a server name here (wildcards and odd names are left to the default server). */
+export const nameable = (hostname: string) => HOSTNAME.test(hostname);
 const unsafe = (v: string) => [...v].some((c) => c === '$' || c.charCodeAt(0) < 32 || c.charCodeAt(0) === 127);
 
 function safe(what: string, v: string): string {
@@ -225,6 +233,7 @@ export function renderNginx(table: EdgeTable, o: NginxOptions): string {
     `ssl_session_timeout 1h;`,
     '',
     ...(o.origin ? [`upstream slipway_origin {`, `  server ${address('origin', o.origin)};`, `  keepalive 16;`, `}`] : []),
+    ...(o.fallback ? [`upstream slipway_fallback {`, `  server ${address('fallback', o.fallback)};`, `  keepalive 16;`, `}`] : []),
   ];
   table.hosts.forEach((h, i) => http.push(...hostHttp(h, i)));
   http.push(...defaultServer(o), ...statusServer(dir, o.generation));
@@ -287,7 +296,11 @@ function defaultServer(o: NginxOptions): string[] {
     ...(o.https ? [`  listen ${listen(o.https)} ssl http2 default_server backlog=4096;`, `  ssl_reject_handshake on;`] : []),
     `  server_name _;`,
     `  access_log off;`,
-    `  location / { ${PAGES.unknown} }`,
+    // Declares the log format's variables when no host does (an empty table).
+    `  set $slipway_kind ''; set $slipway_id ''; set $slipway_company '';`,
+    ...(o.fallback
+      ? [`  error_page 502 @slipway_502;`, `  location / { proxy_pass http://slipway_fallback; }`, `  location @slipway_502 { ${PAGES.badGateway} }`]
+      : [`  location / { ${PAGES.unknown} }`]),
     `}`,
   ];
 }

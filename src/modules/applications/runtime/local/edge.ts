@@ -4,7 +4,27 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { badGateway, page, sendPage } from '../../../../shared/edge/pages.js';
 import { proxy, retryable } from '../../../../shared/edge/proxy.js';
+import { cacheGeneration, checksOf, type EdgeDescription } from '../../../../shared/edge/table.js';
 import type { Group, Instance } from './supervisor.js';
+
+type Settings = {
+  maintenance: { is_enabled: boolean; page_url: string | null };
+  ipRestriction: { type: 'allow' | 'deny'; is_enabled: boolean; ip_list: string[] };
+  cdn: { enabled: boolean; version: string; purgedAt: string | null };
+};
+
+/**
+ * What a proxy in front serves for an application: its serving group's instances (their loopback
+ * ports), with the CDN as the proxy's cache; without one (hibernated, starting, stopped) the origin,
+ * which wakes it or answers 503. IP restriction and maintenance apply either way.
+ */
+export function describeGroup(g: Group | undefined, s: Settings): EdgeDescription {
+  const checks = checksOf(s.ipRestriction, s.maintenance);
+  const servers = (g?.instances ?? []).filter((i) => i.port && !i.stopping).map((i) => ({ address: `127.0.0.1:${i.port}`, weight: 1 }));
+  if (!servers.length) return { target: { type: 'origin' }, ...checks, cache: null };
+  const cache = s.cdn.enabled ? { seconds: 0, generation: cacheGeneration(`${s.cdn.version}|${s.cdn.purgedAt ?? ''}`) } : null;
+  return { target: { type: 'upstream', servers }, ...checks, cache };
+}
 
 /** Picks the next instance of the group that has a port, round robin. */
 function pick(g: Group, skip: Set<Instance>): Instance | undefined {

@@ -54,6 +54,11 @@ export class Hibernation {
     return serveFromGroup(this.rt.servingGroup(a.id), req, res, info.fallible);
   }
 
+  /** A request for the application was answered (by a proxy in front too): it is not idle. */
+  seen(appId: string): void {
+    if (this.lastSeen.has(appId)) this.lastSeen.set(appId, Date.now());
+  }
+
   private wake(a: ApplicationsTable): Promise<boolean> {
     let p = this.waking.get(a.id);
     if (p) return p;

@@ -29,6 +29,7 @@ import { appCacheDir, appReleasesDir, build, BuildError, checkout, commandOf, re
 import { registerExisting } from '../../../domains/index.js';
 import type { EdgeRequest, EdgeSite } from '../../../../shared/edge/index.js';
 import { badGateway } from '../../../../shared/edge/pages.js';
+import { describeGroup } from './edge.js';
 import { Hibernation } from './hibernation.js';
 import { LogBatcher } from './logs.js';
 import { processEnv, Runs } from './runs.js';
@@ -203,6 +204,8 @@ export class LocalRuntime implements ApplicationsRuntime {
         await log([{ message: 'All instances accept HTTP; switching traffic' }]);
         const old = this.serving.get(a.id);
         this.serving.set(a.id, g);
+        // The old instances stop only once the edge sends nothing new to them.
+        await this.edgeChanged();
         if (old) await this.retire(old);
       });
   }
@@ -255,6 +258,9 @@ export class LocalRuntime implements ApplicationsRuntime {
 
   /** Stops a group no longer routed: waits (up to the grace period) for its requests in flight, then stops it. */
   private async retire(g: Group) {
+    // A proxy in front (nginx) finishes the requests it sent before the switch on its own; they
+    // are not counted in `inflight`: a moment for them before the instances are told to stop.
+    if (this.app.runtimes.edge?.driver === 'nginx') await new Promise((r) => setTimeout(r, 1000));
     const until = Date.now() + this.settings.stopGraceMs;
     while (Date.now() < until && g.instances.some((i) => i.inflight > 0)) await new Promise((r) => setTimeout(r, 50));
     await this.supervisor.stopGroup(g, this.settings.stopGraceMs);
@@ -284,6 +290,7 @@ export class LocalRuntime implements ApplicationsRuntime {
         this.runs.killOf(appId);
         if (serving) {
           this.serving.delete(appId);
+          await this.edgeChanged();
           await this.supervisor.stopGroup(serving, this.settings.stopGraceMs);
         }
         if (!a) {
@@ -324,7 +331,13 @@ export class LocalRuntime implements ApplicationsRuntime {
       // Route at once: the edge answers 502 rather than 503 for the instants before they listen.
       this.serving.set(appId, g);
       await this.supervisor.waitReady(g, this.settings.readyTimeoutMs, (i) => paths.get(i.processId) ?? null);
+      await this.edgeChanged();
     });
+  }
+
+  /** Waits for the edge to serve the current serving groups (a proxy in front is reconfigured). */
+  private edgeChanged(): Promise<void> {
+    return this.app.runtimes.edge?.changed() ?? Promise.resolve();
   }
 
   /** The serving group of an application (the edge). */
@@ -343,6 +356,8 @@ export class LocalRuntime implements ApplicationsRuntime {
       const g = this.serving.get(appId);
       if (!g || g.instances.some((i) => i.inflight > 0)) return false;
       this.serving.delete(appId);
+      // A proxy in front sends the next request to the origin, which wakes the application.
+      await this.edgeChanged();
       await this.supervisor.stopGroup(g, this.settings.stopGraceMs);
       return true;
     });
@@ -369,7 +384,18 @@ export class LocalRuntime implements ApplicationsRuntime {
 
   /** Registers the applications with the edge (from setup()); which hostname names which application is the domains registry's. */
   registerEdge(): void {
-    this.app.runtimes.edge!.register({ kind: 'app', byId: async (id) => this.site(await appById(this.app.database.db, id)) });
+    const edge = this.app.runtimes.edge!;
+    edge.register({
+      kind: 'app',
+      byId: async (id) => this.site(await appById(this.app.database.db, id)),
+      describe: async (id) => {
+        const a = await appById(this.app.database.db, id);
+        if (!a || a.status === 'deleting') return null;
+        return describeGroup(this.serving.get(id), await edgeSettings(this.app.database.db, a));
+      },
+    });
+    // Requests a proxy in front answered keep an application awake as those the origin answered.
+    edge.onServed((s) => s.owner.kind === 'app' && this.hibernation.seen(s.owner.id));
   }
 
   // ---- Start and stop ------------------------------------------------------------------------

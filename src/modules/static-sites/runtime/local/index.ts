@@ -14,6 +14,8 @@ import type { CompiledQuery } from 'kysely';
 import type { AppContext, CallContext } from '../../../../shared/context.js';
 import { registerExisting } from '../../../domains/index.js';
 import type { EdgeSite } from '../../../../shared/edge/index.js';
+import type { EdgeDescription } from '../../../../shared/edge/table.js';
+import { resolve } from 'node:path';
 import { page, sendPage } from '../../../../shared/edge/pages.js';
 import type { PhaseRequest, PhaseResult } from '../../../../shared/runtime/driver.js';
 import { buildLogOf } from '../../../../shared/runtime/logs.js';
@@ -21,7 +23,7 @@ import { PhaseTasks, type TaskEnd } from '../../../../shared/runtime/tasks.js';
 import { BuildError } from '../../../../shared/runtime/build.js';
 import { previewLabel } from '../../git.js';
 import { latestRelease, siteById, type StaticSiteDeploymentsTable, type StaticSitesTable } from '../../storage.js';
-import { buildDir, buildSite, checkoutSite, isPublished, publishSite, releaseDir, siteReleasesDir, type SiteBuild } from './build.js';
+import { buildDir, buildSite, checkoutSite, isPublished, publicDir, publishSite, releaseDir, siteReleasesDir, type SiteBuild } from './build.js';
 import type { StaticSitesRuntime } from '../driver.js';
 import { inProgressAmong, previewReleases, setDeploymentCommit, sitesToRegister } from './runtime-storage.js';
 import { serveRelease } from './serve.js';
@@ -143,9 +145,31 @@ export class StaticRuntime implements StaticSitesRuntime {
     };
   }
 
+  /**
+   * What a proxy in front serves for a site's lane: its release's public directory, with the site's
+   * pretty URLs and error file. The origin serves what the proxy's rules do not cover (another
+   * index file) and lanes without a release on this machine (its 503).
+   */
+  private async describe(s: StaticSitesTable | undefined, preview?: string): Promise<EdgeDescription | null> {
+    if (!s || s.status === 'deleting' || s.status === 'deletionFailed') return null;
+    const lane = preview === undefined ? PRODUCTION : await this.previewLane(s.id, preview);
+    if (!lane || (s.index_file && s.index_file !== 'index.html')) return null;
+    const latest = await latestRelease(this.app.database.db, s.id, lane);
+    const releaseId = latest && (latest.build_of ?? latest.id);
+    if (!releaseId || !isPublished(this.settings.root, s.id, releaseId)) return null;
+    const root = resolve(publicDir(releaseDir(this.settings.root, s.id, releaseId)));
+    const target = { type: 'static' as const, root, prettyUrls: s.pretty_urls === 1, notFoundPage: s.error_file, fallback: null };
+    return { target, ipRestriction: null, maintenance: null, cache: null };
+  }
+
   /** Registers the static sites with the edge (from setup()); the domains registry routes their hostnames and preview names here. */
   registerEdge(): void {
-    this.app.runtimes.edge!.register({ kind: 'static-site', byId: async (id, preview) => this.site(await siteById(this.app.database.db, id), preview) });
+    const db = this.app.database.db;
+    this.app.runtimes.edge!.register({
+      kind: 'static-site',
+      byId: async (id, preview) => this.site(await siteById(db, id), preview),
+      describe: async (id, preview) => this.describe(await siteById(db, id), preview),
+    });
   }
 
   // ---- Housekeeping --------------------------------------------------------------------------

@@ -1,0 +1,155 @@
+// The `nginx` edge driver: nginx (its own process, started and reloaded from here) serves the public
+// port, and the in-process edge runs behind it on the loopback interface as the *origin* of what
+// nginx cannot serve alone (load balancers, buckets, waking a hibernated application, preview
+// names). Slipway is the control plane: it renders the table of every routed hostname (each kind's
+// `describe`) into a configuration and applies it when something changed (`changed()`, debounced)
+// and every 30 s as a safety net, only when the rendered text differs. nginx outlives Slipway: a new
+// Slipway adopts the running master, which kept serving the last configuration meanwhile.
+//
+// Access logs: nginx logs every request it answers under a hostname of the table (config.ts) to
+// the AccessLogReceiver, whose batches go to the edge's listeners (traffic records, hibernation).
+// So that nothing is counted twice the origin listens twice: requests nginx logged come to `origin`
+// (only a load balancer's destinations are reported there), those of its default server to
+// `fallback` (reported as the in-process edge always does).
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import { createServer, isIP } from 'node:net';
+import { userInfo } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../../config.js';
+import type { Database } from '../../db/index.js';
+import { Edge } from '../index.js';
+import { buildTable, type EdgeTable } from '../table.js';
+import { AccessLogReceiver } from './access-log.js';
+import { nameable, nginxFiles, renderNginx, type NginxOptions } from './config.js';
+import { NginxProcess } from './process.js';
+
+/** How long changes gather before one apply. */
+const DEBOUNCE_MS = 50;
+/** The periodic resync (instances that moved, anything a change did not announce). */
+const RESYNC_MS = 30_000;
+
+/** nginx's directory under the data directory (short: the status socket's path must stay under 108 bytes). */
+export const nginxDir = (dataDir: string) => join(dataDir, 'edge', 'nginx');
+
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, host, () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export class NginxEdge extends Edge {
+  override readonly driver = 'nginx' as const;
+  readonly nginx: NginxProcess;
+  private receiver: AccessLogReceiver;
+  private options: Omit<NginxOptions, 'generation'> | null = null;
+  /** The configuration last applied, rendered with generation 0 (to tell whether anything changed). */
+  private applied = '';
+  private generation = 0;
+  private next: Promise<void> | null = null;
+  private running: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+
+  constructor(config: Config, log: FastifyBaseLogger, database: Database, bin: string) {
+    super(config, log, database);
+    this.nginx = new NginxProcess(nginxDir(config.dataDir), log, bin);
+    this.receiver = new AccessLogReceiver((batch) => batch.forEach((s) => this.served(s)), { log });
+  }
+
+  /** Behind nginx every connection comes from it (loopback): its X-Real-IP is the client (after its own trusted-proxy rules). */
+  protected override clientIp(req: IncomingMessage): string {
+    const real = String(req.headers['x-real-ip'] ?? '');
+    return isIP(real) ? real : (req.socket.remoteAddress ?? '');
+  }
+
+  override async start(): Promise<void> {
+    const origin = await this.listen(0, '127.0.0.1', true);
+    const fallback = await this.listen(0, '127.0.0.1', false);
+    this.traffic.start();
+    const accessLog = await this.receiver.start();
+    const adopted = await this.nginx.adopt();
+    const host = this.settings.host;
+    // Port 0 (tests): the port of the adopted nginx, so that it keeps its clients; else a free one.
+    const port = this.settings.port || (adopted && this.previousPort()) || (await freePort(host));
+    this.port = port;
+    this.generation = (adopted && (await this.nginx.generation())) || 0;
+    this.options = {
+      dir: this.nginx.dir,
+      http: { host, port },
+      https: null,
+      origin: `127.0.0.1:${origin}`,
+      fallback: `127.0.0.1:${fallback}`,
+      trustedProxies: this.settings.trustedProxies,
+      accessLog,
+      // Started as root, nginx's workers would be `nobody`, who cannot read the data directory (the
+      // releases, the pages): they run as Slipway's own user instead.
+      user: process.getuid?.() === 0 ? userInfo().username : undefined,
+    };
+    await this.sync();
+    this.timer = setInterval(() => void this.changed(), RESYNC_MS);
+    this.timer.unref();
+  }
+
+  /** The public port in the configuration a previous Slipway left (the default server's listen line). */
+  private previousPort(): number {
+    try {
+      const m = / (\S+):(\d+) default_server/.exec(readFileSync(this.nginx.confPath, 'utf8'));
+      return m ? Number(m[2]) : 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** Applies the current table; calls made meanwhile share the next apply, which starts after this one. */
+  override changed(): Promise<void> {
+    if (this.next) return this.next;
+    const run = this.running.then(async () => {
+      await new Promise((r) => setTimeout(r, DEBOUNCE_MS));
+      this.next = null;
+      await this.sync().catch((e: Error) => this.log.warn({ err: e.message }, 'edge: the nginx configuration could not be applied'));
+    });
+    this.next = run;
+    this.running = run;
+    return run;
+  }
+
+  /** The table nginx serves (tests and the admin may look). */
+  async table(): Promise<EdgeTable> {
+    const routed = await this.routed();
+    return buildTable(
+      routed,
+      async (r) => (await this.services.find((s) => s.kind === r.kind)?.describe?.(r.id, r.preview)) ?? null,
+      nameable,
+      (r, e) => this.log.warn({ err: e.message, kind: r.kind, id: r.id }, 'edge: a service could not be described; the origin serves it'),
+    );
+  }
+
+  private async sync(): Promise<void> {
+    if (!this.options || this.stopped) return;
+    const table = await this.table();
+    const o = this.options;
+    if (renderNginx(table, { ...o, generation: 0 }) === this.applied && this.nginx.masterPid()) return;
+    const generation = this.generation + 1;
+    await this.nginx.apply(renderNginx(table, { ...o, generation }), generation, nginxFiles(table));
+    this.generation = generation;
+    this.applied = renderNginx(table, { ...o, generation: 0 });
+  }
+
+  override async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+    // nginx is the data plane: it keeps serving while Slipway is down, unless told otherwise (tests).
+    if (this.settings.stopOnExit) await this.nginx.stop();
+    await this.receiver.stop();
+    await super.stop();
+  }
+}
