@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { RATE_ENV_NAMES, type RateLimitConfig } from '../../src/shared/config.js';
+import { edgeEnv } from './server.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/slipway.mjs', import.meta.url));
 
@@ -25,7 +26,8 @@ export interface ChildServer {
  */
 export function startChild(args: string[], env: Record<string, string>, timeoutMs = 30_000, keepOutput = true, bin = BIN): Promise<ChildServer> {
   const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--log-level', 'warn', ...args], {
-    env: { ...process.env, ...env },
+    // The edge's nginx stops with the child (unless the child is killed: then the test stops it).
+    env: { ...process.env, SLIPWAY_EDGE_STOP_ON_EXIT: '1', ...edgeEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -1,0 +1,204 @@
+// The nginx edge driven by Slipway (SLIPWAY_EDGE=nginx): an application is served by nginx itself
+// (its instances are nginx's upstream, the request reaches the access log), a redeploy under
+// continuous requests and a maintenance toggle under a streaming response drop nothing, another
+// company cannot take a hostname, and a static site keeps being served while Slipway is SIGKILLed
+// and started again (nginx keeps the last configuration).
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { GENEROUS, useServer } from '../helpers/server.js';
+import { ok, rateEnv, startChild } from '../helpers/process.js';
+import { untilStatus } from '../helpers/status.js';
+import { expectError, expectStatus, waitFor } from '../helpers/util.js';
+import { createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo } from '../apps-real/support.js';
+import { gitMissing, makeSiteRepo } from '../static-sites-real/support.js';
+import type { Served } from '../../src/shared/edge/index.js';
+import type { NginxEdge } from '../../src/shared/edge/nginx/driver.js';
+import { freePort, nginxSkip } from './support.js';
+
+const skip = nginxSkip() || gitMissing();
+const NGINX_ENV = { ...LOCAL_ENV, SLIPWAY_EDGE: 'nginx' };
+
+// Answers `<version> <pid>`; /stream sends ten chunks 100 ms apart.
+const streamingServer = (v: string) =>
+  `require('http').createServer((req, res) => { if (req.url === '/stream') { let n = 0; const t = setInterval(() => { res.write('chunk' + n + '\\n'); if (++n === 10) { clearInterval(t); res.end(); } }, 100); return; } res.end('${v} ' + process.pid); }).listen(process.env.PORT);\n`;
+
+/** Requests `host` until `stop()` is called; answers the statuses and errors seen. */
+function hammer(port: number, host: string) {
+  const statuses = new Map<number, number>();
+  const errors: string[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      try {
+        const r = await edgeGet(port, host);
+        statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+      } catch (e) {
+        errors.push((e as Error).message);
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return { statuses: Object.fromEntries(statuses), errors };
+    },
+  };
+}
+
+/** A streaming GET: resolves with the status and the whole body once it ends. */
+function stream(port: number, host: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/stream', headers: { host }, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('Slipway on the nginx edge (sqlite)', { skip }, () => {
+  const s = useServer({ db: 'sqlite', env: NGINX_ENV, rateLimits: GENEROUS });
+  let port: number;
+  let edge: NginxEdge;
+  before(() => {
+    edge = s.app.runtimes.edge as NginxEdge;
+    port = edge.port;
+  });
+
+  it('nginx serves an application from its instances and logs it; a redeploy under continuous requests loses none', async () => {
+    assert.equal(edge.driver, 'nginx');
+    const served: Served[] = [];
+    edge.onServed((x) => served.push(x));
+    const repo = makeRepo('v1');
+    const a = await createRealApp(s, repo.url, `nginx-app-${Date.now() % 100000}`);
+    const host = `${a.name}.localhost`;
+    assert.equal((await deploy(s, a.id)).status, 'success');
+    const table = await edge.table();
+    const entry = table.hosts.find((h) => h.hostname === host);
+    assert.equal(entry?.target.type, 'upstream', JSON.stringify(entry));
+    const r = await edgeGet(port, host, { 'user-agent': 'nginx-proof' });
+    assert.equal(r.status, 200);
+    assert.match(r.body, /^v1 /);
+    assert.equal(r.headers.server, 'nginx');
+    // The request comes back through nginx's access log (the origin never saw it).
+    await waitFor('the access log line', async () => served.some((x) => x.host === host && x.userAgent === 'nginx-proof'), 5000, 50);
+
+    const load = hammer(port, host);
+    await new Promise((r) => setTimeout(r, 200));
+    repo.commit('v2');
+    assert.equal((await deploy(s, a.id)).status, 'success');
+    await new Promise((r) => setTimeout(r, 300));
+    const seen = await load.stop();
+    assert.deepEqual(seen.errors, []);
+    assert.deepEqual(Object.keys(seen.statuses), ['200'], JSON.stringify(seen.statuses));
+    assert.match((await edgeGet(port, host)).body, /^v2 /);
+  });
+
+  it('a maintenance toggle and a new hostname apply without dropping a streaming response', async () => {
+    const repo = makeRepo('s1', { 'server.js': streamingServer('s1') });
+    const a = await createRealApp(s, repo.url, `nginx-stream-${Date.now() % 100000}`);
+    const host = `${a.name}.localhost`;
+    assert.equal((await deploy(s, a.id)).status, 'success');
+    const streaming = stream(port, host);
+    await new Promise((r) => setTimeout(r, 150));
+    const generation = await edge.nginx.generation();
+    expectStatus(await s.put(`/applications/${a.id}/maintenance-mode`, { is_enabled: true }), 200);
+    const m = await edgeGet(port, host);
+    assert.equal(m.status, 503);
+    assert.equal(m.headers['retry-after'], '60');
+    // Another application: a new hostname in the configuration, while the stream still runs.
+    const other = await createRealApp(s, makeRepo('o1').url, `nginx-other-${Date.now() % 100000}`);
+    assert.equal((await deploy(s, other.id)).status, 'success');
+    assert.ok((await edge.nginx.generation())! > generation!, 'nginx reloaded');
+    const done = await streaming;
+    assert.equal(done.status, 200);
+    assert.equal(done.body.split('\n').filter(Boolean).length, 10, done.body);
+    expectStatus(await s.put(`/applications/${a.id}/maintenance-mode`, { is_enabled: false }), 200);
+    assert.equal((await edgeGet(port, host)).status, 200);
+    assert.match((await edgeGet(port, `${other.name}.localhost`)).body, /^o1 /);
+  });
+
+  it("another company's hostname stays its owner's; unknown hosts are 404", async () => {
+    const repo = makeRepo('owner');
+    const a = await createRealApp(s, repo.url, `nginx-owner-${Date.now() % 100000}`);
+    assert.equal((await deploy(s, a.id)).status, 'success');
+    const host = `${a.name}.localhost`;
+    const b = await s.newCompany();
+    const other = expectStatus(
+      await s.post(
+        '/applications',
+        {
+          display_name: a.name,
+          cluster_id: (await s.get(`/applications/${a.id}`)).body.cluster_id,
+          source: 'publicGit',
+          git_type: 'github',
+          repo_url: repo.url,
+          default_branch: 'main',
+        },
+        { token: b.token },
+      ),
+      201,
+    );
+    expectError(await s.post(`/applications/${other.id}/domains`, { domain_name: host }, { token: b.token }), 400);
+    assert.match((await edgeGet(port, host)).body, /^owner /);
+    assert.equal((await edgeGet(port, 'nobody-here.localhost')).status, 404);
+  });
+});
+
+describe('a static site on nginx while Slipway is SIGKILLed and restarted (sqlite)', { skip }, () => {
+  it('serves every request meanwhile', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'slipway-nk-'));
+    const edgePort = await freePort();
+    const token = `svl_${'c'.repeat(64)}`;
+    const env = {
+      ...NGINX_ENV,
+      SLIPWAY_EDGE_PORT: String(edgePort),
+      SLIPWAY_BOOTSTRAP_TOKEN: token,
+      SLIPWAY_SECRET_KEY: 'k',
+      DATA_DIR: dataDir,
+      ...rateEnv(GENEROUS),
+    };
+    let server = await startChild([], env);
+    try {
+      const repo = makeSiteRepo();
+      const site = await ok(server.baseUrl, token, 'POST', '/static-sites', 201, {
+        display_name: 'kill site',
+        repo_url: repo.url,
+        default_branch: 'main',
+        source: 'publicGit',
+        published_directory: 'dist',
+      });
+      const [d] = (await ok(server.baseUrl, token, 'GET', `/static-sites/${site.id}/deployments`, 200)).data;
+      const done = await untilStatus('the deployment', () => ok(server.baseUrl, token, 'GET', `/static-sites/${site.id}/deployments/${d.id}`, 200), {
+        timeoutMs: 60_000,
+        intervalMs: 100,
+      });
+      assert.equal(done.status, 'success');
+      const host = site.hostname as string;
+      await waitFor('nginx to serve the release', async () => /home v1/.test((await edgeGet(edgePort, host)).body), 10_000, 50);
+      const load = hammer(edgePort, host);
+      await new Promise((r) => setTimeout(r, 300));
+      await server.stop('SIGKILL');
+      await new Promise((r) => setTimeout(r, 500));
+      server = await startChild([], env);
+      await new Promise((r) => setTimeout(r, 500));
+      const seen = await load.stop();
+      assert.deepEqual(seen.errors, []);
+      assert.deepEqual(Object.keys(seen.statuses), ['200'], JSON.stringify(seen.statuses));
+      assert.ok(seen.statuses[200]! > 20, JSON.stringify(seen.statuses));
+    } finally {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
