@@ -20,6 +20,8 @@ export interface LoadOptions {
   url: string;
   headers?: Record<string, string>;
   duration?: number;
+  /** Connections (default BENCH_CONNECTIONS). */
+  connections?: number;
   /** autocannon's request list (a body made per request). */
   requests?: autocannon.Request[];
   /** Printed with the figures when given; a warm-up has none. */
@@ -35,9 +37,27 @@ export async function load(o: LoadOptions): Promise<Load> {
   const latencies: number[] = [];
   const duration = o.duration ?? seconds;
   const r = await new Promise<autocannon.Result>((resolve, reject) => {
-    const run = autocannon({ url: o.url, headers: o.headers, requests: o.requests, connections, duration }, (e, result) => (e ? reject(e) : resolve(result)));
-    run.on('response', (_client, status, _bytes, ms) => {
-      if (status >= 200 && status < 300) latencies.push(ms);
+    const run = autocannon({ url: o.url, headers: o.headers, requests: o.requests, connections: o.connections ?? connections, duration }, (e, result) =>
+      e ? reject(e) : resolve(result),
+    );
+    // After a connection was closed by the server (nginx's keepalive_requests), autocannon reconnects
+    // but keeps the request it had written on the closed one first in its queue: every later duration
+    // of that client starts a request early. From a client's first reconnect on, its latency is the
+    // time since its previous answer instead (the same span while nothing is lost: it writes the next
+    // request right after an answer).
+    const clients = new Map<object, { conn: unknown; at: number; reconnected: boolean }>();
+    run.on('response', (client, status, _bytes, ms) => {
+      const at = performance.now();
+      const conn = (client as unknown as { conn: unknown }).conn;
+      const c = clients.get(client);
+      let latency = ms;
+      if (!c) clients.set(client, { conn, at, reconnected: false });
+      else {
+        if (c.conn !== conn) Object.assign(c, { conn, reconnected: true });
+        if (c.reconnected) latency = at - c.at;
+        c.at = at;
+      }
+      if (status >= 200 && status < 300) latencies.push(latency);
     });
   });
   latencies.sort((a, b) => a - b);
