@@ -1,5 +1,6 @@
 // HTTPS material: either the operator's certificate files, or (`--tls self-signed`) a local CA
-// and a localhost certificate created once and kept in the data directory.
+// and a localhost certificate created once and kept in the data directory. The edge's local
+// certificates (edge/certificates.ts) are issued by the same CA.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Forge from 'node-forge';
@@ -66,27 +67,45 @@ function makeLeaf(ca: { cert: Forge.pki.Certificate; key: Forge.pki.rsa.PrivateK
   return { cert, keys };
 }
 
-export async function loadTls(tls: NonNullable<Config['tls']>, dataDir: string): Promise<TlsMaterial> {
-  if (tls.mode === 'files') return { cert: readFileSync(tls.cert, 'utf8'), key: readFileSync(tls.key, 'utf8') };
+/** The local CA's certificate file (PEM) under the data directory: what clients trust (`curl --cacert`). */
+export const localCaPath = (dataDir: string) => join(dataDir, 'tls', 'ca.pem');
+
+/**
+ * Slipway's local CA, created once under `<data dir>/tls` (its key mode 0600) and reused: the one
+ * of `--tls self-signed` and of the edge's local certificates (edge/certificates.ts).
+ */
+export function localCa(dataDir: string): { cert: Forge.pki.Certificate; key: Forge.pki.rsa.PrivateKey; certPem: string; path: string } {
   const dir = join(dataDir, 'tls');
   mkdirSync(dir, { recursive: true });
-  const caCert = join(dir, 'ca.pem');
+  const caCert = localCaPath(dataDir);
   const caKey = join(dir, 'ca-key.pem');
-  const cert = join(dir, 'localhost.pem');
-  const key = join(dir, 'localhost-key.pem');
   if (!existsSync(caCert) || !existsSync(caKey)) {
     const ca = makeCa();
     writeFileSync(caKey, loadForge().pki.privateKeyToPem(ca.keys.privateKey), { mode: 0o600 });
     writeFileSync(caCert, loadForge().pki.certificateToPem(ca.cert));
   }
+  const certPem = readFileSync(caCert, 'utf8');
+  return {
+    cert: loadForge().pki.certificateFromPem(certPem),
+    key: loadForge().pki.privateKeyFromPem(readFileSync(caKey, 'utf8')) as Forge.pki.rsa.PrivateKey,
+    certPem,
+    path: caCert,
+  };
+}
+
+/** A random positive serial number (hex) for a certificate. */
+export const certificateSerial = serial;
+
+export async function loadTls(tls: NonNullable<Config['tls']>, dataDir: string): Promise<TlsMaterial> {
+  if (tls.mode === 'files') return { cert: readFileSync(tls.cert, 'utf8'), key: readFileSync(tls.key, 'utf8') };
+  const dir = join(dataDir, 'tls');
+  const cert = join(dir, 'localhost.pem');
+  const key = join(dir, 'localhost-key.pem');
+  const ca = localCa(dataDir);
   if (!existsSync(cert) || !existsSync(key)) {
-    const ca = {
-      cert: loadForge().pki.certificateFromPem(readFileSync(caCert, 'utf8')),
-      key: loadForge().pki.privateKeyFromPem(readFileSync(caKey, 'utf8')) as Forge.pki.rsa.PrivateKey,
-    };
     const leaf = makeLeaf(ca);
     writeFileSync(key, loadForge().pki.privateKeyToPem(leaf.keys.privateKey), { mode: 0o600 });
     writeFileSync(cert, loadForge().pki.certificateToPem(leaf.cert));
   }
-  return { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8'), caPath: caCert };
+  return { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8'), caPath: ca.path };
 }

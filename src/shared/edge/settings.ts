@@ -1,5 +1,6 @@
 // Operator settings of the HTTP edge (docs/runtimes.md "Real applications"): where it listens, the base domain
-// of system hostnames, which proxies' X-Forwarded-For it believes, and the size of its cache.
+// of system hostnames, which proxies' X-Forwarded-For it believes, the size of its cache, and HTTPS
+// (its port, the redirect, where certificates come from: docs/runtimes.md "HTTPS at the edge").
 import { intSetting, type Config } from '../config.js';
 
 export interface EdgeSettings {
@@ -30,7 +31,20 @@ export interface EdgeSettings {
    * is the data plane and keeps serving while Slipway restarts). The test helpers set it.
    */
   stopOnExit: boolean;
+  /** Port of the edge's HTTPS listener (SLIPWAY_EDGE_HTTPS_PORT; 0 = any free port; unset = no HTTPS, the default). */
+  httpsPort: number | null;
+  /** Plain HTTP to a hostname with a certificate is redirected to HTTPS (SLIPWAY_EDGE_HTTPS_REDIRECT=1; needs httpsPort). */
+  httpsRedirect: boolean;
+  /** Where the edge's certificates come from (SLIPWAY_EDGE_CERTIFICATES; edge/certificates.ts). */
+  certificates: CertificateSetting;
 }
+
+/**
+ * `local`: issued per hostname by Slipway's local CA (the default); `files`: the operator's
+ * certificate and key (SLIPWAY_EDGE_CERTIFICATE_FILE, SLIPWAY_EDGE_CERTIFICATE_KEY_FILE), e.g. a
+ * wildcard, used for every hostname it covers. (`acme` is refused for now: docs/runtimes.md.)
+ */
+export type CertificateSetting = { mode: 'local' } | { mode: 'files'; certFile: string; keyFile: string };
 
 export function edgeSettings(config: Config): EdgeSettings {
   const env = config.apps.env;
@@ -48,7 +62,34 @@ export function edgeSettings(config: Config): EdgeSettings {
     cacheBytes: intSetting(env, 'SLIPWAY_EDGE_CACHE_MB', 64, 0) * 1024 * 1024,
     driver: edgeDriver(env.SLIPWAY_EDGE),
     stopOnExit: env.SLIPWAY_EDGE_STOP_ON_EXIT === '1',
+    ...httpsSettings(env),
   };
+}
+
+function httpsSettings(env: Record<string, string | undefined>): Pick<EdgeSettings, 'httpsPort' | 'httpsRedirect' | 'certificates'> {
+  const httpsPort = intSetting(env, 'SLIPWAY_EDGE_HTTPS_PORT', undefined, 0) ?? null;
+  const redirect = env.SLIPWAY_EDGE_HTTPS_REDIRECT ?? '';
+  if (!['', '0', '1'].includes(redirect)) throw new Error(`SLIPWAY_EDGE_HTTPS_REDIRECT must be 1 or 0, not ${JSON.stringify(redirect)}`);
+  if (redirect === '1' && httpsPort === null) throw new Error('SLIPWAY_EDGE_HTTPS_REDIRECT=1 needs SLIPWAY_EDGE_HTTPS_PORT (HTTPS is off)');
+  return { httpsPort, httpsRedirect: redirect === '1', certificates: certificateSetting(env) };
+}
+
+function certificateSetting(env: Record<string, string | undefined>): CertificateSetting {
+  const mode = env.SLIPWAY_EDGE_CERTIFICATES || 'local';
+  if (mode === 'local') return { mode };
+  if (mode === 'files') {
+    const certFile = env.SLIPWAY_EDGE_CERTIFICATE_FILE;
+    const keyFile = env.SLIPWAY_EDGE_CERTIFICATE_KEY_FILE;
+    if (!certFile || !keyFile)
+      throw new Error('SLIPWAY_EDGE_CERTIFICATES=files needs SLIPWAY_EDGE_CERTIFICATE_FILE and SLIPWAY_EDGE_CERTIFICATE_KEY_FILE (PEM paths)');
+    return { mode, certFile, keyFile };
+  }
+  if (mode === 'acme')
+    throw new Error(
+      'SLIPWAY_EDGE_CERTIFICATES=acme is not available yet: Slipway has no ACME client. Use `files` with a certificate your ACME client ' +
+        '(certbot, lego) renews (e.g. a Let\'s Encrypt wildcard by DNS-01), or `local`; docs/runtimes.md, "HTTPS at the edge"',
+    );
+  throw new Error(`SLIPWAY_EDGE_CERTIFICATES must be local, files or acme, not ${JSON.stringify(mode)}`);
 }
 
 function edgeDriver(v: string | undefined): 'nginx' | 'node' | null {

@@ -20,6 +20,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.js';
 import type { Database } from '../../db/index.js';
 import { Edge } from '../index.js';
+import { edgeCertificates, withCertificates, type Certificates } from '../certificates.js';
 import { buildTable, type EdgeTable } from '../table.js';
 import { AccessLogReceiver } from './access-log.js';
 import { nameable, nginxFiles, renderNginx, type NginxOptions } from './config.js';
@@ -56,11 +57,16 @@ export class NginxEdge extends Edge {
   private running: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
+  /** The certificates of HTTPS (SLIPWAY_EDGE_HTTPS_PORT), or null when it is off. */
+  private certificates: Certificates | null;
+  /** The HTTPS port nginx listens on, or null. */
+  httpsPort: number | null = null;
 
   constructor(config: Config, log: FastifyBaseLogger, database: Database, bin: string) {
     super(config, log, database);
     this.nginx = new NginxProcess(nginxDir(config.dataDir), log, bin);
     this.receiver = new AccessLogReceiver((batch) => batch.forEach((s) => this.served(s)), { log });
+    this.certificates = edgeCertificates(this.settings, config.dataDir, log);
   }
 
   /** Behind nginx every connection comes from it (loopback): its X-Real-IP is the client (after its own trusted-proxy rules). */
@@ -79,11 +85,13 @@ export class NginxEdge extends Edge {
     // Port 0 (tests): the port of the adopted nginx, so that it keeps its clients; else a free one.
     const port = this.settings.port || (adopted && this.previousPort()) || (await freePort(host));
     this.port = port;
+    const https = this.settings.httpsPort;
+    if (https !== null) this.httpsPort = https || (adopted && this.previousPort(true)) || (await freePort(host));
     this.generation = (adopted && (await this.nginx.generation())) || 0;
     this.options = {
       dir: this.nginx.dir,
       http: { host, port },
-      https: null,
+      https: this.httpsPort === null ? null : { host, port: this.httpsPort },
       origin: `127.0.0.1:${origin}`,
       fallback: `127.0.0.1:${fallback}`,
       trustedProxies: this.settings.trustedProxies,
@@ -97,10 +105,10 @@ export class NginxEdge extends Edge {
     this.timer.unref();
   }
 
-  /** The public port in the configuration a previous Slipway left (the default server's listen line). */
-  private previousPort(): number {
+  /** The public (or HTTPS) port in the configuration a previous Slipway left (the default server's listen line). */
+  private previousPort(https = false): number {
     try {
-      const m = / (\S+):(\d+) default_server/.exec(readFileSync(this.nginx.confPath, 'utf8'));
+      const m = (https ? / (\S+):(\d+) ssl http2 default_server/ : / (\S+):(\d+) default_server/).exec(readFileSync(this.nginx.confPath, 'utf8'));
       return m ? Number(m[2]) : 0;
     } catch {
       return 0;
@@ -123,12 +131,14 @@ export class NginxEdge extends Edge {
   /** The table nginx serves (tests and the admin may look). */
   async table(): Promise<EdgeTable> {
     const routed = await this.routed();
-    return buildTable(
+    const table = await buildTable(
       routed,
       async (r) => (await this.services.find((s) => s.kind === r.kind)?.describe?.(r.id, r.preview)) ?? null,
       nameable,
       (r, e) => this.log.warn({ err: e.message, kind: r.kind, id: r.id }, 'edge: a service could not be described; the origin serves it'),
     );
+    // HTTPS: every hostname of the table gets its certificate (issued here when missing or due).
+    return this.certificates ? withCertificates(table, this.certificates, this.settings.httpsRedirect) : table;
   }
 
   private async sync(): Promise<void> {
