@@ -142,9 +142,27 @@ for (const kind of DB_KINDS) {
       expectStatus(r, 201);
       assert.match((await edgeGet(port, `dup-${tag}.localhost`)).body, /^A1 /);
       expectStatus(await s.delete(`/applications/${a1.id}`), 200);
-      // Once deleted, the name is nobody's until a service that claims it is created.
-      for (let i = 0; i < 400 && (await edgeGet(port, `dup-${tag}.localhost`)).status !== 404; i++) await new Promise((ok) => setTimeout(ok, 50));
-      assert.equal((await edgeGet(port, `dup-${tag}.localhost`)).status, 404);
+      // The edge serves nothing of an application being deleted from when DELETE answers (a proxy
+      // in front reconfigured before the answer): every request, not just the first, is a 404.
+      for (let i = 0; i < 20; i++) assert.equal((await edgeGet(port, `dup-${tag}.localhost`)).status, 404, `request ${i} after DELETE`);
+      // Once the deletion job removed it, the name is nobody's until a service that claims it is created.
+      for (let i = 0; i < 200 && (await s.get(`/applications/${a1.id}`)).status !== 404; i++) await new Promise((ok) => setTimeout(ok, 50));
+      expectStatus(await s.get(`/applications/${a1.id}`), 404);
+      // What the edge guarantees: once changed() resolves, the committed state is what it serves.
+      await s.app.runtimes.edge!.changed();
+      for (let i = 0; i < 20; i++) assert.equal((await edgeGet(port, `dup-${tag}.localhost`)).status, 404, `request ${i} after the deletion`);
+    });
+
+    it('a suspended application gets no request from when the suspension answers', async () => {
+      const a = await createRealApp(s, makeRepo('SUSP').url, `susp-${tag}`);
+      assert.equal((await deploy(s, a.id)).status, 'success');
+      assert.match((await edgeGet(port, `susp-${tag}.localhost`)).body, /^SUSP /);
+      expectStatus(await s.post(`/applications/${a.id}/suspend`), 200);
+      for (let i = 0; i < 20; i++) {
+        const r = await edgeGet(port, `susp-${tag}.localhost`);
+        assert.doesNotMatch(r.body, /^SUSP /, `request ${i} after the suspension reached an instance`);
+        assert.equal(r.status, 503);
+      }
     });
 
     it('services from before names were recorded get them at start, oldest first', async () => {

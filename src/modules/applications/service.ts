@@ -7,6 +7,7 @@ import { badRequest } from '../../shared/errors.js';
 import { gitProviderOf, privateGitProvider, type GitType } from '../../shared/git.js';
 import { newId } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
+import { servingChanged } from '../../shared/edge/index.js';
 import { systemHostname } from '../domains/index.js';
 import type { Page, PageResult } from '../../shared/pagination.js';
 import { sharedView } from '../../shared/shared-results.js';
@@ -281,6 +282,8 @@ export async function setSuspended(ctx: CallContext, id: string, suspended: bool
   const updated = { ...a, is_suspended: suspended ? 1 : 0, updated_at: now };
   if (suspended) {
     await app.events.signal(tx, 'application.stopped', { application: updated });
+    // Its instances get no request from the edge once this answers (they stop in the background).
+    servingChanged(app, tx);
     await writeLogs(tx, { companyId, appId: id, kind: 'runtime' }, [{ message: 'Application suspended: all processes stopped' }]);
   } else {
     await writeLogs(tx, { companyId, appId: id, kind: 'runtime' }, [{ message: 'Application activated' }]);
@@ -351,6 +354,9 @@ export async function deleteApp(ctx: CallContext, id: string) {
   await cancelActiveDeployments(ctx, a.id, 'The application is being deleted');
   await app.events.signal(tx, 'application.stopped', { application: a });
   await setAppDeletionStatus(tx, id, 'deleting', new Date().toISOString());
+  // Its hostnames stop reaching its instances when this answers (the edge serves nothing of an
+  // application being deleted); its names are freed by the deletion job.
+  servingChanged(app, tx);
   await enqueue(tx, { kind: DELETE_JOB, payload: { appId: id, startedAt: new Date().toISOString() }, subjectId: id });
   return { message: 'Application deletion started' };
 }

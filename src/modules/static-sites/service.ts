@@ -225,6 +225,8 @@ export async function deleteSite(ctx: CallContext, id: string) {
   await cancelActiveDeployments(ctx, s.id, 'The static site is being deleted');
   const now = new Date().toISOString();
   await setSiteDeletionStatus(tx, id, 'deleting', now);
+  // The edge serves nothing of a site being deleted, from when this answers.
+  servingChanged(ctx.app, tx);
   await enqueue(tx, { kind: DELETE_JOB, payload: { siteId: id, startedAt: now }, subjectId: id });
   return { message: 'Static site deletion started' };
 }

@@ -13,6 +13,7 @@ import { wrappedPool } from './postgres-client.js';
 import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
 import { checkedDialect, checkingPurity } from '../purity.js';
 import { GroupCommitSqliteDialect, type GroupCommitOptions } from './group-commit.js';
+import { runAfterCommit } from './after-commit.js';
 
 export { later, together } from './postgres-client.js';
 
@@ -69,7 +70,7 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; grou
     // An idle connection that the server closes (restart, admin termination) must not crash the
     // process; the pool replaces it on the next query.
     pool.on('error', () => {});
-    const db = new Kysely<DB>({ dialect: checked(new PostgresDialect({ pool: wrappedPool(pool, pgDriver()) })) });
+    const db = runAfterCommit(new Kysely<DB>({ dialect: checked(new PostgresDialect({ pool: wrappedPool(pool, pgDriver()) })) }));
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
   mkdirSync(opts.dataDir, { recursive: true });
@@ -101,7 +102,7 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; grou
   const dialect = grouped
     ? new GroupCommitSqliteDialect(statements, () => file.inTransaction, grouped === true ? {} : grouped)
     : new SqliteDialect({ database: statements });
-  const db = new Kysely<DB>({ dialect: checked(dialect) });
+  const db = runAfterCommit(new Kysely<DB>({ dialect: checked(dialect) }));
   const version = (other: number) => `${writes}:${other}`;
   // Other processes' commits, read once for the callers of a turn (contentVersionOfTurn). The
   // Coalescer's gather mode does the same, but its queue and promise hops are a cost on this hot

@@ -30,6 +30,8 @@ import { NginxProcess } from './process.js';
 const DEBOUNCE_MS = 50;
 /** The periodic resync (instances that moved, anything a change did not announce). */
 const RESYNC_MS = 30_000;
+/** How soon an apply that failed is tried again. */
+const RETRY_MS = 1_000;
 
 /** nginx's directory under the data directory (short: the status socket's path must stay under 108 bytes). */
 export const nginxDir = (dataDir: string) => join(dataDir, 'edge', 'nginx');
@@ -121,7 +123,11 @@ export class NginxEdge extends Edge {
     const run = this.running.then(async () => {
       await new Promise((r) => setTimeout(r, DEBOUNCE_MS));
       this.next = null;
-      await this.sync().catch((e: Error) => this.log.warn({ err: e.message }, 'edge: the nginx configuration could not be applied'));
+      await this.sync().catch((e: Error) => {
+        this.log.warn({ err: e.message }, 'edge: the nginx configuration could not be applied; trying again in a second');
+        // Not left to the periodic resync: a removed hostname would stay served for up to 30 s.
+        setTimeout(() => void this.changed(), RETRY_MS).unref();
+      });
     });
     this.next = run;
     this.running = run;

@@ -51,7 +51,8 @@ export class Hibernation {
       await this.waking.get(a.id);
     }
     this.lastSeen.set(a.id, Date.now());
-    return serveFromGroup(this.rt.servingGroup(a.id), req, res, info.fallible);
+    // A suspended application's instances are being stopped: they get no new request.
+    return serveFromGroup(a.is_suspended ? undefined : this.rt.servingGroup(a.id), req, res, info.fallible);
   }
 
   /** A request for the application was answered (by a proxy in front too): it is not idle. */

@@ -391,7 +391,8 @@ export class LocalRuntime implements ApplicationsRuntime {
       describe: async (id) => {
         const a = await appById(this.app.database.db, id);
         if (!a || a.status === 'deleting') return null;
-        return describeGroup(this.serving.get(id), await edgeSettings(this.app.database.db, a));
+        // Suspended: the origin answers (503) even while its instances are still being stopped.
+        return describeGroup(a.is_suspended ? undefined : this.serving.get(id), await edgeSettings(this.app.database.db, a));
       },
     });
     // Requests a proxy in front answered keep an application awake as those the origin answered.
