@@ -4,7 +4,7 @@
 // company cannot take a hostname, and a static site keeps being served while Slipway is SIGKILLed
 // and started again (nginx keeps the last configuration).
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -126,6 +126,32 @@ describe('Slipway on the nginx edge (sqlite)', { skip }, () => {
     expectStatus(await s.put(`/applications/${a.id}/maintenance-mode`, { is_enabled: false }), 200);
     assert.equal((await edgeGet(port, host)).status, 200);
     assert.match((await edgeGet(port, `${other.name}.localhost`)).body, /^o1 /);
+  });
+
+  it('the origin believes X-Real-IP only from nginx (its secret): a direct request with a forged one is not', async () => {
+    const a = await createRealApp(s, makeRepo('guarded').url, `nginx-guard-${Date.now() % 100000}`);
+    assert.equal((await deploy(s, a.id)).status, 'success');
+    const host = `${a.name}.localhost`;
+    expectStatus(await s.put(`/applications/${a.id}/ip-restriction`, { type: 'allow', is_enabled: true, ip_list: ['203.0.113.7'] }), 200);
+    // Through nginx the client is 127.0.0.1: refused, however it names itself.
+    assert.equal((await edgeGet(port, host, { 'x-real-ip': '203.0.113.7', 'x-forwarded-for': '203.0.113.7' })).status, 403);
+    const conf = readFileSync(edge.nginx.confPath, 'utf8');
+    const originPort = Number(/upstream slipway_origin \{\s*server 127\.0\.0\.1:(\d+);/.exec(conf)![1]);
+    assert.equal(statSync(edge.nginx.confPath).mode & 0o777, 0o600, 'nginx.conf holds the secret: 0600');
+    assert.equal(statSync(join(edge.nginx.dir, 'origin.secret')).mode & 0o777, 0o600);
+    // A process of this machine connecting to the origin itself, naming the allowed address: not believed.
+    const direct = await edgeGet(originPort, host, { 'x-real-ip': '203.0.113.7' });
+    assert.equal(direct.status, 403, 'a forged X-Real-IP straight to the origin is not believed');
+    const wrong = await edgeGet(originPort, host, { 'x-real-ip': '203.0.113.7', 'x-slipway-origin-secret': '0'.repeat(64) });
+    assert.equal(wrong.status, 403, 'nor with a wrong secret');
+    // With nginx's secret the origin believes it (what nginx sends for the hostnames it leaves to the origin).
+    const secret = readFileSync(join(edge.nginx.dir, 'origin.secret'), 'utf8').trim();
+    assert.ok(conf.includes(secret), 'nginx sends the secret');
+    assert.equal((await edgeGet(originPort, host, { 'x-real-ip': '203.0.113.7', 'x-slipway-origin-secret': secret })).status, 200);
+    // Applications behind nginx never see it.
+    const upstreams = conf.split('\n').filter((l) => l.includes(secret));
+    assert.ok(upstreams.length >= 1 && upstreams.every((l) => /proxy_set_header x-slipway-origin-secret/.test(l)), upstreams.join('\n'));
+    expectStatus(await s.put(`/applications/${a.id}/ip-restriction`, { type: 'deny', is_enabled: false, ip_list: [] }), 200);
   });
 
   it("another company's hostname stays its owner's; unknown hosts are 404", async () => {

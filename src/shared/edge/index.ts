@@ -248,22 +248,34 @@ export class Edge {
     };
   }
 
-  /** The client's address: the socket's, or from trusted proxies X-Forwarded-For's. */
-  protected clientIp(req: IncomingMessage): string {
+  /** The client's address: the socket's, or from trusted proxies X-Forwarded-For's (`proxied`: see fromProxy). */
+  protected clientIp(req: IncomingMessage, _proxied: boolean): string {
     return clientAddress(req, this.settings.trustedProxies);
   }
 
-  /** `logged`: a proxy in front logged the request already (only a load balancer's destinations are reported). */
+  /**
+   * Whether the request comes from the proxy in front that this edge is the origin of (which then
+   * names the client, and has logged it): never for the in-process edge serving the public port.
+   */
+  protected fromProxy(_req: IncomingMessage): boolean {
+    return false;
+  }
+
+  /**
+   * `logged`: this listener is the one a proxy in front sends the requests it logged to (only a
+   * load balancer's destinations are reported); believed only of a request `fromProxy`.
+   */
   private async handle(req: IncomingMessage, res: ServerResponse, logged: boolean) {
+    const proxied = this.fromProxy(req);
     const host = String(req.headers.host ?? '')
       .toLowerCase()
       .replace(/:\d+$/, '')
       .replace(/\.$/, '');
     const { country, location } = clientGeo(req, this.settings);
-    const info: EdgeRequest = { host, clientIp: this.clientIp(req), country, location };
+    const info: EdgeRequest = { host, clientIp: this.clientIp(req, proxied), country, location };
     const site = host ? await this.resolve(host) : null;
     if (!site) return sendPage(res, 404, page('Not found', `Nothing is served at ${escapeHtml(host || 'this address')}.`));
-    if (!logged) this.track(site, req, res, info);
+    if (!(logged && proxied)) this.track(site, req, res, info);
     if ((await this.dispatch(site, req, res, info)) === 'refused') badGateway(res);
   }
 

@@ -36,6 +36,11 @@ export interface NginxOptions {
   fallback?: string;
   /** Addresses and CIDR ranges whose X-Forwarded-For is believed. */
   trustedProxies: string[];
+  /**
+   * Sent to the origin and the fallback only, as ORIGIN_SECRET_HEADER: the origin believes
+   * X-Real-IP (and that nginx logged the request) only with it (hex; absent: not sent).
+   */
+  originSecret?: string;
   /** host:port of the UDP syslog receiver of access logs (access-log.ts). */
   accessLog: string;
   /** Answered by the status socket, so the applier can tell a reload took effect. */
@@ -50,6 +55,9 @@ export interface NginxOptions {
   /** Disk the response cache may use (default 256 MiB). */
   cacheBytes?: number;
 }
+
+/** The header carrying `originSecret` from nginx to Slipway's origin (never to an application). */
+export const ORIGIN_SECRET_HEADER = 'x-slipway-origin-secret';
 
 /** The Unix socket of the status server (GET /generation, GET /status). */
 export const statusSocket = (dir: string) => join(dir, 'status.sock');
@@ -153,6 +161,27 @@ const LOG_FORMAT = [
   '"host":"$host","ua":"$http_user_agent","referer":"$http_referer","cache":"$upstream_cache_status","at":$msec}',
 ].join(',');
 
+const PROXY_HEADERS = [
+  `proxy_set_header Host $http_host;`,
+  `proxy_set_header Upgrade $http_upgrade;`,
+  `proxy_set_header Connection $slipway_connection;`,
+  `proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;`,
+  `proxy_set_header X-Forwarded-Proto $scheme;`,
+  `proxy_set_header X-Forwarded-Host $host;`,
+  `proxy_set_header X-Real-IP $remote_addr;`,
+];
+
+/**
+ * The proxy headers of a location passing to the origin or the fallback: the http level's (a
+ * location's own proxy_set_header replaces them all) and the origin secret, which replaces any the
+ * client sent. Applications' upstreams never get it.
+ */
+function originHeaders(o: NginxOptions): string[] {
+  if (!o.originSecret) return [];
+  if (!/^[0-9a-f]{32,128}$/.test(o.originSecret)) throw new Error('edge: the origin secret must be 32 to 128 hex digits');
+  return [...PROXY_HEADERS, `proxy_set_header ${ORIGIN_SECRET_HEADER} ${o.originSecret};`];
+}
+
 const indent = (lines: string[], n = 2) => lines.map((l) => (l ? ' '.repeat(n) + l : l)).join('\n');
 
 /** A complete nginx.conf serving `table`. Throws on a value it cannot write safely, or a hostname given twice. */
@@ -210,13 +239,7 @@ export function renderNginx(table: EdgeTable, o: NginxOptions): string {
     `  default '';`,
     `}`,
     `proxy_http_version 1.1;`,
-    `proxy_set_header Host $http_host;`,
-    `proxy_set_header Upgrade $http_upgrade;`,
-    `proxy_set_header Connection $slipway_connection;`,
-    `proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;`,
-    `proxy_set_header X-Forwarded-Proto $scheme;`,
-    `proxy_set_header X-Forwarded-Host $host;`,
-    `proxy_set_header X-Real-IP $remote_addr;`,
+    ...PROXY_HEADERS,
     // Streaming responses and uploads pass as they come (a cached location turns buffering back on).
     `proxy_buffering off;`,
     `proxy_request_buffering off;`,
@@ -299,7 +322,11 @@ function defaultServer(o: NginxOptions): string[] {
     // Declares the log format's variables when no host does (an empty table).
     `  set $slipway_kind ''; set $slipway_id ''; set $slipway_company '';`,
     ...(o.fallback
-      ? [`  error_page 502 @slipway_502;`, `  location / { proxy_pass http://slipway_fallback; }`, `  location @slipway_502 { ${PAGES.badGateway} }`]
+      ? [
+          `  error_page 502 @slipway_502;`,
+          `  location / { ${['proxy_pass http://slipway_fallback;', ...originHeaders(o)].join(' ')} }`,
+          `  location @slipway_502 { ${PAGES.badGateway} }`,
+        ]
       : [`  location / { ${PAGES.unknown} }`]),
     `}`,
   ];
@@ -341,7 +368,7 @@ function server(h: EdgeHost, i: number, o: NginxOptions, dir: string): string[] 
   if (h.ipRestriction) lines.push(`error_page 403 @slipway_403;`, `if ($slipway_blocked_${i}) { return 403; }`);
   // error_page is inherited only by levels that set none, so every server sets all of its own.
   lines.push(`error_page 502 @slipway_502;`, `error_page 504 @slipway_504;`);
-  lines.push(...(h.maintenance ? maintenance(h.maintenance.html, dir) : target(h, h.target, i, !!o.origin)));
+  lines.push(...(h.maintenance ? maintenance(h.maintenance.html, dir) : target(h, h.target, i, o)));
   lines.push(`location @slipway_403 { ${PAGES.forbidden} }`, `location @slipway_502 { ${PAGES.badGateway} }`, `location @slipway_504 { ${PAGES.timeout} }`);
   return [`server {`, indent(lines), `}`];
 }
@@ -362,9 +389,9 @@ function maintenance(html: string, dir: string): string[] {
   ];
 }
 
-function target(h: EdgeHost, t: EdgeTarget, i: number, hasOrigin: boolean): string[] {
+function target(h: EdgeHost, t: EdgeTarget, i: number, o: NginxOptions): string[] {
   if (t.type === 'static') return staticSite(t);
-  if (t.type === 'upstream' ? !t.servers.some((s) => s.weight > 0) : !hasOrigin) return [`location / { return 502; }`];
+  if (t.type === 'upstream' ? !t.servers.some((s) => s.weight > 0) : !o.origin) return [`location / { return 502; }`];
   const pass = t.type === 'upstream' ? `slipway_up_${i}` : 'slipway_origin';
   const cache = h.cache
     ? [
@@ -379,7 +406,7 @@ function target(h: EdgeHost, t: EdgeTarget, i: number, hasOrigin: boolean): stri
         `add_header X-Cache $upstream_cache_status always;`,
       ]
     : [];
-  return [`location / {`, indent([`proxy_pass http://${pass};`, ...cache]), `}`];
+  return [`location / {`, indent([`proxy_pass http://${pass};`, ...(t.type === 'origin' ? originHeaders(o) : []), ...cache]), `}`];
 }
 
 /** serve.ts's rules: pretty URLs, directory redirects, the site's 404 page or the edge's, a fallback. */

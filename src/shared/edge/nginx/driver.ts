@@ -11,7 +11,8 @@
 // So that nothing is counted twice the origin listens twice: requests nginx logged come to `origin`
 // (only a load balancer's destinations are reported there), those of its default server to
 // `fallback` (reported as the in-process edge always does).
-import { readFileSync } from 'node:fs';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { createServer, isIP } from 'node:net';
 import { userInfo } from 'node:os';
@@ -23,7 +24,7 @@ import { Edge } from '../index.js';
 import { edgeCertificates, withCertificates, type Certificates } from '../certificates.js';
 import { buildTable, type EdgeTable } from '../table.js';
 import { AccessLogReceiver } from './access-log.js';
-import { nameable, nginxFiles, renderNginx, type NginxOptions } from './config.js';
+import { nameable, nginxFiles, ORIGIN_SECRET_HEADER, renderNginx, type NginxOptions } from './config.js';
 import { NginxProcess } from './process.js';
 
 /** How long changes gather before one apply. */
@@ -47,6 +48,25 @@ function freePort(host: string): Promise<number> {
   });
 }
 
+/**
+ * The origin secret: kept in nginx's directory (0600) and reused, so that a running nginx a new
+ * Slipway adopts is believed before its configuration is rewritten; made when missing.
+ */
+function originSecret(dir: string): string {
+  const path = join(dir, 'origin.secret');
+  try {
+    const kept = readFileSync(path, 'utf8').trim();
+    if (/^[0-9a-f]{64}$/.test(kept)) return kept;
+  } catch {
+    // none yet
+  }
+  mkdirSync(dir, { recursive: true });
+  const made = randomBytes(32).toString('hex');
+  writeFileSync(`${path}.tmp`, made, { mode: 0o600 });
+  renameSync(`${path}.tmp`, path);
+  return made;
+}
+
 export class NginxEdge extends Edge {
   override readonly driver = 'nginx' as const;
   readonly nginx: NginxProcess;
@@ -59,6 +79,8 @@ export class NginxEdge extends Edge {
   private running: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
+  /** What nginx sends the origin to be believed (fromProxy); set at start. */
+  private originSecret = '';
   /** The certificates of HTTPS (SLIPWAY_EDGE_HTTPS_PORT), or null when it is off. */
   private certificates: Certificates | null;
   /** The HTTPS port nginx listens on, or null. */
@@ -71,13 +93,31 @@ export class NginxEdge extends Edge {
     this.certificates = edgeCertificates(this.settings, config.dataDir, log);
   }
 
-  /** Behind nginx every connection comes from it (loopback): its X-Real-IP is the client (after its own trusted-proxy rules). */
-  protected override clientIp(req: IncomingMessage): string {
-    const real = String(req.headers['x-real-ip'] ?? '');
+  /**
+   * A request nginx sent carries the origin secret (config.ts sends it to the origin and the
+   * fallback only). Anything else on this machine can connect to the origin's loopback port too —
+   * a hosted application, or one made to fetch a URL for somebody (SSRF) — and send any X-Real-IP:
+   * without the secret it is a direct client, its address the socket's, and the origin logs it.
+   * The header is removed here, so the origin never passes it on (to a hibernated app, say).
+   * (A secret rather than a Unix socket: the same token also keeps working for a TCP origin on
+   * another host later, and a test can tell it apart. Either is readable by processes of Slipway's
+   * own user, which hosted applications run as: the secret's file and nginx.conf are 0600.)
+   */
+  protected override fromProxy(req: IncomingMessage): boolean {
+    const sent = req.headers[ORIGIN_SECRET_HEADER];
+    delete req.headers[ORIGIN_SECRET_HEADER];
+    if (typeof sent !== 'string' || sent.length !== this.originSecret.length) return false;
+    return timingSafeEqual(Buffer.from(sent), Buffer.from(this.originSecret));
+  }
+
+  /** Behind nginx (a request `fromProxy`) its X-Real-IP is the client (after its own trusted-proxy rules); else the socket's address. */
+  protected override clientIp(req: IncomingMessage, proxied: boolean): string {
+    const real = proxied ? String(req.headers['x-real-ip'] ?? '') : '';
     return isIP(real) ? real : (req.socket.remoteAddress ?? '');
   }
 
   override async start(): Promise<void> {
+    this.originSecret = originSecret(this.nginx.dir);
     const origin = await this.listen(0, '127.0.0.1', true);
     const fallback = await this.listen(0, '127.0.0.1', false);
     this.traffic.start();
@@ -97,6 +137,7 @@ export class NginxEdge extends Edge {
       origin: `127.0.0.1:${origin}`,
       fallback: `127.0.0.1:${fallback}`,
       trustedProxies: this.settings.trustedProxies,
+      originSecret: this.originSecret,
       accessLog,
       // Started as root, nginx's workers would be `nobody`, who cannot read the data directory (the
       // releases, the pages): they run as Slipway's own user instead.

@@ -146,7 +146,9 @@ export class NginxProcess {
     chmodSync(this.dir, 0o755);
     for (const [rel, content] of Object.entries(files)) this.writeFile(rel, content);
     const candidate = `${this.confPath}.next`;
-    writeFileSync(candidate, conf);
+    // It holds the origin secret (config.ts): readable by Slipway's user (and root) alone.
+    writeFileSync(candidate, conf, { mode: 0o600 });
+    chmodSync(candidate, 0o600);
     const test = await this.run(bin, ['-t', '-q', '-c', candidate, ...this.common()]);
     if (test.code !== 0) {
       rmSync(candidate, { force: true });
@@ -167,7 +169,7 @@ export class NginxProcess {
       await this.waitFor(generation, pid ? 'reload' : 'start', Number(/^worker_processes (\d+);/m.exec(conf)?.[1] ?? 1));
     } catch (e) {
       // A reload nginx could not carry out (a port taken, say) leaves the old configuration running: so must the file.
-      if (previous !== null) this.writeFile('nginx.conf', previous);
+      if (previous !== null) this.writeFile('nginx.conf', previous, 0o600);
       throw e;
     }
     this.log.info({ generation, pid: this.masterPid(), reloaded: !!pid }, 'edge: nginx configuration applied');
@@ -209,12 +211,12 @@ export class NginxProcess {
     return ['-p', this.dir + sep, '-e', this.errorLogPath];
   }
 
-  private writeFile(rel: string, content: string) {
+  private writeFile(rel: string, content: string, mode = 0o644) {
     const path = normalize(join(this.dir, rel));
     if (!path.startsWith(this.dir + sep) || rel.includes('..')) throw new Error(`edge: file ${rel} is outside ${this.dir}`);
     mkdirSync(dirname(path), { recursive: true });
     const tmp = `${path}.${process.pid}.tmp`;
-    writeFileSync(tmp, content, { mode: 0o644 });
+    writeFileSync(tmp, content, { mode });
     renameSync(tmp, path);
   }
 
