@@ -12,6 +12,7 @@ import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js'
 import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet, git, LOCAL_ENV } from '../apps-real/support.js';
 import { APP_JS, buildLog, deploySite, finalDeployment, gitMissing, makeSiteRepo } from './support.js';
+import type { NginxEdge } from '../../src/shared/edge/nginx/driver.js';
 
 const missing = gitMissing();
 
@@ -131,6 +132,16 @@ for (const kind of DB_KINDS) {
       const previewHost = `feature-new-look--${site.name}.localhost`;
       assert.match((await get(previewHost)).body, /home v2-preview/);
       assert.match((await get(`feature-new-look--${site.hostname}`)).body, /home v2-preview/);
+      if (s.app.runtimes.edge!.driver === 'nginx') {
+        // nginx names the preview hosts itself and serves the preview release from disk.
+        const table = await (s.app.runtimes.edge as NginxEdge).table();
+        for (const h of [previewHost, `feature-new-look--${site.hostname}`]) {
+          const entry = table.hosts.find((x) => x.hostname === h);
+          assert.equal(entry?.target.type, 'static', `${h}: ${JSON.stringify(entry)}`);
+          assert.equal(entry?.owner.id, site.id);
+        }
+        assert.ok(!table.hosts.some((x) => x.hostname.startsWith('other--')));
+      }
       assert.match((await get(host)).body, /home v1/);
       assert.equal((await get(`other--${site.name}.localhost`)).status, 404);
       assert.equal(expectStatus(await s.get(`/static-sites/${site.id}`), 200).status, 'deploymentSuccess');

@@ -76,6 +76,12 @@ export interface EdgeService {
    * null, sends its hostnames to the in-process edge (the origin), which keeps every kind working.
    */
   describe?(id: string, preview?: string): Promise<EdgeDescription | null>;
+  /**
+   * The preview labels a service answers at `<label>--<hostname>` for each of its hostnames (a
+   * static site's preview branches), so a proxy in front can name them; absent: none (the router
+   * still routes such names to the origin).
+   */
+  previews?(id: string): Promise<string[]>;
 }
 
 /** A hostname the router routes, with its owner (every one the proxy's configuration names). */

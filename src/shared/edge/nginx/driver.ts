@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.js';
 import type { Database } from '../../db/index.js';
-import { Edge } from '../index.js';
+import { Edge, type RoutedHost } from '../index.js';
 import { edgeCertificates, withCertificates, type Certificates } from '../certificates.js';
 import { buildTable, type EdgeTable } from '../table.js';
 import { AccessLogReceiver } from './access-log.js';
@@ -175,9 +175,27 @@ export class NginxEdge extends Edge {
     return run;
   }
 
+  /**
+   * The routed hostnames and, after them, the preview names of their services (`<label>--<hostname>`,
+   * as the registry's routeOf derives them): a hostname recorded as such comes first and stays its
+   * owner's (buildTable keeps the first entry of a name).
+   */
+  private async withPreviews(routed: RoutedHost[]): Promise<RoutedHost[]> {
+    const labels = new Map<string, Promise<string[]>>();
+    const previews: RoutedHost[] = [];
+    for (const r of routed) {
+      const kind = this.services.find((s) => s.kind === r.kind);
+      if (!kind?.previews || r.preview) continue;
+      let l = labels.get(r.id);
+      if (!l) labels.set(r.id, (l = kind.previews(r.id).catch(() => [])));
+      for (const label of await l) previews.push({ ...r, hostname: `${label}--${r.hostname}`, preview: label });
+    }
+    return [...routed, ...previews];
+  }
+
   /** The table nginx serves (tests and the admin may look). */
   async table(): Promise<EdgeTable> {
-    const routed = await this.routed();
+    const routed = await this.withPreviews(await this.routed());
     const table = await buildTable(
       routed,
       async (r) => (await this.services.find((s) => s.kind === r.kind)?.describe?.(r.id, r.preview)) ?? null,

@@ -169,6 +169,8 @@ export class StaticRuntime implements StaticSitesRuntime {
       kind: 'static-site',
       byId: async (id, preview) => this.site(await siteById(db, id), preview),
       describe: async (id, preview) => this.describe(await siteById(db, id), preview),
+      // Labels of the branches with a successful preview (routeOf picks the latest of a label).
+      previews: async (id) => [...new Set((await previewReleases(db, id)).map((r) => previewLabel(r.branch ?? '')).filter(Boolean))],
     });
   }
 
