@@ -1,6 +1,6 @@
 // What the edge scenarios start: the small app they proxy to (edge-app.mjs), Debian's nginx with a
 // plain hand-written configuration (the reference), the edge as Slipway configures it (the
-// subject: renderNginx of an EdgeTable, run by NginxProcess, its access log sent to a receiver in a
+// subject: renderNginx of an EdgeTable, run by NginxProcess, its access log file tailed in a
 // process of its own), and idle keep-alive connections held by another process (idle-holder.mjs).
 // Everything started is stopped by a Cleanup, last first, whether the scenario ends or throws.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -155,7 +155,7 @@ export interface RunningNginx {
   headers: Record<string, string>;
   /** "Active connections" of nginx's stub_status, or null where there is none. */
   activeConnections(): Promise<number | null>;
-  /** CPU time (ms) used so far by the processes that serve, by part ("nginx", "log receiver"). */
+  /** CPU time (ms) used so far by the processes that serve, by part ("nginx", "log tailer"). */
   cpu(): Record<string, number>;
 }
 
@@ -299,15 +299,15 @@ export type StartEdge = (hosts: EdgeHost[], cleanup: Cleanup, limits?: EdgeLimit
 /**
  * The edge as Slipway configures it, without Slipway: the whole configuration renderNginx writes
  * for the table (one worker), applied by NginxProcess (which starts nginx as a daemon), its access
- * log sent to AccessLogReceiver in a process of its own (edge-log-sink.ts) as it would be to Slipway.
+ * log file tailed by AccessLogTailer in a process of its own (edge-log-sink.ts) as Slipway would.
  */
 export const nginxEdge: StartEdge = async (hosts, cleanup, limits = {}) => {
   const dir = cleanup.dir('slipway-bench-edge-');
   const { child: sink, match } = await LineChild.start(
     'edge-log-sink.ts',
     process.execPath,
-    ['--import', 'tsx', fileURLToPath(new URL('./edge-log-sink.ts', import.meta.url))],
-    /^listening (\S+)$/,
+    ['--import', 'tsx', fileURLToPath(new URL('./edge-log-sink.ts', import.meta.url)), dir],
+    /^tailing (\S+)$/,
   );
   cleanup.keep(sink);
   const port = await freePort();
@@ -334,7 +334,7 @@ export const nginxEdge: StartEdge = async (hosts, cleanup, limits = {}) => {
     headers: { host: hosts[0]!.hostname },
     cpu: () => {
       const master = nginx.masterPid();
-      return { nginx: master ? cpuOf([master, ...childrenOf(master)]) : NaN, 'log receiver': cpuOf([sink.pid]) };
+      return { nginx: master ? cpuOf([master, ...childrenOf(master)]) : NaN, 'log tailer': cpuOf([sink.pid]) };
     },
     activeConnections: async () => {
       const body = await getSocket(statusSocket(dir), '/status');
@@ -414,7 +414,7 @@ export interface Loaded {
  * `subject` against `reference` in paired rounds (BENCH_READ_ROUNDS), 50 connections, each warmed
  * up for 2 s first; the rounds alternate which goes first, so a machine's drift touches both alike.
  * The median of the rounds' rates, p99s, shares and p99 ratios; the CPU time each used per 1,000
- * answers is printed (where the time goes: nginx, and the edge's access log receiver).
+ * answers is printed (where the time goes: nginx, and the edge's access log tailer).
  */
 export async function compareEdge(reference: Loaded, subject: Loaded) {
   for (const t of [reference, subject]) await load({ url: t.url, headers: t.headers, connections: EDGE_CONNECTIONS, duration: 2 });

@@ -1,11 +1,11 @@
 // The edge's nginx data plane against a real nginx: a test edge (its own directory, free ports, an
-// access log receiver, a generation per apply), small upstream apps, and requests with a Host header.
+// access log tailer, a generation per apply), small upstream apps, and requests with a Host header.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request, type IncomingHttpHeaders, type RequestListener, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AccessLogReceiver } from '../../src/shared/edge/nginx/access-log.js';
+import { AccessLogTailer, type AccessLogOptions } from '../../src/shared/edge/nginx/access-log.js';
 import { nginxFiles, renderNginx, type Listen } from '../../src/shared/edge/nginx/config.js';
 import { nginxBinary, NginxProcess } from '../../src/shared/edge/nginx/process.js';
 import type { Served } from '../../src/shared/edge/index.js';
@@ -50,6 +50,8 @@ export interface EdgeOptions {
   https?: boolean;
   trustedProxies?: string[];
   origin?: string;
+  /** The access log tailer's options (rotateBytes, say). */
+  accessLog?: Partial<AccessLogOptions>;
 }
 
 /** Slipway's side of one edge under test: renders tables and applies them to its own nginx. */
@@ -60,7 +62,7 @@ export class TestEdge {
     readonly nginx: NginxProcess,
     readonly http: Listen,
     readonly https: Listen | null,
-    readonly receiver: AccessLogReceiver,
+    public receiver: AccessLogTailer,
     /** Access log lines received so far. */
     readonly served: Served[],
     private o: EdgeOptions,
@@ -69,11 +71,27 @@ export class TestEdge {
   static async create(o: EdgeOptions = {}): Promise<TestEdge> {
     const dir = mkdtempSync(join(tmpdir(), 'slipway-edge-nginx-'));
     const served: Served[] = [];
-    const receiver = new AccessLogReceiver((b) => void served.push(...b), { flushMs: 50 });
+    const nginx = new NginxProcess(dir, quietLog);
+    const receiver = TestEdge.tailer(dir, nginx, served, o);
     await receiver.start();
     const http = { host: '127.0.0.1', port: await freePort() };
     const https = o.https ? { host: '127.0.0.1', port: await freePort() } : null;
-    return new TestEdge(dir, new NginxProcess(dir, quietLog), http, https, receiver, served, o);
+    return new TestEdge(dir, nginx, http, https, receiver, served, o);
+  }
+
+  private static tailer(dir: string, nginx: NginxProcess, served: Served[], o: EdgeOptions): AccessLogTailer {
+    return new AccessLogTailer((b) => void served.push(...b), {
+      path: join(dir, 'access.log'),
+      pollMs: 50,
+      reopen: () => nginx.reopenLogs(),
+      ...o.accessLog,
+    });
+  }
+
+  /** A new tailer of the same file (after the last one stopped: a restarted Slipway), started. */
+  async restartAccessLog(): Promise<void> {
+    this.receiver = TestEdge.tailer(this.dir, this.nginx, this.served, this.o);
+    await this.receiver.start();
   }
 
   render(hosts: EdgeHost[], generation = this.generation + 1): string {
@@ -85,7 +103,7 @@ export class TestEdge {
         https: this.https,
         origin: this.o.origin ?? '',
         trustedProxies: this.o.trustedProxies ?? [],
-        accessLog: this.receiver.address,
+        accessLog: this.receiver.path,
         generation,
       },
     );

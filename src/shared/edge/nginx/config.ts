@@ -41,7 +41,7 @@ export interface NginxOptions {
    * X-Real-IP (and that nginx logged the request) only with it (hex; absent: not sent).
    */
   originSecret?: string;
-  /** host:port of the UDP syslog receiver of access logs (access-log.ts). */
+  /** The file nginx writes its access log to, buffered (access-log.ts tails it). */
   accessLog: string;
   /** Answered by the status socket, so the applier can tell a reload took effect. */
   generation: number;
@@ -219,7 +219,8 @@ export function renderNginx(table: EdgeTable, o: NginxOptions): string {
         ]
       : []),
     `log_format slipway escape=json ${q(LOG_FORMAT)};`,
-    `access_log syslog:server=${address('access log receiver', o.accessLog)},tag=slipway,nohostname slipway;`,
+    // Buffered: each worker writes 64 KiB at a time, or what it has after a second (access-log.ts tails the file).
+    `access_log ${q(safe('access log', o.accessLog))} slipway buffer=64k flush=1s;`,
     // Files of a release never change in place (a new release is a new directory).
     `open_file_cache max=10000 inactive=60s;`,
     `open_file_cache_errors on;`,

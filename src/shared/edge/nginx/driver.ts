@@ -6,8 +6,9 @@
 // and every 30 s as a safety net, only when the rendered text differs. nginx outlives Slipway: a new
 // Slipway adopts the running master, which kept serving the last configuration meanwhile.
 //
-// Access logs: nginx logs every request it answers under a hostname of the table (config.ts) to
-// the AccessLogReceiver, whose batches go to the edge's listeners (traffic records, hibernation).
+// Access logs: nginx logs every request it answers under a hostname of the table (config.ts) to a
+// buffered file in its directory, which the AccessLogTailer reads in batches for the edge's
+// listeners (traffic records, hibernation); what nginx logs while Slipway is down is read at the next start.
 // So that nothing is counted twice the origin listens twice: requests nginx logged come to `origin`
 // (only a load balancer's destinations are reported there), those of its default server to
 // `fallback` (reported as the in-process edge always does).
@@ -23,7 +24,7 @@ import type { Database } from '../../db/index.js';
 import { Edge, type RoutedHost } from '../index.js';
 import { edgeCertificates, withCertificates, type Certificates } from '../certificates.js';
 import { buildTable, type EdgeTable } from '../table.js';
-import { AccessLogReceiver } from './access-log.js';
+import { AccessLogTailer } from './access-log.js';
 import { nameable, nginxFiles, ORIGIN_SECRET_HEADER, renderNginx, type NginxOptions } from './config.js';
 import { NginxProcess } from './process.js';
 
@@ -70,7 +71,7 @@ function originSecret(dir: string): string {
 export class NginxEdge extends Edge {
   override readonly driver = 'nginx' as const;
   readonly nginx: NginxProcess;
-  private receiver: AccessLogReceiver;
+  private accessLog: AccessLogTailer;
   private options: Omit<NginxOptions, 'generation'> | null = null;
   /** The configuration last applied, rendered with generation 0 (to tell whether anything changed). */
   private applied = '';
@@ -89,7 +90,11 @@ export class NginxEdge extends Edge {
   constructor(config: Config, log: FastifyBaseLogger, database: Database, bin: string) {
     super(config, log, database);
     this.nginx = new NginxProcess(nginxDir(config.dataDir), log, bin);
-    this.receiver = new AccessLogReceiver((batch) => batch.forEach((s) => this.served(s)), { log });
+    this.accessLog = new AccessLogTailer((batch) => batch.forEach((s) => this.served(s)), {
+      path: join(this.nginx.dir, 'access.log'),
+      reopen: () => this.nginx.reopenLogs(),
+      log,
+    });
     this.certificates = edgeCertificates(this.settings, config.dataDir, log);
   }
 
@@ -121,7 +126,8 @@ export class NginxEdge extends Edge {
     const origin = await this.listen(0, '127.0.0.1', true);
     const fallback = await this.listen(0, '127.0.0.1', false);
     this.traffic.start();
-    const accessLog = await this.receiver.start();
+    mkdirSync(this.nginx.dir, { recursive: true });
+    const accessLog = await this.accessLog.start();
     const adopted = await this.nginx.adopt();
     const host = this.settings.host;
     // Port 0 (tests): the port of the adopted nginx, so that it keeps its clients; else a free one.
@@ -224,7 +230,7 @@ export class NginxEdge extends Edge {
     await this.running;
     // nginx is the data plane: it keeps serving while Slipway is down, unless told otherwise (tests).
     if (this.settings.stopOnExit) await this.nginx.stop();
-    await this.receiver.stop();
+    await this.accessLog.stop();
     await super.stop();
   }
 }

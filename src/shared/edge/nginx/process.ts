@@ -102,6 +102,18 @@ export class NginxProcess {
     this.socketPath = statusSocket(dir);
   }
 
+  /** Tells the running master to reopen its log files (SIGUSR1; after a rotation): false when none runs. */
+  reopenLogs(): boolean {
+    const pid = this.masterPid();
+    if (!pid) return false;
+    try {
+      process.kill(pid, 'SIGUSR1');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** The pid of this directory's running master, or null. */
   masterPid(): number | null {
     let pid: number;
