@@ -1,4 +1,5 @@
-// SIGKILL of Slipway with the local runtime: the next start kills the instances it left and serves again.
+// SIGKILL of Slipway with the local runtime: the next start adopts the instances it left (same pid,
+// same port), replaces one that died meanwhile, and ends the cron run that was going.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import { cron } from '../processes/support.js';
 import { alive, edgeGet, LOCAL_ENV, makeRepo } from './support.js';
 
 describe('local runtime after SIGKILL (sqlite)', () => {
-  it('the restarted server kills the old instance and serves the application again', async () => {
+  it('the restarted server adopts the live instance, replaces a dead one and ends the run', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'slipway-crash-'));
     const edgePort = await freePort();
     const token = `svl_${'a'.repeat(64)}`;
@@ -52,13 +53,14 @@ describe('local runtime after SIGKILL (sqlite)', () => {
     assert.ok(alive(oldPid), 'the instance outlives a SIGKILLed server (its own process group)');
     server = await startChild([], env, 120_000);
     try {
-      assert.ok(!alive(oldPid), 'the old instance was killed at start');
       const again = await waitFor('the application to serve again', async () => {
         const r = await edgeGet(edgePort, host).catch(() => undefined);
         return r?.status === 200 ? r : undefined;
       });
-      assert.match(again.body, /^c1 /);
-      assert.notEqual(Number(again.body.split(' ')[1]), oldPid);
+      assert.equal(again.body, before.body, 'the same instance serves (adopted)');
+      assert.ok(alive(oldPid), 'the adopted instance was not killed');
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.equal((await edgeGet(edgePort, host)).body, before.body, 'still the adopted instance once start has settled');
       // The run that was going ended cleanly: its process killed, the run terminated (cancelled).
       assert.ok(!alive(runPid), 'the cron run was killed at start');
       const codes = await ok(
@@ -72,6 +74,19 @@ describe('local runtime after SIGKILL (sqlite)', () => {
         codes.map((e: { value: string; description: string }) => [e.value, e.description]),
         [['143', 'cancelled']],
       );
+      // An instance that dies while Slipway is down is replaced at the next start.
+      await server.stop('SIGKILL');
+      // Its whole process group (the application's server may be a child of the started shell).
+      const stat = readFileSync(`/proc/${oldPid}/stat`, 'utf8');
+      process.kill(-Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]), 'SIGKILL');
+      await waitFor('the instance to die', () => !alive(oldPid) || undefined);
+      server = await startChild([], env, 120_000);
+      const replaced = await waitFor('a new instance to serve', async () => {
+        const r = await edgeGet(edgePort, host).catch(() => undefined);
+        return r?.status === 200 ? r : undefined;
+      });
+      assert.match(replaced.body, /^c1 /);
+      assert.notEqual(Number(replaced.body.split(' ')[1]), oldPid);
     } finally {
       await server.stop();
     }

@@ -1,10 +1,11 @@
 // The nginx edge driven by Slipway (SLIPWAY_EDGE=nginx): an application is served by nginx itself
 // (its instances are nginx's upstream, the request reaches the access log), a redeploy under
 // continuous requests and a maintenance toggle under a streaming response drop nothing, another
-// company cannot take a hostname, and a static site keeps being served while Slipway is SIGKILLed
-// and started again (nginx keeps the last configuration).
+// company cannot take a hostname, and a static site and an application keep being served while
+// Slipway is SIGKILLed and started again (nginx keeps the last configuration; the application's
+// instances outlive Slipway and are adopted, on the same ports).
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +15,7 @@ import { ok, rateEnv, startChild } from '../helpers/process.js';
 import { untilStatus } from '../helpers/status.js';
 import { expectError, expectStatus, waitFor } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo } from '../apps-real/support.js';
+import { DEFAULT_CLUSTER } from '../applications/support.js';
 import { gitMissing, makeSiteRepo } from '../static-sites-real/support.js';
 import type { Served } from '../../src/shared/edge/index.js';
 import type { NginxEdge } from '../../src/shared/edge/nginx/driver.js';
@@ -222,6 +224,88 @@ describe('a static site on nginx while Slipway is SIGKILLed and restarted (sqlit
       assert.deepEqual(seen.errors, []);
       assert.deepEqual(Object.keys(seen.statuses), ['200'], JSON.stringify(seen.statuses));
       assert.ok(seen.statuses[200]! > 20, JSON.stringify(seen.statuses));
+    } finally {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** The first file named `name` under `dir`. */
+function findFile(dir: string, name: string): string {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isFile() && e.name === name) return p;
+    if (e.isDirectory()) {
+      try {
+        return findFile(p, name);
+      } catch {
+        /* not there */
+      }
+    }
+  }
+  throw new Error(`no ${name} under ${dir}`);
+}
+
+describe('an application on nginx while Slipway is SIGKILLed and restarted (sqlite)', { skip }, () => {
+  it('serves every request meanwhile, from the same instance afterwards', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'slipway-nka-'));
+    const edgePort = await freePort();
+    const token = `svl_${'d'.repeat(64)}`;
+    const env = {
+      ...NGINX_ENV,
+      SLIPWAY_EDGE_PORT: String(edgePort),
+      SLIPWAY_BOOTSTRAP_TOKEN: token,
+      SLIPWAY_SECRET_KEY: 'k',
+      DATA_DIR: dataDir,
+      ...rateEnv(GENEROUS),
+    };
+    let server = await startChild([], env, 120_000);
+    try {
+      const repo = makeRepo('k1');
+      const a = await ok(server.baseUrl, token, 'POST', '/applications', 201, {
+        display_name: 'kill app',
+        cluster_id: DEFAULT_CLUSTER.id,
+        source: 'publicGit',
+        git_type: 'github',
+        repo_url: repo.url,
+        default_branch: 'main',
+      });
+      const d = await ok(server.baseUrl, token, 'POST', `/applications/${a.id}/deployments`, 200, {});
+      const done = await untilStatus('the deployment', () => ok(server.baseUrl, token, 'GET', `/applications/${a.id}/deployments/${d.id}`, 200), {
+        timeoutMs: 60_000,
+        intervalMs: 100,
+      });
+      assert.equal(done.status, 'success');
+      const host = `${a.name}.localhost`;
+      const first = await waitFor(
+        'nginx to serve the application',
+        async () => {
+          const r = await edgeGet(edgePort, host);
+          return r.status === 200 && r.headers.server === 'nginx' && /^k1 /.test(r.body) ? r : undefined;
+        },
+        10_000,
+        50,
+      );
+      const confPath = findFile(dataDir, 'nginx.conf');
+      const conf = readFileSync(confPath, 'utf8');
+      const load = hammer(edgePort, host);
+      await new Promise((r) => setTimeout(r, 300));
+      await server.stop('SIGKILL');
+      await new Promise((r) => setTimeout(r, 500));
+      server = await startChild([], env, 120_000);
+      // Long enough for the restarted Slipway to adopt the instance and sync nginx.
+      await new Promise((r) => setTimeout(r, 2000));
+      const seen = await load.stop();
+      assert.deepEqual(seen.errors, []);
+      assert.deepEqual(Object.keys(seen.statuses), ['200'], JSON.stringify(seen.statuses));
+      assert.ok(seen.statuses[200]! > 20, JSON.stringify(seen.statuses));
+      assert.equal((await edgeGet(edgePort, host)).body, first.body, 'the same instance serves (adopted)');
+      // The application's upstreams are the same ports (Slipway's own origin listeners are new ports:
+      // that part of the configuration changes with any restart).
+      const upstreams = (text: string) => [...text.matchAll(/upstream slipway_up_\d+ \{[^}]*\}/g)].map((m) => m[0]);
+      assert.ok(upstreams(conf).length > 0);
+      assert.deepEqual(upstreams(readFileSync(confPath, 'utf8')), upstreams(conf));
     } finally {
       await server.stop();
       rmSync(dataDir, { recursive: true, force: true });

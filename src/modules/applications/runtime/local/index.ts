@@ -230,8 +230,7 @@ export class LocalRuntime implements ApplicationsRuntime {
       if (list) list.push(pid);
       else groups.set(processId, [pid]);
     };
-    for (const g of this.serving.values())
-      for (const i of g.instances) if (i.child && i.child.exitCode === null && i.child.signalCode === null) add(i.processId, i.child.pid);
+    for (const g of this.serving.values()) for (const i of g.instances) if (this.supervisor.running(i)) add(i.processId, i.child?.pid ?? i.pid ?? undefined);
     for (const r of this.runs.all()) add(r.processId, r.run.child.pid);
     this.usage.sample(groups);
   }
@@ -296,6 +295,7 @@ export class LocalRuntime implements ApplicationsRuntime {
         if (!a) {
           await rm(appReleasesDir(this.settings.root, appId), { recursive: true, force: true });
           await rm(appCacheDir(this.settings.root, appId), { recursive: true, force: true });
+          await this.supervisor.dropLogs(appId);
         }
         return;
       }
@@ -322,11 +322,13 @@ export class LocalRuntime implements ApplicationsRuntime {
         }
         return { env: vars, specs, paths };
       });
+      // What a previous Slipway left running for this release is adopted (same pids, same ports).
       const g = await this.supervisor.startGroup(
         { appId, deploymentId: current.id, releaseId },
         specs,
         releaseDir(this.settings.root, appId, releaseId),
         processEnv(env),
+        true,
       );
       // Route at once: the edge answers 502 rather than 503 for the instants before they listen.
       this.serving.set(appId, g);
@@ -363,6 +365,32 @@ export class LocalRuntime implements ApplicationsRuntime {
     });
   }
 
+  /** A stand-in group of the web instances a previous Slipway left for an application, not yet adopted (for the edge's table). */
+  private leftGroup(appId: string): Group | undefined {
+    const ports = this.supervisor.leftPorts(appId);
+    if (!ports.length) return undefined;
+    return {
+      appId,
+      deploymentId: '',
+      releaseId: '',
+      next: 0,
+      instances: ports.map((port, index) => ({
+        processId: '',
+        key: '',
+        type: 'web' as const,
+        command: '',
+        index,
+        port,
+        child: null,
+        startedAt: 0,
+        restarts: 0,
+        stopping: false,
+        inflight: 0,
+        exited: Promise.resolve(),
+      })),
+    };
+  }
+
   /** The edge site of an application (null: unknown or being deleted). */
   private async site(a: ApplicationsTable | undefined): Promise<EdgeSite | null> {
     if (!a || a.status === 'deleting') return null;
@@ -392,7 +420,9 @@ export class LocalRuntime implements ApplicationsRuntime {
         const a = await appById(this.app.database.db, id);
         if (!a || a.status === 'deleting') return null;
         // Suspended: the origin answers (503) even while its instances are still being stopped.
-        return describeGroup(a.is_suspended ? undefined : this.serving.get(id), await edgeSettings(this.app.database.db, a));
+        // Until `start` adopted them, the instances a previous Slipway left keep their ports at the edge.
+        const g = this.serving.get(id) ?? this.leftGroup(id);
+        return describeGroup(a.is_suspended ? undefined : g, await edgeSettings(this.app.database.db, a));
       },
     });
     // Requests a proxy in front answered keep an application awake as those the origin answered.
@@ -403,15 +433,21 @@ export class LocalRuntime implements ApplicationsRuntime {
 
   async start(): Promise<void> {
     const killed = await this.supervisor.killOrphans();
-    if (killed) this.app.log.warn({ killed }, 'killed application processes left by a previous run');
+    if (killed) this.app.log.warn({ killed }, 'killed cron and job processes left by a previous run');
     this.usageTimer = setInterval(() => this.sampleUsage(), this.settings.metricsIntervalMs).unref();
     const ended = await this.app.ports.processes.endInterruptedRuns(this.createdAt);
     if (ended) this.app.log.warn({ ended }, 'cron and job runs interrupted by the previous run ended');
     this.runs.boot();
     await registerExisting(this.app, 'app', await appsToRegister(this.app.database.db));
-    // Every application that was serving serves again (its current release, started afresh).
+    // Every application that was serving serves again (its current release): the instances the
+    // previous Slipway left for it are adopted when still alive, the missing ones started.
     const apps = await activeAppIds(this.app.database.db);
-    for (const a of apps) void this.sync(a.id).catch((e: Error) => this.app.log.warn({ err: e.message, app: a.id }, 'could not start the application'));
+    const syncs = apps.map((a) => this.sync(a.id).catch((e: Error) => this.app.log.warn({ err: e.message, app: a.id }, 'could not start the application')));
+    // What no application adopted (stopped, deleted, another release) is killed once they all did.
+    void Promise.all(syncs)
+      .then(() => this.supervisor.killLeftovers())
+      .then((n) => n && this.app.log.warn({ killed: n }, 'killed application instances left by a previous run'))
+      .catch(() => {});
     this.hibernation.start();
   }
 
