@@ -37,7 +37,7 @@ import { activeAppIds, appsToRegister, deploymentStatus, setDeploymentCommit } f
 import { localSettings, type LocalSettings } from './settings.js';
 import { UsageSampler } from './usage.js';
 import { openLocalShell } from './shell.js';
-import { Supervisor, type Group, type InstanceSpec } from './supervisor.js';
+import { newInstance, Supervisor, type Group, type InstanceSpec } from './supervisor.js';
 
 export const SYNC_JOB = 'app.runtime.sync';
 
@@ -374,20 +374,7 @@ export class LocalRuntime implements ApplicationsRuntime {
       deploymentId: '',
       releaseId: '',
       next: 0,
-      instances: ports.map((port, index) => ({
-        processId: '',
-        key: '',
-        type: 'web' as const,
-        command: '',
-        index,
-        port,
-        child: null,
-        startedAt: 0,
-        restarts: 0,
-        stopping: false,
-        inflight: 0,
-        exited: Promise.resolve(),
-      })),
+      instances: ports.map((port, index) => newInstance({ processId: '', key: '', type: 'web', command: '', index }, port)),
     };
   }
 

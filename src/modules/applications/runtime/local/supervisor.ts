@@ -39,6 +39,11 @@ export interface Instance extends InstanceSpec {
   exited: Promise<void>;
 }
 
+/** An instance not yet started (or adopted): its spec, its port, and the rest at rest. */
+export function newInstance(spec: InstanceSpec, port: number | null, more: Partial<Instance> = {}): Instance {
+  return { ...spec, port, child: null, startedAt: 0, restarts: 0, stopping: false, inflight: 0, exited: Promise.resolve(), ...more };
+}
+
 export interface Group {
   appId: string;
   deploymentId: string;
@@ -304,31 +309,12 @@ export class Supervisor {
         : undefined;
       if (found && startTimeOf(found.pid) === found.start && (s.type !== 'web' || (found.port && (await accepts(found.port))))) {
         this.left = this.left.filter((e) => e !== found);
-        const inst: Instance = {
-          ...s,
-          port: found.port ?? null,
-          child: null,
-          pid: found.pid,
-          startedAt: found.startedAt ?? Date.now(),
-          restarts: 0,
-          stopping: false,
-          inflight: 0,
-          exited: Promise.resolve(),
-        };
+        const inst = newInstance(s, found.port ?? null, { pid: found.pid, startedAt: found.startedAt ?? Date.now() });
         group.instances.push(inst);
         this.adopt(group, inst, found.start, cwd, env);
         continue;
       }
-      const inst: Instance = {
-        ...s,
-        port: s.type === 'web' ? await freePort() : null,
-        child: null,
-        startedAt: 0,
-        restarts: 0,
-        stopping: false,
-        inflight: 0,
-        exited: Promise.resolve(),
-      };
+      const inst = newInstance(s, s.type === 'web' ? await freePort() : null);
       group.instances.push(inst);
       this.spawn(group, inst, cwd, env);
     }
