@@ -5,13 +5,12 @@
 // Everything started is stopped by a Cleanup, last first, whether the scenario ends or throws.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { nginxFiles, renderNginx, statusSocket } from '../../src/shared/edge/nginx/config.js';
-import { nginxBinary, NginxProcess } from '../../src/shared/edge/nginx/process.js';
+import { nginxBinary, NginxProcess, status } from '../../src/shared/edge/nginx/process.js';
 import type { EdgeHost, EdgeTarget } from '../../src/shared/edge/table.js';
 import { load, median, rounds, seconds, type Load } from './load.js';
 import { childrenOf, cpuMs, freePort } from './proc.js';
@@ -337,7 +336,7 @@ export const nginxEdge: StartEdge = async (hosts, cleanup, limits = {}) => {
       return { nginx: master ? cpuOf([master, ...childrenOf(master)]) : NaN, 'log tailer': cpuOf([sink.pid]) };
     },
     activeConnections: async () => {
-      const body = await getSocket(statusSocket(dir), '/status');
+      const body = await status(statusSocket(dir), '/status');
       const m = body && /Active connections:\s*(\d+)/.exec(body);
       return m ? Number(m[1]) : null;
     },
@@ -353,21 +352,6 @@ export const nginxEdge: StartEdge = async (hosts, cleanup, limits = {}) => {
  * configured through the API) instead is this one line, with a StartEdge that does so.
  */
 export const edgeSubject: StartEdge = nginxEdge;
-
-/** GET `path` on a Unix socket: the body, or null. */
-function getSocket(socketPath: string, path: string): Promise<string | null> {
-  return new Promise((resolve) => {
-    const req = request({ socketPath, path, agent: false, timeout: 2000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve(res.statusCode === 200 ? body : null));
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(null));
-    req.end();
-  });
-}
 
 /** The open file limits of this process (`ulimit -Sn`, `ulimit -Hn`); Infinity for unlimited. */
 export function openFileLimits(): { soft: number; hard: number } {

@@ -66,8 +66,8 @@ function onlyNewWorkers(master: number, count: number): boolean {
   return accepting === count;
 }
 
-/** GET a path of the status socket: the body, or null when nothing answers. */
-function status(socketPath: string, path: string): Promise<string | null> {
+/** GET a path of the status socket (`/generation`, `/status`): the body, or null when nothing answers. */
+export function status(socketPath: string, path: string): Promise<string | null> {
   return new Promise((resolve) => {
     const req = request({ socketPath, path, agent: false, timeout: 2000 }, (res) => {
       let body = '';
