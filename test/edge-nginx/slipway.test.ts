@@ -183,19 +183,25 @@ describe('Slipway on the nginx edge (sqlite)', { skip }, () => {
   });
 });
 
+/** A child Slipway on nginx that a test kills and restarts: its data directory, edge port, key and environment. */
+async function childSetup(prefix: string, tokenChar: string) {
+  const dataDir = mkdtempSync(join(tmpdir(), prefix));
+  const edgePort = await freePort();
+  const token = `svl_${tokenChar.repeat(64)}`;
+  const env = {
+    ...NGINX_ENV,
+    SLIPWAY_EDGE_PORT: String(edgePort),
+    SLIPWAY_BOOTSTRAP_TOKEN: token,
+    SLIPWAY_SECRET_KEY: 'k',
+    DATA_DIR: dataDir,
+    ...rateEnv(GENEROUS),
+  };
+  return { dataDir, edgePort, token, env };
+}
+
 describe('a static site on nginx while Slipway is SIGKILLed and restarted (sqlite)', { skip }, () => {
   it('serves every request meanwhile', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'slipway-nk-'));
-    const edgePort = await freePort();
-    const token = `svl_${'c'.repeat(64)}`;
-    const env = {
-      ...NGINX_ENV,
-      SLIPWAY_EDGE_PORT: String(edgePort),
-      SLIPWAY_BOOTSTRAP_TOKEN: token,
-      SLIPWAY_SECRET_KEY: 'k',
-      DATA_DIR: dataDir,
-      ...rateEnv(GENEROUS),
-    };
+    const { dataDir, edgePort, token, env } = await childSetup('slipway-nk-', 'c');
     let server = await startChild([], env);
     try {
       const repo = makeSiteRepo();
@@ -249,17 +255,7 @@ function findFile(dir: string, name: string): string {
 
 describe('an application on nginx while Slipway is SIGKILLed and restarted (sqlite)', { skip }, () => {
   it('serves every request meanwhile, from the same instance afterwards', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'slipway-nka-'));
-    const edgePort = await freePort();
-    const token = `svl_${'d'.repeat(64)}`;
-    const env = {
-      ...NGINX_ENV,
-      SLIPWAY_EDGE_PORT: String(edgePort),
-      SLIPWAY_BOOTSTRAP_TOKEN: token,
-      SLIPWAY_SECRET_KEY: 'k',
-      DATA_DIR: dataDir,
-      ...rateEnv(GENEROUS),
-    };
+    const { dataDir, edgePort, token, env } = await childSetup('slipway-nka-', 'd');
     let server = await startChild([], env, 120_000);
     try {
       const repo = makeRepo('k1');
