@@ -97,7 +97,10 @@ describe('edge on nginx: access log tailer', () => {
     // The writer (nginx): keeps writing to the file it opened until told to reopen, then a line more to the old one (its buffer).
     let fd = openSync(path, 'a');
     let n = 0;
+    let stopped = false;
     const reopen = () => {
+      // A rotation can still start while the tailer stops, after the writer has: nothing to flush then.
+      if (stopped) return false;
       writeSync(fd, line(n++));
       closeSync(fd);
       fd = openSync(path, 'a');
@@ -110,6 +113,7 @@ describe('edge on nginx: access log tailer', () => {
       await new Promise((r) => setTimeout(r, 15));
     }
     await waitFor('every line', () => served.length === n && !existsSync(`${path}.rotated`), 5000);
+    stopped = true;
     closeSync(fd);
     await tailer.stop();
     assert.ok(tailer.counts.rotations >= 3, `${tailer.counts.rotations} rotations`);
@@ -117,7 +121,8 @@ describe('edge on nginx: access log tailer', () => {
       served.map((s) => s.bytes),
       range(0, n),
     );
-    assert.ok(readFileSync(path).length < 4000);
+    // (A rotation the stopping tailer started leaves no current file: the writer had stopped.)
+    assert.ok((existsSync(path) ? readFileSync(path).length : 0) < 4000);
   });
 });
 
@@ -222,6 +227,8 @@ describe('edge on nginx: access log rotation', { skip: nginxSkip() }, () => {
       got.map((s) => s.path).sort((a, b) => Number(a.slice(3)) - Number(b.slice(3))),
       range(0, count).map((i) => `/r/${i}`),
     );
-    assert.ok(readFileSync(edge.receiver.path).length < 16 * 1024, 'the current file is a new one');
+    // Requests keep coming while a renamed file settles, so how much the current file holds varies; that it holds fewer than all of them does not.
+    const left = readFileSync(edge.receiver.path, 'utf8').split('\n').filter((l) => l.includes('"/r/')).length;
+    assert.ok(left < count, `the current file is a new one (${left} lines of ${count})`);
   });
 });
