@@ -103,7 +103,7 @@ describe('edge on nginx: the process', { skip: nginxSkip() }, () => {
   it('refuses a table it cannot write (a hostname given twice, a value with $)', () => {
     assert.throws(() => edge.render([host('a.test', upstream(app.port)), host('a.test', upstream(app.port))]), /given twice/);
     assert.throws(
-      () => edge.render([host('b.test', { type: 'static', root: '/srv/$x', prettyUrls: false, notFoundPage: null, fallback: null })]),
+      () => edge.render([host('b.test', { type: 'static', root: '/srv/$x', compressedRoot: null, prettyUrls: false, notFoundPage: null, fallback: null })]),
       /cannot be written/,
     );
     assert.throws(() => edge.render([host('c.test', upstream(app.port), { ipRestriction: { type: 'allow', ips: ['1.2.3.4; deny all'] } })]), /not an IP/);

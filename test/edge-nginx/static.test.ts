@@ -7,8 +7,9 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { gunzipSync } from 'node:zlib';
+import { brotliCompressSync, brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 import { ask, host, nginxSkip, TestEdge } from './support.js';
+import { brotliStaticModule } from '../../src/shared/edge/nginx/process.js';
 import type { EdgeTarget } from '../../src/shared/edge/table.js';
 
 const APP_JS = `export function hello() {\n${'  console.log("hello from the static site");\n'.repeat(40)}}\n`;
@@ -16,6 +17,7 @@ const APP_JS = `export function hello() {\n${'  console.log("hello from the stat
 describe('edge on nginx: static sites', { skip: nginxSkip() }, () => {
   let edge: TestEdge;
   let root: string;
+  let beside: string;
   const get = (hostname: string, path: string, headers: Record<string, string> = {}) => ask(edge.http.port, hostname, { path, headers });
 
   before(async () => {
@@ -36,14 +38,24 @@ describe('edge on nginx: static sites', { skip: nginxSkip() }, () => {
     const site = (o: Partial<Extract<EdgeTarget, { type: 'static' }>>): EdgeTarget => ({
       type: 'static',
       root,
+      compressedRoot: null,
       prettyUrls: true,
       notFoundPage: '/404.html',
       fallback: null,
       ...o,
     });
+    // A release's `beside/` tree (build.ts): the published files with a brotli and a gzip copy of
+    // app.js next to it; `data.gz` the site published itself.
+    beside = join(root, '..', `${root.split('/').pop()}-beside`);
+    mkdirSync(join(beside, 'docs'), { recursive: true, mode: 0o755 });
+    writeFileSync(join(root, 'data.gz'), gzipSync('published gzip'));
+    for (const [name, body] of Object.entries({ ...files, 'data.gz': gzipSync('published gzip') })) writeFileSync(join(beside, name), body);
+    writeFileSync(join(beside, 'app.js.br'), brotliCompressSync(APP_JS));
+    writeFileSync(join(beside, 'app.js.gz'), gzipSync(APP_JS));
     edge = await TestEdge.create();
     await edge.apply([
       host('site.test', site({})),
+      host('copies.test', site({ compressedRoot: beside })),
       host('plain.test', site({ prettyUrls: false, notFoundPage: null })),
       host('spa.test', site({ fallback: '/index.html' })),
       host('lost.test', site({ notFoundPage: '/missing-404.html' })),
@@ -53,6 +65,7 @@ describe('edge on nginx: static sites', { skip: nginxSkip() }, () => {
   after(async () => {
     await edge?.stop();
     if (root) rmSync(root, { recursive: true, force: true });
+    if (beside) rmSync(beside, { recursive: true, force: true });
   });
 
   it('serves pretty URLs and redirects the .html and index names to them', async () => {
@@ -127,6 +140,27 @@ describe('edge on nginx: static sites', { skip: nginxSkip() }, () => {
     const plain = await get('site.test', '/app.js');
     assert.equal(plain.headers['content-encoding'], undefined);
     assert.equal(plain.body, APP_JS);
+  });
+
+  it("answers the precompressed copy beside a file to a client that accepts its encoding, and never a copy's own name", async () => {
+    const br = await get('copies.test', '/app.js', { 'accept-encoding': 'gzip, br' });
+    assert.equal(br.status, 200);
+    assert.equal(br.headers['content-encoding'], brotliStaticModule() ? 'br' : 'gzip');
+    const body = br.headers['content-encoding'] === 'br' ? brotliDecompressSync(br.raw) : gunzipSync(br.raw);
+    assert.equal(body.toString(), APP_JS);
+    assert.match(String(br.headers['content-type']), /javascript/);
+    const gz = await get('copies.test', '/app.js', { 'accept-encoding': 'gzip' });
+    assert.equal(gz.headers['content-encoding'], 'gzip');
+    assert.equal(gunzipSync(gz.raw).toString(), APP_JS);
+    const plain = await get('copies.test', '/app.js');
+    assert.equal(plain.headers['content-encoding'], undefined);
+    assert.equal(plain.body, APP_JS);
+    // The copies are not pages of the site; what the site published under such a name is.
+    for (const copy of ['/app.js.br', '/app.js.gz']) assert.equal((await get('copies.test', copy)).status, 404, copy);
+    const published = await get('copies.test', '/data.gz');
+    assert.equal(published.status, 200);
+    assert.equal(gunzipSync(published.raw).toString(), 'published gzip');
+    assert.equal((await get('copies.test', '/about')).body, '<h1>about</h1>');
   });
 
   it('sets Cache-Control as the in-process edge does', async () => {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AccessLogTailer, type AccessLogOptions } from '../../src/shared/edge/nginx/access-log.js';
 import { nginxFiles, renderNginx, type Listen } from '../../src/shared/edge/nginx/config.js';
-import { nginxBinary, NginxProcess } from '../../src/shared/edge/nginx/process.js';
+import { brotliStaticModule, nginxBinary, NginxProcess } from '../../src/shared/edge/nginx/process.js';
 import type { Served } from '../../src/shared/edge/index.js';
 import type { EdgeHost, EdgeTarget } from '../../src/shared/edge/table.js';
 
@@ -104,6 +104,7 @@ export class TestEdge {
         origin: this.o.origin ?? '',
         trustedProxies: this.o.trustedProxies ?? [],
         accessLog: this.receiver.path,
+        brotliModule: brotliStaticModule(),
         generation,
       },
     );

@@ -28,6 +28,12 @@ export type EdgeTarget =
       type: 'static';
       /** The directory whose files are served (absolute): a release's `public/` directory. */
       root: string;
+      /**
+       * The same files with their precompressed copies beside them (`app.js.gz`, `app.js.br`), or
+       * null: the proxy serves from here, answering a copy to a client that accepts its encoding;
+       * a copy's own name is not a URL of the site (only `root`'s files are).
+       */
+      compressedRoot: string | null;
       /** `/about` serves `about.html` or `about/index.html`. */
       prettyUrls: boolean;
       /** The site's page for 404, a path under root (e.g. `/404.html`), or null for the edge's own. */

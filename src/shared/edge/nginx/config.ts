@@ -54,6 +54,8 @@ export interface NginxOptions {
   user?: string;
   /** Disk the response cache may use (default 256 MiB). */
   cacheBytes?: number;
+  /** The brotli_static module's file (Debian's libnginx-mod-http-brotli-static), or null: gzip copies only. */
+  brotliModule?: string | null;
 }
 
 /** The header carrying `originSecret` from nginx to Slipway's origin (never to an application). */
@@ -265,6 +267,7 @@ export function renderNginx(table: EdgeTable, o: NginxOptions): string {
   return [
     `# Written by Slipway from its edge table, generation ${o.generation}. Changes here are overwritten.`,
     `daemon on;`,
+    ...(o.brotliModule ? [`load_module ${q(safe('module', o.brotliModule))};`] : []),
     ...(o.user ? [`user ${q(safe('user', o.user))};`] : []),
     `worker_processes ${workers};`,
     ...(o.openFiles ? [`worker_rlimit_nofile ${o.openFiles};`] : []),
@@ -391,7 +394,7 @@ function maintenance(html: string, dir: string): string[] {
 }
 
 function target(h: EdgeHost, t: EdgeTarget, i: number, o: NginxOptions): string[] {
-  if (t.type === 'static') return staticSite(t);
+  if (t.type === 'static') return staticSite(t, !!o.brotliModule);
   if (t.type === 'upstream' ? !t.servers.some((s) => s.weight > 0) : !o.origin) return [`location / { return 502; }`];
   const pass = t.type === 'upstream' ? `slipway_up_${i}` : 'slipway_origin';
   const cache = h.cache
@@ -411,12 +414,14 @@ function target(h: EdgeHost, t: EdgeTarget, i: number, o: NginxOptions): string[
 }
 
 /** serve.ts's rules: pretty URLs, directory redirects, the site's 404 page or the edge's, a fallback. */
-function staticSite(t: Extract<EdgeTarget, { type: 'static' }>): string[] {
+function staticSite(t: Extract<EdgeTarget, { type: 'static' }>, brotli: boolean): string[] {
   const pretty = t.prettyUrls;
   const sitePage = (p: string) => `/${safe('page', p).replace(/^\/+/, '')}`;
   const out = [
-    `root ${q(safe('static root', t.root))};`,
+    `root ${q(safe('static root', t.compressedRoot ?? t.root))};`,
     `charset utf-8;`,
+    // A precompressed copy beside the file goes to clients that accept it; other files are gzipped on the fly.
+    ...(brotli && t.compressedRoot ? [`brotli_static on;`] : []),
     `gzip on;`,
     `gzip_static on;`,
     `gzip_vary on;`,
@@ -438,6 +443,8 @@ function staticSite(t: Extract<EdgeTarget, { type: 'static' }>): string[] {
       `location = /__slipway_edge/not-found { internal; try_files ${q(sitePage(t.notFoundPage))} @slipway_404; }`,
     );
   else out.push(`error_page 404 @slipway_404;`);
+  // The copies' own names (`/app.js.br`) are not the site's URLs: such names are looked up among the published files only.
+  if (t.compressedRoot) out.push(`location ~ \\.(?:gz|br)$ { root ${q(safe('static root', t.root))}; gzip_static off; ${brotli ? 'brotli_static off; ' : ''}try_files $uri =404; }`);
   if (pretty) {
     // `/about.html` → `/about`, `/docs/index.html` → `/docs/`, when the file is there.
     out.push(

@@ -26,7 +26,7 @@ import { edgeCertificates, withCertificates, type Certificates } from '../certif
 import { buildTable, type EdgeTable } from '../table.js';
 import { AccessLogTailer } from './access-log.js';
 import { nameable, nginxFiles, ORIGIN_SECRET_HEADER, renderNginx, type NginxOptions } from './config.js';
-import { NginxProcess } from './process.js';
+import { brotliStaticModule, NginxProcess } from './process.js';
 
 /** How long changes gather before one apply. */
 const DEBOUNCE_MS = 50;
@@ -145,6 +145,7 @@ export class NginxEdge extends Edge {
       trustedProxies: this.settings.trustedProxies,
       originSecret: this.originSecret,
       accessLog,
+      brotliModule: brotliStaticModule(),
       // Started as root, nginx's workers would be `nobody`, who cannot read the data directory (the
       // releases, the pages): they run as Slipway's own user instead.
       user: process.getuid?.() === 0 ? userInfo().username : undefined,

@@ -23,6 +23,15 @@ export function nginxBinary(): string | null {
   return null;
 }
 
+/** A dynamic module of Debian's nginx packages (`/usr/lib/nginx/modules`, or SLIPWAY_NGINX_MODULES), or null when it is not installed. */
+export function nginxModule(file: string): string | null {
+  const p = join(process.env.SLIPWAY_NGINX_MODULES ?? '/usr/lib/nginx/modules', file);
+  return existsSync(p) ? p : null;
+}
+
+/** The module that serves a file's brotli copy beside it (libnginx-mod-http-brotli-static). */
+export const brotliStaticModule = () => nginxModule('ngx_http_brotli_static_module.so');
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Whether `pid` is a live nginx master (not a zombie; on Linux, checked in /proc). */

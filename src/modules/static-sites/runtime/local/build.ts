@@ -6,10 +6,12 @@
 //             package.json) in `root_directory` with the site's build environment.
 //   publish:  moves `published_directory` into the immutable release directory
 //             `<root>/releases/<site>/<deployment>` (`public/` plus gzip and brotli copies of the
-//             compressible files under `encoded/`, so that the edge never compresses per request).
+//             compressible files under `encoded/`, so that the edge never compresses per request,
+//             and `beside/`: public's files hard-linked with each copy next to its file, the layout
+//             nginx's gzip_static and brotli_static read).
 // Every command's output is streamed into the deployment's build log.
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { link, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, extname, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { brotliCompress, constants as zc, gzip } from 'node:zlib';
@@ -24,6 +26,9 @@ export const publicDir = (release: string) => join(release, 'public');
 /** Precompressed copies of a release's compressible files (same relative paths). */
 export const encodedDir = (release: string, encoding: Encoding) => join(release, 'encoded', encoding);
 export type Encoding = 'br' | 'gzip';
+/** Public's files (hard links) with their copies beside them as `<file>.gz` and `<file>.br`. */
+export const besideDir = (release: string) => join(release, 'beside');
+const SUFFIX: Record<Encoding, string> = { gzip: '.gz', br: '.br' };
 
 export interface SiteBuild {
   siteId: string;
@@ -209,6 +214,26 @@ async function precompress(release: string): Promise<number> {
   return n;
 }
 
+/** Fills `beside/`: every published file linked, and each copy linked next to it unless the site published that name itself. */
+async function linkBeside(release: string): Promise<void> {
+  const pub = publicDir(release);
+  const out = besideDir(release);
+  const made = new Set<string>();
+  for await (const f of files(pub)) {
+    const rel = relative(pub, f);
+    const dir = dirname(join(out, rel));
+    if (!made.has(dir)) {
+      await mkdir(dir, { recursive: true });
+      made.add(dir);
+    }
+    await link(f, join(out, rel));
+    for (const enc of ['gzip', 'br'] as Encoding[]) {
+      const copy = join(encodedDir(release, enc), rel);
+      if (existsSync(copy) && !existsSync(f + SUFFIX[enc])) await link(copy, join(out, rel + SUFFIX[enc]));
+    }
+  }
+}
+
 /** Facts of a release (written last: a release directory without it is incomplete). */
 export interface ReleaseInfo {
   commitSha: string;
@@ -236,7 +261,9 @@ export async function publishSite(root: string, s: SiteBuild, commitSha: string)
     await rename(published, publicDir(tmp));
   }
   await rm(join(tmp, 'encoded'), { recursive: true, force: true });
+  await rm(besideDir(tmp), { recursive: true, force: true });
   const compressed = await precompress(tmp);
+  await linkBeside(tmp);
   const info: ReleaseInfo = { commitSha };
   await writeFile(join(tmp, 'release.json'), JSON.stringify(info));
   await rm(target, { recursive: true, force: true });

@@ -9,6 +9,7 @@
 // (and `<branch>--<hostname>`), and its verified, enabled custom domains. Production serves the
 // release of the latest successful production deployment; a failed or skipped one changes nothing.
 // This driver's queries are in runtime-storage.ts.
+import { existsSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import type { CompiledQuery } from 'kysely';
 import type { AppContext, CallContext } from '../../../../shared/context.js';
@@ -23,7 +24,7 @@ import { PhaseTasks, type TaskEnd } from '../../../../shared/runtime/tasks.js';
 import { BuildError } from '../../../../shared/runtime/build.js';
 import { previewLabel } from '../../git.js';
 import { latestRelease, siteById, type StaticSiteDeploymentsTable, type StaticSitesTable } from '../../storage.js';
-import { buildDir, buildSite, checkoutSite, isPublished, publicDir, publishSite, releaseDir, siteReleasesDir, type SiteBuild } from './build.js';
+import { besideDir, buildDir, buildSite, checkoutSite, isPublished, publicDir, publishSite, releaseDir, siteReleasesDir, type SiteBuild } from './build.js';
 import type { StaticSitesRuntime } from '../driver.js';
 import { inProgressAmong, previewReleases, setDeploymentCommit, sitesToRegister } from './runtime-storage.js';
 import { serveRelease } from './serve.js';
@@ -157,8 +158,9 @@ export class StaticRuntime implements StaticSitesRuntime {
     const latest = await latestRelease(this.app.database.db, s.id, lane);
     const releaseId = latest && (latest.build_of ?? latest.id);
     if (!releaseId || !isPublished(this.settings.root, s.id, releaseId)) return null;
-    const root = resolve(publicDir(releaseDir(this.settings.root, s.id, releaseId)));
-    const target = { type: 'static' as const, root, prettyUrls: s.pretty_urls === 1, notFoundPage: s.error_file, fallback: null };
+    const release = resolve(releaseDir(this.settings.root, s.id, releaseId));
+    const beside = besideDir(release);
+    const target = { type: 'static' as const, root: publicDir(release), compressedRoot: existsSync(beside) ? beside : null, prettyUrls: s.pretty_urls === 1, notFoundPage: s.error_file, fallback: null };
     return { target, ipRestriction: null, maintenance: null, cache: null };
   }
 
