@@ -56,10 +56,21 @@ export interface Config {
   objectStorage: { env: Record<string, string | undefined> };
   /** Real database engines (`SLIPWAY_DB_*`), parsed by `runtimeSettings` in src/modules/databases/runtime/settings.ts. */
   databases: { env: Record<string, string | undefined> };
+  /** Metrics, traces and the request journal (`SLIPWAY_METRICS*`, `SLIPWAY_JOURNAL*`, `SLIPWAY_OTEL_*`, `OTEL_*`), parsed by src/shared/observability/settings.ts. */
+  observability: { env: Record<string, string | undefined> };
   simulation: { progression: Record<string, Progression>; faults: Omit<FaultRule, 'id' | 'created_at'>[] };
-  /** How applications run: `simulated` (default) or `local` (built from git and run as supervised processes; docs/runtimes.md "Real applications"). */
-  runtime: 'simulated' | 'local';
-  /** Settings of the local runtime (`SLIPWAY_EDGE_*`, `SLIPWAY_BASE_DOMAIN`, `SLIPWAY_APPS_*`, `SLIPWAY_SITES_*`), parsed by the runtimes' settings.ts files and src/shared/edge/settings.ts. */
+  /**
+   * How applications run: `simulated` (default), `local` (built from git and run as supervised
+   * processes) or `container` (built into images and run as containers of the engine at
+   * DOCKER_HOST); docs/runtimes.md "Real applications" and "Containers".
+   */
+  runtime: 'simulated' | 'local' | 'container';
+  /**
+   * Whether this server hosts for real (`local` or `container`): static sites, the edge, and the
+   * rest of what is not an application's process run on this machine the same for both.
+   */
+  realRuntime: boolean;
+  /** Settings of the real runtimes (`SLIPWAY_EDGE_*`, `SLIPWAY_BASE_DOMAIN`, `SLIPWAY_APPS_*`, `SLIPWAY_SITES_*`, `SLIPWAY_CONTAINER_*`, `DOCKER_HOST`), parsed by the runtimes' settings.ts files and src/shared/edge/settings.ts. */
   apps: { env: Record<string, string | undefined> };
   /** Length of a "day" in preview apps' stale_app_days (shortened in tests). */
   previewDayMs: number;
@@ -177,7 +188,8 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
   const trustProxy = flags['trust-proxy'] === true || bool(env.SLIPWAY_TRUST_PROXY);
   const port = Number(str('port', 'PORT') ?? 8080);
   const runtime = str('runtime', 'SLIPWAY_RUNTIME') ?? 'simulated';
-  if (runtime !== 'simulated' && runtime !== 'local') throw new Error(`unknown runtime "${runtime}" (expected "simulated" or "local")`);
+  if (runtime !== 'simulated' && runtime !== 'local' && runtime !== 'container')
+    throw new Error(`unknown runtime "${runtime}" (expected "simulated", "local" or "container")`);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid port "${str('port', 'PORT')}"`);
   const databaseUrl = str('database-url', 'DATABASE_URL');
   const redisUrl = env.REDIS_URL || undefined;
@@ -222,17 +234,23 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     domains: { env: pickEnv(env, 'SLIPWAY_DOMAINS_') },
     objectStorage: { env: pickEnv(env, 'SLIPWAY_OBJECT_STORAGE_') },
     databases: { env: pickEnv(env, 'SLIPWAY_DB_') },
+    observability: {
+      env: { ...pickEnv(env, 'SLIPWAY_METRICS'), ...pickEnv(env, 'SLIPWAY_JOURNAL'), ...pickEnv(env, 'SLIPWAY_OTEL_'), ...pickEnv(env, 'OTEL_') },
+    },
     simulation: {
       progression: parseProgression(str('sim-progression', 'SLIPWAY_SIM_PROGRESSION')),
       faults: parseFaults(env.SLIPWAY_SIM_FAULTS),
     },
     runtime,
+    realRuntime: runtime !== 'simulated',
     apps: {
       env: {
         SLIPWAY_EDGE: env.SLIPWAY_EDGE,
         ...pickEnv(env, 'SLIPWAY_EDGE_'),
         ...pickEnv(env, 'SLIPWAY_APPS_'),
         ...pickEnv(env, 'SLIPWAY_SITES_'),
+        ...pickEnv(env, 'SLIPWAY_CONTAINER_'),
+        DOCKER_HOST: env.DOCKER_HOST,
         SLIPWAY_BASE_DOMAIN: env.SLIPWAY_BASE_DOMAIN,
       },
     },

@@ -73,7 +73,7 @@ export function createAppContext(config: Config, database: Database, log: Fastif
     simulation,
     simulated: new SimulatedDriver(simulation),
     // Filled by the modules' setup(), before anything runs.
-    runtimes: { edge: config.runtime === 'local' ? createEdge(config, log, database) : null } as Runtimes,
+    runtimes: { edge: config.realRuntime ? createEdge(config, log, database) : null } as Runtimes,
     ports: {} as Ports,
     limiter: new RateLimiter(counterStore(config, database.db), config.rateLimits),
     keys: new KeyCache(database, config.databaseUrl),

@@ -31,11 +31,7 @@ describe('local runtime supervisor: the gate', () => {
 
   it("a run's process finds its own pid in the registry when it starts", async () => {
     const root = mkdtempSync(join(tmpdir(), 'slipway-supervisor-'));
-    const sup = new Supervisor(
-      root,
-      () => {},
-      () => {},
-    );
+    const sup = new Supervisor(root, { line: () => {}, note: () => {} });
     const lines: string[] = [];
     const run = sup.runOnce({
       command: 'echo $$; cat instances.json',

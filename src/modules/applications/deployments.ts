@@ -112,6 +112,8 @@ export interface DeployOptions {
   /** Who started it when not the caller's actor (e.g. `deployment-hook`). */
   initiatedBy?: string | null;
   branch?: string;
+  /** The commit to deploy when the trigger names one (a push); otherwise the branch's head at checkout. */
+  commit?: { sha: string; message?: string | null; author?: string | null };
   dockerImage?: string;
   isRestart?: boolean;
   /**
@@ -166,7 +168,7 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
   // A trigger names a branch, not a commit. The local runtime's checkout records the commit it
   // checked out; until then none is known (null). The simulated runtime has no repository: its
   // stand-in commit is a random id (the one its checkout names), and it has no message to claim.
-  const standIn = image || app.config.runtime === 'local' ? null : randomHex(20);
+  const standIn = image || app.config.realRuntime ? null : randomHex(20);
   const row: DeploymentsTable = {
     id: newId(),
     app_id: a.id,
@@ -182,9 +184,9 @@ export async function createDeployment(ctx: CallContext, a: ApplicationsTable, o
     git_type: src ? src.git_type : image ? null : a.git_type,
     repo_url: src ? src.repo_url : image ? null : a.repo_url,
     branch: src ? src.branch : image ? null : (o.branch ?? a.default_branch ?? 'main'),
-    commit_sha: src ? src.commit_sha : standIn,
-    commit_message: src ? src.commit_message : null,
-    author_login: null,
+    commit_sha: src ? src.commit_sha : (o.commit?.sha ?? standIn),
+    commit_message: src ? src.commit_message : (o.commit?.message ?? null),
+    author_login: src ? null : (o.commit?.author ?? null),
     author_img: null,
     build_of: src ? (src.build_of ?? src.id) : null,
     is_restart: o.isRestart ? 1 : 0,
@@ -363,4 +365,16 @@ export async function deployReleaseOnto(ctx: CallContext, source: ApplicationsTa
   if (!release) throw badRequest(`Application ${source.id} has no successful deployment to promote`);
   assertDeployable(target, `Application ${target.id}`);
   return createDeployment(ctx, target, { trigger, reuse: release });
+}
+
+/**
+ * A deployment of a pushed commit (git webhooks and polling): automatic, initiated by `git-push`,
+ * superseding what waits as every trigger does. The caller has checked the branch.
+ */
+export async function deployPushedCommit(
+  ctx: CallContext,
+  a: ApplicationsTable,
+  o: { trigger: string; branch: string; commit: NonNullable<DeployOptions['commit']> },
+): Promise<DeploymentsTable> {
+  return createDeployment(ctx, a, { trigger: o.trigger, type: 'automatic', initiatedBy: 'git-push', branch: o.branch, commit: o.commit });
 }

@@ -12,6 +12,7 @@ export interface RunProcess {
   key: string;
   type: string;
   entrypoint: string;
+  resource_type_id: string;
 }
 
 /** A web or worker process as a runtime keeps it running. */
@@ -22,6 +23,7 @@ export interface ServingProcess {
   entrypoint: string;
   instances: number;
   readinessPath: string | null;
+  resourceTypeId: string;
 }
 
 export interface ProcessesPort {

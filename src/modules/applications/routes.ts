@@ -249,7 +249,7 @@ export function setup(app: AppContext): void {
   setupApplicationsRuntime(app);
 }
 
-/** The local runtime (SLIPWAY_RUNTIME=local): orphans killed, edge listening, applications started again. */
+/** A real runtime (SLIPWAY_RUNTIME=local or container): orphans killed, edge listening, applications started again. */
 export async function start(app: AppContext): Promise<void> {
   await app.runtimes.applications.start();
 }
@@ -261,7 +261,9 @@ export async function stop(app: AppContext): Promise<void> {
 export function banner(app: AppContext): string[] {
   const edge = app.runtimes.edge;
   if (!edge) return [];
-  const lines = [`applications run for real (local runtime); edge at http://${edge.settings.baseDomain}:${edge.port} (<app name>.${edge.settings.baseDomain})`];
+  const lines = [
+    `applications run for real (${app.runtimes.applications.name} runtime); edge at http://${edge.settings.baseDomain}:${edge.port} (<app name>.${edge.settings.baseDomain})`,
+  ];
   if (edge.driver === 'node' && !edge.settings.driver)
     lines.push('edge: nginx is not installed, the in-process edge serves (scripts/install-edge.sh installs nginx)');
   return lines;

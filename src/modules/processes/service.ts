@@ -12,7 +12,7 @@ import { cancelJobs, enqueue } from '../../shared/jobs.js';
 import { refuseIfTaken } from '../../shared/naming.js';
 import type { Page } from '../../shared/pagination.js';
 import { writeLogs } from '../../shared/runtime/logs.js';
-import { findApp, type ApplicationsTable } from '../applications/index.js';
+import { findApp, type ApplicationsTable, type ServingProcess } from '../applications/index.js';
 import { PROCESS_RESOURCE_TYPE_BY_ID, PROCESS_RESOURCE_TYPES, type ProcessResourceType } from '../resources/index.js';
 import { armCron, JOB_TRIGGER } from './cron.js';
 import { canonicalTimeZone, validateSchedule } from './schedule.js';
@@ -350,10 +350,7 @@ export async function triggerProcess(ctx: CallContext, appId: string, processId:
 }
 
 /** What a real runtime starts of an application: its web and worker processes with their command and instance count. */
-export async function runnableProcesses(
-  tx: Tx,
-  appId: string,
-): Promise<{ id: string; key: string; type: 'web' | 'worker'; entrypoint: string; instances: number; readinessPath: string | null }[]> {
+export async function runnableProcesses(tx: Tx, appId: string): Promise<ServingProcess[]> {
   const rows = await webAndWorkerProcesses(tx, appId);
   return rows.map((p) => {
     const probe = p.readiness_probe ? (JSON.parse(p.readiness_probe) as { httpGet?: { path?: string } }) : null;
@@ -364,6 +361,7 @@ export async function runnableProcesses(
       entrypoint: p.entrypoint,
       instances: instanceCount(p),
       readinessPath: probe?.httpGet?.path ?? null,
+      resourceTypeId: p.resource_type_id,
     };
   });
 }

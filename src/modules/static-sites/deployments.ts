@@ -32,7 +32,7 @@ import {
   type FinalStatus,
   type PhaseMachine,
 } from '../../shared/runtime/phases.js';
-import { checkBranch, previewLabel } from './git.js';
+import { checkBranch, deployPaths, previewLabel } from './git.js';
 import {
   activeDeploymentRows,
   activeInLane,
@@ -95,12 +95,17 @@ function assertDeployable(s: StaticSitesTable): void {
 }
 
 export interface DeployOptions {
-  trigger: 'initial' | 'manual' | 'rollback';
+  trigger: 'initial' | 'manual' | 'rollback' | 'push';
   type: 'manual' | 'automatic';
   branch: string;
   isPreview: boolean;
   /** Publish this earlier deployment's build again (rollback). */
   reuse?: StaticSiteDeploymentsTable;
+  /** The commit to deploy when the trigger names one (a push); otherwise the branch's head at checkout. */
+  commit?: { sha: string; message?: string | null; author?: string | null };
+  initiatedBy?: string;
+  /** Why there is nothing to deploy: the deployment is recorded `skipped` at once and runs nothing. */
+  skipped?: string;
 }
 
 /** Starts (or queues behind its lane) a deployment of `s`. */
@@ -109,7 +114,8 @@ export async function createDeployment(ctx: CallContext, s: StaticSitesTable, o:
   assertDeployable(s);
   const lane = laneOf(o.isPreview, o.branch);
   await lockLane(tx, s.id, lane);
-  const busy = await activeInLane(tx, s.id, lane);
+  // A skipped deployment waits for nothing: it is final as it is recorded.
+  const busy = !o.skipped && (await activeInLane(tx, s.id, lane));
   const now = new Date().toISOString();
   const src = o.reuse;
   const steps = src ? ['publish'] : ['checkout', 'build', 'publish'];
@@ -117,34 +123,39 @@ export async function createDeployment(ctx: CallContext, s: StaticSitesTable, o:
     id: newId(),
     static_site_id: s.id,
     company_id: s.company_id,
-    status: busy ? 'waiting' : 'inProgress',
+    status: o.skipped ? 'skipped' : busy ? 'waiting' : 'inProgress',
     type: o.type,
     trigger: o.trigger,
     lane,
     is_preview: o.isPreview ? 1 : 0,
     steps: JSON.stringify(steps),
-    phase: busy ? null : steps[0]!,
-    phase_started_at: busy ? null : now,
+    phase: busy || o.skipped ? null : steps[0]!,
+    phase_started_at: busy || o.skipped ? null : now,
     reads: 0,
     repo_url: src ? src.repo_url : s.repo_url,
     branch: o.branch,
     // A trigger names a branch, not a commit. The local runtime's checkout records the commit it
     // checked out; until then none is known (null). The simulated runtime has no repository: its
     // stand-in commit is a random id (the one its checkout names), and it has no message to claim.
-    commit_sha: src ? src.commit_sha : ctx.app.config.runtime === 'local' ? null : randomHex(20),
-    commit_message: src ? src.commit_message : null,
-    author_login: null,
+    commit_sha: src ? src.commit_sha : (o.commit?.sha ?? (ctx.app.config.realRuntime ? null : randomHex(20))),
+    commit_message: src ? src.commit_message : (o.commit?.message ?? null),
+    author_login: src ? null : (o.commit?.author ?? null),
     author_img: null,
     cloud_build_id: src ? src.cloud_build_id : `build-${randomHex(8)}`,
     build_error: null,
     build_of: src ? (src.build_of ?? src.id) : null,
-    initiated_by: ctx.actor,
+    initiated_by: o.initiatedBy ?? ctx.actor,
     started_at: busy ? null : now,
-    finished_at: null,
+    finished_at: o.skipped ? now : null,
     created_at: now,
     updated_at: now,
   };
   await insertDeployment(tx, row);
+  if (o.skipped) {
+    await log(tx, row, [...startLines(row), { message: o.skipped }]);
+    await ctx.app.events.emit(tx, 'STATIC_SITE_DEPLOY', row.company_id, { siteId: s.id, deploymentId: row.id });
+    return row;
+  }
   await log(
     tx,
     row,
@@ -296,4 +307,27 @@ export async function triggerDeployment(ctx: CallContext, siteId: string, body: 
   }
   const branch = checkBranch(body.branch) ?? s.default_branch;
   return deploymentListView(await createDeployment(ctx, s, { trigger: 'manual', type: 'manual', branch, isPreview }));
+}
+
+/**
+ * A pushed commit (git webhooks and polling): a production deployment of the default branch, or a
+ * preview of another branch when the site has previews on (undefined otherwise). `changed` lists
+ * the files the push changed, null when the push does not say (then it deploys; a real build still
+ * compares with the lane's previous release). No changed file under the deploy paths: `skipped`.
+ */
+export async function deployPush(
+  ctx: CallContext,
+  s: StaticSitesTable,
+  o: { branch: string; commit: NonNullable<DeployOptions['commit']>; changed: string[] | null },
+): Promise<StaticSiteDeploymentsTable | undefined> {
+  const isPreview = o.branch !== s.default_branch;
+  if (isPreview && !s.is_preview_enabled) return undefined;
+  const allow = JSON.parse(s.allow_deploy_paths) as string[];
+  const ignore = JSON.parse(s.ignore_deploy_paths) as string[];
+  let skipped: string | undefined;
+  if (o.changed && (allow.length || ignore.length)) {
+    const { relevant, list } = deployPaths(allow, ignore);
+    if (!o.changed.some(relevant)) skipped = `Deploy paths: none of the ${o.changed.length} files the push changed counts (${list}); nothing to deploy`;
+  }
+  return createDeployment(ctx, s, { trigger: 'push', type: 'automatic', branch: o.branch, isPreview, commit: o.commit, initiatedBy: 'git-push', skipped });
 }

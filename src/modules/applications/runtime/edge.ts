@@ -2,10 +2,10 @@
 // request goes to the serving instances of its application, round robin; a refused connection
 // (before any response) tries the next instance for idempotent methods.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { badGateway, page, sendPage } from '../../../../shared/edge/pages.js';
-import { proxy, retryable } from '../../../../shared/edge/proxy.js';
-import { cacheGeneration, checksOf, type EdgeDescription } from '../../../../shared/edge/table.js';
-import type { Group, Instance } from './supervisor.js';
+import { badGateway, page, sendPage } from '../../../shared/edge/pages.js';
+import { proxy, retryable } from '../../../shared/edge/proxy.js';
+import { cacheGeneration, checksOf, type EdgeDescription } from '../../../shared/edge/table.js';
+import type { Group, Instance } from './host.js';
 
 type Settings = {
   maintenance: { is_enabled: boolean; page_url: string | null };

@@ -1,4 +1,4 @@
-// Hibernation of applications on the local runtime: an application with `hibernation_enabled`
+// Hibernation of applications on a real driver: an application with `hibernation_enabled`
 // that the edge sent no request for `hibernate_after_seconds` has its processes stopped; the next
 // request starts its current release again and is held until the instances accept HTTP (then
 // served), or answered 503 with Retry-After when they are not ready within the ready timeout
@@ -7,13 +7,13 @@
 // says when it sleeps and wakes. A restart of Slipway starts every active application, asleep or
 // not; idle ones fall asleep again after their idle time.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AppContext } from '../../../../shared/context.js';
-import type { EdgeRequest } from '../../../../shared/edge/index.js';
-import { page, sendPage } from '../../../../shared/edge/pages.js';
-import { writeLogs } from '../../../../shared/runtime/logs.js';
-import type { ApplicationsTable } from '../../storage.js';
+import type { AppContext } from '../../../shared/context.js';
+import type { EdgeRequest } from '../../../shared/edge/index.js';
+import { page, sendPage } from '../../../shared/edge/pages.js';
+import { writeLogs } from '../../../shared/runtime/logs.js';
+import type { ApplicationsTable } from '../storage.js';
 import { serveFromGroup } from './edge.js';
-import type { LocalRuntime } from './index.js';
+import type { RealRuntime } from './real.js';
 import { hibernatingApps } from './runtime-storage.js';
 
 /** How often idle applications are looked for. */
@@ -31,7 +31,7 @@ export class Hibernation {
 
   constructor(
     private app: AppContext,
-    private rt: LocalRuntime,
+    private rt: RealRuntime,
   ) {}
 
   private log(a: Pick<ApplicationsTable, 'id' | 'company_id'>, message: string) {

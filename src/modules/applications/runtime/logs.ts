@@ -1,8 +1,8 @@
-// Runtime log lines of the local runtime's processes (instances' output, cron and job runs),
+// Runtime log lines of a real driver's processes (instances' output, cron and job runs),
 // gathered per application, kind and deployment and written in small batches: a timer writes what
 // 100 ms gathered, one short transaction per batch; `stop` writes what is left.
-import type { AppContext } from '../../../../shared/context.js';
-import { writeLogs, type LogLine } from '../../../../shared/runtime/logs.js';
+import type { AppContext } from '../../../shared/context.js';
+import { writeLogs, type LogLine } from '../../../shared/runtime/logs.js';
 
 /** Where a batch's lines go (writeLogs' second argument). */
 export type LogBase = Parameters<typeof writeLogs>[1];

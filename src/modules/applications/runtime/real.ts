@@ -1,5 +1,7 @@
-// The local application runtime (SLIPWAY_RUNTIME=local): deployments build from git into release
-// directories and roll out as supervised processes behind the edge. The phases of a deployment run
+// A real applications driver (SLIPWAY_RUNTIME=local or container): deployments build into
+// releases and roll out as supervised instances behind the edge, on a host (host.ts: host processes
+// in local/, containers in container/) that builds, starts, stops and runs them; everything else is
+// here, the same for both. The phases of a deployment run
 // here instead of on the simulated driver: each phase starts a task in the background (outside any
 // transaction) and the deployment's job polls it until it ends; a Slipway restart loses the task and
 // the next poll starts the phase again (every phase can run twice: the checkout starts from an
@@ -7,52 +9,50 @@
 // Suspension, activation and deletion reach the processes through the `app.runtime.sync` job.
 // It implements `ApplicationsRuntime` (../driver.ts): the phase machine and the processes module
 // reach it only as `app.runtimes.applications`. Cron and job runs are in runs.ts, the batching of
-// the processes' log lines in logs.ts, this runtime's queries in runtime-storage.ts.
-import { existsSync } from 'node:fs';
+// the processes' log lines in logs.ts, these drivers' queries in runtime-storage.ts.
 import { rm } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CompiledQuery } from 'kysely';
-import type { AppContext, CallContext } from '../../../../shared/context.js';
-import type { ApplicationsRuntime } from '../driver.js';
-import { systemCall } from '../../../../shared/context.js';
-import type { MetricPoint, PhaseRequest, PhaseResult } from '../../../../shared/runtime/driver.js';
-import { buildLogOf, type LogLine } from '../../../../shared/runtime/logs.js';
-import type { ShellIO, ShellSession, ShellSpec } from '../../../../shared/runtime/shell.js';
-import { enqueue, type JobKind } from '../../../../shared/jobs.js';
-import { PhaseTasks } from '../../../../shared/runtime/tasks.js';
-import type { RunProcess } from '../../ports.js';
-import type { RunExit } from '../driver.js';
-import { currentRelease } from '../../deployments-storage.js';
-import { edgeSettings } from '../../settings.js';
-import { appById, type ApplicationsTable, type DeploymentsTable } from '../../storage.js';
-import { appCacheDir, appReleasesDir, build, BuildError, checkout, commandOf, readRelease, releaseDir, buildDir } from './build.js';
-import { registerExisting } from '../../../domains/index.js';
-import type { EdgeRequest, EdgeSite } from '../../../../shared/edge/index.js';
-import { badGateway } from '../../../../shared/edge/pages.js';
+import type { AppContext, CallContext } from '../../../shared/context.js';
+import type { ApplicationsRuntime } from './driver.js';
+import { systemCall } from '../../../shared/context.js';
+import type { MetricPoint, PhaseRequest, PhaseResult } from '../../../shared/runtime/driver.js';
+import { buildLogOf, type LogLine } from '../../../shared/runtime/logs.js';
+import type { ShellIO, ShellSession, ShellSpec } from '../../../shared/runtime/shell.js';
+import { enqueue, type JobKind } from '../../../shared/jobs.js';
+import { PhaseTasks } from '../../../shared/runtime/tasks.js';
+import type { RunProcess } from '../ports.js';
+import type { RunExit } from './driver.js';
+import { currentRelease } from '../deployments-storage.js';
+import { edgeSettings } from '../settings.js';
+import { appById, type ApplicationsTable, type DeploymentsTable } from '../storage.js';
+import { BuildError } from '../../../shared/runtime/build.js';
+import { appCacheDir, buildDir, checkout, type BuildSpec } from './source.js';
+import { commandOf, readRelease } from './release.js';
+import { registerExisting } from '../../domains/index.js';
+import type { EdgeRequest, EdgeSite } from '../../../shared/edge/index.js';
+import { badGateway } from '../../../shared/edge/pages.js';
 import { describeGroup } from './edge.js';
 import { Hibernation } from './hibernation.js';
 import { LogBatcher } from './logs.js';
-import { processEnv, Runs } from './runs.js';
+import { Runs } from './runs.js';
 import { activeAppIds, appsToRegister, deploymentStatus, setDeploymentCommit } from './runtime-storage.js';
-import { localSettings, type LocalSettings } from './settings.js';
-import { UsageSampler } from './usage.js';
-import { openLocalShell } from './shell.js';
-import { newInstance, Supervisor, type Group, type InstanceSpec } from './supervisor.js';
+import { appsSettings, type AppsSettings } from './settings.js';
+import { newInstance, waitReady, type Group, type HostOutput, type InstanceHost, type InstanceSpec } from './host.js';
 
 export const SYNC_JOB = 'app.runtime.sync';
 
-declare module '../../../../shared/jobs.js' {
+declare module '../../../shared/jobs.js' {
   interface JobMap {
     /** Makes an application's processes match its state (suspended, active, deleted). */
     'app.runtime.sync': { appId: string };
   }
 }
 
-export class LocalRuntime implements ApplicationsRuntime {
-  readonly name = 'local';
+export class RealRuntime implements ApplicationsRuntime {
   readonly runsProcesses = true;
-  readonly settings: LocalSettings;
-  readonly supervisor: Supervisor;
+  readonly settings: AppsSettings;
+  readonly host: InstanceHost;
   readonly hibernation: Hibernation;
   private tasks: PhaseTasks;
   private serving = new Map<string, Group>();
@@ -61,23 +61,25 @@ export class LocalRuntime implements ApplicationsRuntime {
   private logs: LogBatcher;
   /** Cron and job runs. */
   private runs: Runs;
-  private usage = new UsageSampler();
   private usageTimer: NodeJS.Timeout | null = null;
   /** Runs interrupted before this time were the previous Slipway's (`start`). */
   private readonly createdAt = new Date().toISOString();
 
-  constructor(private app: AppContext) {
+  constructor(
+    private app: AppContext,
+    readonly name: 'local' | 'container',
+    makeHost: (settings: AppsSettings, out: HostOutput) => InstanceHost,
+  ) {
     this.tasks = new PhaseTasks(app);
-    this.settings = localSettings(app.config);
+    this.settings = appsSettings(app.config);
     this.hibernation = new Hibernation(app, this);
     this.logs = new LogBatcher(app);
-    this.supervisor = new Supervisor(
-      this.settings.root,
-      (g, i, line, stream) =>
+    this.host = makeHost(this.settings, {
+      line: (g, i, line, stream) =>
         this.queueLog(g, { message: line, severity: stream === 'stderr' ? 'error' : 'info', processId: i.processId, attributes: { instance: i.index } }),
-      (g, i, message, severity) => this.queueLog(g, { message, severity, processId: i.processId, attributes: { instance: i.index } }),
-    );
-    this.runs = new Runs(app, this.settings.root, this.supervisor, this.logs);
+      note: (g, i, message, severity) => this.queueLog(g, { message, severity, processId: i.processId, attributes: { instance: i.index } }),
+    });
+    this.runs = new Runs(app, this.settings.root, this.host, this.logs);
   }
 
   // ---- Logs ----------------------------------------------------------------------------------
@@ -144,11 +146,10 @@ export class LocalRuntime implements ApplicationsRuntime {
     };
     const system = this.app.ports.environment.system(this.app.config.brandPrefix, a, d);
     if (phase === 'checkout' || phase === 'build') {
-      if (a.source === 'dockerImage') return fail('Deploying a Docker image needs the container driver, which the local runtime does not have');
-      if (a.build_type === 'dockerfile') return fail('Building a Dockerfile needs the container driver, which the local runtime does not have');
-      if (!d.repo_url) return fail('The application has no repository to build');
+      const image = a.source === 'dockerImage';
+      if (!image && !d.repo_url) return fail('The application has no repository to build');
       const env = phase === 'build' ? (await this.app.ports.environment.application(ctx, a, system, 'build')).vars : {};
-      const spec = {
+      const spec: BuildSpec = {
         appId: a.id,
         deploymentId: d.id,
         repoUrl: d.repo_url,
@@ -159,42 +160,42 @@ export class LocalRuntime implements ApplicationsRuntime {
         signal,
         cacheDir: a.build_cache_enabled ? appCacheDir(root, a.id) : null,
       };
-      if (phase === 'checkout') {
+      if (phase === 'checkout' && !image) {
         return async () => {
           const c = await checkout(root, spec);
           await setDeploymentCommit(this.app.database.db, d.id, c.sha, c.message.slice(0, 1000));
         };
       }
-      return async () => void (await build(root, spec, { sha: d.commit_sha ?? '', message: d.commit_message ?? '' }));
+      return this.host.buildPhase(ctx, d, a, spec);
     }
     // rollout
     const releaseId = d.build_of ?? d.id;
-    const info = await readRelease(root, a.id, releaseId);
-    if (!info) return fail(`The release of deployment ${releaseId} is not on this machine (built by another runtime); deploy again`);
+    const release = await readRelease(root, a.id, releaseId);
+    if (!release) return fail(`The release of deployment ${releaseId} is not on this machine (built by another runtime); deploy again`);
     const env = { ...(await this.app.ports.environment.application(ctx, a, system, 'runtime')).vars };
     const procs = await this.app.ports.processes.serving(ctx.tx, a.id);
     const specs: InstanceSpec[] = [];
     const paths = new Map<string, string | null>();
     for (const p of procs) {
-      const command = commandOf(p, info);
-      if (!command) {
+      const command = commandOf(p, release.info);
+      if (command === null) {
         await log([{ message: `Process ${p.key} has no command (no entrypoint, no Procfile entry); not started`, severity: 'warning' }]);
         continue;
       }
       paths.set(p.id, p.readinessPath);
-      for (let i = 0; i < p.instances; i++) specs.push({ processId: p.id, key: p.key, type: p.type, command, index: i });
+      for (let i = 0; i < p.instances; i++) specs.push({ processId: p.id, key: p.key, type: p.type, command, index: i, resourceTypeId: p.resourceTypeId });
     }
     const jobs = await this.app.ports.processes.beforeDeployment(ctx.tx, a.id);
     this.companyOf.set(a.id, a.company_id);
     return () =>
       this.exclusive(a.id, async () => {
-        for (const p of jobs) await this.runs.beforeDeployment(p, d, info, releaseDir(root, a.id, releaseId), processEnv(env), log, signal);
+        for (const p of jobs) await this.runs.beforeDeployment(p, d, release, this.host.env(env), log, signal);
         await log([{ message: `Starting ${specs.length} instance(s) of release ${releaseId}` }]);
-        const g = await this.supervisor.startGroup({ appId: a.id, deploymentId: d.id, releaseId }, specs, releaseDir(root, a.id, releaseId), processEnv(env));
-        const ready = await this.supervisor.waitReady(g, this.settings.readyTimeoutMs, (i) => paths.get(i.processId) ?? null);
+        const g = await this.host.startGroup({ appId: a.id, deploymentId: d.id, releaseId }, specs, release, this.host.env(env));
+        const ready = await waitReady(g, this.settings.readyTimeoutMs, (i) => paths.get(i.processId) ?? null);
         const still = await deploymentStatus(this.app.database.db, d.id);
         if (!ready || still?.status !== 'inProgress') {
-          await this.supervisor.stopGroup(g, this.settings.stopGraceMs);
+          await this.host.stopGroup(g, this.settings.stopGraceMs);
           if (!ready)
             throw new BuildError(
               `Health check failed: the new instances did not accept HTTP within ${this.settings.readyTimeoutMs} ms; the previous release keeps serving`,
@@ -212,33 +213,37 @@ export class LocalRuntime implements ApplicationsRuntime {
 
   // ---- Terminal ----------------------------------------------------------------------------------
 
-  /** A real shell in the release's directory with the process's environment (the simulated one when the release is not on this machine). */
+  /** A real shell in the release with the process's environment (the simulated one when the release is not on this machine). */
   openShell(_ctx: CallContext, appId: string, releaseId: string, spec: ShellSpec, io: ShellIO): ShellSession {
-    const dir = releaseDir(this.settings.root, appId, releaseId);
-    if (!existsSync(dir)) return this.app.simulated.openShell(spec, io);
-    return openLocalShell(spec, dir, processEnv(spec.env), io);
+    let closed = false;
+    let session: ShellSession | null = null;
+    const pending: string[] = [];
+    // The release's facts are read from disk first; input meanwhile is kept for the shell.
+    void readRelease(this.settings.root, appId, releaseId).then((release) => {
+      if (closed) return;
+      session = release ? this.host.openShell(release, spec, this.host.env(spec.env), io) : this.app.simulated.openShell(spec, io);
+      for (const text of pending.splice(0)) session.input(text);
+    });
+    return {
+      input: (text) => (session ? session.input(text) : void pending.push(text)),
+      close: () => {
+        closed = true;
+        session?.close();
+      },
+    };
   }
 
   // ---- Metrics ---------------------------------------------------------------------------------
 
-  /** Samples CPU and memory of every instance and run (process id -> process groups). */
+  /** Samples the usage of every serving instance and run. */
   private sampleUsage(): void {
-    const groups = new Map<string, number[]>();
-    const add = (processId: string, pid: number | undefined) => {
-      if (!pid) return;
-      const list = groups.get(processId);
-      if (list) list.push(pid);
-      else groups.set(processId, [pid]);
-    };
-    for (const g of this.serving.values()) for (const i of g.instances) if (this.supervisor.running(i)) add(i.processId, i.child?.pid ?? i.pid ?? undefined);
-    for (const r of this.runs.all()) add(r.processId, r.run.child.pid);
-    this.usage.sample(groups);
+    this.host.sample(this.serving.values(), this.runs.all());
   }
 
   /** Measured CPU (cores), memory (bytes) or running instances of a process (a fresh sample first when the last is old). */
   usageSeries(processId: string, metric: 'cpu-usage' | 'memory-usage' | 'instance-count', from: Date, to: Date, intervalSeconds: number): MetricPoint[] {
-    if (this.usage.staleAfter(1000)) this.sampleUsage();
-    return this.usage.series(processId, metric, from, to, intervalSeconds);
+    if (this.host.staleAfter(1000)) this.sampleUsage();
+    return this.host.series(processId, metric, from, to, intervalSeconds);
   }
 
   // ---- Cron and job runs ------------------------------------------------------------------------
@@ -262,7 +267,7 @@ export class LocalRuntime implements ApplicationsRuntime {
     if (this.app.runtimes.edge?.driver === 'nginx') await new Promise((r) => setTimeout(r, 1000));
     const until = Date.now() + this.settings.stopGraceMs;
     while (Date.now() < until && g.instances.some((i) => i.inflight > 0)) await new Promise((r) => setTimeout(r, 50));
-    await this.supervisor.stopGroup(g, this.settings.stopGraceMs);
+    await this.host.stopGroup(g, this.settings.stopGraceMs);
   }
 
   private exclusive<T>(appId: string, fn: () => Promise<T>): Promise<T> {
@@ -290,21 +295,17 @@ export class LocalRuntime implements ApplicationsRuntime {
         if (serving) {
           this.serving.delete(appId);
           await this.edgeChanged();
-          await this.supervisor.stopGroup(serving, this.settings.stopGraceMs);
+          await this.host.stopGroup(serving, this.settings.stopGraceMs);
         }
-        if (!a) {
-          await rm(appReleasesDir(this.settings.root, appId), { recursive: true, force: true });
-          await rm(appCacheDir(this.settings.root, appId), { recursive: true, force: true });
-          await this.supervisor.dropLogs(appId);
-        }
+        if (!a) await this.host.removeApp(appId);
         return;
       }
       if (serving) return;
       const current = await currentRelease(db, appId);
       if (!current) return;
       const releaseId = current.build_of ?? current.id;
-      const info = await readRelease(this.settings.root, appId, releaseId);
-      if (!info) return;
+      const release = await readRelease(this.settings.root, appId, releaseId);
+      if (!release) return;
       this.companyOf.set(appId, a.company_id);
       const { env, specs, paths } = await db.transaction().execute(async (tx) => {
         const ctx = systemCall(this.app, tx, a.company_id);
@@ -315,24 +316,18 @@ export class LocalRuntime implements ApplicationsRuntime {
         const specs: InstanceSpec[] = [];
         const paths = new Map<string, string | null>();
         for (const p of procs) {
-          const command = commandOf(p, info);
-          if (!command) continue;
+          const command = commandOf(p, release.info);
+          if (command === null) continue;
           paths.set(p.id, p.readinessPath);
-          for (let i = 0; i < p.instances; i++) specs.push({ processId: p.id, key: p.key, type: p.type, command, index: i });
+          for (let i = 0; i < p.instances; i++) specs.push({ processId: p.id, key: p.key, type: p.type, command, index: i, resourceTypeId: p.resourceTypeId });
         }
         return { env: vars, specs, paths };
       });
-      // What a previous Slipway left running for this release is adopted (same pids, same ports).
-      const g = await this.supervisor.startGroup(
-        { appId, deploymentId: current.id, releaseId },
-        specs,
-        releaseDir(this.settings.root, appId, releaseId),
-        processEnv(env),
-        true,
-      );
+      // What a previous Slipway left running for this release is adopted (same instances, same ports).
+      const g = await this.host.startGroup({ appId, deploymentId: current.id, releaseId }, specs, release, this.host.env(env), true);
       // Route at once: the edge answers 502 rather than 503 for the instants before they listen.
       this.serving.set(appId, g);
-      await this.supervisor.waitReady(g, this.settings.readyTimeoutMs, (i) => paths.get(i.processId) ?? null);
+      await waitReady(g, this.settings.readyTimeoutMs, (i) => paths.get(i.processId) ?? null);
       await this.edgeChanged();
     });
   }
@@ -360,14 +355,14 @@ export class LocalRuntime implements ApplicationsRuntime {
       this.serving.delete(appId);
       // A proxy in front sends the next request to the origin, which wakes the application.
       await this.edgeChanged();
-      await this.supervisor.stopGroup(g, this.settings.stopGraceMs);
+      await this.host.stopGroup(g, this.settings.stopGraceMs);
       return true;
     });
   }
 
   /** A stand-in group of the web instances a previous Slipway left for an application, not yet adopted (for the edge's table). */
   private leftGroup(appId: string): Group | undefined {
-    const ports = this.supervisor.leftPorts(appId);
+    const ports = this.host.leftPorts(appId);
     if (!ports.length) return undefined;
     return {
       appId,
@@ -419,7 +414,7 @@ export class LocalRuntime implements ApplicationsRuntime {
   // ---- Start and stop ------------------------------------------------------------------------
 
   async start(): Promise<void> {
-    const killed = await this.supervisor.killOrphans();
+    const killed = await this.host.killOrphans();
     if (killed) this.app.log.warn({ killed }, 'killed cron and job processes left by a previous run');
     this.usageTimer = setInterval(() => this.sampleUsage(), this.settings.metricsIntervalMs).unref();
     const ended = await this.app.ports.processes.endInterruptedRuns(this.createdAt);
@@ -432,7 +427,7 @@ export class LocalRuntime implements ApplicationsRuntime {
     const syncs = apps.map((a) => this.sync(a.id).catch((e: Error) => this.app.log.warn({ err: e.message, app: a.id }, 'could not start the application')));
     // What no application adopted (stopped, deleted, another release) is killed once they all did.
     void Promise.all(syncs)
-      .then(() => this.supervisor.killLeftovers())
+      .then(() => this.host.killLeftovers())
       .then((n) => n && this.app.log.warn({ killed: n }, 'killed application instances left by a previous run'))
       .catch(() => {});
     this.hibernation.start();
@@ -442,7 +437,7 @@ export class LocalRuntime implements ApplicationsRuntime {
     this.hibernation.stop();
     if (this.usageTimer) clearInterval(this.usageTimer);
     this.runs.stop();
-    await Promise.all([...this.serving.values()].map((g) => this.supervisor.stopGroup(g, this.settings.stopGraceMs)));
+    await Promise.all([...this.serving.values()].map((g) => this.host.stopGroup(g, this.settings.stopGraceMs)));
     this.serving.clear();
     await this.logs.stop();
   }
@@ -453,9 +448,9 @@ export class LocalRuntime implements ApplicationsRuntime {
   }
 }
 
-/** The local runtime of a server with SLIPWAY_RUNTIME=local, wired in (from the module's setup, through runtime/index.ts). */
-export function setupLocalRuntime(app: AppContext): LocalRuntime {
-  const rt = new LocalRuntime(app);
+/** A real driver on `host`, wired in (from the module's setup, through runtime/index.ts). */
+export function setupRealRuntime(app: AppContext, name: RealRuntime['name'], makeHost: (settings: AppsSettings, out: HostOutput) => InstanceHost): RealRuntime {
+  const rt = new RealRuntime(app, name, makeHost);
   rt.registerEdge();
   const sync: JobKind<typeof SYNC_JOB> = { transactional: false, run: async (_db, job) => void (await rt.sync(job.payload.appId)) };
   app.jobs.register(SYNC_JOB, sync);

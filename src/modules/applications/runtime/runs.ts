@@ -1,22 +1,18 @@
-// Cron and job runs of the local runtime: a run is a process started once in the application's
-// current release with its runtime environment, its output in the runtime log (a job run by a
+// Cron and job runs of a real driver: a run is a command started once (by the host: a process
+// group or a container) in the application's current release with its runtime environment, its output in the runtime log (a job run by a
 // deployment: in that deployment's build log), killed when replaced or when its application stops.
 // A `beforeDeployment` job runs here too, inside a rollout, before any instance starts.
-import type { AppContext } from '../../../../shared/context.js';
-import { systemCall } from '../../../../shared/context.js';
-import type { LogLine } from '../../../../shared/runtime/logs.js';
-import type { RunExit } from '../driver.js';
-import type { RunProcess } from '../../ports.js';
-import { currentRelease } from '../../deployments-storage.js';
-import { appById, type DeploymentsTable } from '../../storage.js';
-import { BuildError, commandOf, readRelease, releaseDir, type ReleaseInfo } from './build.js';
+import type { AppContext } from '../../../shared/context.js';
+import { systemCall } from '../../../shared/context.js';
+import type { LogLine } from '../../../shared/runtime/logs.js';
+import type { RunExit } from './driver.js';
+import type { RunProcess } from '../ports.js';
+import { currentRelease } from '../deployments-storage.js';
+import { appById, type DeploymentsTable } from '../storage.js';
+import { BuildError } from '../../../shared/runtime/build.js';
+import type { InstanceHost, OneOff } from './host.js';
 import type { LogBatcher } from './logs.js';
-import type { OneOff, Supervisor } from './supervisor.js';
-
-/** The environment of every process the local runtime starts (instances, runs, shells): the host's basics, then `env`. */
-export function processEnv(env: Record<string, string>): Record<string, string> {
-  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', LANG: process.env.LANG ?? 'C.UTF-8', ...env };
-}
+import { commandOf, readRelease, type Release } from './release.js';
 
 export class Runs {
   /** Cron and job runs whose processes run now, by run id. */
@@ -31,7 +27,7 @@ export class Runs {
   constructor(
     private app: AppContext,
     private root: string,
-    private supervisor: Supervisor,
+    private host: InstanceHost,
     private logs: LogBatcher,
   ) {}
 
@@ -52,8 +48,11 @@ export class Runs {
         kind: r.deploymentId ? ('build' as const) : ('runtime' as const),
         deploymentId: r.deploymentId ?? null,
       };
-      const one = this.supervisor.runOnce({
+      const one = this.host.runOnce({
         ...setup,
+        appId: p.app_id,
+        processId: p.id,
+        resourceTypeId: p.resource_type_id,
         limitMs: r.limitMs,
         line: (message, stream) =>
           this.logs.queue(base, { message, severity: stream === 'stderr' ? 'error' : 'info', processId: p.id, attributes: { run_id: r.runId } }),
@@ -92,21 +91,21 @@ export class Runs {
   }
 
   /** Where and how a run of the process runs, or why it cannot. */
-  private async setup(p: RunProcess): Promise<{ command: string; cwd: string; env: Record<string, string> } | string> {
+  private async setup(p: RunProcess): Promise<{ command: string; release: Release; env: Record<string, string> } | string> {
     return this.app.database.db.transaction().execute(async (tx) => {
       const a = await appById(tx, p.app_id);
       const current = await currentRelease(tx, p.app_id);
       if (!a || !current) return 'the application has no running release';
       if (a.is_suspended || a.status === 'deleting') return 'the application is not running';
       const releaseId = current.build_of ?? current.id;
-      const info = await readRelease(this.root, a.id, releaseId);
-      if (!info) return `the release of deployment ${releaseId} is not on this machine`;
-      const command = commandOf(p, info);
-      if (!command) return `process ${p.key} has no command (no entrypoint, no Procfile entry)`;
+      const release = await readRelease(this.root, a.id, releaseId);
+      if (!release) return `the release of deployment ${releaseId} is not on this machine`;
+      const command = commandOf(p, release.info);
+      if (command === null) return `process ${p.key} has no command (no entrypoint, no Procfile entry)`;
       const ctx = systemCall(this.app, tx, a.company_id);
       const env = (await this.app.ports.environment.application(ctx, a, this.app.ports.environment.system(this.app.config.brandPrefix, a, current), 'runtime'))
         .vars;
-      return { command, cwd: releaseDir(this.root, a.id, releaseId), env: processEnv(env) };
+      return { command, release, env: this.host.env(env) };
     });
   }
 
@@ -118,15 +117,14 @@ export class Runs {
   async beforeDeployment(
     p: RunProcess,
     d: DeploymentsTable,
-    info: ReleaseInfo,
-    cwd: string,
+    release: Release,
     env: Record<string, string>,
     log: (l: LogLine[]) => Promise<void>,
     signal: AbortSignal,
   ) {
     if (signal.aborted) throw new BuildError('The deployment ended before its jobs ran');
-    const command = commandOf(p, info);
-    if (!command) {
+    const command = commandOf(p, release.info);
+    if (command === null) {
       await log([{ message: `Job process ${p.key} has no command (no entrypoint, no Procfile entry); not run`, severity: 'warning', processId: p.id }]);
       return;
     }
@@ -136,10 +134,13 @@ export class Runs {
     await log([{ message: `Running job process ${p.key} before the rollout: ${command}`, processId: p.id }]);
     let chain = Promise.resolve();
     const attributes = started.runId ? { run_id: started.runId } : {};
-    const one = this.supervisor.runOnce({
+    const one = this.host.runOnce({
       command,
-      cwd,
+      release,
       env,
+      appId: p.app_id,
+      processId: p.id,
+      resourceTypeId: p.resource_type_id,
       limitMs: 0,
       line: (message, stream) => {
         chain = chain.then(() => log([{ message, severity: stream === 'stderr' ? 'error' : 'info', processId: p.id, attributes }]));

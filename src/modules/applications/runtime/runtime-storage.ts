@@ -1,8 +1,8 @@
-// Queries of the local applications runtime: a deployment's status while its phase runs, the
+// Queries of the real applications drivers: a deployment's status while its phase runs, the
 // commit its checkout found, the applications to route and start at start, and the serving
 // applications that may hibernate. They run on the database outside any request's transaction.
-import type { Tx } from '../../../../shared/db/index.js';
-import type { DeploymentsTable } from '../../storage.js';
+import type { Tx } from '../../../shared/db/index.js';
+import type { DeploymentsTable } from '../storage.js';
 
 /** The deployment's status (committed state; undefined when it is gone). */
 export async function deploymentStatus(db: Tx, deploymentId: string): Promise<{ status: DeploymentsTable['status'] } | undefined> {

@@ -1,9 +1,9 @@
-// Operator settings of the local application runtime (docs/runtimes.md "Real applications"); the edge's own
+// Operator settings of the real application drivers, local and container (docs/runtimes.md "Real applications"); the edge's own
 // settings (port, base domain, trusted proxies) are shared: src/shared/edge/settings.ts.
 import { join } from 'node:path';
-import { intSetting, type Config } from '../../../../shared/config.js';
+import { intSetting, type Config } from '../../../shared/config.js';
 
-export interface LocalSettings {
+export interface AppsSettings {
   /** Where builds, releases and the instance registry live (`<data dir>/apps`). */
   root: string;
   /** A build (clone, install, build) taking longer fails (SLIPWAY_APPS_BUILD_TIMEOUT_MS; default 10 minutes). */
@@ -18,7 +18,7 @@ export interface LocalSettings {
   metricsIntervalMs: number;
 }
 
-export function localSettings(config: Config): LocalSettings {
+export function appsSettings(config: Config): AppsSettings {
   const env = config.apps.env;
   return {
     root: join(config.dataDir, 'apps'),

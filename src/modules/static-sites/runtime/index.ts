@@ -7,5 +7,5 @@ import { simulatedStaticSites } from './simulated/index.js';
 export type { StaticSitesRuntime } from './driver.js';
 
 export function setupStaticSitesRuntime(app: AppContext): void {
-  app.runtimes.staticSites = app.config.runtime === 'local' && app.runtimes.edge ? setupStaticRuntime(app) : simulatedStaticSites(app);
+  app.runtimes.staticSites = app.config.realRuntime && app.runtimes.edge ? setupStaticRuntime(app) : simulatedStaticSites(app);
 }

@@ -1,5 +1,4 @@
-// Builds of the local runtime: clone the repository at the deployment's branch, detect how to
-// build (Node: `npm ci` with a lock file, else `npm install`; `npm run build` when defined), read
+// Builds of the local host: on the checkout (../source.ts), detect how to build (Node: `npm ci` with a lock file, else `npm install`; `npm run build` when defined), read
 // the Procfile, and turn the result into an immutable release directory
 // (`<root>/releases/<app>/<deployment>`). Every command's output is streamed into the build log
 // line by line as it happens. Nothing here holds a database transaction.
@@ -7,55 +6,9 @@ import { existsSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { baseEnv, BuildError, cloneBranch, runStreamed, type BuildLog } from '../../../../shared/runtime/build.js';
-
-export { BuildError };
-
-export interface BuildSpec {
-  appId: string;
-  deploymentId: string;
-  repoUrl: string;
-  branch: string;
-  /** Build-time environment (resolved variables). */
-  env: Record<string, string>;
-  timeoutMs: number;
-  /** Writes build log lines (streamed). */
-  log: BuildLog;
-  /** Aborted when the deployment is cancelled. */
-  signal: AbortSignal;
-  /** The application's build cache (build_cache_enabled), or null. */
-  cacheDir: string | null;
-}
-
-export interface ReleaseInfo {
-  commitSha: string;
-  commitMessage: string;
-  /** Procfile entries (process key -> command). */
-  procfile: Record<string, string>;
-}
-
-export const buildDir = (root: string, deploymentId: string) => join(root, 'builds', deploymentId);
-export const releaseDir = (root: string, appId: string, releaseId: string) => join(root, 'releases', appId, releaseId);
-export const appReleasesDir = (root: string, appId: string) => join(root, 'releases', appId);
-export const appCacheDir = (root: string, appId: string) => join(root, 'cache', appId);
-
-/** Parses a Procfile (`key: command` lines). */
-export function parseProcfile(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of text.split('\n')) {
-    const m = /^([A-Za-z0-9_-]+)\s*:\s*(.+)$/.exec(line.trim());
-    if (m) out[m[1]!] = m[2]!.trim();
-  }
-  return out;
-}
-
-/** Clones the repository into the deployment's build directory; returns the commit. */
-export async function checkout(root: string, s: BuildSpec): Promise<{ sha: string; message: string }> {
-  const dir = buildDir(root, s.deploymentId);
-  await rm(dir, { recursive: true, force: true });
-  await mkdir(dir, { recursive: true });
-  return cloneBranch(dir, { repoUrl: s.repoUrl, branch: s.branch, log: s.log, deadline: Date.now() + s.timeoutMs, signal: s.signal });
-}
+import { baseEnv, BuildError, runStreamed } from '../../../../shared/runtime/build.js';
+import { buildDir, type BuildSpec } from '../source.js';
+import { appReleasesDir, parseProcfile, releaseDir, writeReleaseInfo, type ReleaseInfo } from '../release.js';
 
 /** Builds the checked-out source and moves it into its release directory (immutable from then on). */
 export async function build(root: string, s: BuildSpec, commit: { sha: string; message: string }): Promise<ReleaseInfo> {
@@ -94,7 +47,7 @@ export async function build(root: string, s: BuildSpec, commit: { sha: string; m
   const procfile = existsSync(join(src, 'Procfile')) ? parseProcfile(await readFile(join(src, 'Procfile'), 'utf8')) : {};
   if (Object.keys(procfile).length) await s.log([{ message: `Procfile: ${Object.keys(procfile).join(', ')}` }]);
   const info: ReleaseInfo = { commitSha: commit.sha, commitMessage: commit.message, procfile };
-  await writeFile(join(src, '.slipway-release.json'), JSON.stringify(info));
+  await writeReleaseInfo(src, info);
   const target = releaseDir(root, s.appId, s.deploymentId);
   await mkdir(appReleasesDir(root, s.appId), { recursive: true });
   await rm(target, { recursive: true, force: true });
@@ -132,21 +85,4 @@ async function saveDependencies(cacheDir: string, src: string, key: string): Pro
   if (existsSync(join(src, 'node_modules'))) await cp(join(src, 'node_modules'), join(dir, 'node_modules'), { recursive: true, verbatimSymlinks: true });
   // The key last: a copy cut short is never taken for a complete one.
   await writeFile(join(dir, 'key'), key);
-}
-
-/** The release's facts, or undefined when the directory is missing (e.g. built by the simulated runtime). */
-export async function readRelease(root: string, appId: string, releaseId: string): Promise<ReleaseInfo | undefined> {
-  try {
-    return JSON.parse(await readFile(join(releaseDir(root, appId, releaseId), '.slipway-release.json'), 'utf8')) as ReleaseInfo;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The command of a process: its entrypoint, else the Procfile's entry for its key (or `web` for the web process), else `npm start`. */
-export function commandOf(p: { key: string; type: string; entrypoint: string }, info: ReleaseInfo): string | null {
-  if (p.entrypoint.trim()) return p.entrypoint.trim();
-  const fromProcfile = info.procfile[p.key] ?? (p.type === 'web' ? info.procfile.web : undefined);
-  if (fromProcfile) return fromProcfile;
-  return p.type === 'web' ? 'npm start' : null;
 }

@@ -9,65 +9,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeFileSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
-import { request } from 'node:http';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { constants as osConstants } from 'node:os';
 import { statFields } from './usage.js';
+import { freePort, newInstance, type Group, type HostOutput, type Instance, type InstanceSpec, type OneOff } from '../host.js';
 
-export interface InstanceSpec {
-  processId: string;
-  key: string;
-  type: 'web' | 'worker';
-  command: string;
-  index: number;
-}
-
-export interface Instance extends InstanceSpec {
-  port: number | null;
-  /** The child (null for an instance adopted from a previous Slipway). */
-  child: ChildProcess | null;
-  /** The pid of its process group (null before it started). */
-  pid?: number | null;
-  /** The record of the registry for an instance. */
-  meta?: InstanceRecord;
-  startedAt: number;
-  restarts: number;
-  stopping: boolean;
-  /** Requests the edge has in flight to this instance. */
-  inflight: number;
-  exited: Promise<void>;
-}
-
-/** An instance not yet started (or adopted): its spec, its port, and the rest at rest. */
-export function newInstance(spec: InstanceSpec, port: number | null, more: Partial<Instance> = {}): Instance {
-  return { ...spec, port, child: null, startedAt: 0, restarts: 0, stopping: false, inflight: 0, exited: Promise.resolve(), ...more };
-}
-
-export interface Group {
-  appId: string;
-  deploymentId: string;
-  releaseId: string;
-  instances: Instance[];
-  /** Round-robin position of the edge. */
-  next: number;
-}
-
-export type LineSink = (g: Group, i: Instance, line: string, stream: 'stdout' | 'stderr') => void;
+export { freePort, newInstance, type Group, type Instance, type InstanceSpec };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** A free TCP port on the loopback interface. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * The gate `launch` starts commands behind: the shell (`sh -c GATE <command>`, so `$0` is the
@@ -97,7 +47,7 @@ export interface InstanceRecord {
   startedAt: number;
 }
 
-type Entry = { child: ChildProcess | null; pid?: number | null; meta?: InstanceRecord };
+type Entry = { child: ChildProcess | null; pid?: number | null; meta?: unknown };
 type Rec = { pid: number; start: string } & Partial<InstanceRecord>;
 
 /** Whether something accepts TCP connections on a loopback port. */
@@ -188,13 +138,9 @@ function killGroup(pid: number | undefined, signal: NodeJS.Signals) {
   }
 }
 
-/** A process that runs to completion (a cron or job run). */
-export interface OneOff {
+/** A cron or job run's process (its child: usage is sampled over its process group). */
+export interface LocalOneOff extends OneOff {
   child: ChildProcess;
-  /** Resolves with the exit code (128 + signal number when a signal ended it) and whether the time limit killed it. */
-  done: Promise<{ code: number; timedOut: boolean }>;
-  /** Kills its process group now. */
-  kill(): void;
 }
 
 export class Supervisor {
@@ -206,8 +152,7 @@ export class Supervisor {
   private left: Rec[] = [];
   constructor(
     root: string,
-    private sink: LineSink,
-    private note: (g: Group, i: Instance, message: string, severity: 'info' | 'warning' | 'error') => void,
+    private out: HostOutput,
   ) {
     this.registry = join(root, 'instances.json');
     this.logDir = join(root, 'instance-logs');
@@ -256,7 +201,7 @@ export class Supervisor {
   private save(): void {
     const entries: Rec[] = [...this.live].flatMap((e) => {
       const pid = e.child?.pid ?? e.pid;
-      return pid ? [{ pid, start: startTimeOf(pid) ?? '', ...e.meta }] : [];
+      return pid ? [{ pid, start: startTimeOf(pid) ?? '', ...(e.meta as InstanceRecord | undefined) }] : [];
     });
     entries.push(...this.left);
     try {
@@ -362,7 +307,7 @@ export class Supervisor {
   /** Follows an instance's output files from the given offsets into the runtime log. */
   private follow(g: Group, i: Instance, from: [number, number]) {
     const [out, err] = this.logPaths(g, i);
-    const t = [tail(out, from[0], (l) => this.sink(g, i, l, 'stdout')), tail(err, from[1], (l) => this.sink(g, i, l, 'stderr'))];
+    const t = [tail(out, from[0], (l) => this.out.line(g, i, l, 'stdout')), tail(err, from[1], (l) => this.out.line(g, i, l, 'stderr'))];
     return () => t.forEach((x) => x.stop());
   }
 
@@ -373,7 +318,7 @@ export class Supervisor {
     if (Date.now() - i.startedAt > 30_000) i.restarts = 0;
     i.restarts++;
     const delay = Math.min(10_000, 250 * 2 ** (i.restarts - 1));
-    this.note(g, i, `Instance ${i.key}#${i.index} exited (${how}); restarting in ${delay} ms (restart ${i.restarts})`, 'warning');
+    this.out.note(g, i, `Instance ${i.key}#${i.index} exited (${how}); restarting in ${delay} ms (restart ${i.restarts})`, 'warning');
     setTimeout(() => {
       if (!i.stopping) this.spawn(g, i, cwd, env);
     }, delay).unref();
@@ -409,7 +354,7 @@ export class Supervisor {
       mkdirSync(this.logDir, { recursive: true });
       fds = [openSync(out, 'w'), openSync(err, 'w')];
     } catch (e) {
-      this.note(g, i, `Instance ${i.key}#${i.index} could not start: ${(e as Error).message}`, 'error');
+      this.out.note(g, i, `Instance ${i.key}#${i.index} could not start: ${(e as Error).message}`, 'error');
       return;
     }
     let child: ChildProcess;
@@ -420,7 +365,7 @@ export class Supervisor {
     }
     const stopTail = this.follow(g, i, [0, 0]);
     i.exited = new Promise((resolve) => {
-      child.on('error', (e) => this.note(g, i, `Instance ${i.key}#${i.index} could not start: ${e.message}`, 'error'));
+      child.on('error', (e) => this.out.note(g, i, `Instance ${i.key}#${i.index} could not start: ${e.message}`, 'error'));
       child.on('close', (code, signal) => {
         stopTail();
         this.live.delete(i);
@@ -441,7 +386,7 @@ export class Supervisor {
     env: Record<string, string>;
     limitMs: number;
     line: (text: string, stream: 'stdout' | 'stderr') => void;
-  }): OneOff {
+  }): LocalOneOff {
     const entry: Entry = { child: null };
     const child = this.launch(entry, o.command, o.cwd, o.env);
     eachLine(child, o.line);
@@ -469,22 +414,6 @@ export class Supervisor {
     return { child, done, kill: () => killGroup(child.pid, 'SIGKILL') };
   }
 
-  /** Waits until every web instance answers HTTP (any status; the readiness probe's path must answer below 400); false on timeout. */
-  async waitReady(g: Group, timeoutMs: number, path: (i: Instance) => string | null): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    for (const i of g.instances) {
-      if (i.type !== 'web') continue;
-      for (;;) {
-        if (Date.now() > deadline || i.stopping) return false;
-        const p = path(i);
-        const status = await probe(i.port!, p ?? '/');
-        if (status !== null && (p === null || status < 400)) break;
-        await sleep(100);
-      }
-    }
-    return true;
-  }
-
   /** Stops a group: SIGTERM to each process group, SIGKILL after the grace period. */
   async stopGroup(g: Group, graceMs: number): Promise<void> {
     await Promise.all(
@@ -500,17 +429,4 @@ export class Supervisor {
       }),
     );
   }
-}
-
-/** The status of GET `path` on a local port, or null when nothing answers. */
-function probe(port: number, path: string): Promise<number | null> {
-  return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'GET', timeout: 2000, agent: false }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? null);
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(null));
-    req.end();
-  });
 }

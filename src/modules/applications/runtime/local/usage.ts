@@ -4,18 +4,10 @@
 // the previous sample (a member seen for the first time: over its whole life). Samples are kept in
 // memory per process (a day's worth); the process metrics operations read them.
 import { readdirSync, readFileSync } from 'node:fs';
-import type { MetricPoint } from '../../../../shared/runtime/driver.js';
+import { UsageSeries } from '../usage-series.js';
 
 /** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
 const TICKS = 100;
-const KEEP_MS = 24 * 3600_000;
-
-interface Sample {
-  t: number;
-  cpu: number;
-  memory: number;
-  instances: number;
-}
 
 interface Member {
   pgid: number;
@@ -71,10 +63,8 @@ function uptime(): number {
   }
 }
 
-export class UsageSampler {
-  private samples = new Map<string, Sample[]>();
+export class UsageSampler extends UsageSeries {
   private previous = new Map<number, { ticks: number; at: number }>();
-  private last = 0;
 
   /** Takes one sample of each process (process id -> the process group ids of its instances or runs). */
   sample(groups: Map<string, number[]>): void {
@@ -101,36 +91,9 @@ export class UsageSampler {
           seen.set(pid, { ticks: m.ticks, at: now });
         }
       }
-      const list = this.samples.get(processId) ?? [];
-      list.push({ t: now, cpu: Math.max(0, cpu), memory, instances: pgids.length });
-      while (list.length && list[0]!.t < now - KEEP_MS) list.shift();
-      this.samples.set(processId, list);
+      this.record(processId, { t: now, cpu: Math.max(0, cpu), memory, instances: pgids.length });
     }
     this.previous = seen;
-    this.last = now;
-  }
-
-  /** Whether the newest sample is older than `ms`. */
-  staleAfter(ms: number): boolean {
-    return Date.now() - this.last > ms;
-  }
-
-  /** A process's samples as a series: each interval's average, 0 where it has none (not running). */
-  series(processId: string, metric: 'cpu-usage' | 'memory-usage' | 'instance-count', from: Date, to: Date, intervalSeconds: number): MetricPoint[] {
-    const list = this.samples.get(processId) ?? [];
-    const pick = (s: Sample) => (metric === 'cpu-usage' ? s.cpu : metric === 'memory-usage' ? s.memory : s.instances);
-    const out: MetricPoint[] = [];
-    const step = Math.max(1, intervalSeconds) * 1000;
-    const start = Math.floor(from.getTime() / step) * step;
-    let i = 0;
-    for (let t = start; t <= to.getTime() && out.length < 10_000; t += step) {
-      while (i < list.length && list[i]!.t < t) i++;
-      let sum = 0;
-      let count = 0;
-      for (; i < list.length && list[i]!.t < t + step; i++, count++) sum += pick(list[i]!);
-      const v = count ? sum / count : 0;
-      out.push({ time: new Date(t).toISOString(), value: metric === 'cpu-usage' ? Math.round(v * 10_000) / 10_000 : Math.round(v) });
-    }
-    return out;
+    this.sampled(now);
   }
 }
