@@ -45,6 +45,8 @@ install_missing() {
   command -v iptables >/dev/null || [ -x /usr/sbin/iptables ] || need+=(iptables)
   command -v htpasswd >/dev/null || need+=(apache2-utils)
   command -v curl >/dev/null || need+=(curl)
+  command -v openssl >/dev/null || need+=(openssl)
+  command -v ip >/dev/null || [ -x /usr/sbin/ip ] || need+=(iproute2)
   [ ${#need[@]} -eq 0 ] && return 0
   log "installing ${need[*]}"
   # A policy-rc.d answering 101 keeps the packages' postinst from starting their services (the
