@@ -134,9 +134,18 @@ describe('HTTPS settings', () => {
     assert.deepEqual([s.httpsPort, s.httpsRedirect, s.certificates], [0, true, { mode: 'local' }]);
   });
 
+  it("acme: Let's Encrypt production unless a directory is set", () => {
+    const s = edgeSettings(config({ SLIPWAY_EDGE_HTTPS_PORT: '443', SLIPWAY_EDGE_CERTIFICATES: 'acme', SLIPWAY_EDGE_ACME_EMAIL: 'ops@example.com' }));
+    assert.deepEqual(s.certificates, { mode: 'acme', directory: 'https://acme-v02.api.letsencrypt.org/directory', email: 'ops@example.com', caFile: null });
+  });
+
   it('refuses what cannot work, saying why', () => {
     assert.throws(() => edgeSettings(config({ SLIPWAY_EDGE_HTTPS_REDIRECT: '1' })), /needs SLIPWAY_EDGE_HTTPS_PORT/);
-    assert.throws(() => edgeSettings(config({ SLIPWAY_EDGE_HTTPS_PORT: '443', SLIPWAY_EDGE_CERTIFICATES: 'acme' })), /acme is not available yet.*files/);
+    assert.throws(() => edgeSettings(config({ SLIPWAY_EDGE_CERTIFICATES: 'acme' })), /acme needs SLIPWAY_EDGE_HTTPS_PORT/);
+    assert.throws(
+      () => edgeSettings(config({ SLIPWAY_EDGE_HTTPS_PORT: '443', SLIPWAY_EDGE_CERTIFICATES: 'acme', SLIPWAY_EDGE_ACME_DIRECTORY: 'http://ca.test/dir' })),
+      /ACME_DIRECTORY must be an https URL/,
+    );
     assert.throws(() => edgeSettings(config({ SLIPWAY_EDGE_CERTIFICATES: 'files' })), /SLIPWAY_EDGE_CERTIFICATE_FILE and SLIPWAY_EDGE_CERTIFICATE_KEY_FILE/);
     assert.throws(() => edgeSettings(config({ SLIPWAY_EDGE_CERTIFICATES: 'vault' })), /local, files or acme/);
     assert.throws(() => createEdge(config({ SLIPWAY_EDGE: 'node', SLIPWAY_EDGE_HTTPS_PORT: '443' }), {} as never, {} as never), /needs the nginx edge/);

@@ -16,37 +16,40 @@
 //   issue exactly this shape, where a wildcard needs DNS-01 at the operator's DNS provider.
 // - `files`: the operator's certificate and key (say a wildcard `*.<base domain>` their ACME
 //   client renews), used for every hostname it covers; the others are served over HTTP only.
+// - `acme`: one certificate per hostname from an ACME directory (Let's Encrypt), validated by
+//   HTTP-01, ordered in the background (acme.ts).
 //
 // File names carry the certificate's fingerprint: a renewed certificate is a new path in the
 // configuration, so nginx reloads and loads it.
-import { createHash, createPrivateKey, generateKeyPair, X509Certificate } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createPrivateKey, generateKeyPair, X509Certificate } from 'node:crypto';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type Forge from 'node-forge';
 import { lazy } from '../lazy.js';
 import { certificateSerial, localCa } from '../tls.js';
+import { AcmeCertificates } from './acme.js';
+import { DAY, fingerprint, keptCertificate, RENEW_BEFORE_DAYS, storeCertificate, writeWhole, type CertificateFiles, type Held } from './certificate-store.js';
 import type { EdgeSettings } from './settings.js';
 import type { EdgeTable } from './table.js';
 
 const loadForge = lazy<typeof Forge>('node-forge');
 const generate = promisify(generateKeyPair);
 
-const DAY = 86400_000;
 /** How long a local certificate is valid. */
 export const LOCAL_VALIDITY_DAYS = 90;
-/** A certificate with fewer days left is renewed. */
-export const RENEW_BEFORE_DAYS = 30;
 /** Certificates issued at once (key generation runs in libuv's pool). */
 const CONCURRENCY = 4;
 
-export interface CertificateFiles {
-  certFile: string;
-  keyFile: string;
-}
+export { RENEW_BEFORE_DAYS, type CertificateFiles };
 
 interface Log {
   warn(obj: object, msg: string): void;
+}
+
+/** The `acme` source also says when a certificate was issued. */
+export interface AcmeLog extends Log {
+  info(obj: object, msg: string): void;
 }
 
 /** Where the edge's certificates come from. */
@@ -58,11 +61,19 @@ export interface Certificates {
 /** `<data dir>/edge/certificates`. */
 export const certificatesDir = (dataDir: string) => join(dataDir, 'edge', 'certificates');
 
+/** What the `acme` source needs of the edge: where nginx serves HTTP-01 answers from, and a call when a certificate landed. */
+export interface AcmeHooks {
+  challengeDir: string;
+  issued(): void;
+}
+
 /** The certificates of the edge's settings, or null when HTTPS is off. */
-export function edgeCertificates(settings: EdgeSettings, dataDir: string, log: Log): Certificates | null {
+export function edgeCertificates(settings: EdgeSettings, dataDir: string, log: AcmeLog, acme: AcmeHooks): Certificates | null {
   if (settings.httpsPort === null) return null;
   const c = settings.certificates;
-  return c.mode === 'files' ? new OperatorCertificates(c.certFile, c.keyFile, dataDir, log) : new LocalCertificates(dataDir, log);
+  if (c.mode === 'files') return new OperatorCertificates(c.certFile, c.keyFile, dataDir, log);
+  if (c.mode === 'acme') return new AcmeCertificates(c, join(certificatesDir(dataDir), 'acme'), log, acme);
+  return new LocalCertificates(dataDir, log);
 }
 
 /** `table` with each host's certificate files (and the redirect setting for those that have one). */
@@ -74,20 +85,6 @@ export async function withCertificates(table: EdgeTable, certificates: Certifica
       return { ...h, tls, httpsRedirect: !!tls && redirect };
     }),
   };
-}
-
-const fingerprint = (x: X509Certificate) => createHash('sha256').update(x.raw).digest('hex').slice(0, 16);
-
-/** Writes a file whole (a temporary name, then renamed): nginx never reads half of one. */
-function writeWhole(path: string, text: string, mode: number): void {
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, text, { mode });
-  renameSync(tmp, path);
-}
-
-interface Held {
-  files: CertificateFiles;
-  notAfter: number;
 }
 
 /** Certificates issued by Slipway's local CA, one per hostname. */
@@ -145,23 +142,8 @@ export class LocalCertificates implements Certificates {
 
   /** The latest certificate kept for `hostname` that names it and was issued by the current CA. */
   private fromDisk(hostname: string): Held | null {
-    const dir = join(this.dir, hostname);
-    if (!existsSync(dir)) return null;
     const ca = new X509Certificate(this.authority().certPem);
-    let best: Held | null = null;
-    for (const f of readdirSync(dir)) {
-      if (!f.endsWith('.crt')) continue;
-      const keyFile = join(dir, f.replace(/\.crt$/, '.key'));
-      try {
-        const x = new X509Certificate(readFileSync(join(dir, f)));
-        if (!existsSync(keyFile) || !x.checkHost(hostname) || !x.checkIssued(ca) || !x.verify(ca.publicKey)) continue;
-        const notAfter = Date.parse(x.validTo);
-        if (!best || notAfter > best.notAfter) best = { files: { certFile: join(dir, f), keyFile }, notAfter };
-      } catch {
-        // An unreadable file: ignored, a new certificate replaces it.
-      }
-    }
-    return best;
+    return keptCertificate(this.dir, hostname, (x) => x.checkIssued(ca) && x.verify(ca.publicKey));
   }
 
   private async issue(hostname: string): Promise<Held> {
@@ -190,17 +172,7 @@ export class LocalCertificates implements Certificates {
       { name: 'authorityKeyIdentifier', keyIdentifier: ca.cert.generateSubjectKeyIdentifier().getBytes() },
     ]);
     cert.sign(ca.key, forge.md.sha256.create());
-    const pem = forge.pki.certificateToPem(cert);
-    const x = new X509Certificate(pem);
-    const dir = join(this.dir, hostname);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const base = join(dir, fingerprint(x));
-    const files = { certFile: `${base}.crt`, keyFile: `${base}.key` };
-    writeWhole(files.keyFile, privateKey, 0o600);
-    writeWhole(files.certFile, pem, 0o644);
-    // The replaced pair: nginx holds what it loaded, and the next configuration names the new one.
-    for (const f of readdirSync(dir)) if (!files.certFile.endsWith(f) && !files.keyFile.endsWith(f)) rmSync(join(dir, f), { force: true });
-    return { files, notAfter: Date.parse(x.validTo) };
+    return storeCertificate(this.dir, hostname, forge.pki.certificateToPem(cert), privateKey);
   }
 }
 

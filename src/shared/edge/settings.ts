@@ -42,9 +42,21 @@ export interface EdgeSettings {
 /**
  * `local`: issued per hostname by Slipway's local CA (the default); `files`: the operator's
  * certificate and key (SLIPWAY_EDGE_CERTIFICATE_FILE, SLIPWAY_EDGE_CERTIFICATE_KEY_FILE), e.g. a
- * wildcard, used for every hostname it covers. (`acme` is refused for now: docs/runtimes.md.)
+ * wildcard, used for every hostname it covers; `acme`: one per hostname from an ACME directory by HTTP-01
+ * (edge/acme.ts), at SLIPWAY_EDGE_ACME_DIRECTORY with the contact SLIPWAY_EDGE_ACME_EMAIL, the
+ * directory's TLS also trusting SLIPWAY_EDGE_ACME_CA_FILE (a private ACME server, tests).
  */
-export type CertificateSetting = { mode: 'local' } | { mode: 'files'; certFile: string; keyFile: string };
+export type CertificateSetting = { mode: 'local' } | { mode: 'files'; certFile: string; keyFile: string } | AcmeSetting;
+
+export interface AcmeSetting {
+  mode: 'acme';
+  directory: string;
+  email: string | null;
+  caFile: string | null;
+}
+
+/** Let's Encrypt's production directory, the default of SLIPWAY_EDGE_ACME_DIRECTORY. */
+export const LETS_ENCRYPT_DIRECTORY = 'https://acme-v02.api.letsencrypt.org/directory';
 
 export function edgeSettings(config: Config): EdgeSettings {
   const env = config.apps.env;
@@ -71,7 +83,10 @@ function httpsSettings(env: Record<string, string | undefined>): Pick<EdgeSettin
   const redirect = env.SLIPWAY_EDGE_HTTPS_REDIRECT ?? '';
   if (!['', '0', '1'].includes(redirect)) throw new Error(`SLIPWAY_EDGE_HTTPS_REDIRECT must be 1 or 0, not ${JSON.stringify(redirect)}`);
   if (redirect === '1' && httpsPort === null) throw new Error('SLIPWAY_EDGE_HTTPS_REDIRECT=1 needs SLIPWAY_EDGE_HTTPS_PORT (HTTPS is off)');
-  return { httpsPort, httpsRedirect: redirect === '1', certificates: certificateSetting(env) };
+  const certificates = certificateSetting(env);
+  if (certificates.mode === 'acme' && httpsPort === null)
+    throw new Error('SLIPWAY_EDGE_CERTIFICATES=acme needs SLIPWAY_EDGE_HTTPS_PORT (HTTPS is off, so no certificate would be used)');
+  return { httpsPort, httpsRedirect: redirect === '1', certificates };
 }
 
 function certificateSetting(env: Record<string, string | undefined>): CertificateSetting {
@@ -84,11 +99,11 @@ function certificateSetting(env: Record<string, string | undefined>): Certificat
       throw new Error('SLIPWAY_EDGE_CERTIFICATES=files needs SLIPWAY_EDGE_CERTIFICATE_FILE and SLIPWAY_EDGE_CERTIFICATE_KEY_FILE (PEM paths)');
     return { mode, certFile, keyFile };
   }
-  if (mode === 'acme')
-    throw new Error(
-      'SLIPWAY_EDGE_CERTIFICATES=acme is not available yet: Slipway has no ACME client. Use `files` with a certificate your ACME client ' +
-        '(certbot, lego) renews (e.g. a Let\'s Encrypt wildcard by DNS-01), or `local`; docs/runtimes.md, "HTTPS at the edge"',
-    );
+  if (mode === 'acme') {
+    const directory = env.SLIPWAY_EDGE_ACME_DIRECTORY || LETS_ENCRYPT_DIRECTORY;
+    if (!/^https:\/\/\S+$/.test(directory)) throw new Error(`SLIPWAY_EDGE_ACME_DIRECTORY must be an https URL, not ${JSON.stringify(directory)}`);
+    return { mode, directory, email: env.SLIPWAY_EDGE_ACME_EMAIL || null, caFile: env.SLIPWAY_EDGE_ACME_CA_FILE || null };
+  }
   throw new Error(`SLIPWAY_EDGE_CERTIFICATES must be local, files or acme, not ${JSON.stringify(mode)}`);
 }
 

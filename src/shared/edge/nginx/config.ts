@@ -7,6 +7,11 @@
 // later access phase could not), then maintenance (503). The edge's own pages are answered from
 // named locations, which do not run the server's rewrite phase again; the site's and the
 // maintenance pages from exact internal locations (an error_page URI turns POST into GET).
+//
+// ACME HTTP-01 answers (`/.well-known/acme-challenge/<token>`, files under `acme-challenge/` in
+// `dir`) are served by every server over plain HTTP and HTTPS, before those checks: a server-level
+// rewrite directive runs before locations are matched, so no location can skip the checks; a
+// `break` ahead of them, taken for that path only, ends the server's rewrite phase there.
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { isIpOrCidr } from '../../net.js';
@@ -60,6 +65,9 @@ export interface NginxOptions {
 
 /** The header carrying `originSecret` from nginx to Slipway's origin (never to an application). */
 export const ORIGIN_SECRET_HEADER = 'x-slipway-origin-secret';
+
+/** The folder, under nginx's directory, of the HTTP-01 key authorizations nginx answers (a file per token). */
+export const acmeChallengeDir = (dir: string) => join(dir, 'acme-challenge');
 
 /** The Unix socket of the status server (GET /generation, GET /status). */
 export const statusSocket = (dir: string) => join(dir, 'status.sock');
@@ -184,6 +192,10 @@ function originHeaders(o: NginxOptions): string[] {
   return [...PROXY_HEADERS, `proxy_set_header ${ORIGIN_SECRET_HEADER} ${o.originSecret};`];
 }
 
+// Not logged: the ACME server's requests are no visitor's traffic.
+const acmeChallenge = (dir: string) =>
+  `location ^~ /.well-known/acme-challenge/ { alias ${q(`${acmeChallengeDir(dir)}/`)}; default_type text/plain; access_log off; etag off; add_header Cache-Control no-store always; }`;
+
 const indent = (lines: string[], n = 2) => lines.map((l) => (l ? ' '.repeat(n) + l : l)).join('\n');
 
 /** A complete nginx.conf serving `table`. Throws on a value it cannot write safely, or a hostname given twice. */
@@ -262,7 +274,7 @@ export function renderNginx(table: EdgeTable, o: NginxOptions): string {
     ...(o.fallback ? [`upstream slipway_fallback {`, `  server ${address('fallback', o.fallback)};`, `  keepalive 16;`, `}`] : []),
   ];
   table.hosts.forEach((h, i) => http.push(...hostHttp(h, i)));
-  http.push(...defaultServer(o), ...statusServer(dir, o.generation));
+  http.push(...defaultServer(o, dir), ...statusServer(dir, o.generation));
   table.hosts.forEach((h, i) => http.push(...server(h, i, o, dir)));
   return [
     `# Written by Slipway from its edge table, generation ${o.generation}. Changes here are overwritten.`,
@@ -316,7 +328,7 @@ function hostHttp(h: EdgeHost, i: number): string[] {
   return out;
 }
 
-function defaultServer(o: NginxOptions): string[] {
+function defaultServer(o: NginxOptions, dir: string): string[] {
   return [
     `server {`,
     `  listen ${listen(o.http)} default_server backlog=4096;`,
@@ -325,6 +337,7 @@ function defaultServer(o: NginxOptions): string[] {
     `  access_log off;`,
     // Declares the log format's variables when no host does (an empty table).
     `  set $slipway_kind ''; set $slipway_id ''; set $slipway_company '';`,
+    `  ${acmeChallenge(dir)}`,
     ...(o.fallback
       ? [
           `  error_page 502 @slipway_502;`,
@@ -364,6 +377,9 @@ function server(h: EdgeHost, i: number, o: NginxOptions, dir: string): string[] 
     `set $slipway_kind ${q(safe('owner kind', h.owner.kind))};`,
     `set $slipway_id ${q(safe('owner id', h.owner.id))};`,
     `set $slipway_company ${q(safe('owner company', h.owner.companyId))};`,
+    // ACME's HTTP-01 requests skip the checks below (the header comment says how).
+    `if ($uri ~ ^/\\.well-known/acme-challenge/) { break; }`,
+    acmeChallenge(dir),
   );
   if (tls && o.https && h.httpsRedirect) {
     const port = o.https.port === 443 ? '' : `:${o.https.port}`;

@@ -25,7 +25,7 @@ import { Edge, type RoutedHost } from '../index.js';
 import { edgeCertificates, withCertificates, type Certificates } from '../certificates.js';
 import { buildTable, type EdgeTable } from '../table.js';
 import { AccessLogTailer } from './access-log.js';
-import { nameable, nginxFiles, ORIGIN_SECRET_HEADER, renderNginx, type NginxOptions } from './config.js';
+import { acmeChallengeDir, nameable, nginxFiles, ORIGIN_SECRET_HEADER, renderNginx, type NginxOptions } from './config.js';
 import { brotliStaticModule, NginxProcess } from './process.js';
 
 /** How long changes gather before one apply. */
@@ -95,7 +95,11 @@ export class NginxEdge extends Edge {
       reopen: () => this.nginx.reopenLogs(),
       log,
     });
-    this.certificates = edgeCertificates(this.settings, config.dataDir, log);
+    // ACME (HTTP-01): nginx answers from files in its directory; a certificate that lands is applied at once.
+    this.certificates = edgeCertificates(this.settings, config.dataDir, log, {
+      challengeDir: acmeChallengeDir(this.nginx.dir),
+      issued: () => void this.changed(),
+    });
   }
 
   /**
