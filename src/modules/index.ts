@@ -23,6 +23,7 @@ import * as domains from './domains/routes.js';
 import * as pipelines from './pipelines/routes.js';
 import * as loadBalancers from './load-balancers/routes.js';
 import * as objectStorage from './object-storage/routes.js';
+import * as volumes from './volumes/routes.js';
 
 export interface Module {
   name: string;
@@ -74,6 +75,7 @@ export const modules: Module[] = [
   },
   { name: 'processes', operations: processes.operations, tables: processes.tables, migrations: processes.migrations, setup: processes.setup },
   { name: 'env-vars', operations: envVars.operations, tables: envVars.tables, migrations: envVars.migrations, setup: envVars.setup },
+  { name: 'volumes', operations: volumes.operations, tables: volumes.tables, migrations: volumes.migrations, setup: volumes.setup },
   {
     name: 'databases',
     operations: databases.operations,

@@ -34,6 +34,8 @@ const TABLES: Record<string, string[]> = {
   '/applications/{id}/private-ports': ['application_private_ports'],
   '/applications/{id}/processes': ['processes'],
   '/applications/{id}/processes/{process_id}': ['processes'],
+  '/applications/{id}/volumes': ['volumes'],
+  '/applications/{id}/volumes/{volume_id}': ['volumes'],
   '/applications/{id}/env-vars': ['env_vars'],
   '/applications/{id}/env-vars/{env_var_id}': ['env_vars'],
   '/applications/global-env-vars': ['global_env_vars'],

@@ -82,6 +82,7 @@ export function buildOpenApi(ops: Operation[], serverUrl: string) {
       responses,
     };
     if (c.body) operation.requestBody = { required: !!c.bodyRequired, content: { 'application/json': { schema: plain(c.body) } } };
+    if (c.decided) operation['x-decided'] = true;
     if (c.public || op.auth === 'none') operation.security = [];
     if (op.permission) operation['x-permission'] = op.permission;
     operation['x-rate-tier'] = op.tier;

@@ -26,6 +26,8 @@ export interface Contract {
   success: number;
   response?: TSchema;
   errors: readonly number[];
+  /** An operation the contract does not define and this project added: served with `x-decided: true`. */
+  decided?: boolean;
 }
 
 type S<T> = T extends TSchema ? Static<T> : undefined;
