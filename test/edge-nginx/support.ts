@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request, type IncomingHttpHeaders, type RequestListener, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { AccessLogTailer, type AccessLogOptions } from '../../src/shared/edge/nginx/access-log.js';
 import { nginxFiles, renderNginx, type Listen } from '../../src/shared/edge/nginx/config.js';
@@ -50,6 +50,8 @@ export interface EdgeOptions {
   https?: boolean;
   trustedProxies?: string[];
   origin?: string;
+  /** The geo headers nginx believes (GEO load balancers). */
+  geoHeaders?: { country: string | null; coordinates: string | null };
   /** The access log tailer's options (rotateBytes, say). */
   accessLog?: Partial<AccessLogOptions>;
 }
@@ -103,6 +105,9 @@ export class TestEdge {
         https: this.https,
         origin: this.o.origin ?? '',
         trustedProxies: this.o.trustedProxies ?? [],
+        geoHeaders: this.o.geoHeaders,
+        // As the driver: as root, the workers run as this user (the load balancers' internal sockets are its alone).
+        user: process.getuid?.() === 0 ? userInfo().username : undefined,
         accessLog: this.receiver.path,
         brotliModule: brotliStaticModule(),
         generation,

@@ -72,6 +72,12 @@ const header = (req: IncomingMessage, name: string | null): string | null => {
   return (Array.isArray(v) ? v[0] : v)?.trim() || null;
 };
 
+/** An ISO 3166 alpha-2 code, upper case, from a country header's value; null when absent or unknown (`XX`). */
+export function countryCode(v: string | null | undefined): string | null {
+  const c = v?.trim().toUpperCase();
+  return c && /^[A-Z]{2}$/.test(c) && c !== 'XX' ? c : null;
+}
+
 /** Parses "lat,lon" (degrees); null when malformed or out of range. */
 export function parseLatLon(v: string): LatLon | null {
   const m = /^\s*(-?\d+(?:\.\d+)?)\s*[,; ]\s*(-?\d+(?:\.\d+)?)\s*$/.exec(v);
@@ -83,8 +89,7 @@ export function parseLatLon(v: string): LatLon | null {
 
 /** The client's country and location from the configured headers (each null when absent or unusable). */
 export function clientGeo(req: IncomingMessage, s: Pick<EdgeSettings, 'geoHeader' | 'countryHeader'>): { country: string | null; location: LatLon | null } {
-  const c = header(req, s.countryHeader)?.toUpperCase() ?? null;
-  const country = c && /^[A-Z]{2}$/.test(c) && c !== 'XX' ? c : null;
+  const country = countryCode(header(req, s.countryHeader));
   const coords = header(req, s.geoHeader);
   const centroid = country ? CENTROIDS[country] : undefined;
   const location = (coords ? parseLatLon(coords) : null) ?? (centroid ? { lat: centroid[0], lon: centroid[1] } : null);
@@ -98,4 +103,24 @@ export function distanceKm(a: LatLon, b: LatLon): number {
   const dLon = (b.lon - a.lon) * rad;
   const h = Math.sin(dLat / 2) ** 2 + Math.cos(a.lat * rad) * Math.cos(b.lat * rad) * Math.sin(dLon / 2) ** 2;
   return 2 * 6371 * Math.asin(Math.min(1, Math.sqrt(h)));
+}
+
+/**
+ * For each country of the centroid table, the index of the point nearest its centroid (points
+ * without a location are skipped), as a proxy that cannot compute distances per request looks it
+ * up by the client's country; empty when no point has a location.
+ */
+export function nearestByCountry(points: (LatLon | null)[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [country, [lat, lon]] of Object.entries(CENTROIDS)) {
+    let best = -1;
+    let bestKm = Infinity;
+    points.forEach((p, i) => {
+      if (!p) return;
+      const km = distanceKm({ lat, lon }, p);
+      if (km < bestKm) [best, bestKm] = [i, km];
+    });
+    if (best >= 0) out[country] = best;
+  }
+  return out;
 }

@@ -41,11 +41,36 @@ export type EdgeTarget =
       /** Every path not found serves this file with 200 (single-page applications), or null. */
       fallback: string | null;
     }
+  /** A load balancer: each request goes to one of its destinations (see BalanceDestination). */
+  | {
+      type: 'balance';
+      destinations: BalanceDestination[];
+      /** GEO mode: the destination nearest each country (an index into `destinations`); others by weight. */
+      nearest: Record<string, number> | null;
+    }
   /**
    * Slipway answers (its in-process origin at the proxy's `origin` address): what the proxy
    * cannot decide on its own, e.g. waking a hibernated application on its first request.
    */
   | { type: 'origin' };
+
+/**
+ * One destination of a load balancer. Weight 0 gets no share of the weighted choice (GEO may still
+ * pick it as the nearest).
+ */
+export type BalanceDestination =
+  /** A service of the table, served as its own hostnames serve it (IP restriction, maintenance, cache). */
+  | { weight: number; service: { kind: string; id: string } }
+  /**
+   * An HTTP(S) server outside the table (an external URL, a bucket's CDN hostname on the API
+   * server): `address` is host:port, resolved by the control plane; the request's path follows `path`.
+   */
+  | {
+      weight: number;
+      url: { address: string; tls: boolean; host: string; path: string };
+      /** Whom the request is logged for besides the load balancer (null: the load balancer only). */
+      owner: TableOwner | null;
+    };
 
 export interface EdgeHost {
   /** Lower case, no trailing dot. */

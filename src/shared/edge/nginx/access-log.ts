@@ -14,6 +14,7 @@
 // and it has stopped growing, then deleted, and the new file is read from its start.
 import { closeSync, existsSync, fstatSync, openSync, readSync, renameSync, statSync, unlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import type { Served } from '../index.js';
+import { countryCode } from '../geo.js';
 
 export interface AccessLogOptions {
   /** The file nginx writes (config.ts's `accessLog`). */
@@ -64,7 +65,7 @@ export function parseAccessLine(line: string): Served | null {
     userAgent: str('ua'),
     referer: str('referer'),
     cached: str('cache') === 'HIT',
-    country: null,
+    country: countryCode(str('country')),
     at: num('at') ? new Date(num('at') * 1000) : new Date(),
   };
 }

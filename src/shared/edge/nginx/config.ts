@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { isIpOrCidr } from '../../net.js';
 import { page } from '../pages.js';
 import type { EdgeHost, EdgeTable, EdgeTarget } from '../table.js';
+import { balanceHttp, balanceLocation, internalListen, originHost, geoProxyHeaders, planBalance, plainHttp, type BalancePlan } from './balance.js';
 
 /** Seconds a client is told to wait during maintenance (as the in-process edge). */
 const RETRY_AFTER_SECONDS = 60;
@@ -41,6 +42,8 @@ export interface NginxOptions {
   fallback?: string;
   /** Addresses and CIDR ranges whose X-Forwarded-For is believed. */
   trustedProxies: string[];
+  /** The operator's geo headers (lower case; GEO load balancers): believed from trusted proxies only, when any are named (balance.ts). */
+  geoHeaders?: { country: string | null; coordinates: string | null };
   /**
    * Sent to the origin and the fallback only, as ORIGIN_SECRET_HEADER: the origin believes
    * X-Real-IP (and that nginx logged the request) only with it (hex; absent: not sent).
@@ -89,25 +92,25 @@ const ADDRESS = /^(?:[a-z0-9.-]+|\[[0-9a-f:.]+\]):\d{1,5}$/i;
 export const nameable = (hostname: string) => HOSTNAME.test(hostname);
 const unsafe = (v: string) => [...v].some((c) => c === '$' || c.charCodeAt(0) < 32 || c.charCodeAt(0) === 127);
 
-function safe(what: string, v: string): string {
+export function safe(what: string, v: string): string {
   if (unsafe(v)) throw new Error(`edge: ${what} ${JSON.stringify(v)} cannot be written into the nginx configuration`);
   return v;
 }
 
-function address(what: string, v: string): string {
+export function address(what: string, v: string): string {
   if (!ADDRESS.test(v)) throw new Error(`edge: ${what} ${JSON.stringify(v)} is not host:port`);
   return v;
 }
 
 /** A string nginx reads literally (single quotes; callers make sure it holds no `$`). */
-const q = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+export const q = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
 const listen = (l: Listen) => `${l.host.includes(':') ? `[${l.host}]` : l.host}:${l.port}`;
 
 const edgePage = (status: number, title: string, body: string, extra = '') =>
   `default_type text/html; charset utf-8; add_header Cache-Control no-store always; ${extra}return ${status} ${q(page(title, body).trimEnd())};`;
 
-const PAGES = {
+export const PAGES = {
   forbidden: edgePage(403, 'Forbidden', 'Your address may not reach this service.'),
   unknown: edgePage(404, 'Not found', 'Nothing is served at this address.'),
   missing: edgePage(404, 'Not found', 'Nothing is published at this address.'),
@@ -168,10 +171,11 @@ const STATIC_CACHE_CONTROL = `map $uri $slipway_static_cc {
 const LOG_FORMAT = [
   '{"kind":"$slipway_kind","id":"$slipway_id","company":"$slipway_company","method":"$slipway_method"',
   '"path":"$request_uri","status":$status,"bytes":$body_bytes_sent,"time":$request_time,"client":"$remote_addr"',
-  '"host":"$host","ua":"$http_user_agent","referer":"$http_referer","cache":"$upstream_cache_status","at":$msec}',
+  '"host":"$host","ua":"$http_user_agent","referer":"$http_referer","cache":"$upstream_cache_status","country":"$slipway_geo_country"',
+  '"at":$msec}',
 ].join(',');
 
-const PROXY_HEADERS = [
+export const PROXY_HEADERS = [
   `proxy_set_header Host $http_host;`,
   `proxy_set_header Upgrade $http_upgrade;`,
   `proxy_set_header Connection $slipway_connection;`,
@@ -186,17 +190,29 @@ const PROXY_HEADERS = [
  * location's own proxy_set_header replaces them all) and the origin secret, which replaces any the
  * client sent. Applications' upstreams never get it.
  */
-function originHeaders(o: NginxOptions): string[] {
-  if (!o.originSecret) return [];
-  if (!/^[0-9a-f]{32,128}$/.test(o.originSecret)) throw new Error('edge: the origin secret must be 32 to 128 hex digits');
-  return [...PROXY_HEADERS, `proxy_set_header ${ORIGIN_SECRET_HEADER} ${o.originSecret};`];
+export function originHeaders(o: NginxOptions, host = '$http_host'): string[] {
+  if (!o.originSecret && host === '$http_host' && !o.geoHeaders) return [];
+  if (o.originSecret && !/^[0-9a-f]{32,128}$/.test(o.originSecret)) throw new Error('edge: the origin secret must be 32 to 128 hex digits');
+  return [
+    `proxy_set_header Host ${host};`,
+    ...PROXY_HEADERS.slice(1),
+    ...geoProxyHeaders(o),
+    ...(o.originSecret ? [`proxy_set_header ${ORIGIN_SECRET_HEADER} ${o.originSecret};`] : []),
+  ];
 }
+
+/** The log format's owner of the requests a server answers. */
+export const logOwner = (owner: EdgeHost['owner']) => [
+  `set $slipway_kind ${q(safe('owner kind', owner.kind))};`,
+  `set $slipway_id ${q(safe('owner id', owner.id))};`,
+  `set $slipway_company ${q(safe('owner company', owner.companyId))};`,
+];
 
 // Not logged: the ACME server's requests are no visitor's traffic.
 const acmeChallenge = (dir: string) =>
   `location ^~ /.well-known/acme-challenge/ { alias ${q(`${acmeChallengeDir(dir)}/`)}; default_type text/plain; access_log off; etag off; add_header Cache-Control no-store always; }`;
 
-const indent = (lines: string[], n = 2) => lines.map((l) => (l ? ' '.repeat(n) + l : l)).join('\n');
+export const indent = (lines: string[], n = 2) => lines.map((l) => (l ? ' '.repeat(n) + l : l)).join('\n');
 
 /** A complete nginx.conf serving `table`. Throws on a value it cannot write safely, or a hostname given twice. */
 export function renderNginx(table: EdgeTable, o: NginxOptions): string {
@@ -274,8 +290,10 @@ export function renderNginx(table: EdgeTable, o: NginxOptions): string {
     ...(o.fallback ? [`upstream slipway_fallback {`, `  server ${address('fallback', o.fallback)};`, `  keepalive 16;`, `}`] : []),
   ];
   table.hosts.forEach((h, i) => http.push(...hostHttp(h, i)));
+  const plan = planBalance(table, dir);
+  http.push(...balanceHttp(table, plan, o));
   http.push(...defaultServer(o, dir), ...statusServer(dir, o.generation));
-  table.hosts.forEach((h, i) => http.push(...server(h, i, o, dir)));
+  table.hosts.forEach((h, i) => http.push(...server(h, i, o, dir, plan)));
   return [
     `# Written by Slipway from its edge table, generation ${o.generation}. Changes here are overwritten.`,
     `daemon on;`,
@@ -296,7 +314,7 @@ export function renderNginx(table: EdgeTable, o: NginxOptions): string {
   ].join('\n');
 }
 
-function ipEntry(v: string): string {
+export function ipEntry(v: string): string {
   if (!isIpOrCidr(v)) throw new Error(`edge: ${JSON.stringify(v)} is not an IP address or CIDR range`);
   return v;
 }
@@ -362,9 +380,9 @@ function statusServer(dir: string, generation: number): string[] {
   ];
 }
 
-function server(h: EdgeHost, i: number, o: NginxOptions, dir: string): string[] {
+function server(h: EdgeHost, i: number, o: NginxOptions, dir: string, plan: BalancePlan): string[] {
   const tls = h.tls && o.https ? h.tls : null;
-  const lines: string[] = [`listen ${listen(o.http)};`];
+  const lines: string[] = [`listen ${listen(o.http)};`, ...internalListen(plan, i, h)];
   if (tls && o.https) {
     lines.push(
       `listen ${listen(o.https)} ssl http2;`,
@@ -374,21 +392,19 @@ function server(h: EdgeHost, i: number, o: NginxOptions, dir: string): string[] 
   }
   lines.push(
     `server_name ${h.hostname};`,
-    `set $slipway_kind ${q(safe('owner kind', h.owner.kind))};`,
-    `set $slipway_id ${q(safe('owner id', h.owner.id))};`,
-    `set $slipway_company ${q(safe('owner company', h.owner.companyId))};`,
+    ...logOwner(h.owner),
     // ACME's HTTP-01 requests skip the checks below (the header comment says how).
     `if ($uri ~ ^/\\.well-known/acme-challenge/) { break; }`,
     acmeChallenge(dir),
   );
   if (tls && o.https && h.httpsRedirect) {
     const port = o.https.port === 443 ? '' : `:${o.https.port}`;
-    lines.push(`if ($scheme = http) { return 301 https://$host${port}$request_uri; }`);
+    lines.push(`if (${plainHttp(plan, i)}) { return 301 https://$host${port}$request_uri; }`);
   }
   if (h.ipRestriction) lines.push(`error_page 403 @slipway_403;`, `if ($slipway_blocked_${i}) { return 403; }`);
   // error_page is inherited only by levels that set none, so every server sets all of its own.
   lines.push(`error_page 502 @slipway_502;`, `error_page 504 @slipway_504;`);
-  lines.push(...(h.maintenance ? maintenance(h.maintenance.html, dir) : target(h, h.target, i, o)));
+  lines.push(...(h.maintenance ? maintenance(h.maintenance.html, dir) : target(h, h.target, i, o, plan)));
   lines.push(`location @slipway_403 { ${PAGES.forbidden} }`, `location @slipway_502 { ${PAGES.badGateway} }`, `location @slipway_504 { ${PAGES.timeout} }`);
   return [`server {`, indent(lines), `}`];
 }
@@ -409,8 +425,9 @@ function maintenance(html: string, dir: string): string[] {
   ];
 }
 
-function target(h: EdgeHost, t: EdgeTarget, i: number, o: NginxOptions): string[] {
+function target(h: EdgeHost, t: EdgeTarget, i: number, o: NginxOptions, plan: BalancePlan): string[] {
   if (t.type === 'static') return staticSite(t, !!o.brotliModule);
+  if (t.type === 'balance') return plan.served.has(i) ? balanceLocation(h, i, plan, o) : target(h, { type: 'origin' }, i, o, plan);
   if (t.type === 'upstream' ? !t.servers.some((s) => s.weight > 0) : !o.origin) return [`location / { return 502; }`];
   const pass = t.type === 'upstream' ? `slipway_up_${i}` : 'slipway_origin';
   const cache = h.cache
@@ -426,7 +443,7 @@ function target(h: EdgeHost, t: EdgeTarget, i: number, o: NginxOptions): string[
         `add_header X-Cache $upstream_cache_status always;`,
       ]
     : [];
-  return [`location / {`, indent([`proxy_pass http://${pass};`, ...(t.type === 'origin' ? originHeaders(o) : []), ...cache]), `}`];
+  return [`location / {`, indent([`proxy_pass http://${pass};`, ...(t.type === 'origin' ? originHeaders(o, originHost(plan, i)) : []), ...cache]), `}`];
 }
 
 /** serve.ts's rules: pretty URLs, directory redirects, the site's 404 page or the edge's, a fallback. */

@@ -1,10 +1,11 @@
 // The `nginx` edge driver: nginx (its own process, started and reloaded from here) serves the public
 // port, and the in-process edge runs behind it on the loopback interface as the *origin* of what
-// nginx cannot serve alone (load balancers, buckets, waking a hibernated application, preview
-// names). Slipway is the control plane: it renders the table of every routed hostname (each kind's
-// `describe`) into a configuration and applies it when something changed (`changed()`, debounced)
-// and every 30 s as a safety net, only when the rendered text differs. nginx outlives Slipway: a new
-// Slipway adopts the running master, which kept serving the last configuration meanwhile.
+// nginx cannot serve alone (waking a hibernated application, wildcard domains, a load balancer
+// whose destination has no hostname). Slipway is the control plane: it renders the table of every
+// routed hostname (each kind's `describe`) into a configuration and applies it when something
+// changed (`changed()`, debounced) and every 30 s as a safety net, only when the rendered text
+// differs. nginx outlives Slipway: a new Slipway adopts the running master, which kept serving the
+// last configuration meanwhile.
 //
 // Access logs: nginx logs every request it answers under a hostname of the table (config.ts) to a
 // buffered file in its directory, which the AccessLogTailer reads in batches for the edge's
@@ -147,6 +148,7 @@ export class NginxEdge extends Edge {
       origin: `127.0.0.1:${origin}`,
       fallback: `127.0.0.1:${fallback}`,
       trustedProxies: this.settings.trustedProxies,
+      geoHeaders: { country: this.settings.countryHeader, coordinates: this.settings.geoHeader },
       originSecret: this.originSecret,
       accessLog,
       brotliModule: brotliStaticModule(),

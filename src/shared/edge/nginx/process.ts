@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, closeSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { request } from 'node:http';
 import { delimiter, dirname, join, normalize, sep } from 'node:path';
+import { internalDir } from './balance.js';
 import { statusSocket } from './config.js';
 
 /** The part of a pino/Fastify logger used here. */
@@ -165,6 +166,9 @@ export class NginxProcess {
     mkdirSync(join(this.dir, 'pages'), { recursive: true });
     // nginx's workers run as another user when it starts as root: they must reach the pages and temp paths.
     chmodSync(this.dir, 0o755);
+    // The load balancers' internal sockets (balance.ts): whoever connects there is believed about the client, so Slipway's user alone.
+    mkdirSync(internalDir(this.dir), { recursive: true, mode: 0o700 });
+    chmodSync(internalDir(this.dir), 0o700);
     for (const [rel, content] of Object.entries(files)) this.writeFile(rel, content);
     const candidate = `${this.confPath}.next`;
     // It holds the origin secret (config.ts): readable by Slipway's user (and root) alone.
@@ -183,6 +187,7 @@ export class NginxProcess {
     } else {
       // A socket file left by a master that was killed would make the new one's bind fail.
       rmSync(this.socketPath, { force: true });
+      for (const name of readdirSync(internalDir(this.dir))) rmSync(join(internalDir(this.dir), name), { force: true });
       const start = await this.run(bin, ['-c', this.confPath, ...this.common()]);
       if (start.code !== 0) throw new Error(`nginx did not start: ${start.output.trim() || `exit ${start.code}`}`);
     }
