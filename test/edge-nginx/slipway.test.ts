@@ -19,7 +19,7 @@ import { DEFAULT_CLUSTER } from '../applications/support.js';
 import { gitMissing, makeSiteRepo } from '../static-sites-real/support.js';
 import type { Served } from '../../src/shared/edge/index.js';
 import type { NginxEdge } from '../../src/shared/edge/nginx/driver.js';
-import { freePort, nginxSkip } from './support.js';
+import { ask, freePort, nginxSkip } from './support.js';
 
 const skip = nginxSkip() || gitMissing();
 const NGINX_ENV = { ...LOCAL_ENV, SLIPWAY_EDGE: 'nginx' };
@@ -51,6 +51,13 @@ function hammer(port: number, host: string) {
       return { statuses: Object.fromEntries(statuses), errors };
     },
   };
+}
+
+/** What hammer() saw: every request answered 200, and enough of them to mean something. */
+function allServed(seen: { statuses: Record<string, number>; errors: string[] }) {
+  assert.deepEqual(seen.errors, []);
+  assert.deepEqual(Object.keys(seen.statuses), ['200'], JSON.stringify(seen.statuses));
+  assert.ok(seen.statuses[200]! > 20, JSON.stringify(seen.statuses));
 }
 
 /** A streaming GET: resolves with the status and the whole body once it ends. */
@@ -226,10 +233,7 @@ describe('a static site on nginx while Slipway is SIGKILLed and restarted (sqlit
       await new Promise((r) => setTimeout(r, 500));
       server = await startChild([], env);
       await new Promise((r) => setTimeout(r, 500));
-      const seen = await load.stop();
-      assert.deepEqual(seen.errors, []);
-      assert.deepEqual(Object.keys(seen.statuses), ['200'], JSON.stringify(seen.statuses));
-      assert.ok(seen.statuses[200]! > 20, JSON.stringify(seen.statuses));
+      allServed(await load.stop());
     } finally {
       await server.stop();
       rmSync(dataDir, { recursive: true, force: true });
@@ -253,26 +257,31 @@ function findFile(dir: string, name: string): string {
   throw new Error(`no ${name} under ${dir}`);
 }
 
+/** An application of a child Slipway deployed from a repository answering `<version> <pid>`. */
+async function deployedApp(baseUrl: string, token: string, version: string): Promise<{ id: string; name: string }> {
+  const a = await ok(baseUrl, token, 'POST', '/applications', 201, {
+    display_name: `app ${version}`,
+    cluster_id: DEFAULT_CLUSTER.id,
+    source: 'publicGit',
+    git_type: 'github',
+    repo_url: makeRepo(version).url,
+    default_branch: 'main',
+  });
+  const d = await ok(baseUrl, token, 'POST', `/applications/${a.id}/deployments`, 200, {});
+  const done = await untilStatus('the deployment', () => ok(baseUrl, token, 'GET', `/applications/${a.id}/deployments/${d.id}`, 200), {
+    timeoutMs: 60_000,
+    intervalMs: 100,
+  });
+  assert.equal(done.status, 'success');
+  return a;
+}
+
 describe('an application on nginx while Slipway is SIGKILLed and restarted (sqlite)', { skip }, () => {
   it('serves every request meanwhile, from the same instance afterwards', async () => {
     const { dataDir, edgePort, token, env } = await childSetup('slipway-nka-', 'd');
     let server = await startChild([], env, 120_000);
     try {
-      const repo = makeRepo('k1');
-      const a = await ok(server.baseUrl, token, 'POST', '/applications', 201, {
-        display_name: 'kill app',
-        cluster_id: DEFAULT_CLUSTER.id,
-        source: 'publicGit',
-        git_type: 'github',
-        repo_url: repo.url,
-        default_branch: 'main',
-      });
-      const d = await ok(server.baseUrl, token, 'POST', `/applications/${a.id}/deployments`, 200, {});
-      const done = await untilStatus('the deployment', () => ok(server.baseUrl, token, 'GET', `/applications/${a.id}/deployments/${d.id}`, 200), {
-        timeoutMs: 60_000,
-        intervalMs: 100,
-      });
-      assert.equal(done.status, 'success');
+      const a = await deployedApp(server.baseUrl, token, 'k1');
       const host = `${a.name}.localhost`;
       const first = await waitFor(
         'nginx to serve the application',
@@ -292,16 +301,83 @@ describe('an application on nginx while Slipway is SIGKILLed and restarted (sqli
       server = await startChild([], env, 120_000);
       // Long enough for the restarted Slipway to adopt the instance and sync nginx.
       await new Promise((r) => setTimeout(r, 2000));
-      const seen = await load.stop();
-      assert.deepEqual(seen.errors, []);
-      assert.deepEqual(Object.keys(seen.statuses), ['200'], JSON.stringify(seen.statuses));
-      assert.ok(seen.statuses[200]! > 20, JSON.stringify(seen.statuses));
+      allServed(await load.stop());
       assert.equal((await edgeGet(edgePort, host)).body, first.body, 'the same instance serves (adopted)');
       // The application's upstreams are the same ports (Slipway's own origin listeners are new ports:
       // that part of the configuration changes with any restart).
       const upstreams = (text: string) => [...text.matchAll(/upstream slipway_up_\d+ \{[^}]*\}/g)].map((m) => m[0]);
       assert.ok(upstreams(conf).length > 0);
       assert.deepEqual(upstreams(readFileSync(confPath, 'utf8')), upstreams(conf));
+    } finally {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('load balancers served by nginx while Slipway is SIGKILLed and restarted (sqlite)', { skip }, () => {
+  it('splits by weight, picks by a trusted country header, serves destinations as themselves, and keeps serving without Slipway', async () => {
+    const { dataDir, edgePort, token, env } = await childSetup('slipway-nkl-', 'e');
+    const lbEnv = { ...env, SLIPWAY_EDGE_COUNTRY_HEADER: 'x-country', SLIPWAY_EDGE_TRUSTED_PROXIES: '127.0.0.2' };
+    let server = await startChild([], lbEnv, 120_000);
+    try {
+      const api = (method: string, path: string, expected: number, body?: unknown) => ok(server.baseUrl, token, method, path, expected, body);
+      const a = await deployedApp(server.baseUrl, token, 'A');
+      const b = await deployedApp(server.baseUrl, token, 'B');
+      const weighted = await api('POST', '/load-balancers', 201, { display_name: 'weighted' });
+      await api('POST', `/load-balancers/${weighted.id}/destinations`, 201, { service_type: 'APP', service_id: a.id, weight: 1 });
+      await api('POST', `/load-balancers/${weighted.id}/destinations`, 201, { service_type: 'APP', service_id: b.id, weight: 3 });
+      const geo = await api('POST', '/load-balancers', 201, { display_name: 'geo', type: 'GEO' });
+      await api('POST', `/load-balancers/${geo.id}/destinations`, 201, { service_type: 'APP', service_id: a.id, latitude: 48.85, longitude: 2.35 }); // Paris
+      await api('POST', `/load-balancers/${geo.id}/destinations`, 201, { service_type: 'APP', service_id: b.id, latitude: 40.71, longitude: -74.0 }); // New York
+      const host = `${weighted.name}.localhost`;
+      const geoHost = `${geo.name}.localhost`;
+      const conf = readFileSync(findFile(dataDir, 'nginx.conf'), 'utf8');
+      assert.match(conf, /upstream slipway_lb_\d+ \{/, 'nginx serves the load balancers itself');
+
+      /** The first word of the answers to `n` GETs (the application's version), or the status. */
+      const seen = async (h: string, n: number, headers: Record<string, string> = {}, localAddress?: string) => {
+        const out: string[] = [];
+        for (let i = 0; i < n; i++) {
+          const r = await ask(edgePort, h, { headers, localAddress });
+          out.push(r.status === 200 ? r.body.split(' ')[0]! : String(r.status));
+        }
+        return out;
+      };
+      const count = (xs: string[], v: string) => xs.filter((x) => x === v).length;
+      const split = await seen(host, 100);
+      assert.equal(count(split, 'A') + count(split, 'B'), 100, split.join(','));
+      assert.ok(Math.abs(count(split, 'A') - 25) <= 5, `A got ${count(split, 'A')} of 100`);
+
+      assert.deepEqual(await seen(geoHost, 3, { 'x-country': 'DE' }, '127.0.0.2'), ['A', 'A', 'A']);
+      assert.deepEqual(await seen(geoHost, 3, { 'x-country': 'BR' }, '127.0.0.2'), ['B', 'B', 'B']);
+      // From a client that is no trusted proxy the header is not believed: the weighted choice (equal weights).
+      const untrusted = await seen(geoHost, 10, { 'x-country': 'DE' });
+      assert.equal(count(untrusted, 'B'), 5, untrusted.join(','));
+
+      // A destination is served as itself: its maintenance, its IP restriction.
+      const only = await api('POST', '/load-balancers', 201, { display_name: 'only a' });
+      await api('POST', `/load-balancers/${only.id}/destinations`, 201, { service_type: 'APP', service_id: a.id });
+      const onlyHost = `${only.name}.localhost`;
+      await api('PUT', `/applications/${a.id}/maintenance-mode`, 200, { is_enabled: true });
+      const m = await ask(edgePort, onlyHost);
+      assert.equal(m.status, 503);
+      assert.equal(m.headers['retry-after'], '60');
+      await api('PUT', `/applications/${a.id}/maintenance-mode`, 200, { is_enabled: false });
+      await api('PUT', `/applications/${a.id}/ip-restriction`, 200, { type: 'deny', is_enabled: true, ip_list: ['127.0.0.3'] });
+      assert.equal((await ask(edgePort, onlyHost, { localAddress: '127.0.0.3' })).status, 403);
+      assert.equal((await ask(edgePort, onlyHost)).status, 200);
+
+      const load = hammer(edgePort, host);
+      await new Promise((r) => setTimeout(r, 300));
+      await server.stop('SIGKILL');
+      // Slipway is gone: nginx alone answers, from both destinations.
+      const alone = await seen(geoHost, 8);
+      assert.deepEqual([...new Set(alone)].sort(), ['A', 'B'], alone.join(','));
+      await new Promise((r) => setTimeout(r, 500));
+      server = await startChild([], lbEnv, 120_000);
+      await new Promise((r) => setTimeout(r, 1000));
+      allServed(await load.stop());
     } finally {
       await server.stop();
       rmSync(dataDir, { recursive: true, force: true });

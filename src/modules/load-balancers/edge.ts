@@ -9,13 +9,21 @@
 // client's location (src/shared/edge/geo.ts); without a location it picks by weight like DEFAULT.
 // Passive health: a destination that cannot answer (connection refused, not running) is skipped
 // for DOWN_MS and, for idempotent methods, the request is retried once on another destination.
+//
+// `describe` says the same to a proxy in front (nginx/config.ts renders it): the destinations with
+// their weights, the nearest destination of each country for GEO, external URLs and buckets' CDN
+// hostnames resolved to an address now (external ones through the same guard as at connect time;
+// one that cannot be resolved or is refused is left out, as the in-process edge would skip it).
+import { lookup as dnsLookup } from 'node:dns';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppContext } from '../../shared/context.js';
 import type { EdgeRequest, EdgeSite } from '../../shared/edge/index.js';
-import { distanceKm } from '../../shared/edge/geo.js';
+import { distanceKm, nearestByCountry } from '../../shared/edge/geo.js';
 import { badGateway, page, sendPage } from '../../shared/edge/pages.js';
 import { proxy, retryable } from '../../shared/edge/proxy.js';
+import type { BalanceDestination, EdgeDescription } from '../../shared/edge/table.js';
 import { guardedLookup } from '../../shared/net.js';
+import { bucketCdn } from '../object-storage/index.js';
 import { enabledDestinations, loadBalancerById, type DestinationType, type LoadBalancerDestinationsTable, type LoadBalancersTable } from './storage.js';
 
 /** How long a destination that refused is left out. */
@@ -55,6 +63,42 @@ class Balancer {
 
   async byId(id: string): Promise<EdgeSite | null> {
     return this.site(await loadBalancerById(this.db, id));
+  }
+
+  /** The load balancer for a proxy in front: its enabled destinations (those it can reach), weights, and GEO's nearest by country. */
+  async describe(id: string): Promise<EdgeDescription | null> {
+    const lb = await loadBalancerById(this.db, id);
+    if (!lb) return null;
+    const located: Destination[] = [];
+    const destinations: BalanceDestination[] = [];
+    for (const d of await enabledDestinations(this.db, lb.id)) {
+      const out = await this.destination(d);
+      if (!out) continue;
+      located.push(d);
+      destinations.push(out);
+    }
+    const nearest =
+      lb.type === 'GEO'
+        ? nearestByCountry(located.map((d) => (d.latitude === null || d.longitude === null ? null : { lat: Number(d.latitude), lon: Number(d.longitude) })))
+        : null;
+    return { target: { type: 'balance', destinations, nearest }, ipRestriction: null, maintenance: null, cache: null };
+  }
+
+  /** One destination as a proxy reaches it, or null when it cannot answer (a bucket without public objects, an address refused). */
+  private async destination(d: Destination): Promise<BalanceDestination | null> {
+    const weight = d.weight;
+    if (d.service_type === 'EXTERNAL') {
+      const url = new URL(d.url!);
+      const address = await resolve(url, this.lookup).catch(() => null);
+      return address ? { weight, url: { address, tls: url.protocol === 'https:', host: url.host, path: url.pathname.replace(/\/$/, '') }, owner: null } : null;
+    }
+    if (!d.service_id) return null;
+    if (d.service_type !== 'OBJECT_STORAGE') return { weight, service: { kind: EDGE_KIND[d.service_type], id: d.service_id } };
+    const bucket = await bucketCdn(this.app, d.service_id);
+    if (!bucket?.host) return null;
+    const api = new URL(this.app.baseUrl);
+    const address = await resolve(api, dnsLookup as never).catch(() => null);
+    return address ? { weight, url: { address, tls: api.protocol === 'https:', host: bucket.host, path: '' }, owner: bucket.owner } : null;
   }
 
   private async serve(lb: LoadBalancersTable, req: IncomingMessage, res: ServerResponse, info: EdgeRequest): Promise<void | 'refused'> {
@@ -122,9 +166,17 @@ class Balancer {
   }
 }
 
+/** A URL's host and port as `address:port` (an IPv6 address in brackets), its host name resolved by `lookup`. */
+async function resolve(url: URL, lookup: (host: string, options: object, cb: (...args: any[]) => void) => void): Promise<string> {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  const address = await new Promise<string>((ok, fail) => lookup(host, {}, (err: Error | null, a: string) => (err ? fail(err) : ok(a))));
+  return `${address.includes(':') ? `[${address}]` : address}:${port}`;
+}
+
 /** Registers the load balancers' hostnames with the edge (from setup()). */
 export function registerEdge(app: AppContext): void {
   if (!app.runtimes.edge) return;
   const b = new Balancer(app);
-  app.runtimes.edge.register({ kind: 'load-balancer', byId: (id) => b.byId(id) });
+  app.runtimes.edge.register({ kind: 'load-balancer', byId: (id) => b.byId(id), describe: (id) => b.describe(id) });
 }

@@ -19,6 +19,7 @@
 import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
+import { servingChanged } from '../../shared/edge/index.js';
 import { newId } from '../../shared/ids.js';
 import { outboundUrlProblem } from '../../shared/net.js';
 import type { Page } from '../../shared/pagination.js';
@@ -156,6 +157,7 @@ export async function updateLoadBalancer(ctx: CallContext, id: string, input: { 
     await placeService(ctx, lb.id, KIND, input.project_id);
   }
   await updateLoadBalancerRow(tx, lb.id, patch);
+  if (input.type !== undefined) servingChanged(ctx.app, tx);
   return view({ ...lb, ...patch });
 }
 
@@ -274,6 +276,7 @@ export async function createDestination(ctx: CallContext, id: string, input: Des
     updated_at: t,
   };
   await insertDestination(tx, row);
+  servingChanged(ctx.app, tx);
   return destinationView(row);
 }
 
@@ -287,6 +290,7 @@ export async function deleteDestination(ctx: CallContext, id: string, destinatio
   const lb = await requireLocked(ctx, id);
   const d = await requireDestination(ctx.tx, lb.id, destinationId);
   await deleteDestinationRow(ctx.tx, d.id);
+  servingChanged(ctx.app, ctx.tx);
 }
 
 export async function toggleDestination(ctx: CallContext, id: string, destinationId: string) {
@@ -294,6 +298,7 @@ export async function toggleDestination(ctx: CallContext, id: string, destinatio
   const d = await requireDestination(ctx.tx, lb.id, destinationId);
   const enabled = d.is_enabled ? 0 : 1;
   await setDestinationEnabled(ctx.tx, d.id, enabled, now());
+  servingChanged(ctx.app, ctx.tx);
   return { message: enabled ? 'Destination enabled' : 'Destination disabled' };
 }
 
