@@ -3,7 +3,7 @@
 // storage volumes, so every operation and shape here is this project's decision: served with
 // `x-decided: true` (docs/api-behaviour.md, "Persistent volumes").
 import { Type } from '@sinclair/typebox';
-import { DateTime, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, IdParams, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 /** Sizes a volume may have, in GB (whole gigabytes; it can grow up to the maximum, never shrink). */
 export const MIN_SIZE_GB = 1;
@@ -53,7 +53,6 @@ export const Volume = Type.Object(
 );
 
 const VolumeParams = Type.Object({ id: Uuid(), volume_id: Uuid() });
-const AppParams = Type.Object({ id: Uuid() });
 
 const base = { tags: ['Volumes'], decided: true } as const;
 
@@ -63,7 +62,7 @@ export const listVolumesContract = {
   method: 'GET',
   path: '/applications/{id}/volumes',
   summary: 'List persistent volumes of an application',
-  params: AppParams,
+  params: IdParams,
   querystring: PageQuery,
   success: 200,
   response: Paginated(Volume),
@@ -76,7 +75,7 @@ export const createVolumeContract = {
   method: 'POST',
   path: '/applications/{id}/volumes',
   summary: 'Create a persistent volume',
-  params: AppParams,
+  params: IdParams,
   body: Type.Object({ name: VolumeName, mount_path: MountPath, size_gb: SizeGb }, { ...decided, additionalProperties: false }),
   bodyRequired: true,
   success: 201,
