@@ -22,9 +22,9 @@ import { acmeChallengeDir } from '../../src/shared/edge/nginx/config.js';
 import type { NginxEdge } from '../../src/shared/edge/nginx/driver.js';
 import { loadTls } from '../../src/shared/tls.js';
 import { GENEROUS, useServer } from '../helpers/server.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
+import { waitFor } from '../helpers/util.js';
 import { edgeGet, LOCAL_ENV } from '../apps-real/support.js';
-import { finalDeployment, gitMissing, makeSiteRepo } from '../static-sites-real/support.js';
+import { activeSiteDomain, deployedSite, gitMissing } from '../static-sites-real/support.js';
 import { pebbleSkip, startPebble, type Pebble } from './acme-support.js';
 import { ask, freePort, host, nginxSkip, quietLog, startApp, TestEdge, upstream } from './support.js';
 
@@ -161,18 +161,7 @@ describe('Slipway gets its edge certificates from an ACME server (Pebble, sqlite
 
   before(async () => {
     edge = s.app.runtimes.edge as NginxEdge;
-    site = expectStatus(
-      await s.post('/static-sites', {
-        display_name: `acme-site-${Date.now() % 100000}`,
-        repo_url: makeSiteRepo().url,
-        default_branch: 'main',
-        source: 'publicGit',
-        published_directory: 'dist',
-      }),
-      201,
-    );
-    const [d] = expectStatus(await s.get(`/static-sites/${site.id}/deployments`), 200).data;
-    assert.equal((await finalDeployment(s, site.id, d.id)).status, 'success');
+    site = await deployedSite(s, `acme-site-${Date.now() % 100000}`);
   });
 
   it("a static site's hostname gets a certificate from the ACME server, verified against its root", async () => {
@@ -204,19 +193,7 @@ describe('Slipway gets its edge certificates from an ACME server (Pebble, sqlite
   });
 
   it('a custom domain whose validation fails is served over HTTP only, the others get their certificates', async () => {
-    expectStatus(await s.admin('PUT', '/simulation/progression/domain_verification', { mode: 'immediate' }), 200);
-    for (const name of [unreachable, reachable]) {
-      const d = expectStatus(await s.post(`/static-sites/${site.id}/domains`, { domain_name: name }), 201);
-      await waitFor(
-        `${name} to be active`,
-        async () => {
-          await s.post(`/static-sites/${site.id}/domains/${d.id}/refresh-status`);
-          return expectStatus(await s.get(`/static-sites/${site.id}/domains/${d.id}`), 200).status === 'ACTIVE';
-        },
-        10_000,
-        50,
-      );
-    }
+    for (const name of [unreachable, reachable]) await activeSiteDomain(s, site.id, name);
     const h = await certified(reachable);
     assert.equal(h.san, `DNS:${reachable}`);
     await waitFor('the failed order to be logged', () => logLines.find((l) => l.includes('ACME order failed') && l.includes(unreachable)), 30_000, 100);

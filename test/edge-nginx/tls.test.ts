@@ -16,9 +16,8 @@ import { promisify } from 'node:util';
 import { loadTls, localCaPath } from '../../src/shared/tls.js';
 import type { NginxEdge } from '../../src/shared/edge/nginx/driver.js';
 import { GENEROUS, useServer } from '../helpers/server.js';
-import { expectStatus, waitFor } from '../helpers/util.js';
 import { edgeGet, LOCAL_ENV } from '../apps-real/support.js';
-import { finalDeployment, gitMissing, makeSiteRepo } from '../static-sites-real/support.js';
+import { activeSiteDomain, deployedSite, gitMissing } from '../static-sites-real/support.js';
 import { ask, host, nginxSkip, startApp, TestEdge, upstream } from './support.js';
 
 const run = promisify(execFile);
@@ -146,18 +145,7 @@ describe('Slipway serves HTTPS on its nginx edge (sqlite)', { skip: nginxSkip() 
     edge = s.app.runtimes.edge as NginxEdge;
     httpsPort = edge.httpsPort!;
     ca = localCaPath(s.app.config.dataDir);
-    site = expectStatus(
-      await s.post('/static-sites', {
-        display_name: `tls-site-${Date.now() % 100000}`,
-        repo_url: makeSiteRepo().url,
-        default_branch: 'main',
-        source: 'publicGit',
-        published_directory: 'dist',
-      }),
-      201,
-    );
-    const [d] = expectStatus(await s.get(`/static-sites/${site.id}/deployments`), 200).data;
-    assert.equal((await finalDeployment(s, site.id, d.id)).status, 'success');
+    site = await deployedSite(s, `tls-site-${Date.now() % 100000}`);
   });
 
   const curl = (hostname: string, ...args: string[]) => run('curl', ['-sS', '--cacert', ca, '--resolve', `${hostname}:${httpsPort}:127.0.0.1`, ...args]);
@@ -212,18 +200,8 @@ describe('Slipway serves HTTPS on its nginx edge (sqlite)', { skip: nginxSkip() 
   });
 
   it('a custom domain verified in the test gets its certificate', async () => {
-    expectStatus(await s.admin('PUT', '/simulation/progression/domain_verification', { mode: 'immediate' }), 200);
     const name = `tls-${process.pid}-${Date.now() % 100000}.example.com`;
-    const d = expectStatus(await s.post(`/static-sites/${site.id}/domains`, { domain_name: name }), 201);
-    await waitFor(
-      'the domain to be active',
-      async () => {
-        await s.post(`/static-sites/${site.id}/domains/${d.id}/refresh-status`);
-        return expectStatus(await s.get(`/static-sites/${site.id}/domains/${d.id}`), 200).status === 'ACTIVE';
-      },
-      10_000,
-      50,
-    );
+    await activeSiteDomain(s, site.id, name);
     // The refresh that activated it waited for nginx to serve it (its certificate issued before the render).
     await edge.changed();
     const h = await handshake(httpsPort, name, readFileSync(ca));

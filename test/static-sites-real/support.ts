@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { TestServer } from '../helpers/server.js';
 import { untilStatus } from '../helpers/status.js';
-import { expectStatus } from '../helpers/util.js';
+import { expectStatus, waitFor } from '../helpers/util.js';
 import { git } from '../apps-real/support.js';
 
 /** Why the suite cannot run (no git on this machine), or false. */
@@ -75,6 +75,39 @@ export async function finalDeployment(s: TestServer, siteId: string, id: string)
   // nginx switches to the new release just after the deployment's success is committed.
   await s.app.runtimes.edge?.changed();
   return d;
+}
+
+/** A static site of `makeSiteRepo()` named `displayName`, its first deployment a success (asserted), served. */
+export async function deployedSite(s: TestServer, displayName: string): Promise<{ id: string; hostname: string }> {
+  const site = expectStatus(
+    await s.post('/static-sites', {
+      display_name: displayName,
+      repo_url: makeSiteRepo().url,
+      default_branch: 'main',
+      source: 'publicGit',
+      published_directory: 'dist',
+    }),
+    201,
+  );
+  const [d] = expectStatus(await s.get(`/static-sites/${site.id}/deployments`), 200).data;
+  const done = await finalDeployment(s, site.id, d.id);
+  if (done.status !== 'success') throw new Error(`the site's first deployment ended ${done.status}`);
+  return site;
+}
+
+/** Adds the custom domain `name` to a site and refreshes it until it is ACTIVE (domain verification set to `immediate` first). */
+export async function activeSiteDomain(s: TestServer, siteId: string, name: string): Promise<void> {
+  expectStatus(await s.admin('PUT', '/simulation/progression/domain_verification', { mode: 'immediate' }), 200);
+  const d = expectStatus(await s.post(`/static-sites/${siteId}/domains`, { domain_name: name }), 201);
+  await waitFor(
+    `${name} to be active`,
+    async () => {
+      await s.post(`/static-sites/${siteId}/domains/${d.id}/refresh-status`);
+      return expectStatus(await s.get(`/static-sites/${siteId}/domains/${d.id}`), 200).status === 'ACTIVE';
+    },
+    10_000,
+    50,
+  );
 }
 
 /** Triggers a deployment and waits for its final status. */
