@@ -2,7 +2,7 @@
 // playwright-core through executablePath; Playwright's own browser download is never used.
 // Without Chromium or without the built dashboard (web/dist) the suites skip, unless
 // SLIPWAY_REQUIRE_BROWSER=1 (CI) makes them fail.
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -60,4 +60,41 @@ export function watch(page: Page) {
   page.on('console', (m) => console.push(m.text()));
   page.on('pageerror', (e) => console.push(`pageerror: ${e.message}`));
   return { urls, console };
+}
+
+/** Opens `path` and signs in with `token` (the sign-in form shows on any page without a key). */
+export async function signIn(page: Page, baseUrl: string, token: string, path = '/') {
+  await page.goto(`${baseUrl}${path}`);
+  await page.getByLabel('API key').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.locator('[data-testid="who"]').waitFor();
+}
+
+/** Screenshots of the page at laptop and phone widths, `<name>.png` and `<name>-phone.png`. */
+export async function shots(page: Page, name: string) {
+  const size = page.viewportSize();
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await shot(page, name);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await shot(page, `${name}-phone`);
+  if (size) await page.setViewportSize(size);
+}
+
+const AXE = readFileSync(fileURLToPath(import.meta.resolve('axe-core/axe.min.js')), 'utf8');
+
+/**
+ * Runs axe-core in the page (evaluated through the DevTools protocol, which the page's CSP does
+ * not govern, so the page's own policy stays as served) and returns its serious and critical
+ * violations as `rule: selectors` lines.
+ */
+export async function seriousA11yViolations(page: Page): Promise<string[]> {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE);
+  const violations = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run: (ctx: Document, o: object) => Promise<{ violations: any[] }> } }).axe;
+    const r = await axe.run(document, { resultTypes: ['violations'] });
+    return r.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n: { target: string[] }) => n.target.join(' ')).join(', ')}`);
+  });
+  return violations;
 }

@@ -68,8 +68,13 @@ describe('dashboard in a browser', { skip }, () => {
       });
 
       it('creates an application, deploys it and watches the deployment reach success', async () => {
-        await page.getByLabel('Name', { exact: true }).first().fill('shop web');
-        await page.getByRole('button', { name: 'Create application' }).click();
+        await page.getByRole('button', { name: 'Create', exact: true }).click();
+        await page.getByRole('button', { name: 'New application' }).click();
+        const form = page.getByRole('form', { name: 'New application' });
+        await form.getByLabel('Name').fill('shop web');
+        await form.getByRole('radio', { name: 'Docker image' }).check();
+        await form.getByRole('textbox', { name: 'Docker image' }).fill('nginx:1.27');
+        await form.getByRole('button', { name: 'Create application' }).click();
         await page.getByRole('heading', { name: 'shop web', level: 1 }).waitFor();
         appId = page.url().split('/apps/')[1]!;
         assert.match(appId, /^[0-9a-f-]{36}$/);
@@ -108,7 +113,9 @@ describe('dashboard in a browser', { skip }, () => {
       });
 
       it('creates a database and a backup of it', async () => {
-        await page.getByLabel('Name', { exact: true }).nth(1).fill('orders db');
+        await page.getByRole('button', { name: 'Create', exact: true }).click();
+        await page.getByRole('button', { name: 'New database' }).click();
+        await page.getByRole('form', { name: 'New database' }).getByLabel('Name').fill('orders db');
         await page.getByRole('button', { name: 'Create database' }).click();
         await page.getByRole('heading', { name: 'orders db', level: 1 }).waitFor();
         const dbId = page.url().split('/databases/')[1]!;

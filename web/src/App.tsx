@@ -5,12 +5,8 @@ import { session } from './api.js';
 import { AccessProvider, useAccess } from './auth.js';
 import { Link, match, navigate, usePath } from './router.js';
 import { ErrorBox } from './ui.js';
-import { Overview } from './pages/Overview.js';
-import { ApplicationPage } from './pages/Application.js';
-import { DatabasePage } from './pages/Database.js';
-import { WebhooksPage } from './pages/Webhooks.js';
-import { ApiKeysPage } from './pages/ApiKeys.js';
 import { OperatorPage } from './pages/Operator.js';
+import { ROUTES } from './routes.js';
 
 export function App() {
   const [token, setToken] = useState(session.token());
@@ -45,12 +41,10 @@ export function App() {
 }
 
 function Routes({ path }: { path: string }) {
-  let m;
-  if ((m = match('/apps/:id', path))) return <ApplicationPage id={m.id!} />;
-  if ((m = match('/databases/:id', path))) return <DatabasePage id={m.id!} />;
-  if (match('/webhooks', path)) return <WebhooksPage />;
-  if (match('/api-keys', path)) return <ApiKeysPage />;
-  if (path === '/' || path === '') return <Overview />;
+  for (const [pattern, page] of ROUTES) {
+    const m = match(pattern, path || '/');
+    if (m) return page(m);
+  }
   return (
     <main>
       <h1>Not found</h1>
@@ -73,6 +67,7 @@ function Shell({ children, onSignOut, who }: { children: ReactNode; onSignOut?: 
         </Link>
         <nav aria-label="Main">
           <Link to="/">Overview</Link>
+          <Link to="/settings">Settings</Link>
           <Link to="/webhooks">Webhooks</Link>
           <Link to="/api-keys">API keys</Link>
           <Link to="/operator">Operator</Link>

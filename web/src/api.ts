@@ -58,3 +58,14 @@ export async function admin<T = any>(method: string, path: string, body?: unknow
   if (!res.ok) throw new ApiError(res.status, json?.message ?? res.statusText);
   return json as T;
 }
+
+/**
+ * Calls an operation by its resolved path (`/static-sites/<id>/env-vars`) when a view serves
+ * several kinds whose operations share a shape; the typed client is used everywhere else.
+ */
+export const untyped = {
+  get: <T = any>(path: string, query?: Record<string, unknown>) => call<T>((api.GET as any)(path, { params: { query } })),
+  post: <T = any>(path: string, body?: unknown) => call<T>((api.POST as any)(path, body === undefined ? {} : { body })),
+  patch: <T = any>(path: string, body: unknown) => call<T>((api.PATCH as any)(path, { body })),
+  delete: <T = any>(path: string) => call<T>((api.DELETE as any)(path, {})),
+};

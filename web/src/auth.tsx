@@ -11,6 +11,8 @@ export interface Access {
   roles: string[];
   /** Whether the key holds `permission` (`APP:UPDATE`), for `id` when the capability is scoped. */
   can(permission: string, id?: string): boolean;
+  /** Whether the key holds `permission` company-wide or for at least one resource. */
+  canAny(permission: string): boolean;
 }
 
 const Ctx = createContext<Access | null>(null);
@@ -55,6 +57,7 @@ export function AccessProvider({ children, fallback }: { children: ReactNode; fa
     companyId: me.data.company_id,
     roles: keyRoles.map((r) => String(r.name ?? r.id)),
     can: (p, id) => granted.has(p) || (id !== undefined && (scoped.get(p)?.has(id) ?? false)),
+    canAny: (p) => granted.has(p) || scoped.has(p),
   };
   return <Ctx.Provider value={access}>{children}</Ctx.Provider>;
 }

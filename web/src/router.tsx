@@ -25,7 +25,7 @@ export function usePath(): string {
 /** `/apps/:id` against `/apps/123` → { id: '123' }, or null. */
 export function match(pattern: string, path: string): Record<string, string> | null {
   const a = pattern.split('/');
-  const b = path.replace(/\/+$/, '').split('/');
+  const b = (path.replace(/\/+$/, '') || '/').split('/');
   if (a.length !== b.length) return null;
   const out: Record<string, string> = {};
   for (let i = 0; i < a.length; i++) {

@@ -1,34 +1,17 @@
-// Shared building blocks: status badges, the loading / empty / error states every view shows,
-// buttons that run a mutation and report its failure, a reveal toggle and a copy button.
-import { useState, type ReactNode } from 'react';
+// Shared building blocks: status badges, relative dates, the loading / empty / error states every
+// view shows, buttons that run a mutation and report its failure, a reveal toggle and a copy button.
+import { useState, useSyncExternalStore, type ReactNode } from 'react';
 import { useMutation, useQueryClient, type QueryKey, type UseQueryResult } from '@tanstack/react-query';
 import { ApiError } from './api.js';
+import { exactTime, relativeTime } from './format.js';
+import { statusWords } from './status.js';
 
-const TONE: Record<string, string> = {
-  success: 'ok',
-  deploymentSuccess: 'ok',
-  ready: 'ok',
-  active: 'ok',
-  running: 'ok',
-  delivered: 'ok',
-  enabled: 'ok',
-  available: 'ok',
-  failed: 'bad',
-  error: 'bad',
-  deploymentFailed: 'bad',
-  cancelled: 'muted',
-  skipped: 'muted',
-  suspended: 'muted',
-  disabled: 'muted',
-};
-
+/** A status in words (`deploymentSuccess` → "Deployed"); `data-status` keeps the API's value. */
 export function Badge({ status }: { status: string | null | undefined }) {
-  const s = status ?? 'unknown';
-  const tone =
-    TONE[s] ?? TONE[s.toLowerCase()] ?? (/fail|error/i.test(s) ? 'bad' : /pending|progress|ing$|queued|building|deploying/i.test(s) ? 'busy' : 'neutral');
+  const { words, tone } = statusWords(status);
   return (
-    <span className={`badge badge-${tone}`} data-status={s}>
-      {s}
+    <span className={`badge badge-${tone}`} data-status={status ?? 'unknown'}>
+      {words}
     </span>
   );
 }
@@ -126,11 +109,13 @@ export function Secret({ value, label }: { value: string; label: string }) {
   );
 }
 
-export function CopyButton({ text }: { text: string }) {
+/** Copies `text`; `label` names what is copied for screen readers when several sit side by side. */
+export function CopyButton({ text, label }: { text: string; label?: string }) {
   const [done, setDone] = useState(false);
   return (
     <button
       type="button"
+      aria-label={label ? `${done ? 'Copied' : 'Copy'} ${label}` : undefined}
       onClick={async () => {
         try {
           await navigator.clipboard.writeText(text);
@@ -145,4 +130,26 @@ export function CopyButton({ text }: { text: string }) {
   );
 }
 
-export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+// One clock for every relative date on the page, ticking every 15 s.
+let nowMs = Date.now();
+const ticking = new Set<() => void>();
+setInterval(() => {
+  nowMs = Date.now();
+  ticking.forEach((l) => l());
+}, 15_000);
+const subscribe = (l: () => void) => {
+  ticking.add(l);
+  return () => ticking.delete(l);
+};
+
+/** A date relative to now (`3 minutes ago`) with the exact time in its tooltip. */
+export function When({ iso }: { iso: string | null | undefined }) {
+  // Re-rendered by the clock; the reading itself is taken now, so a fresh date says "now".
+  useSyncExternalStore(subscribe, () => nowMs);
+  if (!iso) return <span className="muted">—</span>;
+  return (
+    <time dateTime={iso} title={exactTime(iso)}>
+      {relativeTime(iso)}
+    </time>
+  );
+}

@@ -4,7 +4,7 @@ import { useState, type FormEvent } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api, call } from '../api.js';
 import { useCan } from '../auth.js';
-import { ActionButton, Badge, CopyButton, Empty, ErrorBox, Loaded, Section, useAction, when } from '../ui.js';
+import { ActionButton, Badge, CopyButton, Empty, ErrorBox, Loaded, Section, useAction, When } from '../ui.js';
 
 interface Shown {
   name: string;
@@ -84,7 +84,9 @@ function KeyRow({ k, onToken }: { k: Key; onToken: (s: Shown) => void }) {
         <strong>{k.name}</strong>
         <Badge status={k.is_enabled ? 'enabled' : 'disabled'} />
         <code className="muted">{k.masked_token}</code>
-        <span className="muted small">last used {when(k.last_used_at)}</span>
+        <span className="muted small">
+          last used <When iso={k.last_used_at} />
+        </span>
         <span className="actions">
           {canUpdate ? (
             <ActionButton

@@ -1,12 +1,15 @@
 // An application: its deployments (polled while any is in progress), trigger / cancel / rollback,
 // build logs and runtime logs that follow as they grow, processes and scaling, cron runs,
 // environment variables (hidden until revealed), domains with DNS instructions, settings, metrics.
-import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api, call } from '../api.js';
 import { useCan } from '../auth.js';
-import { Chart, metricWindow } from '../Chart.js';
-import { ActionButton, Badge, Empty, ErrorBox, Loaded, Secret, Section, useAction, when } from '../ui.js';
+import { MetricCharts, metricWindow } from '../Chart.js';
+import { Domains } from '../Domains.js';
+import { EnvVars } from '../EnvVars.js';
+import { byTime, DeploymentLogs, LogView, type LogLine } from '../Logs.js';
+import { ActionButton, Badge, Empty, ErrorBox, Loaded, Section, useAction, When } from '../ui.js';
 
 const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
 
@@ -45,10 +48,12 @@ export function ApplicationPage({ id }: { id: string }) {
       <Deployments id={id} />
       <RuntimeLogs id={id} />
       <Processes id={id} />
-      <EnvVars id={id} />
-      <Domains id={id} />
+      <EnvVars base={`/applications/${id}/env-vars`} can={canUpdate} extra={{ is_runtime: true, is_buildtime: false }} />
+      <Domains kind="applications" id={id} />
       <Settings id={id} />
-      <Metrics id={id} />
+      <Section title="Metrics" id="metrics">
+        <MetricCharts base={`/applications/${id}`} metrics={APP_METRICS} />
+      </Section>
     </main>
   );
 }
@@ -116,8 +121,12 @@ function Deployments({ id }: { id: string }) {
                         <Badge status={dep.status ?? undefined} />
                       </td>
                       <td>{String(dep.trigger ?? dep.type ?? '')}</td>
-                      <td>{when(dep.started_at ?? dep.created_at)}</td>
-                      <td>{when(dep.finished_at)}</td>
+                      <td>
+                        <When iso={dep.started_at ?? dep.created_at} />
+                      </td>
+                      <td>
+                        <When iso={dep.finished_at} />
+                      </td>
                       <td className="actions">
                         <button type="button" className="link" onClick={() => setSelected(dep.id)}>
                           Logs
@@ -136,72 +145,10 @@ function Deployments({ id }: { id: string }) {
           )
         }
       </Loaded>
-      {shown ? <BuildLogs id={id} deploymentId={shown} running={!FINAL.has(String(list.data?.data.find((x) => x.id === shown)?.status))} /> : null}
+      {shown ? (
+        <DeploymentLogs kind="applications" id={id} deploymentId={shown} running={!FINAL.has(String(list.data?.data.find((x) => x.id === shown)?.status))} />
+      ) : null}
     </Section>
-  );
-}
-
-interface LogLine {
-  id: string;
-  message: string;
-  timestamp: string;
-  severity?: string;
-}
-
-/** A log view that keeps to the bottom while new lines arrive (unless the reader scrolled up). */
-function LogView({ lines, label }: { lines: LogLine[]; label: string }) {
-  const ref = useRef<HTMLPreElement>(null);
-  const stick = useRef(true);
-  useEffect(() => {
-    const el = ref.current;
-    if (el && stick.current) el.scrollTop = el.scrollHeight;
-  }, [lines.length]);
-  if (!lines.length) return <Empty>No log lines yet.</Empty>;
-  return (
-    <pre
-      ref={ref}
-      className="logs"
-      tabIndex={0}
-      aria-label={label}
-      aria-live="polite"
-      onScroll={(e) => {
-        const el = e.currentTarget;
-        stick.current = el.scrollTop + el.clientHeight >= el.scrollHeight - 8;
-      }}
-    >
-      {lines.map((l) => (
-        <div key={l.id} className={`log log-${l.severity ?? 'info'}`}>
-          <span className="muted">{new Date(l.timestamp).toLocaleTimeString()} </span>
-          {l.message}
-        </div>
-      ))}
-    </pre>
-  );
-}
-
-function BuildLogs({ id, deploymentId, running }: { id: string; deploymentId: string; running: boolean }) {
-  const logs = useQuery({
-    queryKey: ['deployment-logs', id, deploymentId],
-    queryFn: () =>
-      call(
-        api.GET('/applications/{id}/deployments/{deployment_id}/logs', {
-          params: { path: { id, deployment_id: deploymentId }, query: { limit: 1000 } },
-        }),
-      ),
-    refetchInterval: running ? 1_500 : false,
-  });
-  const { refetch } = logs;
-  // One last read when the deployment finishes, for the lines written at its end.
-  useEffect(() => {
-    if (!running) void refetch();
-  }, [running, refetch]);
-  return (
-    <div data-logs="build">
-      <h3>Build and deploy log</h3>
-      <Loaded q={logs} label="logs">
-        {(l) => <LogView lines={[...(l as LogLine[])].sort((a, b) => a.timestamp.localeCompare(b.timestamp))} label="Deployment log" />}
-      </Loaded>
-    </div>
   );
 }
 
@@ -223,7 +170,7 @@ function RuntimeLogs({ id }: { id: string }) {
       }
     >
       <Loaded q={logs} label="logs">
-        {(l) => <LogView lines={[...(l as LogLine[])].sort((a, b) => a.timestamp.localeCompare(b.timestamp))} label="Runtime log" />}
+        {(l) => <LogView lines={byTime(l as LogLine[])} label="Runtime log" />}
       </Loaded>
     </Section>
   );
@@ -317,7 +264,7 @@ function CronRuns({ id, processId }: { id: string; processId: string }) {
             <ul className="small">
               {items.slice(-5).map((r) => (
                 <li key={r.time}>
-                  {when(r.time)}: exit {r.value}
+                  <When iso={r.time} />: exit {r.value}
                   {r.description ? ` (${r.description})` : ''}
                 </li>
               ))}
@@ -328,147 +275,6 @@ function CronRuns({ id, processId }: { id: string; processId: string }) {
         }
       </Loaded>
     </div>
-  );
-}
-
-function EnvVars({ id }: { id: string }) {
-  const can = useCan('APP:UPDATE', id);
-  const list = useQuery({ queryKey: ['env-vars', id], queryFn: () => call(api.GET('/applications/{id}/env-vars', { params: { path: { id } } })) });
-  const [key, setKey] = useState('');
-  const [value, setValue] = useState('');
-  const add = useAction(
-    () => call(api.POST('/applications/{id}/env-vars', { params: { path: { id } }, body: { key, value, is_runtime: true, is_buildtime: false } })),
-    [['env-vars', id]],
-    () => {
-      setKey('');
-      setValue('');
-    },
-  );
-  const remove = useAction(
-    (envId: string) => call(api.DELETE('/applications/{id}/env-vars/{env_var_id}', { params: { path: { id, env_var_id: envId } } })),
-    [['env-vars', id]],
-  );
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    add.mutate();
-  };
-  return (
-    <Section title="Environment variables" id="env-vars">
-      <ErrorBox error={add.error ?? remove.error} />
-      <Loaded q={list} label="variables">
-        {(d) =>
-          d.data.length ? (
-            <ul className="rows">
-              {d.data.map((v) => (
-                <li key={v.id} className="row">
-                  <code>{v.key}</code>
-                  <Secret value={v.value} label={`value of ${v.key}`} />
-                  {can ? <ActionButton label="Delete" danger run={() => remove.mutate(v.id)} confirm={`Delete ${v.key}?`} /> : null}
-                </li>
-              ))}
-            </ul>
-          ) : (
-            <Empty>No variables.</Empty>
-          )
-        }
-      </Loaded>
-      {can ? (
-        <form className="inline-form" onSubmit={submit} aria-label="Add variable">
-          <label>
-            Key <input value={key} onChange={(e) => setKey(e.target.value)} required pattern="[A-Za-z_][A-Za-z0-9_]*" />
-          </label>
-          <label>
-            Value <input type="password" value={value} onChange={(e) => setValue(e.target.value)} required />
-          </label>
-          <button type="submit" data-write disabled={add.isPending}>
-            Add
-          </button>
-        </form>
-      ) : null}
-    </Section>
-  );
-}
-
-function Domains({ id }: { id: string }) {
-  const can = useCan('APP:UPDATE', id);
-  const list = useQuery({
-    queryKey: ['domains', id],
-    queryFn: () => call(api.GET('/applications/{id}/domains', { params: { path: { id } } })),
-    refetchInterval: 15_000,
-  });
-  const [name, setName] = useState('');
-  const add = useAction(
-    () => call(api.POST('/applications/{id}/domains', { params: { path: { id } }, body: { domain_name: name } })),
-    [['domains', id]],
-    () => setName(''),
-  );
-  const refresh = useAction(
-    (domainId: string) => call(api.POST('/applications/{id}/domains/{domain_id}/refresh-status', { params: { path: { id, domain_id: domainId } } })),
-    [['domains', id]],
-  );
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    add.mutate();
-  };
-  return (
-    <Section title="Domains" id="domains">
-      <ErrorBox error={add.error ?? refresh.error} />
-      <Loaded q={list} label="domains">
-        {(d) =>
-          d.data.length ? (
-            <ul className="rows">
-              {d.data.map((dom) => (
-                <li key={dom.id} className="row col">
-                  <div>
-                    <strong>{dom.name}</strong> <Badge status={dom.status} /> {dom.is_primary ? <span className="badge">primary</span> : null}
-                    {can ? <ActionButton label="Check DNS" run={() => refresh.mutate(dom.id)} /> : null}
-                  </div>
-                  {Array.isArray(dom.dns_records) && dom.dns_records.length ? (
-                    <div className="table-wrap">
-                      <table>
-                        <caption>DNS records to create</caption>
-                        <thead>
-                          <tr>
-                            <th>Type</th>
-                            <th>Name</th>
-                            <th>Value</th>
-                          </tr>
-                        </thead>
-                        <tbody>
-                          {(dom.dns_records as any[]).map((r, i) => (
-                            <tr key={i}>
-                              <td>{r.type}</td>
-                              <td>
-                                <code>{r.name ?? r.host}</code>
-                              </td>
-                              <td>
-                                <code>{r.value ?? r.content}</code>
-                              </td>
-                            </tr>
-                          ))}
-                        </tbody>
-                      </table>
-                    </div>
-                  ) : null}
-                </li>
-              ))}
-            </ul>
-          ) : (
-            <Empty>No custom domains.</Empty>
-          )
-        }
-      </Loaded>
-      {can ? (
-        <form className="inline-form" onSubmit={submit} aria-label="Add domain">
-          <label>
-            Domain <input value={name} onChange={(e) => setName(e.target.value)} required placeholder="www.example.com" />
-          </label>
-          <button type="submit" data-write disabled={add.isPending}>
-            Add domain
-          </button>
-        </form>
-      ) : null}
-    </Section>
   );
 }
 
@@ -516,36 +322,6 @@ function Settings({ id }: { id: string }) {
 }
 
 const APP_METRICS = [
-  { metric: 'requests-per-minute', title: 'Requests per minute', unit: '' },
-  { metric: 'response-time', title: 'Response time', unit: ' ms' },
+  { metric: 'requests-per-minute', title: 'Requests per minute', unit: 'count' },
+  { metric: 'response-time', title: 'Response time', unit: 'ms' },
 ] as const;
-
-function Metrics({ id }: { id: string }) {
-  const [range] = useState(metricWindow);
-  return (
-    <Section title="Metrics" id="metrics">
-      <div className="charts">
-        {APP_METRICS.map((m) => (
-          <MetricChart key={m.metric} path={`/applications/${id}/metrics/${m.metric}`} title={m.title} unit={m.unit} range={range} />
-        ))}
-      </div>
-    </Section>
-  );
-}
-
-export function MetricChart({ path, title, unit, range }: { path: string; title: string; unit?: string; range: { from: string; to: string } }) {
-  const q = useQuery({
-    queryKey: ['metric', path, range],
-    // One point a minute; database metrics require the interval, application metrics accept it.
-    queryFn: () => call<any>((api.GET as any)(path, { params: { query: { ...range, interval_in_seconds: 60 } } })),
-    staleTime: 60_000,
-  });
-  return (
-    <Loaded q={q} label={title}>
-      {(d) => {
-        const points = (Array.isArray(d) ? d : (d?.data ?? [])).filter((p: any) => typeof p?.value === 'number' && p.time);
-        return <Chart title={title} points={points} unit={unit} />;
-      }}
-    </Loaded>
-  );
-}

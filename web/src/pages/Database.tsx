@@ -5,10 +5,9 @@ import { useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api, call } from '../api.js';
 import { useCan } from '../auth.js';
-import { metricWindow } from '../Chart.js';
-import { ActionButton, Badge, CopyButton, Empty, ErrorBox, Loaded, Secret, Section, useAction, when } from '../ui.js';
-import { MetricChart } from './Application.js';
-import { randomPassword } from './Overview.js';
+import { MetricCharts } from '../Chart.js';
+import { randomPassword } from '../create.js';
+import { ActionButton, Badge, CopyButton, Empty, ErrorBox, Loaded, Secret, Section, useAction, When } from '../ui.js';
 
 const STEADY = new Set(['ready', 'error', 'passwordChangeFailed', 'restoringFailed']);
 
@@ -107,7 +106,7 @@ export function DatabasePage({ id }: { id: string }) {
       </Loaded>
       <Backups id={id} />
       <Section title="Metrics" id="metrics">
-        <DbMetrics id={id} />
+        <MetricCharts base={`/databases/${id}`} metrics={DB_METRICS} />
       </Section>
     </main>
   );
@@ -153,7 +152,7 @@ function Backups({ id }: { id: string }) {
                   <strong>{x.display_name}</strong>
                   <Badge status={x.status === 'ready' ? 'available' : x.status} />
                   <span className="muted small">
-                    {x.type} · {when(x.created_at)}
+                    {x.type} · <When iso={x.created_at} />
                   </span>
                   {can && x.status === 'ready' ? (
                     <ActionButton label="Restore" run={() => restore.mutate(x.id)} confirm="Restore this backup? Current data is replaced." />
@@ -171,18 +170,7 @@ function Backups({ id }: { id: string }) {
 }
 
 const DB_METRICS = [
-  { metric: 'cpu-usage', title: 'CPU usage', unit: '' },
-  { metric: 'memory-usage', title: 'Memory usage', unit: '' },
-  { metric: 'storage-usage', title: 'Storage usage', unit: '' },
-];
-
-function DbMetrics({ id }: { id: string }) {
-  const [range] = useState(metricWindow);
-  return (
-    <div className="charts">
-      {DB_METRICS.map((m) => (
-        <MetricChart key={m.metric} path={`/databases/${id}/metrics/${m.metric}`} title={m.title} unit={m.unit} range={range} />
-      ))}
-    </div>
-  );
-}
+  { metric: 'cpu-usage', title: 'CPU usage', unit: 'cores' },
+  { metric: 'memory-usage', title: 'Memory usage', unit: 'bytes' },
+  { metric: 'storage-usage', title: 'Storage usage', unit: 'bytes' },
+] as const;

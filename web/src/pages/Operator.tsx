@@ -3,7 +3,7 @@
 import { useState, type FormEvent } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { admin, session } from '../api.js';
-import { ActionButton, Badge, Empty, ErrorBox, Loaded, Section, useAction, when } from '../ui.js';
+import { ActionButton, Badge, Empty, ErrorBox, Loaded, Section, useAction, When } from '../ui.js';
 
 export function OperatorPage() {
   const [token, setToken] = useState(session.operatorToken());
@@ -82,7 +82,9 @@ function Companies() {
                 <li key={c.id} className="row">
                   <strong>{c.name}</strong>
                   <Badge status={c.status} />
-                  <span className="muted small">{when(c.created_at)}</span>
+                  <span className="muted small">
+                    <When iso={c.created_at} />
+                  </span>
                   {c.status === 'active' ? (
                     <ActionButton label="Suspend" danger run={() => status.mutate({ id: c.id, action: 'suspend' })} confirm={`Suspend ${c.name}?`} />
                   ) : (

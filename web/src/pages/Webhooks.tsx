@@ -5,7 +5,8 @@ import { useQuery } from '@tanstack/react-query';
 import { api, call } from '../api.js';
 import type { paths } from '../schema.js';
 import { useCan } from '../auth.js';
-import { ActionButton, Badge, Empty, ErrorBox, Loaded, Secret, Section, useAction, when } from '../ui.js';
+import { formatDuration } from '../format.js';
+import { ActionButton, Badge, Empty, ErrorBox, Loaded, Secret, Section, useAction, When } from '../ui.js';
 
 type EventType = paths['/webhooks']['post']['requestBody']['content']['application/json']['allowed_events'][number];
 
@@ -159,7 +160,8 @@ function Deliveries({ id }: { id: string }) {
                     <summary>
                       <Badge status={x.status.toLowerCase() === 'success' ? 'delivered' : x.status.toLowerCase()} /> {x.event_type}{' '}
                       <span className="muted small">
-                        {x.response_status ?? '—'} · {x.response_time_ms ?? '—'} ms · {when(x.sent_at ?? x.created_at)}
+                        {x.response_status ?? '—'} · {x.response_time_ms == null ? '—' : formatDuration(x.response_time_ms)} ·{' '}
+                        <When iso={x.sent_at ?? x.created_at} />
                       </span>
                     </summary>
                     <h4>Request</h4>

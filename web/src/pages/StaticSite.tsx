@@ -1,0 +1,324 @@
+// A static site: its deployments (production and each branch's previews, polled while one runs)
+// with build logs that follow, deploy and cancel, CDN purge, pretty URLs, domains, settings (build,
+// deploy paths, previews), environment variables and traffic charts.
+import { useState, type FormEvent } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { api, call } from '../api.js';
+import { useCan } from '../auth.js';
+import { MetricCharts } from '../Chart.js';
+import { Domains } from '../Domains.js';
+import { EnvVars } from '../EnvVars.js';
+import { formatDuration } from '../format.js';
+import { DeploymentLogs } from '../Logs.js';
+import { navigate } from '../router.js';
+import { ActionButton, Badge, Empty, ErrorBox, Loaded, Section, useAction, When } from '../ui.js';
+
+const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
+
+export function StaticSitePage({ id }: { id: string }) {
+  const path = { params: { path: { id } } };
+  const can = useCan('STATIC_SITE:UPDATE', id);
+  const canDelete = useCan('STATIC_SITE:DELETE', id);
+  const site = useQuery({
+    queryKey: ['static-sites', id],
+    queryFn: () => call(api.GET('/static-sites/{id}', path)),
+    refetchInterval: (q) => (q.state.data?.status === 'deploymentInProgress' ? 1_500 : 10_000),
+  });
+  const [notice, setNotice] = useState<string | null>(null);
+  const purge = useAction(
+    () => call(api.POST('/static-sites/{id}/purge-cache', path)),
+    [],
+    (r) => setNotice(r.message),
+  );
+  const remove = useAction(
+    () => call(api.DELETE('/static-sites/{id}', path)),
+    [['static-sites']],
+    () => navigate('/'),
+  );
+  return (
+    <main>
+      <Loaded q={site} label="static site">
+        {(s) => (
+          <>
+            <div className="page-head">
+              <h1>{s.display_name}</h1>
+              <Badge status={s.status} />
+              {s.hostname ? (
+                <a href={`https://${s.hostname}`} target="_blank" rel="noreferrer" className="small">
+                  {s.hostname}
+                </a>
+              ) : null}
+              <div className="actions">
+                {can ? (
+                  <ActionButton label="Purge CDN cache" run={() => purge.mutate()} pending={purge.isPending} confirm="Purge the CDN cache of this site?" />
+                ) : null}
+                {canDelete ? (
+                  <ActionButton label="Delete site" danger run={() => remove.mutate()} pending={remove.isPending} confirm={`Delete ${s.display_name}?`} />
+                ) : null}
+              </div>
+            </div>
+            <ErrorBox error={purge.error ?? remove.error} />
+            {notice ? (
+              <p role="status" className="notice-line">
+                {notice}
+              </p>
+            ) : null}
+            <p className="muted">
+              {s.repo_url} · production branch <code>{s.default_branch}</code>
+            </p>
+          </>
+        )}
+      </Loaded>
+      <Deployments id={id} defaultBranch={site.data?.default_branch ?? 'main'} previews={site.data?.is_preview_enabled ?? false} />
+      <Domains kind="static-sites" id={id} />
+      <SiteSettings id={id} />
+      <EnvVars base={`/static-sites/${id}/env-vars`} can={can} />
+      <Section title="Traffic" id="metrics">
+        <MetricCharts
+          base={`/static-sites/${id}`}
+          metrics={[
+            { metric: 'requests-per-minute', title: 'Requests per minute', unit: 'count' },
+            { metric: 'response-time', title: 'Response time', unit: 'ms' },
+          ]}
+        />
+      </Section>
+    </main>
+  );
+}
+
+function Deployments({ id, defaultBranch, previews }: { id: string; defaultBranch: string; previews: boolean }) {
+  const can = useCan('STATIC_SITE:UPDATE', id);
+  const list = useQuery({
+    queryKey: ['site-deployments', id],
+    queryFn: () => call(api.GET('/static-sites/{id}/deployments', { params: { path: { id }, query: { limit: 50 } } })),
+    refetchInterval: (q) => ((q.state.data?.data ?? []).some((d) => !FINAL.has(String(d.status))) ? 1_500 : 8_000),
+  });
+  const [selected, setSelected] = useState<string | null>(null);
+  const [lane, setLane] = useState('all');
+  const [branch, setBranch] = useState<string | null>(null);
+  const [preview, setPreview] = useState(false);
+  const inv = [
+    ['site-deployments', id],
+    ['static-sites', id],
+  ];
+  const trigger = useAction(
+    () => call(api.POST('/static-sites/{id}/deployments', { params: { path: { id } }, body: { branch: branch ?? defaultBranch, is_preview: preview } })),
+    inv,
+    (d) => setSelected(d.id),
+  );
+  const cancel = useAction(
+    (deploymentId: string) =>
+      call(api.POST('/static-sites/{id}/deployments/{deployment_id}/cancel', { params: { path: { id, deployment_id: deploymentId } } })),
+    inv,
+  );
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    trigger.mutate();
+  };
+  const all = list.data?.data ?? [];
+  const lanes = ['all', 'production', ...new Set(all.filter((d) => d.is_preview).map((d) => `preview:${d.branch}`))];
+  const shownRows = all.filter((d) => lane === 'all' || (lane === 'production' ? !d.is_preview : d.is_preview && `preview:${d.branch}` === lane));
+  const shown = selected ?? shownRows[0]?.id ?? null;
+  return (
+    <Section
+      title="Deployments"
+      id="deployments"
+      actions={
+        <label className="inline">
+          Show{' '}
+          <select value={lane} onChange={(e) => setLane(e.target.value)} aria-label="Which deployments to show">
+            {lanes.map((l) => (
+              <option key={l} value={l}>
+                {l === 'all' ? 'All' : l === 'production' ? 'Production' : `Previews of ${l.slice(8)}`}
+              </option>
+            ))}
+          </select>
+        </label>
+      }
+    >
+      {can ? (
+        <form className="inline-form" onSubmit={submit} aria-label="Deploy">
+          <label>
+            Branch <input value={branch ?? defaultBranch} onChange={(e) => setBranch(e.target.value)} required />
+          </label>
+          <label className="inline">
+            <input type="checkbox" checked={preview} onChange={(e) => setPreview(e.target.checked)} disabled={!previews} /> Preview
+            {previews ? '' : ' (enable previews in settings)'}
+          </label>
+          <button type="submit" className="primary" data-write disabled={trigger.isPending}>
+            Deploy
+          </button>
+        </form>
+      ) : null}
+      <ErrorBox error={trigger.error ?? cancel.error} />
+      <Loaded q={list} label="deployments">
+        {() =>
+          shownRows.length ? (
+            <div className="table-wrap">
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Status</th>
+                    <th scope="col">Lane</th>
+                    <th scope="col">Commit</th>
+                    <th scope="col">Started</th>
+                    <th scope="col">Took</th>
+                    <th scope="col">
+                      <span className="sr-only">Actions</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {shownRows.map((dep) => (
+                    <tr key={dep.id} data-deployment={dep.id} aria-current={dep.id === shown ? 'true' : undefined}>
+                      <td>
+                        <Badge status={dep.status} />
+                      </td>
+                      <td>
+                        {dep.is_preview ? 'Preview' : 'Production'} · <code>{dep.branch}</code>
+                      </td>
+                      <td className="small">
+                        {dep.commit_sha ? <code>{dep.commit_sha.slice(0, 7)}</code> : null} {dep.commit_message ?? ''}
+                      </td>
+                      <td>
+                        <When iso={dep.started_at ?? dep.created_at} />
+                      </td>
+                      <td>{dep.started_at && dep.finished_at ? formatDuration(Date.parse(dep.finished_at) - Date.parse(dep.started_at)) : '—'}</td>
+                      <td className="actions">
+                        <button
+                          type="button"
+                          className="link"
+                          onClick={() => setSelected(dep.id)}
+                          aria-label={`Logs of the deployment started ${dep.created_at}`}
+                        >
+                          Logs
+                        </button>
+                        {can && !FINAL.has(String(dep.status)) ? (
+                          <ActionButton label="Cancel" run={() => cancel.mutate(dep.id)} pending={cancel.isPending} danger />
+                        ) : null}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          ) : (
+            <Empty>No deployments yet.</Empty>
+          )
+        }
+      </Loaded>
+      {shown ? <DeploymentLogs kind="static-sites" id={id} deploymentId={shown} running={!FINAL.has(String(all.find((x) => x.id === shown)?.status))} /> : null}
+    </Section>
+  );
+}
+
+const lines = (v: string) =>
+  v
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
+
+function SiteSettings({ id }: { id: string }) {
+  const can = useCan('STATIC_SITE:UPDATE', id);
+  const site = useQuery({ queryKey: ['static-sites', id], queryFn: () => call(api.GET('/static-sites/{id}', { params: { path: { id } } })) });
+  const [draft, setDraft] = useState<Record<string, string>>({});
+  const [pretty, setPretty] = useState<boolean | null>(null);
+  const inv = [['static-sites', id]];
+  const save = useAction(
+    (body: Record<string, unknown>) => call(api.PATCH('/static-sites/{id}', { params: { path: { id } }, body: body as any })),
+    inv,
+    () => setDraft({}),
+  );
+  const togglePretty = useAction(
+    () => call(api.POST('/static-sites/{id}/pretty-url/toggle', { params: { path: { id } } })),
+    [],
+    (r) => setPretty(r.is_turned_on),
+  );
+  return (
+    <Section title="Settings" id="settings">
+      <Loaded q={site}>
+        {(s) => {
+          const text: [key: string, label: string, value: string | null | undefined][] = [
+            ['display_name', 'Display name', s.display_name],
+            ['default_branch', 'Production branch', s.default_branch],
+            ['install_command', 'Install command', s.install_command],
+            ['build_command', 'Build command', s.build_command],
+            ['published_directory', 'Published directory', s.published_directory],
+            ['root_directory', 'Root directory', s.root_directory],
+            ['node_version', 'Node version', s.node_version],
+            ['index_file', 'Index file', s.index_file],
+            ['error_file', 'Error file', s.error_file],
+          ];
+          const paths: [key: 'allow_deploy_paths' | 'ignore_deploy_paths', label: string][] = [
+            ['allow_deploy_paths', 'Deploy only when these paths change (one pattern a line)'],
+            ['ignore_deploy_paths', 'Skip deploys when only these paths change (one pattern a line)'],
+          ];
+          const submit = (e: FormEvent) => {
+            e.preventDefault();
+            const body: Record<string, unknown> = {};
+            for (const [k, v] of Object.entries(draft)) body[k] = k.endsWith('_paths') ? lines(v) : v === '' && k !== 'display_name' ? null : v;
+            save.mutate(body);
+          };
+          return (
+            <form className="settings grid-form" onSubmit={submit} aria-label="Static site settings">
+              {text.map(([k, label, v]) => (
+                <div key={k}>
+                  <label htmlFor={`site-${k}`}>{label}</label>
+                  <input id={`site-${k}`} value={draft[k] ?? v ?? ''} disabled={!can} onChange={(e) => setDraft({ ...draft, [k]: e.target.value })} />
+                </div>
+              ))}
+              {paths.map(([k, label]) => (
+                <div key={k} className="wide">
+                  <label htmlFor={`site-${k}`}>{label}</label>
+                  <textarea
+                    id={`site-${k}`}
+                    rows={2}
+                    value={draft[k] ?? (s[k] ?? []).join('\n')}
+                    disabled={!can}
+                    onChange={(e) => setDraft({ ...draft, [k]: e.target.value })}
+                  />
+                </div>
+              ))}
+              <div className="wide">
+                <label className="inline">
+                  <input type="checkbox" checked={s.auto_deploy} disabled={!can} onChange={(e) => save.mutate({ auto_deploy: e.target.checked })} /> Deploy on
+                  every push
+                </label>
+                <label className="inline">
+                  <input
+                    type="checkbox"
+                    checked={s.is_preview_enabled}
+                    disabled={!can}
+                    onChange={(e) => save.mutate({ is_preview_enabled: e.target.checked })}
+                  />{' '}
+                  Preview deployments for other branches
+                </label>
+              </div>
+              <div className="wide">
+                <span data-pretty-urls={pretty === null ? 'unknown' : pretty ? 'on' : 'off'}>
+                  Pretty URLs (<code>/about</code> served from <code>/about.html</code> or <code>/about/index.html</code>):{' '}
+                  {pretty === null ? 'off unless switched on (the API reports the state when it is switched)' : pretty ? 'on' : 'off'}
+                </span>{' '}
+                {can ? (
+                  <ActionButton
+                    label={pretty ? 'Turn pretty URLs off' : pretty === false ? 'Turn pretty URLs on' : 'Switch pretty URLs'}
+                    run={() => togglePretty.mutate()}
+                    pending={togglePretty.isPending}
+                  />
+                ) : null}
+              </div>
+              {can ? (
+                <div className="wide">
+                  <button type="submit" data-write disabled={save.isPending || !Object.keys(draft).length}>
+                    Save settings
+                  </button>
+                </div>
+              ) : null}
+              <ErrorBox error={save.error ?? togglePretty.error} />
+            </form>
+          );
+        }}
+      </Loaded>
+    </Section>
+  );
+}
