@@ -1,0 +1,333 @@
+#!/usr/bin/env bash
+# Starts a real multi-node Docker Swarm on this one machine, for the cluster tests: N engines
+# (Debian's docker.io dockerd), each in a network namespace of its own (slipway-swarm-<i>, also its
+# hostname), joined by a bridge that lives in a namespace of its own (slipway-swarm-br, so the
+# host's firewall and forwarding rules never see the traffic between nodes), in a private range
+# (SLIPWAY_SWARM_NET.0.0/16, default 10.220.0.0/16) apart from the container engine's
+# (scripts/start-container-engine.sh), with which it shares the machine. The host reaches every
+# node's address through a veth into the bridge (slswarm0, <net>.0.1), so host-mode published
+# ports answer from the host, where the edge runs. Running it again reuses what is running and
+# restarts a node whose engine is gone. stdout is only `export` lines, for
+#   eval "$(scripts/start-swarm.sh [nodes])"
+# `scripts/start-swarm.sh load <image>...` copies images from the container engine into every node;
+# `scripts/start-swarm.sh kill <i>` kills every process of node i (a lost machine; starting again
+# brings it back); `scripts/start-swarm.sh stop` tears everything down.
+#
+# Managers: 3 when there are 3 nodes or more (the raft quorum survives the loss of any one; the rest
+# join as workers), else node 1 alone (two managers would stop the swarm when either is lost).
+# Nodes are labelled slipway.region=<cluster name of GET /resources/clusters>, from
+# SLIPWAY_SWARM_REGIONS (comma-separated, node i takes entry i, cycling).
+#
+# Settings: SLIPWAY_SWARM_DIR (state directory), SLIPWAY_SWARM_NET (the first two octets of the
+# /16), SLIPWAY_SWARM_REGIONS, SLIPWAY_ENGINE_DIR (where the container engine's socket is, for load
+# when DOCKER_HOST is not set).
+set -euo pipefail
+
+STATE="${SLIPWAY_SWARM_DIR:-$HOME/.cache/slipway/swarm}"
+NET="${SLIPWAY_SWARM_NET:-10.220}"
+REGIONS="${SLIPWAY_SWARM_REGIONS:-us-central1,us-central1,europe-west1}"
+ENGINE_HOST="${DOCKER_HOST:-unix://${SLIPWAY_ENGINE_DIR:-$HOME/.cache/slipway/engine}/docker.sock}"
+PREFIX=slipway-swarm-
+BRNS=${PREFIX}br
+BRIDGE=swbr0
+HOSTIF=slswarm0
+HOSTADDR="$NET.0.1"
+# Overlay networks come from the upper half of the /16, a /24 each; node i's own bridges from
+# $NET.<8i>.0/21 (docker0 the first /24, docker_gwbridge and others from the next four).
+OVERLAY_POOL="$NET.128.0/17"
+MAX_NODES=15
+SMTP_CHAIN=SLIPWAY-SMTP
+SMTP_PORTS=25,465,587
+
+log() { echo "start-swarm: $*" >&2; }
+node_ns() { echo "$PREFIX$1"; }
+node_addr() { echo "$NET.0.$((10 + $1))"; }
+node_dir() { echo "$STATE/$1"; }
+node_host() { echo "unix://$(node_dir "$1")/docker.sock"; }
+nexec() { local ns="$1"; shift; nsenter --net="/run/netns/$ns" "$@"; }
+ndocker() { local i="$1"; shift; DOCKER_HOST="$(node_host "$i")" docker "$@"; }
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+region() {
+  local list
+  IFS=, read -r -a list <<<"$REGIONS"
+  echo "${list[$((($1 - 1) % ${#list[@]}))]}"
+}
+
+require_root() {
+  if [ "$(id -u)" != "0" ]; then
+    log "needs root (network namespaces, bridges and dockerd)"
+    exit 1
+  fi
+}
+
+install_missing() {
+  local need=()
+  [ -x /usr/sbin/dockerd ] || need+=(docker.io)
+  command -v ip >/dev/null || need+=(iproute2)
+  command -v iptables >/dev/null || need+=(iptables)
+  [ ${#need[@]} -eq 0 ] && return 0
+  log "installing ${need[*]}"
+  # The package's postinst must not start the system dockerd (it would take docker0): a
+  # policy-rc.d answering 101 stops it, removed afterwards unless one was there already.
+  local policy=/usr/sbin/policy-rc.d added=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && added=1
+  fi
+  local status=0
+  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}"; } >&2 || status=$?
+  [ -n "$added" ] && rm -f "$policy"
+  return "$status"
+}
+
+# The bridge namespace, its bridge, and the host's veth into it.
+start_bridge() {
+  [ -e "/run/netns/$BRNS" ] || ip netns add "$BRNS"
+  ip -n "$BRNS" link set lo up
+  ip -n "$BRNS" link show "$BRIDGE" >/dev/null 2>&1 || ip -n "$BRNS" link add "$BRIDGE" type bridge
+  ip -n "$BRNS" link set "$BRIDGE" up
+  if ! ip link show "$HOSTIF" >/dev/null 2>&1; then
+    ip link add "$HOSTIF" type veth peer name host netns "$BRNS"
+  fi
+  ip -n "$BRNS" link set host master "$BRIDGE" up
+  ip addr replace "$HOSTADDR/24" dev "$HOSTIF"
+  ip link set "$HOSTIF" up
+}
+
+# Node i's namespace, its veth into the bridge (eth0 inside, n<i> on the bridge) and its address.
+# No default route: nodes reach each other and the host, nothing beyond.
+start_link() {
+  local i="$1" ns
+  ns="$(node_ns "$i")"
+  [ -e "/run/netns/$ns" ] || ip netns add "$ns"
+  ip -n "$ns" link set lo up
+  if ! ip -n "$ns" link show eth0 >/dev/null 2>&1; then
+    ip -n "$BRNS" link del "n$i" 2>/dev/null || true
+    ip -n "$BRNS" link add "n$i" type veth peer name eth0 netns "$ns"
+  fi
+  ip -n "$BRNS" link set "n$i" master "$BRIDGE" up
+  ip -n "$ns" addr replace "$(node_addr "$i")/24" dev eth0
+  ip -n "$ns" link set eth0 up
+}
+
+node_ok() { [ -S "$(node_dir "$1")/docker.sock" ] && ndocker "$1" version >/dev/null 2>&1; }
+
+start_engine() {
+  local i="$1" dir ns
+  dir="$(node_dir "$i")"
+  ns="$(node_ns "$i")"
+  if ! alive "$dir/dockerd.pid"; then
+    mkdir -p "$dir/data" "$dir/exec"
+    rm -f "$dir/docker.sock"
+    # Its own config file and identity key: otherwise every engine reads /etc/docker and takes the
+    # same /etc/docker/key.json, and the swarm sees one engine three times.
+    printf '{"deprecated-key-path": "%s/key.json"}\n' "$dir" >"$dir/daemon.json"
+    log "starting the engine of $ns (log: $dir/dockerd.log)"
+    # nsenter --net, not `ip netns exec`, which remounts /sys and hides the cgroup mounts from
+    # dockerd. A UTS namespace gives the node its own hostname, the swarm's name for it. The
+    # node's containers go in cgroups under /<ns>: they are in network namespaces of their own, and
+    # that is how `kill` and `stop` find them.
+    setsid nsenter --net="/run/netns/$ns" unshare --uts sh -c "hostname $ns && exec /usr/sbin/dockerd \
+      --config-file $dir/daemon.json \
+      --data-root $dir/data --exec-root $dir/exec --pidfile $dir/dockerd.pid \
+      -H unix://$dir/docker.sock \
+      --bip $NET.$((8 * i)).1/24 --default-address-pool base=$NET.$((8 * i + 4)).0/22,size=24 \
+      --cgroup-parent /$ns --iptables=true --ip-masq=true" >>"$dir/dockerd.log" 2>&1 </dev/null &
+  fi
+  for _ in $(seq 1 300); do
+    if node_ok "$i"; then return 0; fi
+    sleep 0.2
+  done
+  log "the engine of $ns did not answer within 60 s; the end of its log:"
+  tail -n 30 "$dir/dockerd.log" >&2
+  exit 1
+}
+
+# Containers of a node cannot connect to SMTP ports (the container engine's rule): the chain is in
+# the node's own namespace, jumped to first from DOCKER-USER, which sees all their forwarded traffic.
+block_smtp() {
+  local ns
+  ns="$(node_ns "$1")"
+  nexec "$ns" iptables -N "$SMTP_CHAIN" 2>/dev/null || nexec "$ns" iptables -F "$SMTP_CHAIN"
+  nexec "$ns" iptables -A "$SMTP_CHAIN" -p tcp -m multiport --dports "$SMTP_PORTS" -j REJECT --reject-with tcp-reset
+  nexec "$ns" iptables -C DOCKER-USER -j "$SMTP_CHAIN" 2>/dev/null || nexec "$ns" iptables -I DOCKER-USER 1 -j "$SMTP_CHAIN"
+}
+
+swarm_state() { ndocker "$1" info --format '{{.Swarm.LocalNodeState}}' 2>/dev/null || echo unknown; }
+
+form_swarm() {
+  local n="$1" managers=1 i state
+  [ "$n" -ge 3 ] && managers=3
+  if [ "$(swarm_state 1)" != active ]; then
+    log "swarm init on $(node_ns 1)"
+    # A 1 s heartbeat: a lost node is noticed (and its tasks moved) in seconds, not the default 5 s x 3.
+    ndocker 1 swarm init --advertise-addr "$(node_addr 1)" --listen-addr "$(node_addr 1):2377" \
+      --dispatcher-heartbeat 1s --default-addr-pool "$OVERLAY_POOL" --default-addr-pool-mask-length 24 >/dev/null
+  fi
+  local manager_token worker_token
+  manager_token="$(ndocker 1 swarm join-token -q manager)"
+  worker_token="$(ndocker 1 swarm join-token -q worker)"
+  for i in $(seq 2 "$n"); do
+    state="$(swarm_state "$i")"
+    [ "$state" = active ] && continue
+    [ "$state" = pending ] && continue
+    local token="$worker_token"
+    [ "$i" -le "$managers" ] && token="$manager_token"
+    log "$(node_ns "$i") joins as $([ "$token" = "$manager_token" ] && echo manager || echo worker)"
+    ndocker "$i" swarm join --token "$token" --advertise-addr "$(node_addr "$i")" \
+      --listen-addr "$(node_addr "$i"):2377" "$(node_addr 1):2377" >/dev/null
+  done
+  # Ready nodes, by hostname; each labelled with its region.
+  for _ in $(seq 1 300); do
+    [ "$(ndocker 1 node ls --format '{{.Hostname}} {{.Status}}' | grep -c ' Ready$')" -ge "$n" ] && break
+    sleep 0.2
+  done
+  for i in $(seq 1 "$n"); do
+    local id
+    id="$(ndocker 1 node ls --filter "name=$(node_ns "$i")" --format '{{.ID}} {{.Hostname}} {{.Status}}' | awk -v h="$(node_ns "$i")" '$2 == h && $3 == "Ready" { print $1 }' | head -n1)"
+    if [ -z "$id" ]; then
+      log "$(node_ns "$i") is not Ready in the swarm:"
+      ndocker 1 node ls >&2
+      exit 1
+    fi
+    ndocker 1 node update --label-add "slipway.region=$(region "$i")" "$id" >/dev/null
+  done
+}
+
+load_images() {
+  local n="$1" image id tar i pids
+  shift
+  for image in "$@"; do
+    id="$(DOCKER_HOST="$ENGINE_HOST" docker image inspect -f '{{.Id}}' "$image")"
+    tar=""
+    pids=()
+    for i in $(seq 1 "$n"); do
+      # save|load keeps the image id: a node that has it already is skipped.
+      [ "$(ndocker "$i" image inspect -f '{{.Id}}' "$image" 2>/dev/null)" = "$id" ] && continue
+      if [ -z "$tar" ]; then
+        tar="$STATE/load.tar"
+        DOCKER_HOST="$ENGINE_HOST" docker save -o "$tar" "$image"
+      fi
+      log "loading $image into $(node_ns "$i")"
+      ndocker "$i" load -q -i "$tar" >/dev/null &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    [ -n "$tar" ] && rm -f "$tar"
+  done
+}
+
+node_count() {
+  local n=0
+  while [ -e "/run/netns/$(node_ns $((n + 1)))" ]; do n=$((n + 1)); done
+  echo "$n"
+}
+
+print_exports() {
+  local n="$1" nodes=""
+  for i in $(seq 1 "$n"); do
+    nodes="$nodes${nodes:+ }$(node_ns "$i")=$(node_addr "$i")=$(node_host "$i")"
+  done
+  echo "export SLIPWAY_SWARM_DOCKER_HOST=$(node_host 1)"
+  echo "export SLIPWAY_SWARM_NODES='$nodes'"
+}
+
+# Every process of node i at once, as if the machine were lost: the engine, its containerd, shims
+# and proxies (in the node's namespace) and its containers (in its cgroups).
+kill_node() {
+  local ns pids
+  ns="$(node_ns "$1")"
+  [ -e "/run/netns/$ns" ] || return 0
+  pids="$(ip netns pids "$ns"; cat /sys/fs/cgroup/pids/"$ns"/*/cgroup.procs 2>/dev/null || true)"
+  # shellcheck disable=SC2086 # one pid a word
+  [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
+  rm -f "$(node_dir "$1")/dockerd.pid"
+}
+
+# The node's cgroups, once the processes in them are gone.
+remove_cgroups() {
+  local ns d
+  ns="$(node_ns "$1")"
+  for d in /sys/fs/cgroup/*/"$ns"; do
+    [ -d "$d" ] || continue
+    find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done
+}
+
+stop_all() {
+  local ns i
+  for ns in /run/netns/"$PREFIX"*; do
+    [ -e "$ns" ] || continue
+    ns="${ns##*/}"
+    [ "$ns" = "$BRNS" ] && continue
+    i="${ns#"$PREFIX"}"
+    # Killed, not stopped: a graceful stop of a swarm manager takes up to 30 s, and nothing of
+    # its state is kept.
+    kill_node "$i"
+    remove_cgroups "$i"
+    ip netns del "$ns"
+  done
+  [ -e "/run/netns/$BRNS" ] && ip netns del "$BRNS"
+  ip link del "$HOSTIF" 2>/dev/null || true
+  # What the engines mounted under their roots (overlay network sandboxes, layers) would keep the
+  # state directory busy; libnetwork keeps resolv.conf/hosts copies under /var/lib/docker whatever
+  # the data root.
+  if [ -d "$STATE" ]; then
+    awk -v s="$STATE/" 'index($2, s) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  fi
+  if ! pgrep -x dockerd >/dev/null; then
+    rm -rf /var/lib/docker/network/files
+    rmdir /var/lib/docker/network /var/lib/docker 2>/dev/null || true
+  fi
+  rm -rf "$STATE"
+  log "stopped"
+}
+
+cmd="${1:-start}"
+case "$cmd" in
+  stop)
+    require_root
+    stop_all
+    exit 0
+    ;;
+  load)
+    shift
+    n="$(node_count)"
+    if [ "$n" -eq 0 ]; then
+      log "no swarm is running: scripts/start-swarm.sh first"
+      exit 1
+    fi
+    load_images "$n" "$@"
+    exit 0
+    ;;
+  kill)
+    require_root
+    kill_node "${2:?which node (1..)}"
+    exit 0
+    ;;
+  start) n="${2:-3}" ;;
+  [0-9]*) n="$cmd" ;;
+  *)
+    echo "usage: $0 [start] [nodes=3] | load <image>... | kill <node> | stop" >&2
+    exit 2
+    ;;
+esac
+if ! [[ "$n" =~ ^[0-9]+$ ]] || [ "$n" -lt 1 ] || [ "$n" -gt "$MAX_NODES" ]; then
+  log "nodes must be 1 to $MAX_NODES (got $n)"
+  exit 2
+fi
+
+require_root
+mkdir -p "$STATE"
+install_missing
+start_bridge
+for i in $(seq 1 "$n"); do start_link "$i"; done
+# The engines start together (a few seconds each).
+pids=()
+for i in $(seq 1 "$n"); do
+  start_engine "$i" &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+for i in $(seq 1 "$n"); do block_smtp "$i"; done
+form_swarm "$n"
+print_exports "$n"

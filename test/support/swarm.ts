@@ -1,0 +1,100 @@
+// The multi-node Docker Swarm the cluster suites run on (scripts/start-swarm.sh): its nodes from the
+// environment that script prints, a client of its manager, whether it answers, losing and bringing
+// back one node, and where a service's tasks run.
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import Docker from 'dockerode';
+import { engineAddress } from './container-engine.js';
+
+const exec = promisify(execFile);
+const script = fileURLToPath(new URL('../../scripts/start-swarm.sh', import.meta.url));
+
+export interface SwarmNode {
+  /** Its network namespace and hostname, the swarm's name for it: slipway-swarm-<index>. */
+  name: string;
+  /** 1-based, the script's node number. */
+  index: number;
+  /** Its address on the swarm's bridge, reachable from the host (host-mode published ports). */
+  address: string;
+  /** Its own engine's DOCKER_HOST. */
+  dockerHost: string;
+}
+
+/** The nodes of SLIPWAY_SWARM_NODES (`<name>=<address>=<docker host>`, space-separated). */
+export function swarmNodes(): SwarmNode[] {
+  return (process.env.SLIPWAY_SWARM_NODES ?? '')
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((entry) => {
+      const [name = '', address = '', dockerHost = ''] = entry.split('=');
+      return { name, index: Number(name.slice(name.lastIndexOf('-') + 1)), address, dockerHost };
+    });
+}
+
+/** A dockerode client of the engine at `dockerHost` (default the swarm's manager, SLIPWAY_SWARM_DOCKER_HOST). */
+export function swarmClient(dockerHost = process.env.SLIPWAY_SWARM_DOCKER_HOST): Docker {
+  const address = engineAddress(dockerHost);
+  if (!address) throw new Error(`not a docker host: ${dockerHost}`);
+  return new Docker(address);
+}
+
+/**
+ * The describe() skip option: a reason when no swarm manager answers at SLIPWAY_SWARM_DOCKER_HOST,
+ * unless SLIPWAY_REQUIRE_SWARM=1 (then the tests run and fail).
+ */
+export async function swarmSkip(): Promise<string | false> {
+  if (process.env.SLIPWAY_REQUIRE_SWARM === '1') return false;
+  const howTo = 'eval "$(scripts/start-swarm.sh)"; SLIPWAY_REQUIRE_SWARM=1 makes this a failure';
+  if (!process.env.SLIPWAY_SWARM_DOCKER_HOST || !swarmNodes().length) return `SLIPWAY_SWARM_DOCKER_HOST or SLIPWAY_SWARM_NODES is not set (${howTo})`;
+  try {
+    const info = (await swarmClient().info()) as { Swarm?: { LocalNodeState?: string; ControlAvailable?: boolean } };
+    if (info.Swarm?.LocalNodeState === 'active' && info.Swarm.ControlAvailable) return false;
+    return `the engine at SLIPWAY_SWARM_DOCKER_HOST is not a swarm manager (${howTo})`;
+  } catch (e) {
+    return `no engine answers at SLIPWAY_SWARM_DOCKER_HOST=${process.env.SLIPWAY_SWARM_DOCKER_HOST}: ${(e as Error).message} (${howTo})`;
+  }
+}
+
+/** Kills every process of a node at once (engine, containerd, shims, containers): a lost machine. */
+export async function killNode(node: SwarmNode): Promise<void> {
+  await exec(script, ['kill', String(node.index)]);
+}
+
+/** Starts the engines of the swarm's nodes that are not running (a killed node rejoins by itself). */
+export async function restartNodes(): Promise<void> {
+  await exec(script, [String(swarmNodes().length)]);
+}
+
+/** What the suites read of a task (the engine's API; dockerode leaves tasks untyped). */
+export interface SwarmTask {
+  ID: string;
+  NodeID?: string;
+  Slot?: number;
+  DesiredState: string;
+  Status: { State: string; PortStatus?: { Ports?: { TargetPort: number; PublishedPort: number }[] } };
+  /** The hostname of the task's node. */
+  node: string;
+}
+
+/** The hostnames of the swarm's nodes by node id. */
+export async function nodeNames(docker: Docker): Promise<Map<string, string>> {
+  const nodes = (await docker.listNodes()) as { ID: string; Description?: { Hostname?: string } }[];
+  return new Map(nodes.map((n) => [n.ID, n.Description?.Hostname ?? '']));
+}
+
+/** A service's tasks that are meant to run and do, with their node's hostname. */
+export async function runningTasks(docker: Docker, service: string): Promise<SwarmTask[]> {
+  const [tasks, names] = await Promise.all([
+    docker.listTasks({ filters: { service: [service], 'desired-state': ['running'] } }) as Promise<Omit<SwarmTask, 'node'>[]>,
+    nodeNames(docker),
+  ]);
+  return tasks.filter((t) => t.Status.State === 'running').map((t) => ({ ...t, node: names.get(t.NodeID ?? '') ?? '' }));
+}
+
+/** How many running tasks of a service each node holds, by hostname. */
+export async function tasksPerNode(docker: Docker, service: string): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const t of await runningTasks(docker, service)) counts.set(t.node, (counts.get(t.node) ?? 0) + 1);
+  return counts;
+}
