@@ -6,10 +6,10 @@
 // verifies against Pebble's root with its name; a custom domain whose DNS points nowhere is served
 // over HTTP only, its failure logged, while another one gets its certificate; and the certificate
 // source of a restarted Slipway (a new instance over the same data directory) uses the kept
-// certificates and the same account.
+// certificates and the same account, and renews a certificate with fewer than 30 days left.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -110,6 +110,8 @@ describe('Slipway gets its edge certificates from an ACME server (Pebble, sqlite
   const logLines: string[] = [];
   const unreachable = `nowhere-${process.pid}.example.test`;
   const reachable = `shop-${process.pid}.example.test`;
+  /** A name only the certificate sources made in the tests order (nginx's default server answers its challenges). */
+  const fresh = `again-${process.pid}.example.test`;
 
   before(async () => {
     pebble = await startPebble(edgePort);
@@ -224,11 +226,36 @@ describe('Slipway gets its edge certificates from an ACME server (Pebble, sqlite
     assert.ok(kept.get(site.hostname)?.certFile.startsWith(acmeDir()));
     assert.equal(again.pending, 0);
     // A new hostname (answered by nginx's default server) is ordered with the same account.
-    const fresh = `again-${process.pid}.example.test`;
     assert.equal((await again.forHosts([fresh])).size, 0);
     await waitFor('the new certificate', () => issued === 1, 30_000, 50);
     assert.ok((await again.forHosts([fresh])).get(fresh));
     assert.equal(readFileSync(join(acmeDir(), 'account.key'), 'utf8'), key);
     assert.equal(readFileSync(join(acmeDir(), 'account.url'), 'utf8'), account);
+  });
+
+  it('renews a certificate with fewer than 30 days left, answering the current one until the new one lands', async () => {
+    const source = (now?: () => number, issued = () => {}) =>
+      new AcmeCertificates(
+        { mode: 'acme', directory: pebble.directory, email: null, caFile: pebble.caFile },
+        join(certificatesDir(s.app.config.dataDir), 'acme'),
+        quietLog,
+        { challengeDir: acmeChallengeDir(edge.nginx.dir), issued },
+        now,
+      );
+    const current = (await source().forHosts([fresh])).get(fresh)!;
+    assert.ok(current, 'the previous test issued it');
+    // A clock 61 days on: Pebble's certificates are valid 90 days, so 29 are left.
+    let issued = 0;
+    const later = source(
+      () => Date.now() + 61 * 86400_000,
+      () => issued++,
+    );
+    assert.deepEqual((await later.forHosts([fresh])).get(fresh), current);
+    assert.equal(later.pending, 1);
+    await waitFor('the renewed certificate', () => issued === 1, 30_000, 50);
+    // The new pair is what a restart finds (asked with today's clock: the renewed one too has 29 days left at the other); the replaced one is gone.
+    const renewed = (await source().forHosts([fresh])).get(fresh)!;
+    assert.notEqual(renewed.certFile, current.certFile);
+    assert.equal(existsSync(current.certFile), false);
   });
 });
