@@ -3,11 +3,11 @@
 // DNS records to create (each value with a copy button), the primary domain, add and delete.
 // What the API refuses (disabling the primary system domain, a primary that is not active yet) is
 // not offered, and its message is shown when it answers 400 anyway.
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api, call } from './api.js';
 import { useCan } from './auth.js';
-import { ActionButton, Badge, CopyButton, Empty, ErrorBox, Loaded, Section, useAction } from './ui.js';
+import { ActionButton, Badge, CopyButton, ErrorBox, Rows, Section, useAction, submitWith } from './ui.js';
 
 export type DomainOwner = 'applications' | 'static-sites' | 'load-balancers';
 
@@ -52,62 +52,51 @@ export function Domains({ kind, id }: { kind: DomainOwner; id: string }) {
   const primary = useAction((d: string) => call(api.POST(P.primary(kind), one(d))), [key]);
   const toggle = useAction((d: string) => call(api.POST(P.toggle(kind), one(d))), [key]);
   const remove = useAction((d: string) => call(api.DELETE(P.one(kind), one(d))), [key]);
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    add.mutate();
-  };
+  const submit = submitWith(() => add.mutate());
   return (
     <Section title="Domains" id="domains">
       <ErrorBox error={add.error ?? refresh.error ?? primary.error ?? toggle.error ?? remove.error} />
-      <Loaded q={list} label="domains">
-        {(d) =>
-          d.data.length ? (
-            <ul className="rows">
-              {d.data.map((dom) => {
-                const system = dom.type === 'SYSTEM';
-                const serving = system ? dom.is_enabled : dom.status === 'ACTIVE';
-                return (
-                  <li key={dom.id} className="row col" data-domain={dom.name}>
-                    <div className="row-line">
-                      <strong>{dom.name}</strong>
-                      <span className="muted small">{system ? 'system domain' : 'custom domain'}</span>
-                      <Badge status={system ? (dom.is_enabled ? 'enabled' : 'disabled') : dom.status} />
-                      {dom.is_primary ? <Badge status="primary" /> : null}
-                      {serving ? <CopyButton text={`https://${dom.name}`} label={`the address https://${dom.name}`} /> : null}
-                      {can ? (
-                        <span className="actions">
-                          {!system && dom.status !== 'ACTIVE' ? <ActionButton label="Check DNS" run={() => refresh.mutate(dom.id)} /> : null}
-                          {serving && !dom.is_primary ? <ActionButton label="Make primary" run={() => primary.mutate(dom.id)} /> : null}
-                          {system && !(dom.is_enabled && dom.is_primary) ? (
-                            <ActionButton
-                              label={dom.is_enabled ? 'Disable system domain' : 'Enable system domain'}
-                              run={() => toggle.mutate(dom.id)}
-                              confirm={dom.is_enabled ? `Stop serving ${dom.name}?` : undefined}
-                            />
-                          ) : null}
-                          {!system ? <ActionButton label="Delete" danger run={() => remove.mutate(dom.id)} confirm={`Delete ${dom.name}?`} /> : null}
-                        </span>
-                      ) : null}
-                    </div>
-                    {Array.isArray(dom.errors) && dom.errors.length ? (
-                      <ul className="small problems">
-                        {(dom.errors as { type: string; message: string }[]).map((e, i) => (
-                          <li key={i}>{e.message}</li>
-                        ))}
-                      </ul>
+      <Rows q={list} label="domains" empty="No domains.">
+        {(dom) => {
+          const system = dom.type === 'SYSTEM';
+          const serving = system ? dom.is_enabled : dom.status === 'ACTIVE';
+          return (
+            <li key={dom.id} className="row col" data-domain={dom.name}>
+              <div className="row-line">
+                <strong>{dom.name}</strong>
+                <span className="muted small">{system ? 'system domain' : 'custom domain'}</span>
+                <Badge status={system ? (dom.is_enabled ? 'enabled' : 'disabled') : dom.status} />
+                {dom.is_primary ? <Badge status="primary" /> : null}
+                {serving ? <CopyButton text={`https://${dom.name}`} label={`the address https://${dom.name}`} /> : null}
+                {can ? (
+                  <span className="actions">
+                    {!system && dom.status !== 'ACTIVE' ? <ActionButton label="Check DNS" run={() => refresh.mutate(dom.id)} /> : null}
+                    {serving && !dom.is_primary ? <ActionButton label="Make primary" run={() => primary.mutate(dom.id)} /> : null}
+                    {system && !(dom.is_enabled && dom.is_primary) ? (
+                      <ActionButton
+                        label={dom.is_enabled ? 'Disable system domain' : 'Enable system domain'}
+                        run={() => toggle.mutate(dom.id)}
+                        confirm={dom.is_enabled ? `Stop serving ${dom.name}?` : undefined}
+                      />
                     ) : null}
-                    {!system && dom.status !== 'ACTIVE' && Array.isArray(dom.dns_records) && dom.dns_records.length ? (
-                      <DnsRecords records={dom.dns_records as DnsRecord[]} />
-                    ) : null}
-                  </li>
-                );
-              })}
-            </ul>
-          ) : (
-            <Empty>No domains.</Empty>
-          )
-        }
-      </Loaded>
+                    {!system ? <ActionButton label="Delete" danger run={() => remove.mutate(dom.id)} confirm={`Delete ${dom.name}?`} /> : null}
+                  </span>
+                ) : null}
+              </div>
+              {Array.isArray(dom.errors) && dom.errors.length ? (
+                <ul className="small problems">
+                  {(dom.errors as { type: string; message: string }[]).map((e, i) => (
+                    <li key={i}>{e.message}</li>
+                  ))}
+                </ul>
+              ) : null}
+              {!system && dom.status !== 'ACTIVE' && Array.isArray(dom.dns_records) && dom.dns_records.length ? (
+                <DnsRecords records={dom.dns_records as DnsRecord[]} />
+              ) : null}
+            </li>
+          );
+        }}
+      </Rows>
       {can ? (
         <form className="inline-form" onSubmit={submit} aria-label="Add domain">
           <label>

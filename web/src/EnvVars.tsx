@@ -1,9 +1,9 @@
 // Environment variables of an application, a static site or the whole company (global ones): the
 // list with values hidden until revealed, add, delete. The three lists share one API shape.
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { untyped } from './api.js';
-import { ActionButton, Empty, ErrorBox, Loaded, Secret, Section, useAction } from './ui.js';
+import { ActionButton, ErrorBox, Rows, Secret, Section, useAction, submitWith } from './ui.js';
 
 interface EnvVar {
   id: string;
@@ -36,31 +36,20 @@ export function EnvVars({
     },
   );
   const remove = useAction((envId: string) => untyped.delete(`${base}/${envId}`), [qk]);
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    add.mutate();
-  };
+  const submit = submitWith(() => add.mutate());
   const slug = title.toLowerCase().replace(/\W+/g, '-');
   return (
     <Section title={title} id={slug}>
       <ErrorBox error={add.error ?? remove.error} />
-      <Loaded q={list} label="variables">
-        {(d) =>
-          d.data.length ? (
-            <ul className="rows">
-              {d.data.map((v) => (
-                <li key={v.id} className="row" data-env={v.key}>
-                  <code>{v.key}</code>
-                  <Secret value={v.value} label={`value of ${v.key}`} />
-                  {can ? <ActionButton label="Delete" danger run={() => remove.mutate(v.id)} confirm={`Delete ${v.key}?`} /> : null}
-                </li>
-              ))}
-            </ul>
-          ) : (
-            <Empty>No variables.</Empty>
-          )
-        }
-      </Loaded>
+      <Rows q={list} label="variables" empty="No variables.">
+        {(v) => (
+          <li key={v.id} className="row" data-env={v.key}>
+            <code>{v.key}</code>
+            <Secret value={v.value} label={`value of ${v.key}`} />
+            {can ? <ActionButton label="Delete" danger run={() => remove.mutate(v.id)} confirm={`Delete ${v.key}?`} /> : null}
+          </li>
+        )}
+      </Rows>
       {can ? (
         <form className="inline-form" onSubmit={submit} aria-label={`Add ${title.toLowerCase()}`}>
           <label>

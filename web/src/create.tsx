@@ -1,12 +1,12 @@
 // The create form of each kind of service, all with a name and a project picker; each opens the
 // new service's page (or the overview, for kinds without one) when the API has created it.
-import { useState, type FormEvent, type ReactNode } from 'react';
+import { useState, type ReactNode } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api, call } from './api.js';
 import { useCan } from './auth.js';
 import { navigate } from './router.js';
 import { ProjectPicker } from './projects.js';
-import { ErrorBox, useAction } from './ui.js';
+import { ErrorBox, submitWith, useAction } from './ui.js';
 
 /** The card every create form shares: its title, the name and project fields, submit and error. */
 function CreateForm(props: {
@@ -23,10 +23,7 @@ function CreateForm(props: {
   children?: ReactNode;
 }) {
   const id = props.what.replace(/\W+/g, '-');
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    props.run();
-  };
+  const submit = submitWith(props.run);
   return (
     <form className="card create" onSubmit={submit} aria-label={`New ${props.what}`} data-create={id}>
       <h2>New {props.what}</h2>
@@ -239,25 +236,34 @@ export function NewStaticSite({ project }: { project: string }) {
   );
 }
 
-export function NewBucket({ project }: { project: string }) {
+/** A kind created from a name and a project alone; its page comes with the kind's own view. */
+function NameOnly({
+  project,
+  what,
+  kind,
+  post,
+}: {
+  project: string;
+  what: string;
+  kind: string;
+  post: (body: { display_name: string; project_id?: string }) => Promise<unknown>;
+}) {
   const b = useBasics(project);
   const create = useAction(
-    () => call(api.POST('/object-storage', { body: { display_name: b.name, project_id: b.projectId } })),
-    [['object-storage'], ['projects']],
+    () => post({ display_name: b.name, project_id: b.projectId }),
+    [[kind], ['projects']],
     () => navigate('/'),
   );
-  return <CreateForm what="bucket" {...b} run={() => create.mutate()} pending={create.isPending} error={create.error} />;
+  return <CreateForm what={what} {...b} run={() => create.mutate()} pending={create.isPending} error={create.error} />;
 }
 
-export function NewLoadBalancer({ project }: { project: string }) {
-  const b = useBasics(project);
-  const create = useAction(
-    () => call(api.POST('/load-balancers', { body: { display_name: b.name, project_id: b.projectId } })),
-    [['load-balancers'], ['projects']],
-    () => navigate('/'),
-  );
-  return <CreateForm what="load balancer" {...b} run={() => create.mutate()} pending={create.isPending} error={create.error} />;
-}
+export const NewBucket = ({ project }: { project: string }) => (
+  <NameOnly project={project} what="bucket" kind="object-storage" post={(body) => call(api.POST('/object-storage', { body }))} />
+);
+
+export const NewLoadBalancer = ({ project }: { project: string }) => (
+  <NameOnly project={project} what="load balancer" kind="load-balancers" post={(body) => call(api.POST('/load-balancers', { body }))} />
+);
 
 export function NewPipeline({ project }: { project: string }) {
   const b = useBasics(project);

@@ -1,6 +1,6 @@
 // Shared building blocks: status badges, relative dates, the loading / empty / error states every
 // view shows, buttons that run a mutation and report its failure, a reveal toggle and a copy button.
-import { useState, useSyncExternalStore, type ReactNode } from 'react';
+import { useState, useSyncExternalStore, type FormEvent, type ReactNode } from 'react';
 import { useMutation, useQueryClient, type QueryKey, type UseQueryResult } from '@tanstack/react-query';
 import { ApiError } from './api.js';
 import { exactTime, relativeTime } from './format.js';
@@ -44,6 +44,25 @@ export function Empty({ children }: { children: ReactNode }) {
   return <p className="empty">{children}</p>;
 }
 
+/** A list query's items as rows (`children` renders each `<li>`), or `empty` when there are none. */
+export function Rows<T>({
+  q,
+  label,
+  empty,
+  children,
+}: {
+  q: UseQueryResult<{ data: T[] }>;
+  label: string;
+  empty: ReactNode;
+  children: (item: T) => ReactNode;
+}) {
+  return (
+    <Loaded q={q} label={label}>
+      {(d) => (d.data.length ? <ul className="rows">{d.data.map(children)}</ul> : <Empty>{empty}</Empty>)}
+    </Loaded>
+  );
+}
+
 export function Section({ title, actions, children, id }: { title: string; actions?: ReactNode; children: ReactNode; id?: string }) {
   return (
     <section className="card" aria-labelledby={id ? `${id}-h` : undefined} data-section={id}>
@@ -55,6 +74,12 @@ export function Section({ title, actions, children, id }: { title: string; actio
     </section>
   );
 }
+
+/** A form's submit handler that runs `run` instead of navigating. */
+export const submitWith = (run: () => void) => (e: FormEvent) => {
+  e.preventDefault();
+  run();
+};
 
 /** A mutation that invalidates `invalidate` when done; its error is shown by `MutationError`. */
 export function useAction<V = void, R = unknown>(fn: (v: V) => Promise<R>, invalidate: QueryKey[] = [], onDone?: (r: R) => void) {

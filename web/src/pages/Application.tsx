@@ -8,10 +8,9 @@ import { useCan } from '../auth.js';
 import { MetricCharts, metricWindow } from '../Chart.js';
 import { Domains } from '../Domains.js';
 import { EnvVars } from '../EnvVars.js';
-import { byTime, DeploymentLogs, LogView, type LogLine } from '../Logs.js';
+import { DeploymentTable, running, SelectedLog } from '../Deployments.js';
+import { byTime, LogView, type LogLine } from '../Logs.js';
 import { ActionButton, Badge, Empty, ErrorBox, Loaded, Section, useAction, When } from '../ui.js';
-
-const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
 
 export function ApplicationPage({ id }: { id: string }) {
   const path = { params: { path: { id } } };
@@ -65,7 +64,7 @@ function Deployments({ id }: { id: string }) {
     queryKey: ['deployments', id],
     queryFn: () => call(api.GET('/applications/{id}/deployments', { params: { path: { id }, query: { limit: 20 } } })),
     // Live status: poll quickly while a deployment runs, slowly otherwise.
-    refetchInterval: (q) => ((q.state.data?.data ?? []).some((d) => !FINAL.has(String(d.status))) ? 1_500 : 8_000),
+    refetchInterval: (q) => ((q.state.data?.data ?? []).some((d) => running(d.status)) ? 1_500 : 8_000),
   });
   const [selected, setSelected] = useState<string | null>(null);
   const trigger = useAction(
@@ -101,53 +100,20 @@ function Deployments({ id }: { id: string }) {
       <Loaded q={list} label="deployments">
         {(d) =>
           d.data.length ? (
-            <div className="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th>Status</th>
-                    <th>Trigger</th>
-                    <th>Started</th>
-                    <th>Finished</th>
-                    <th>
-                      <span className="sr-only">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {d.data.map((dep) => (
-                    <tr key={dep.id} data-deployment={dep.id} aria-current={dep.id === shown ? 'true' : undefined}>
-                      <td>
-                        <Badge status={dep.status ?? undefined} />
-                      </td>
-                      <td>{String(dep.trigger ?? dep.type ?? '')}</td>
-                      <td>
-                        <When iso={dep.started_at ?? dep.created_at} />
-                      </td>
-                      <td>
-                        <When iso={dep.finished_at} />
-                      </td>
-                      <td className="actions">
-                        <button type="button" className="link" onClick={() => setSelected(dep.id)}>
-                          Logs
-                        </button>
-                        {can && !FINAL.has(String(dep.status)) ? (
-                          <ActionButton label="Cancel" run={() => cancel.mutate(dep.id)} pending={cancel.isPending} danger />
-                        ) : null}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DeploymentTable
+              rows={d.data}
+              shown={shown}
+              onShow={setSelected}
+              what={{ title: 'Trigger', cell: (dep) => String(dep.trigger ?? dep.type ?? '') }}
+              onCancel={can ? (dep) => cancel.mutate(dep) : undefined}
+              cancelling={cancel.isPending}
+            />
           ) : (
             <Empty>No deployments yet.</Empty>
           )
         }
       </Loaded>
-      {shown ? (
-        <DeploymentLogs kind="applications" id={id} deploymentId={shown} running={!FINAL.has(String(list.data?.data.find((x) => x.id === shown)?.status))} />
-      ) : null}
+      <SelectedLog kind="applications" id={id} rows={list.data?.data ?? []} shown={shown} />
     </Section>
   );
 }

@@ -1,7 +1,7 @@
 // Company settings: projects (create, rename, delete), global environment variables (given to every
 // application), usage alerts (a monthly limit in USD, thresholds in percent, emails, optionally
 // for one project), registry credentials (the secret is write-only) and links to webhooks and keys.
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api, call } from '../api.js';
 import { useCan } from '../auth.js';
@@ -9,7 +9,7 @@ import { EnvVars } from '../EnvVars.js';
 import { formatValue } from '../format.js';
 import { ProjectPicker, useProjects } from '../projects.js';
 import { Link } from '../router.js';
-import { ActionButton, Empty, ErrorBox, Loaded, Section, useAction, When } from '../ui.js';
+import { ActionButton, ErrorBox, Rows, Section, useAction, When, submitWith } from '../ui.js';
 
 export function SettingsPage() {
   return (
@@ -52,63 +52,47 @@ function Projects() {
     () => setRenaming(null),
   );
   const remove = useAction((id: string) => call(api.DELETE('/projects/{id}', { params: { path: { id } } })), inv);
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    create.mutate();
-  };
+  const submit = submitWith(() => create.mutate());
   return (
     <Section title="Projects" id="projects">
       <ErrorBox error={create.error ?? rename.error ?? remove.error} />
-      <Loaded q={list} label="projects">
-        {(d) =>
-          d.data.length ? (
-            <ul className="rows">
-              {d.data.map((p) => (
-                <li key={p.id} className="row" data-project={p.display_name}>
-                  {renaming?.id === p.id ? (
-                    <form
-                      className="inline-form tight"
-                      aria-label={`Rename ${p.display_name}`}
-                      onSubmit={(e) => {
-                        e.preventDefault();
-                        rename.mutate(renaming);
-                      }}
-                    >
-                      <label>
-                        New name <input value={renaming.name} onChange={(e) => setRenaming({ id: p.id, name: e.target.value })} required autoFocus />
-                      </label>
-                      <button type="submit" data-write disabled={rename.isPending}>
-                        Save
-                      </button>
-                      <button type="button" onClick={() => setRenaming(null)}>
-                        Cancel
-                      </button>
-                    </form>
-                  ) : (
-                    <strong>{p.display_name}</strong>
-                  )}
-                  <span className="muted small">
-                    {p.name} · created <When iso={p.created_at} />
-                  </span>
-                  <span className="actions">
-                    {can.update && renaming?.id !== p.id ? <ActionButton label="Rename" run={() => setRenaming({ id: p.id, name: p.display_name })} /> : null}
-                    {can.remove ? (
-                      <ActionButton
-                        label="Delete"
-                        danger
-                        run={() => remove.mutate(p.id)}
-                        confirm={`Delete the project ${p.display_name}? Its services stay.`}
-                      />
-                    ) : null}
-                  </span>
-                </li>
-              ))}
-            </ul>
-          ) : (
-            <Empty>No projects yet.</Empty>
-          )
-        }
-      </Loaded>
+      <Rows q={list} label="projects" empty="No projects yet.">
+        {(p) => (
+          <li key={p.id} className="row" data-project={p.display_name}>
+            {renaming?.id === p.id ? (
+              <form
+                className="inline-form tight"
+                aria-label={`Rename ${p.display_name}`}
+                onSubmit={(e) => {
+                  e.preventDefault();
+                  rename.mutate(renaming);
+                }}
+              >
+                <label>
+                  New name <input value={renaming.name} onChange={(e) => setRenaming({ id: p.id, name: e.target.value })} required autoFocus />
+                </label>
+                <button type="submit" data-write disabled={rename.isPending}>
+                  Save
+                </button>
+                <button type="button" onClick={() => setRenaming(null)}>
+                  Cancel
+                </button>
+              </form>
+            ) : (
+              <strong>{p.display_name}</strong>
+            )}
+            <span className="muted small">
+              {p.name} · created <When iso={p.created_at} />
+            </span>
+            <span className="actions">
+              {can.update && renaming?.id !== p.id ? <ActionButton label="Rename" run={() => setRenaming({ id: p.id, name: p.display_name })} /> : null}
+              {can.remove ? (
+                <ActionButton label="Delete" danger run={() => remove.mutate(p.id)} confirm={`Delete the project ${p.display_name}? Its services stay.`} />
+              ) : null}
+            </span>
+          </li>
+        )}
+      </Rows>
       {can.create ? (
         <form className="inline-form" onSubmit={submit} aria-label="New project">
           <label>
@@ -158,40 +142,29 @@ function UsageAlerts() {
     () => setEmails(''),
   );
   const remove = useAction((id: string) => call(api.DELETE('/usage-alerts/{id}', { params: { path: { id } } })), inv);
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    create.mutate();
-  };
+  const submit = submitWith(() => create.mutate());
   return (
     <Section title="Usage alerts" id="usage-alerts">
       <p className="hint">An email goes out when the month's usage reaches each threshold of the limit.</p>
       <ErrorBox error={create.error ?? remove.error} />
-      <Loaded q={list} label="usage alerts">
-        {(d) =>
-          d.data.length ? (
-            <ul className="rows">
-              {d.data.map((a) => (
-                <li key={a.id} className="row" data-alert={a.id}>
-                  <strong>{formatValue(a.limit_usd, 'usd')} a month</strong>
-                  <span>{a.project_id ? `project ${names.get(a.project_id) ?? a.project_id}` : 'whole company'}</span>
-                  <span data-thresholds>
-                    at{' '}
-                    {a.triggers
-                      .map((t) => t.percentage)
-                      .sort((x, y) => x - y)
-                      .map((p) => `${p}%`)
-                      .join(', ')}
-                  </span>
-                  <span className="muted small">{a.emails.join(', ')}</span>
-                  {can.remove ? <ActionButton label="Delete" danger run={() => remove.mutate(a.id)} confirm="Delete this usage alert?" /> : null}
-                </li>
-              ))}
-            </ul>
-          ) : (
-            <Empty>No usage alerts.</Empty>
-          )
-        }
-      </Loaded>
+      <Rows q={list} label="usage alerts" empty="No usage alerts.">
+        {(a) => (
+          <li key={a.id} className="row" data-alert={a.id}>
+            <strong>{formatValue(a.limit_usd, 'usd')} a month</strong>
+            <span>{a.project_id ? `project ${names.get(a.project_id) ?? a.project_id}` : 'whole company'}</span>
+            <span data-thresholds>
+              at{' '}
+              {a.triggers
+                .map((t) => t.percentage)
+                .sort((x, y) => x - y)
+                .map((p) => `${p}%`)
+                .join(', ')}
+            </span>
+            <span className="muted small">{a.emails.join(', ')}</span>
+            {can.remove ? <ActionButton label="Delete" danger run={() => remove.mutate(a.id)} confirm="Delete this usage alert?" /> : null}
+          </li>
+        )}
+      </Rows>
       {can.create ? (
         <form className="grid-form" onSubmit={submit} aria-label="New usage alert">
           <div>
@@ -246,34 +219,23 @@ function Registries() {
     () => setForm({ ...form, name: '', username: '', secret: '' }),
   );
   const remove = useAction((id: string) => call(api.DELETE('/docker-registries/{id}', { params: { path: { id } } })), inv);
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    create.mutate();
-  };
+  const submit = submitWith(() => create.mutate());
   const label = new Map<string, string>(REGISTRIES);
   if (!can.read) return null;
   return (
     <Section title="Registry credentials" id="registries">
       <p className="hint">For applications deployed from a private image. The secret is stored and never shown again.</p>
       <ErrorBox error={create.error ?? remove.error} />
-      <Loaded q={list} label="registry credentials">
-        {(d) =>
-          d.data.length ? (
-            <ul className="rows">
-              {d.data.map((r) => (
-                <li key={r.id} className="row" data-registry={r.name}>
-                  <strong>{r.name}</strong>
-                  <span>{label.get(r.registry) ?? r.registry}</span>
-                  <span className="muted small">user {r.username}</span>
-                  {can.remove ? <ActionButton label="Delete" danger run={() => remove.mutate(r.id)} confirm={`Delete the credentials ${r.name}?`} /> : null}
-                </li>
-              ))}
-            </ul>
-          ) : (
-            <Empty>No registry credentials.</Empty>
-          )
-        }
-      </Loaded>
+      <Rows q={list} label="registry credentials" empty="No registry credentials.">
+        {(r) => (
+          <li key={r.id} className="row" data-registry={r.name}>
+            <strong>{r.name}</strong>
+            <span>{label.get(r.registry) ?? r.registry}</span>
+            <span className="muted small">user {r.username}</span>
+            {can.remove ? <ActionButton label="Delete" danger run={() => remove.mutate(r.id)} confirm={`Delete the credentials ${r.name}?`} /> : null}
+          </li>
+        )}
+      </Rows>
       {can.create ? (
         <form className="grid-form" onSubmit={submit} aria-label="New registry credentials">
           <div>

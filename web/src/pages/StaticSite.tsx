@@ -8,12 +8,9 @@ import { useCan } from '../auth.js';
 import { MetricCharts } from '../Chart.js';
 import { Domains } from '../Domains.js';
 import { EnvVars } from '../EnvVars.js';
-import { formatDuration } from '../format.js';
-import { DeploymentLogs } from '../Logs.js';
+import { DeploymentTable, running, SelectedLog } from '../Deployments.js';
 import { navigate } from '../router.js';
-import { ActionButton, Badge, Empty, ErrorBox, Loaded, Section, useAction, When } from '../ui.js';
-
-const FINAL = new Set(['success', 'failed', 'cancelled', 'skipped']);
+import { ActionButton, Badge, Empty, ErrorBox, Loaded, Section, useAction, submitWith } from '../ui.js';
 
 export function StaticSitePage({ id }: { id: string }) {
   const path = { params: { path: { id } } };
@@ -91,7 +88,7 @@ function Deployments({ id, defaultBranch, previews }: { id: string; defaultBranc
   const list = useQuery({
     queryKey: ['site-deployments', id],
     queryFn: () => call(api.GET('/static-sites/{id}/deployments', { params: { path: { id }, query: { limit: 50 } } })),
-    refetchInterval: (q) => ((q.state.data?.data ?? []).some((d) => !FINAL.has(String(d.status))) ? 1_500 : 8_000),
+    refetchInterval: (q) => ((q.state.data?.data ?? []).some((d) => running(d.status)) ? 1_500 : 8_000),
   });
   const [selected, setSelected] = useState<string | null>(null);
   const [lane, setLane] = useState('all');
@@ -111,10 +108,7 @@ function Deployments({ id, defaultBranch, previews }: { id: string; defaultBranc
       call(api.POST('/static-sites/{id}/deployments/{deployment_id}/cancel', { params: { path: { id, deployment_id: deploymentId } } })),
     inv,
   );
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    trigger.mutate();
-  };
+  const submit = submitWith(() => trigger.mutate());
   const all = list.data?.data ?? [];
   const lanes = ['all', 'production', ...new Set(all.filter((d) => d.is_preview).map((d) => `preview:${d.branch}`))];
   const shownRows = all.filter((d) => lane === 'all' || (lane === 'production' ? !d.is_preview : d.is_preview && `preview:${d.branch}` === lane));
@@ -154,60 +148,27 @@ function Deployments({ id, defaultBranch, previews }: { id: string; defaultBranc
       <Loaded q={list} label="deployments">
         {() =>
           shownRows.length ? (
-            <div className="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Status</th>
-                    <th scope="col">Lane</th>
-                    <th scope="col">Commit</th>
-                    <th scope="col">Started</th>
-                    <th scope="col">Took</th>
-                    <th scope="col">
-                      <span className="sr-only">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {shownRows.map((dep) => (
-                    <tr key={dep.id} data-deployment={dep.id} aria-current={dep.id === shown ? 'true' : undefined}>
-                      <td>
-                        <Badge status={dep.status} />
-                      </td>
-                      <td>
-                        {dep.is_preview ? 'Preview' : 'Production'} · <code>{dep.branch}</code>
-                      </td>
-                      <td className="small">
-                        {dep.commit_sha ? <code>{dep.commit_sha.slice(0, 7)}</code> : null} {dep.commit_message ?? ''}
-                      </td>
-                      <td>
-                        <When iso={dep.started_at ?? dep.created_at} />
-                      </td>
-                      <td>{dep.started_at && dep.finished_at ? formatDuration(Date.parse(dep.finished_at) - Date.parse(dep.started_at)) : '—'}</td>
-                      <td className="actions">
-                        <button
-                          type="button"
-                          className="link"
-                          onClick={() => setSelected(dep.id)}
-                          aria-label={`Logs of the deployment started ${dep.created_at}`}
-                        >
-                          Logs
-                        </button>
-                        {can && !FINAL.has(String(dep.status)) ? (
-                          <ActionButton label="Cancel" run={() => cancel.mutate(dep.id)} pending={cancel.isPending} danger />
-                        ) : null}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DeploymentTable
+              rows={shownRows}
+              shown={shown}
+              onShow={setSelected}
+              what={{
+                title: 'Lane',
+                cell: (dep) => (
+                  <>
+                    {dep.is_preview ? 'Preview' : 'Production'} · <code>{dep.branch}</code>
+                  </>
+                ),
+              }}
+              onCancel={can ? (dep) => cancel.mutate(dep) : undefined}
+              cancelling={cancel.isPending}
+            />
           ) : (
             <Empty>No deployments yet.</Empty>
           )
         }
       </Loaded>
-      {shown ? <DeploymentLogs kind="static-sites" id={id} deploymentId={shown} running={!FINAL.has(String(all.find((x) => x.id === shown)?.status))} /> : null}
+      <SelectedLog kind="static-sites" id={id} rows={all} shown={shown} />
     </Section>
   );
 }
