@@ -243,13 +243,14 @@ kill_node() {
   rm -f "$(node_dir "$1")/dockerd.pid"
 }
 
-# The node's cgroups, once the processes in them are gone.
+# The node's cgroups, once the processes in them are gone (a killed process leaves its cgroup a
+# moment later).
 remove_cgroups() {
-  local ns d
+  local ns
   ns="$(node_ns "$1")"
-  for d in /sys/fs/cgroup/*/"$ns"; do
-    [ -d "$d" ] || continue
-    find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  for _ in $(seq 1 25); do
+    compgen -G "/sys/fs/cgroup/*/$ns" >/dev/null || return 0
+    find /sys/fs/cgroup/*/"$ns" -depth -type d -exec rmdir {} + 2>/dev/null || sleep 0.2
   done
 }
 
@@ -268,17 +269,23 @@ stop_all() {
   done
   [ -e "/run/netns/$BRNS" ] && ip netns del "$BRNS"
   ip link del "$HOSTIF" 2>/dev/null || true
-  # What the engines mounted under their roots (overlay network sandboxes, layers) would keep the
-  # state directory busy; libnetwork keeps resolv.conf/hosts copies under /var/lib/docker whatever
-  # the data root.
-  if [ -d "$STATE" ]; then
+  # libnetwork writes resolv.conf/hosts copies under /var/lib/docker whatever the data root: its
+  # lb_<network id> directories are the swarm's overlays' (another engine on this machine, such as
+  # the container engine, is no swarm node); the rest goes when no other dockerd runs.
+  rm -rf /var/lib/docker/network/files/lb_*
+  if ! pgrep -x dockerd >/dev/null; then rm -rf /var/lib/docker/network/files; fi
+  rmdir /var/lib/docker/network/files /var/lib/docker/network /var/lib/docker 2>/dev/null || true
+  # What the engines mounted under their roots (overlay network sandboxes, layers) keeps the state
+  # directory busy; an engine's helper still finishing in a sandbox may mount one more a moment later.
+  for _ in $(seq 1 10); do
     awk -v s="$STATE/" 'index($2, s) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+    rm -rf "$STATE" 2>/dev/null && break
+    sleep 0.5
+  done
+  if [ -e "$STATE" ]; then
+    log "could not remove $STATE"
+    exit 1
   fi
-  if ! pgrep -x dockerd >/dev/null; then
-    rm -rf /var/lib/docker/network/files
-    rmdir /var/lib/docker/network /var/lib/docker 2>/dev/null || true
-  fi
-  rm -rf "$STATE"
   log "stopped"
 }
 

@@ -3,9 +3,10 @@
 // service spread over the nodes with host-mode published ports answering from the host (this
 // kernel has no IPVS: no routing mesh, no virtual IPs, so `dnsrr` and `mode: host`), an attachable
 // overlay network reaching tasks on other nodes by `tasks.<service>`, placement by region label,
-// scaling, and a lost node's tasks running elsewhere.
+// scaling, SMTP ports closed to containers, and a lost node's tasks running elsewhere.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { createConnection, createServer, type AddressInfo, type Server } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type Docker from 'dockerode';
 import { waitFor } from '../helpers/util.js';
@@ -25,6 +26,7 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
 http.server.ThreadingHTTPServer(("", 8000), H).serve_forever()`;
 const SECOND = 1_000_000_000;
+const SMTP = [25, 465, 587];
 
 const run = randomBytes(4).toString('hex');
 const LABEL = 'slipway.test';
@@ -63,6 +65,47 @@ async function ask(address: string, port: number): Promise<string> {
   const res = await fetch(`http://${address}:${port}/`, { signal: AbortSignal.timeout(3000) });
   assert.equal(res.status, 200);
   return res.text();
+}
+
+/** Runs a Python script in a container of the node's own engine (on `network` if given): its exit code and output lines. */
+async function runOn(node: SwarmNode, script: string, network?: string): Promise<{ code: number; lines: string[] }> {
+  const engine = swarmClient(node.dockerHost);
+  const container = await engine.createContainer({
+    Image: IMAGE,
+    Cmd: ['python', '-c', script],
+    Tty: true,
+    HostConfig: network ? { NetworkMode: network } : {},
+    Labels: { [LABEL]: run },
+  });
+  try {
+    await container.start();
+    const { StatusCode } = (await container.wait()) as { StatusCode: number };
+    const lines = (await container.logs({ stdout: true, stderr: true })).toString().trim().split(/\r?\n/);
+    return { code: StatusCode, lines };
+  } finally {
+    await container.remove({ force: true });
+  }
+}
+
+/** Listens on address:port answering "ok"; null when another process holds that port already. */
+function listen(address: string, port: number): Promise<Server | null> {
+  return new Promise((resolve, reject) => {
+    const s = createServer((c) => {
+      c.on('error', () => {});
+      c.end('ok\n');
+    });
+    s.once('error', (e: NodeJS.ErrnoException) => (e.code === 'EADDRINUSE' ? resolve(null) : reject(e)));
+    s.listen(port, address, () => resolve(s));
+  });
+}
+
+/** Whether the host itself connects to address:port. */
+function connects(address: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const c = createConnection({ host: address, port, timeout: 3000 }, () => (c.destroy(), resolve(true)));
+    c.on('error', () => resolve(false));
+    c.on('timeout', () => (c.destroy(), resolve(false)));
+  });
 }
 
 /** Waits until `service` has `count` running tasks (and none more) and returns them. */
@@ -176,23 +219,32 @@ for _ in range(60):
     time.sleep(0.5)
 for ip in ips:
     print(ip, urllib.request.urlopen("http://%s:8000/" % ip, timeout=5).read().decode())`;
-    const engine = swarmClient(first.dockerHost);
-    const container = await engine.createContainer({
-      Image: IMAGE,
-      Cmd: ['python', '-c', client],
-      Tty: true,
-      HostConfig: { NetworkMode: network },
-      Labels: { [LABEL]: run },
-    });
+    const { code, lines } = await runOn(first, client, network);
+    assert.equal(code, 0, lines.join('\n'));
+    const answered = new Set(lines.map((l) => l.split(' ')[1]));
+    assert.deepEqual(answered, new Set(tasks.map((t) => t.node)), lines.join('\n'));
+  });
+
+  it("refuses SMTP ports to a node's containers and keeps other ports open", async () => {
+    // The host's address on the swarm's bridge (<net>.0.1): what a container reaches through its node.
+    const host = nodes[0]!.address.replace(/\.\d+$/, '.1');
+    const servers = (await Promise.all([...SMTP, 0].map((p) => listen(host, p)))).filter((x): x is Server => x !== null);
     try {
-      await container.start();
-      const { StatusCode } = (await container.wait()) as { StatusCode: number };
-      const lines = (await container.logs({ stdout: true, stderr: true })).toString().trim().split(/\r?\n/);
-      assert.equal(StatusCode, 0, lines.join('\n'));
-      const answered = new Set(lines.map((l) => l.split(' ')[1]));
-      assert.deepEqual(answered, new Set(tasks.map((t) => t.node)), lines.join('\n'));
+      const open = (servers.at(-1)!.address() as AddressInfo).port;
+      const ports = [...SMTP, open];
+      // Each port listens on the host (ours, or another process's), so a refusal is the node's rule.
+      for (const p of ports) assert.ok(await connects(host, p), `nothing answers on ${host}:${p} on the host`);
+      const probe = `import socket
+for p in ${JSON.stringify(ports)}:
+    try:
+        socket.create_connection(("${host}", p), timeout=5).close()
+        print(p, "open")
+    except OSError:
+        print(p, "refused")`;
+      const { lines } = await runOn(nodes[1]!, probe);
+      assert.deepEqual(lines, [...SMTP.map((p) => `${p} refused`), `${open} open`]);
     } finally {
-      await container.remove({ force: true });
+      for (const s of servers) s.close();
     }
   });
 
