@@ -26,6 +26,7 @@ import { moduleMigrations, modules } from './modules/index.js';
 import { registerAdmin } from './modules/admin/routes.js';
 import { bootstrap, type BootstrapResult } from './modules/accounts/service.js';
 import { loadTls } from './shared/tls.js';
+import { observe } from './shared/observability/index.js';
 
 export interface Server {
   fastify: FastifyInstance;
@@ -56,8 +57,11 @@ const lazySerializers: typeof eagerSerializers = (externalSchemas, options) => {
  * two: the log line was a measurable share of a read's cost.
  */
 class OneLinePerRequest extends LogController {
+  /** Metrics, traces and the journal of the request (src/shared/observability): told here, not by a hook of their own. */
+  completed?: (request: FastifyRequest, reply: FastifyReply) => void;
   override incomingRequest(): void {}
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    this.completed?.(request, reply);
     const line = { method: request.method, url: request.url, statusCode: reply.statusCode, responseTime: reply.elapsedTime };
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
     else reply.log.info(line, 'request completed');
@@ -140,9 +144,10 @@ export async function createServer(config: Config, opts: { database?: Database; 
     headersTimeout: limits.headersTimeoutMs,
     connectionsCheckingInterval: Math.max(50, Math.min(5_000, Math.floor(limits.headersTimeoutMs / 4))),
   };
+  const logController = new OneLinePerRequest();
   const fastify = Fastify({
     logger: opts.logger ?? { level: config.logLevel, ...(config.logLevel === 'silent' ? {} : { stream: logDestination() }) },
-    logController: new OneLinePerRequest(),
+    logController,
     // Response serializers are built on first use too (see the validator compiler below).
     schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
     bodyLimit: config.bodyLimit,
@@ -297,6 +302,8 @@ export async function createServer(config: Config, opts: { database?: Database; 
     m.setup?.(app);
     operations.push(...m.operations);
   }
+  const observed = await observe(fastify, app);
+  logController.completed = observed.completed;
   registerOperations(fastify, app, limiter, operations);
 
   let doc: unknown;
@@ -352,6 +359,7 @@ export async function createServer(config: Config, opts: { database?: Database; 
       await app.runtimes.edge?.stop();
       for (const m of modules) await m.stop?.(app);
       app.simulation.stop();
+      await observed.close();
       await app.keys.stop();
       await app.limiter.close();
       if (!opts.database) await database.close();

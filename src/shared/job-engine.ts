@@ -16,6 +16,8 @@ import { listValues } from './db/reusable.js';
 import { Coalescer } from './coalesce.js';
 import { held, isLeaseLost, markDone, requeue } from './job-leases.js';
 import type { Job, JobKind, JobName, Outcome, Recorded } from './jobs.js';
+import { inSpan, tracer } from './observability/trace.js';
+import type { JobOutcome } from './observability/metrics.js';
 
 /** Exponential backoff with ±20 % jitter: 1 s, 2 s, 4 s ... capped at 5 minutes. */
 export function backoffMs(attempt: number, baseMs = 1000, capMs = 300_000): number {
@@ -54,6 +56,10 @@ export class JobEngine {
    * on the network and are not limited.
    */
   foreground = 0;
+  /** Told what each attempt came to (metrics). */
+  observer?: (kind: string, outcome: JobOutcome) => void;
+  /** The attempts whose completion rescheduled them (set in `finish`, read once it committed). */
+  private rescheduled = new WeakSet<JobsTable>();
   /** When the claim last looked for jobs whose worker died (they appear a lease after it did). */
   private orphansCheckedAt = 0;
   private timer?: NodeJS.Timeout;
@@ -213,7 +219,13 @@ export class JobEngine {
     return [...orphaned, ...queued.sort((a, b) => (a.run_at < b.run_at ? -1 : a.run_at > b.run_at ? 1 : a.id < b.id ? -1 : 1))];
   }
 
-  private async execute(row: JobsTable): Promise<void> {
+  /** Runs one attempt; in a span continuing the trace that queued the job, when tracing. */
+  private execute(row: JobsTable): Promise<void> {
+    const t = tracer();
+    return t ? t.job(row.kind, row.id, row.traceparent, () => this.attempt(row)) : this.attempt(row);
+  }
+
+  private async attempt(row: JobsTable): Promise<void> {
     const kind = this.kinds.get(row.kind)!;
     const job = { id: row.id, kind: row.kind, payload: JSON.parse(row.payload), attempts: row.attempts, subjectId: row.subject_id } as Job;
     const heartbeat = setInterval(
@@ -237,22 +249,26 @@ export class JobEngine {
         if (failed) throw failed;
       } else {
         let done: object | null = null;
-        await db.transaction().execute(async (tx) => {
-          done = tx;
-          // Another worker takes a job over only once its lease has run out: a job claimed a
-          // moment ago starts without asking (one round trip fewer per job), an older claim checks
-          // first. Either way finish() commits nothing unless the job is still this worker's.
-          if (!this.freshlyClaimed(row)) {
-            const mine = await tx.selectFrom('jobs').select('status').where('id', '=', row.id).where('lease_owner', '=', this.workerId).executeTakeFirst();
-            if (!mine || mine.status !== 'running') return;
-          }
-          await this.finish(tx, [{ row, outcome: await kind.run(tx, job) }]);
-        });
+        await inSpan('db.transaction', () =>
+          db.transaction().execute(async (tx) => {
+            done = tx;
+            // Another worker takes a job over only once its lease has run out: a job claimed a
+            // moment ago starts without asking (one round trip fewer per job), an older claim checks
+            // first. Either way finish() commits nothing unless the job is still this worker's.
+            if (!this.freshlyClaimed(row)) {
+              const mine = await tx.selectFrom('jobs').select('status').where('id', '=', row.id).where('lease_owner', '=', this.workerId).executeTakeFirst();
+              if (!mine || mine.status !== 'running') return;
+            }
+            await this.finish(tx, [{ row, outcome: await kind.run(tx, job) }]);
+          }),
+        );
         if (done) await committed(done);
       }
+      this.observer?.(row.kind, this.rescheduled.has(row) ? 'rescheduled' : 'done');
     } catch (e) {
       if (isLeaseLost(e)) {
         this.log.warn({ job: row.id, kind: row.kind }, e.message);
+        this.observer?.(row.kind, 'lease_lost');
         return;
       }
       const err = e instanceof Error ? e : new Error(String(e));
@@ -275,6 +291,7 @@ export class JobEngine {
             .execute();
           if (last) await kind.onFailure?.(tx, job, err);
         });
+        this.observer?.(row.kind, row.attempts >= row.max_attempts ? 'failed' : 'retried');
       } catch (e2) {
         this.log.error({ err: e2, job: row.id }, 'could not record job failure');
       }
@@ -328,6 +345,7 @@ export class JobEngine {
         done.push(row.id);
         continue;
       }
+      this.rescheduled.add(row);
       const values = {
         worker: this.workerId,
         ids: row.id,

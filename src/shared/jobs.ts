@@ -12,6 +12,7 @@ import { later } from './db/postgres-client.js';
 import { insertRows, listOf, listValues, reusable, reusableBy } from './db/reusable.js';
 import { inPostgresTransaction } from './db/dialect.js';
 import { assertNotPure } from './purity.js';
+import { activeTraceparent } from './observability/trace.js';
 
 export { backoffMs, JobEngine, type JobEngineOptions } from './job-engine.js';
 
@@ -89,6 +90,7 @@ function jobRow<K extends JobName>(o: EnqueueOptions<K>): JobsTable {
     lease_expires_at: null,
     last_error: null,
     subject_id: o.subjectId ?? null,
+    traceparent: activeTraceparent(),
     created_at: now,
     updated_at: now,
   };
@@ -159,11 +161,11 @@ export async function supersedeJobs<K extends JobName>(tx: Tx, from: readonly st
   const row = jobRow(o);
   if (!from.length) return void (await insertJob(tx, row));
   noteDue(tx, row.run_at);
-  const values = { subjectId: o.subjectId, payload: row.payload, runAt: row.run_at, now: row.updated_at, kind: row.kind };
+  const values = { subjectId: o.subjectId, payload: row.payload, runAt: row.run_at, now: row.updated_at, kind: row.kind, traceparent: row.traceparent };
   // Whether any of `from` may still have a queued job of `kind` once the hand-over is done.
   let left: boolean;
   if (inPostgresTransaction(tx)) {
-    const params = [values.subjectId, values.payload, values.runAt, values.now, values.kind, row.id, row.max_attempts, ...from];
+    const params = [values.subjectId, values.payload, values.runAt, values.now, values.kind, row.id, row.max_attempts, row.traceparent, ...from];
     await later(tx, CompiledQuery.raw(handOverOrInsert(from.length), params));
     // Which of the two happened is not known here; with one subject nothing is left either way
     // (when none of its jobs was queued, none is).
@@ -185,13 +187,14 @@ interface HandOver {
   runAt: string;
   now: string;
   kind: string;
+  traceparent: string | null;
 }
 
 /** The hand-over from `from` (a list of the given length: its shape). */
 const handOverQuery = (db: Tx, p: HandOver, from: readonly string[]) =>
   db
     .updateTable('jobs')
-    .set({ subject_id: p.subjectId, payload: p.payload, run_at: p.runAt, attempts: 0, last_error: null, updated_at: p.now })
+    .set({ subject_id: p.subjectId, payload: p.payload, run_at: p.runAt, attempts: 0, last_error: null, traceparent: p.traceparent, updated_at: p.now })
     .where('id', '=', (eb) =>
       eb.selectFrom('jobs').select('id').where('subject_id', 'in', from).where('kind', '=', p.kind).where('status', '=', 'queued').limit(1),
     )
@@ -202,15 +205,15 @@ const handOverOne = reusable((db, p: HandOver & { from: string }) => handOverQue
 /**
  * PostgreSQL: the hand-over, and the new job's insert when it took no row, as one statement
  * ($1 subject, $2 payload, $3 due time, $4 now, $5 kind, $6 the new job's id, $7 its maximum
- * attempts, then the `n` subjects handed over from).
+ * attempts, $8 its traceparent, then the `n` subjects handed over from).
  */
 const handOverOrInsert = (n: number) => `WITH taken AS (
-    UPDATE jobs SET subject_id = $1, payload = $2, run_at = $3, attempts = 0, last_error = NULL, updated_at = $4
-    WHERE id = (SELECT id FROM jobs WHERE subject_id IN (${Array.from({ length: n }, (_, i) => `$${i + 8}`).join(', ')}) AND kind = $5 AND status = 'queued' LIMIT 1)
+    UPDATE jobs SET subject_id = $1, payload = $2, run_at = $3, attempts = 0, last_error = NULL, traceparent = $8, updated_at = $4
+    WHERE id = (SELECT id FROM jobs WHERE subject_id IN (${Array.from({ length: n }, (_, i) => `$${i + 9}`).join(', ')}) AND kind = $5 AND status = 'queued' LIMIT 1)
       AND status = 'queued'
     RETURNING id)
-  INSERT INTO jobs (id, kind, payload, status, run_at, attempts, max_attempts, lease_owner, lease_expires_at, last_error, subject_id, created_at, updated_at)
-  SELECT $6, $5, $2, 'queued', $3, 0, CAST($7 AS integer), NULL, NULL, NULL, $1, $4, $4 WHERE NOT EXISTS (SELECT 1 FROM taken)`;
+  INSERT INTO jobs (id, kind, payload, status, run_at, attempts, max_attempts, lease_owner, lease_expires_at, last_error, subject_id, traceparent, created_at, updated_at)
+  SELECT $6, $5, $2, 'queued', $3, 0, CAST($7 AS integer), NULL, NULL, NULL, $1, $8, $4, $4 WHERE NOT EXISTS (SELECT 1 FROM taken)`;
 
 /**
  * Subjects with a job of `kind` queued or running (a durable chain that reschedules itself is one
@@ -220,6 +223,20 @@ export async function pendingSubjects(db: Tx, kind: JobName, subjectId?: string)
   let q = db.selectFrom('jobs').select('subject_id').where('kind', '=', kind).where('status', 'in', ['queued', 'running']);
   if (subjectId !== undefined) q = q.where('subject_id', '=', subjectId);
   return new Set((await q.execute()).flatMap((r) => (r.subject_id ? [r.subject_id] : [])));
+}
+
+/**
+ * The jobs due and not claimed yet (`queued`), and the running ones, per kind: how many, and the
+ * due time of the oldest (metrics, read when scraped; the claim index finds them).
+ */
+export async function jobQueue(db: Tx, now: Date): Promise<{ kind: string; status: 'queued' | 'running'; count: number; oldest: string }[]> {
+  const rows = await db
+    .selectFrom('jobs')
+    .select(['kind', 'status', (eb) => eb.fn.countAll().as('n'), (eb) => eb.fn.min('run_at').as('oldest')])
+    .where((eb) => eb.or([eb('status', '=', 'running'), eb.and([eb('status', '=', 'queued'), eb('run_at', '<=', now.toISOString())])]))
+    .groupBy(['kind', 'status'])
+    .execute();
+  return rows.map((r) => ({ kind: r.kind, status: r.status as 'queued' | 'running', count: Number(r.n), oldest: String(r.oldest) }));
 }
 
 /** Makes the queued jobs of `kind` for these subjects due now (e.g. the deployment waiting behind one that ended). */

@@ -254,6 +254,8 @@ const MAX_REMEMBERED = 10_000;
 export class RateLimiter {
   /** Per bucket, what its last count left (`remaining`) and until when that window lasts (ms). */
   private seen = new Map<string, { remaining: number; until: number }>();
+  /** Told of every request refused 429, by tier (metrics). */
+  onRejected?: (tier: Tier | 'unauthenticated') => void;
 
   constructor(
     private store: CounterStore,
@@ -284,6 +286,7 @@ export class RateLimiter {
     if (this.seen.size >= MAX_REMEMBERED && !this.seen.has(bucket)) this.seen.clear();
     this.seen.set(bucket, { remaining: state.remaining, until: now + reset * 1000 });
     if (count > limit) {
+      this.onRejected?.(tier);
       throw new ApiError(
         429,
         `Rate limit exceeded: at most ${limit} requests per ${window === 3600 ? 'hour' : 'minute'} in this tier. Retry after ${reset} seconds.`,

@@ -3,8 +3,9 @@
 // carry it as a bearer token. The same actions exist as `slipway admin ...` commands.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../shared/context.js';
-import { ApiError, badRequest, unauthorized } from '../../shared/errors.js';
-import { hashesEqual, hashToken } from '../../shared/auth/tokens.js';
+import { ApiError, badRequest } from '../../shared/errors.js';
+import { requireBearer } from '../../shared/auth/tokens.js';
+import { observability, type JournalQuery } from '../../shared/observability/index.js';
 import * as accounts from '../accounts/index.js';
 import * as devices from '../device-codes/index.js';
 import { resetTables } from '../index.js';
@@ -25,11 +26,9 @@ export function registerAdmin(fastify: FastifyInstance, app: AppContext): void {
   const token = app.config.operatorToken;
   fastify.register(
     async (r) => {
-      r.addHook('onRequest', async (req) => {
-        if (!token) throw new ApiError(404, 'The operator surface is disabled: start the server with SLIPWAY_OPERATOR_TOKEN set');
-        const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
-        if (!m || !hashesEqual(hashToken(m[1]!), hashToken(token))) throw unauthorized('A valid operator token is required');
-      });
+      r.addHook('onRequest', async (req) =>
+        requireBearer(req.headers.authorization, [token], 'The operator surface is disabled: start the server with SLIPWAY_OPERATOR_TOKEN set'),
+      );
       const db = app.database.db;
       const tx = async <T>(fn: (t: typeof db) => Promise<T>) => {
         const result = await db.transaction().execute((t) => fn(t as unknown as typeof db));
@@ -100,6 +99,14 @@ export function registerAdmin(fastify: FastifyInstance, app: AppContext): void {
         await app.simulation.removeFault((req.params as { id: string }).id);
         return reply.status(204).send();
       });
+      // The request journal (SLIPWAY_JOURNAL=on): what clients sent, newest first.
+      const journal = () => {
+        const j = observability(app)?.journal;
+        if (!j) throw new ApiError(404, 'The request journal is off: start the server with SLIPWAY_JOURNAL=on');
+        return j;
+      };
+      r.get('/requests', async (req) => ({ data: journal().query(req.query as JournalQuery) }));
+      r.delete('/requests', async () => ({ deleted: journal().clear() }));
       r.post('/reset', async () => {
         const boot = await accounts.resetAll(app, resetTables());
         return { message: 'All state was removed and the server bootstrapped again', company_id: boot.companyId, token: boot.token };

@@ -17,6 +17,7 @@ import type { RecordedEvent } from '../../shared/events.js';
 import { newId } from '../../shared/ids.js';
 import { guardedLookup, outboundUrlProblem, refusedDestination } from '../../shared/net.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
+import { activeTraceparent, deliveryOutcome } from '../../shared/observability/index.js';
 import { Coalescer } from '../../shared/coalesce.js';
 import {
   findAttempt,
@@ -274,6 +275,7 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
           await markAttemptNotSent(tx, d.id, 'Not sent: the webhook is disabled', now);
           await settleChain(tx, d.chain_id, 'FAILED', now);
         });
+        deliveryOutcome(app, 'not_sent');
         return;
       }
       const sentAt = new Date();
@@ -289,11 +291,15 @@ export const deliverJob = (app: AppContext): JobKind<'webhook.deliver'> => {
         'webhook-signature': signatures.join(' '),
       };
       if (settings.plainSecretHeader) headers[`${app.config.brandPrefix}-signature`] = current.secret;
+      // The receiver may continue the trace of the request that caused the event (W3C Trace Context).
+      const traceparent = activeTraceparent();
+      if (traceparent) headers.traceparent = traceparent;
       // The endpoint of the webhook now (it may have been updated since the attempt was created).
       const problem = checked(w.endpoint);
       const result: SendResult = problem
         ? { ok: false, status: null, response: `Not sent: ${problem}`, timeMs: 0 }
         : await post(agent, settings.timeoutMs, w.endpoint, headers, d.payload);
+      deliveryOutcome(app, problem ? 'not_sent' : result.ok ? 'success' : result.status === null ? 'network_error' : 'http_error');
       const now = new Date().toISOString();
       const last = d.attempt >= MAX_ATTEMPTS;
       // Recorded in the transaction that completes the job (shared by the jobs completed together).

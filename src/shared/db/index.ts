@@ -41,6 +41,8 @@ export interface Database {
    * transaction's uncommitted changes: only for values where that is harmless).
    */
   file?: SQLite.Database;
+  /** PostgreSQL: the pool's connection counts (metrics). */
+  pool?: { readonly totalCount: number; readonly idleCount: number; readonly waitingCount: number };
   close(): Promise<void>;
 }
 
@@ -71,7 +73,7 @@ export function openDatabase(opts: { databaseUrl?: string; dataDir: string; grou
     // process; the pool replaces it on the next query.
     pool.on('error', () => {});
     const db = runAfterCommit(new Kysely<DB>({ dialect: checked(new PostgresDialect({ pool: wrappedPool(pool, pgDriver()) })) }));
-    return { db, kind: 'postgres', close: () => db.destroy() };
+    return { db, kind: 'postgres', pool, close: () => db.destroy() };
   }
   mkdirSync(opts.dataDir, { recursive: true });
   const file = new SQLite(join(opts.dataDir, 'slipway.db'));

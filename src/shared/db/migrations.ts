@@ -285,6 +285,13 @@ const m203: Migration = {
   },
 };
 
+/** The trace a job continues (src/shared/observability/trace.ts): the traceparent of the span that queued it. */
+const m220: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema.alterTable('jobs').addColumn('traceparent', 'text').execute();
+  },
+};
+
 /** Foundation migrations; modules contribute theirs through `Module.migrations`. */
 export const coreMigrations: Record<string, Migration> = {
   '001_foundation': m001,
@@ -298,6 +305,7 @@ export const coreMigrations: Record<string, Migration> = {
   '201_list_counts_at_commit': m201,
   '202_list_count_deltas': m202,
   '203_job_lease_check': m203,
+  '220_jobs_traceparent': m220,
 };
 
 export function migrationProvider(extra: Record<string, Migration> = {}): MigrationProvider {

@@ -97,6 +97,8 @@ export interface JobsTable {
   last_error: string | null;
   /** The resource the job works on (e.g. a deployment id), for cancellation and lookups. */
   subject_id: string | null;
+  /** The W3C traceparent of the span that queued the job, when tracing: its runs continue that trace. */
+  traceparent: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -9,7 +9,7 @@
 // hooks before the upgrade and their `handler` as a last check in preHandler; then a plain request
 // gets 426 and an upgraded one is handed to the operation's `websocket`.
 import type {} from '@fastify/websocket';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { assertCompanyAllows, authenticate, type AuthContext } from '../auth/authenticate.js';
 import { missingPermissionMessage, type Permission } from '../auth/rbac.js';
 import type { AppContext, Scope } from '../context.js';
@@ -22,6 +22,7 @@ import { isSharedResult } from '../shared-results.js';
 import { madeJobsDue } from '../jobs.js';
 import { committed } from '../db/after-commit.js';
 import { checkingPurity, runPure } from '../purity.js';
+import { inSpan, tracer, type Tracer } from '../observability/trace.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -121,6 +122,8 @@ function invalidParams(req: FastifyRequest): unknown {
 }
 
 export function registerOperations(fastify: FastifyInstance, app: AppContext, limiter: RateLimiter, ops: Operation[]): void {
+  // When tracing, a handler runs in its request's span (its transaction and the jobs it queues are children).
+  const traced = tracer();
   for (const op of ops) {
     const c = op.contract;
     const rp = resourceParamOf(op);
@@ -131,116 +134,132 @@ export function registerOperations(fastify: FastifyInstance, app: AppContext, li
     if (c.response) schema.response = { [c.success]: c.response };
     /** Shared results (see shared-results.ts) this operation has answered with, serialized. */
     const serialized = new WeakMap<object, string>();
-    fastify.route({
-      method: c.method,
-      url: `/v3${toFastifyPath(c.path)}`,
-      schema,
-      config: { op },
-      onRequest: async (req, reply) => admit(app, limiter, req, reply, op),
-      // Hooks only where the operation needs them: each costs every request that passes it.
-      ...(c.body
-        ? {
-            // A request without body bytes has no body (Fastify would present it as null, which
-            // is also what a JSON `null` body parses to); the body validator tells the two apart by this.
-            preValidation: async (req: FastifyRequest) => {
-              if (Number(req.headers['content-length']) > 0 || req.headers['transfer-encoding'] !== undefined) return;
-              // An absent optional object body means "no options": validated and handled as `{}`.
-              req.body = !c.bodyRequired && (c.body as { type?: unknown }).type === 'object' ? {} : undefined;
-              if (c.bodyRequired)
-                throw Object.assign(new Error('missing body'), {
-                  validation: [{ instancePath: '', message: 'a JSON body is required' }],
-                  validationContext: 'body',
-                });
-            },
+    fastify.route(
+      inRequestSpan(traced, {
+        method: c.method,
+        url: `/v3${toFastifyPath(c.path)}`,
+        schema,
+        config: { op },
+        onRequest: async (req, reply) => admit(app, limiter, req, reply, op),
+        // Hooks only where the operation needs them: each costs every request that passes it.
+        ...(c.body
+          ? {
+              // A request without body bytes has no body (Fastify would present it as null, which
+              // is also what a JSON `null` body parses to); the body validator tells the two apart by this.
+              preValidation: async (req: FastifyRequest) => {
+                if (Number(req.headers['content-length']) > 0 || req.headers['transfer-encoding'] !== undefined) return;
+                // An absent optional object body means "no options": validated and handled as `{}`.
+                req.body = !c.bodyRequired && (c.body as { type?: unknown }).type === 'object' ? {} : undefined;
+                if (c.bodyRequired)
+                  throw Object.assign(new Error('missing body'), {
+                    validation: [{ instancePath: '', message: 'a JSON body is required' }],
+                    validationContext: 'body',
+                  });
+              },
+            }
+          : {}),
+        ...(rp || op.references?.length || op.upgrade
+          ? {
+              preHandler: async (req: FastifyRequest) => {
+                const auth = req.auth;
+                if (!auth) return;
+                const g = op.permission ? auth.grants.get(op.permission as Permission)! : undefined;
+                // A key granted some resources only: any other is not found.
+                if (g && !g.all && rp && !g.ids.has((req.params as Record<string, string>)[rp]!)) throw notFound();
+                if (op.references?.length) await checkReferences(op.references, requestContext(app, req), auth, { body: req.body, query: req.query });
+                // A WebSocket operation's own checks (e.g. 404) answer before any upgrade.
+                if (op.upgrade) await op.handler(requestContext(app, req) as never);
+              },
+            }
+          : {}),
+        ...(op.upgrade
+          ? {
+              wsHandler: (socket, req) =>
+                op.websocket!(socket, requestContext(app, req) as never).catch((e) => {
+                  req.log.error({ err: e }, 'websocket session failed');
+                  socket.close(4300, 'Unexpected server error');
+                }),
+            }
+          : {}),
+        handler: async (req, reply) => {
+          if (op.upgrade) throw new ApiError(426, 'Upgrade Required: connect with a WebSocket client (Upgrade: websocket)', undefined, { upgrade: op.upgrade });
+          const write = isWrite(c.method);
+          const auth = req.auth as AuthContext;
+          const ctx = requestContext(app, req);
+          const key = write && auth ? idempotencyKey(req) : undefined;
+          // A handler is counted while it runs (`foreground`): meanwhile the job runner takes fewer
+          // new jobs. Counted inline, not by a wrapper: an extra async frame per request shows on reads.
+          if (!write) {
+            let result: unknown;
+            app.jobs.foreground++;
+            try {
+              result = checkingPurity && op.pure ? await runPure(c.operationId, () => op.handler(ctx as never)) : await op.handler(ctx as never);
+            } finally {
+              app.jobs.foreground--;
+            }
+            const limited = await countedAfter(req, reply);
+            if (limited) throw limited;
+            return isSharedResult(result) ? sendShared(reply, c.success, result, serialized) : send(reply, c.success, result);
           }
-        : {}),
-      ...(rp || op.references?.length || op.upgrade
-        ? {
-            preHandler: async (req: FastifyRequest) => {
-              const auth = req.auth;
-              if (!auth) return;
-              const g = op.permission ? auth.grants.get(op.permission as Permission)! : undefined;
-              // A key granted some resources only: any other is not found.
-              if (g && !g.all && rp && !g.ids.has((req.params as Record<string, string>)[rp]!)) throw notFound();
-              if (op.references?.length) await checkReferences(op.references, requestContext(app, req), auth, { body: req.body, query: req.query });
-              // A WebSocket operation's own checks (e.g. 404) answer before any upgrade.
-              if (op.upgrade) await op.handler(requestContext(app, req) as never);
-            },
+          const companyId = auth?.company.id;
+          const fp = key ? idem.fingerprint(c.method, req.url, req.body) : '';
+          if (key && companyId) {
+            const prior = await idem.lookup(app.database.db, companyId, key, fp);
+            if (prior) return replay(reply, prior);
           }
-        : {}),
-      ...(op.upgrade
-        ? {
-            wsHandler: (socket, req) =>
-              op.websocket!(socket, requestContext(app, req) as never).catch((e) => {
-                req.log.error({ err: e }, 'websocket session failed');
-                socket.close(4300, 'Unexpected server error');
-              }),
-          }
-        : {}),
-      handler: async (req, reply) => {
-        if (op.upgrade) throw new ApiError(426, 'Upgrade Required: connect with a WebSocket client (Upgrade: websocket)', undefined, { upgrade: op.upgrade });
-        const write = isWrite(c.method);
-        const auth = req.auth as AuthContext;
-        const ctx = requestContext(app, req);
-        const key = write && auth ? idempotencyKey(req) : undefined;
-        // A handler is counted while it runs (`foreground`): meanwhile the job runner takes fewer
-        // new jobs. Counted inline, not by a wrapper: an extra async frame per request shows on reads.
-        if (!write) {
-          let result: unknown;
           app.jobs.foreground++;
           try {
-            result = checkingPurity && op.pure ? await runPure(c.operationId, () => op.handler(ctx as never)) : await op.handler(ctx as never);
+            // Whether the write queued work due now: the job runners are woken once it committed.
+            let due = false;
+            let done: object = app.database.db;
+            const body =
+              op.singleWrite && !key && app.database.kind === 'postgres'
+                ? await op.handler(ctx as never)
+                : await inSpan('db.transaction', () =>
+                    app.database.db.transaction().execute(async (tx) => {
+                      done = tx;
+                      if (key && companyId && !(await idem.claim(tx, companyId, key, fp))) {
+                        throw new Replay((await idem.lookup(tx, companyId, key, fp)) ?? { status: 409, body: undefined });
+                      }
+                      const result = await op.handler({ ...ctx, tx } as never);
+                      if (key && companyId) await idem.complete(tx, companyId, key, { status: c.success, body: result });
+                      due = madeJobsDue(tx);
+                      return result;
+                    }),
+                  );
+            if (due) app.jobs.wake();
+            // What must see the write committed (the edge serving a changed setting) before the answer.
+            await committed(done);
+            await app.keys.announced();
+            return send(reply, c.success, body);
+          } catch (e) {
+            if (e instanceof Replay) {
+              if (e.stored.status === 409) throw new ApiError(409, 'A request with this Idempotency-Key is still being processed; retry shortly.');
+              return replay(reply, e.stored);
+            }
+            if (key && companyId && e instanceof ApiError && e.status < 500 && e.status !== 429) {
+              await idem.recordFailure(app.database.db, companyId, key, fp, { status: e.status, body: e.body() });
+            }
+            throw e;
           } finally {
             app.jobs.foreground--;
           }
-          const limited = await countedAfter(req, reply);
-          if (limited) throw limited;
-          return isSharedResult(result) ? sendShared(reply, c.success, result, serialized) : send(reply, c.success, result);
-        }
-        const companyId = auth?.company.id;
-        const fp = key ? idem.fingerprint(c.method, req.url, req.body) : '';
-        if (key && companyId) {
-          const prior = await idem.lookup(app.database.db, companyId, key, fp);
-          if (prior) return replay(reply, prior);
-        }
-        app.jobs.foreground++;
-        try {
-          // Whether the write queued work due now: the job runners are woken once it committed.
-          let due = false;
-          let done: object = app.database.db;
-          const body =
-            op.singleWrite && !key && app.database.kind === 'postgres'
-              ? await op.handler(ctx as never)
-              : await app.database.db.transaction().execute(async (tx) => {
-                  done = tx;
-                  if (key && companyId && !(await idem.claim(tx, companyId, key, fp))) {
-                    throw new Replay((await idem.lookup(tx, companyId, key, fp)) ?? { status: 409, body: undefined });
-                  }
-                  const result = await op.handler({ ...ctx, tx } as never);
-                  if (key && companyId) await idem.complete(tx, companyId, key, { status: c.success, body: result });
-                  due = madeJobsDue(tx);
-                  return result;
-                });
-          if (due) app.jobs.wake();
-          // What must see the write committed (the edge serving a changed setting) before the answer.
-          await committed(done);
-          await app.keys.announced();
-          return send(reply, c.success, body);
-        } catch (e) {
-          if (e instanceof Replay) {
-            if (e.stored.status === 409) throw new ApiError(409, 'A request with this Idempotency-Key is still being processed; retry shortly.');
-            return replay(reply, e.stored);
-          }
-          if (key && companyId && e instanceof ApiError && e.status < 500 && e.status !== 429) {
-            await idem.recordFailure(app.database.db, companyId, key, fp, { status: e.status, body: e.body() });
-          }
-          throw e;
-        } finally {
-          app.jobs.foreground--;
-        }
-      },
-    });
+        },
+      }),
+    );
   }
+}
+
+/** The route, its handler run in its request's span when tracing. */
+function inRequestSpan(traced: Tracer | undefined, route: RouteOptions): RouteOptions {
+  if (!traced) return route;
+  const handle = route.handler;
+  return {
+    ...route,
+    handler(req, reply) {
+      return traced.within(req, async () => handle.call(this, req, reply));
+    },
+  };
 }
 
 /** What a handler receives: the call context plus the request's validated parts. */

@@ -1,0 +1,98 @@
+// The OpenTelemetry Node SDK behind `Tracer` (trace.ts): spans batched and sent as OTLP/HTTP
+// (JSON) to `<endpoint>/v1/traces`. Imported only when tracing is configured.
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
+import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import type { FastifyRequest } from 'fastify';
+import { intSetting } from '../config.js';
+import type { ObservabilitySettings } from './settings.js';
+import type { Tracer } from './trace.js';
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/** The context of a remote parent from a W3C traceparent (none when absent or malformed). */
+function parentOf(traceparent: string | null | undefined): Context {
+  const m = traceparent ? TRACEPARENT.exec(traceparent) : null;
+  if (!m) return ROOT_CONTEXT;
+  return trace.setSpanContext(ROOT_CONTEXT, { traceId: m[1]!, spanId: m[2]!, traceFlags: parseInt(m[3]!, 16), isRemote: true });
+}
+
+/** Ends `span` after `fn`, recording its error. */
+async function ended<T>(span: Span, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    span.recordException(e as Error);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: (e as Error).message });
+    throw e;
+  } finally {
+    span.end();
+  }
+}
+
+export function openTelemetryTracer(settings: ObservabilitySettings, onError: (e: Error) => void): Tracer {
+  const base = settings.otlpEndpoint!.replace(/\/+$/, '');
+  const exporter = new OTLPTraceExporter({ url: `${base}/v1/traces` });
+  const env = settings.otelEnv;
+  const processor = new BatchSpanProcessor(exporter, {
+    scheduledDelayMillis: intSetting(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000, 0),
+    maxExportBatchSize: intSetting(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512),
+  });
+  const provider = new NodeTracerProvider({ resource: resourceFromAttributes({ 'service.name': settings.serviceName }), spanProcessors: [processor] });
+  // The process-wide context manager (AsyncLocalStorage) and the W3C propagator.
+  provider.register();
+  const tracer = provider.getTracer('slipway');
+  const spans = new WeakMap<FastifyRequest, Span>();
+  const traceparentOf = (span: Span | undefined) => {
+    const sc = span?.spanContext();
+    if (!sc || !trace.isSpanContextValid(sc)) return undefined;
+    return `00-${sc.traceId}-${sc.spanId}-0${sc.traceFlags & 1}`;
+  };
+  return {
+    startRequest(req) {
+      const op = req.routeOptions.config?.op;
+      const name = op?.contract.operationId ?? (req.routeOptions.url ? `${req.method} ${req.routeOptions.url}` : `${req.method} unknown`);
+      // A caller's traceparent makes the request a child of the caller's span.
+      const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+      const span = tracer.startSpan(
+        name,
+        {
+          kind: SpanKind.SERVER,
+          attributes: { 'http.request.method': req.method, 'http.route': req.routeOptions.url ?? '', 'slipway.request_id': String(req.id) },
+        },
+        parent,
+      );
+      spans.set(req, span);
+    },
+    endRequest(req, status) {
+      const span = spans.get(req);
+      if (!span) return;
+      span.setAttribute('http.response.status_code', status);
+      if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    },
+    within(req, fn) {
+      const span = spans.get(req);
+      return span ? context.with(trace.setSpan(context.active(), span), fn) : fn();
+    },
+    span(name, fn) {
+      return tracer.startActiveSpan(name, (span) => ended(span, fn));
+    },
+    job(kind, id, traceparent, fn) {
+      return tracer.startActiveSpan(
+        `job ${kind}`,
+        { kind: SpanKind.CONSUMER, attributes: { 'slipway.job.kind': kind, 'slipway.job.id': id } },
+        parentOf(traceparent),
+        (span) => ended(span, fn),
+      );
+    },
+    traceparent: () => traceparentOf(trace.getSpan(context.active())),
+    async shutdown() {
+      await provider.shutdown().catch(onError);
+      trace.disable();
+      context.disable();
+      propagation.disable();
+    },
+  };
+}
