@@ -1,5 +1,6 @@
 // Validation of what a static site says about its Git source: repository URL, provider, branch
 // names and deploy path patterns. Every refusal is a 400 naming the field.
+import picomatch from 'picomatch';
 import { badRequest } from '../../shared/errors.js';
 import { privateGitProvider, type GitType } from '../../shared/git.js';
 import { slugify } from '../../shared/ids.js';
@@ -68,6 +69,24 @@ export function checkDeployPaths(allow: string[], ignore: string[]): void {
   checkGlobs('ignore_deploy_paths', ignore);
   if (allow.length && ignore.length)
     throw badRequest('allow_deploy_paths and ignore_deploy_paths cannot both be set: use one list (send the other as [] to clear it)');
+}
+
+/** Matches repository paths: a pattern with a slash against the whole path, one without against the file's name (as in .gitignore). */
+function globMatcher(patterns: string[]): (path: string) => boolean {
+  const full = patterns.filter((p) => p.includes('/')).map((p) => picomatch(p.replace(/^\//, ''), { dot: true }));
+  const names = patterns.filter((p) => !p.includes('/')).map((p) => picomatch(p, { dot: true }));
+  return (path) => full.some((m) => m(path)) || names.some((m) => m(path.slice(path.lastIndexOf('/') + 1)));
+}
+
+/**
+ * Which changed files count for a deployment under the site's deploy paths (the allow list, else
+ * not the ignore list), and the list that decides, for messages. Real builds compare with the
+ * lane's previous release; a push compares the files it names.
+ */
+export function deployPaths(allow: string[], ignore: string[]): { relevant: (path: string) => boolean; list: string } {
+  const allowed = globMatcher(allow);
+  const ignored = globMatcher(ignore);
+  return { relevant: (f) => (allow.length ? allowed(f) : !ignored(f)), list: allow.length ? 'allow_deploy_paths' : 'ignore_deploy_paths' };
 }
 
 /** The label of a preview branch in hostnames (`<label>--<site>`): lower case, runs of other characters as one '-'. */

@@ -1,4 +1,5 @@
 // The static sites module's public entry: what other modules (env-vars) may use.
 export { checkBranch } from './git.js';
 export { findSite } from './find.js';
-export { type StaticSitesTable } from './storage.js';
+export { deployPush } from './deployments.js';
+export { autoDeploySiteRows, type StaticSitesTable } from './storage.js';

@@ -49,10 +49,10 @@ export interface StaticSiteDeploymentsTable {
   id: string;
   static_site_id: string;
   company_id: string;
-  /** `skipped`: no changed file was a deploy path (real builds only). */
+  /** `skipped`: no changed file was a deploy path (a real build's, or a push's that names its files). */
   status: 'waiting' | 'inProgress' | 'success' | 'failed' | 'cancelled' | 'skipped';
   type: 'manual' | 'automatic';
-  /** What started it: `initial` (site creation), `manual`, `rollback`. */
+  /** What started it: `initial` (site creation), `manual`, `rollback`, `push` (git webhooks and polling). */
   trigger: string;
   /** `production` or `preview:<branch>`: deployments of one lane run one after another. */
   lane: string;
@@ -241,6 +241,17 @@ export function insertNamedSite(tx: Tx, companyId: string, displayName: string, 
 /** Writes `changes` to the site and answers the row as written. */
 export async function updateSiteColumns(tx: Tx, id: string, changes: Partial<Omit<StaticSitesTable, 'id'>>): Promise<StaticSitesTable> {
   return tx.updateTable('static_sites').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+}
+
+/** The sites that deploy on push (auto_deploy, not being deleted): of one company, or of all (the git poller). */
+export async function autoDeploySiteRows(tx: Tx, companyId?: string): Promise<StaticSitesTable[]> {
+  let q = tx
+    .selectFrom('static_sites')
+    .selectAll()
+    .where('auto_deploy', '=', 1)
+    .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', ['deleting', 'deletionFailed'])]));
+  if (companyId) q = q.where('company_id', '=', companyId);
+  return q.execute();
 }
 
 /** Sets the status of a site's deletion (`deleting`, or `deletionFailed`). */

@@ -15,7 +15,7 @@ import { link, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'nod
 import { dirname, extname, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { brotliCompress, constants as zc, gzip } from 'node:zlib';
-import picomatch from 'picomatch';
+import { deployPaths } from '../../git.js';
 import { baseEnv, BuildError, cloneBranch, gitEnv, quietly, runStreamed, type BuildLog } from '../../../../shared/runtime/build.js';
 
 export const buildDir = (root: string, deploymentId: string) => join(root, 'builds', deploymentId);
@@ -88,13 +88,6 @@ export async function checkoutSite(root: string, s: SiteBuild): Promise<{ sha: s
   return { ...commit, skipped };
 }
 
-/** Matches repository paths: a pattern with a slash against the whole path, one without against the file's name (as in .gitignore). */
-export function globMatcher(patterns: string[]): (path: string) => boolean {
-  const full = patterns.filter((p) => p.includes('/')).map((p) => picomatch(p.replace(/^\//, ''), { dot: true }));
-  const names = patterns.filter((p) => !p.includes('/')).map((p) => picomatch(p, { dot: true }));
-  return (path) => full.some((m) => m(path)) || names.some((m) => m(path.slice(path.lastIndexOf('/') + 1)));
-}
-
 /** Why the deployment has nothing to do (no changed file is a deploy path), or undefined: it deploys. */
 async function deployPathsUnchanged(s: SiteBuild, sha: string, o: { cwd: string; env: Record<string, string>; deadline: number; signal: AbortSignal }) {
   if (!s.allow.length && !s.ignore.length) return undefined;
@@ -108,10 +101,8 @@ async function deployPathsUnchanged(s: SiteBuild, sha: string, o: { cwd: string;
     await s.log([{ message: `Deploy paths: the previous release's commit ${s.previousSha.slice(0, 7)} is not in the repository any more; deploying` }]);
     return undefined;
   }
-  const allowed = globMatcher(s.allow);
-  const ignored = globMatcher(s.ignore);
-  const relevant = changed.filter((f) => (s.allow.length ? allowed(f) : !ignored(f)));
-  const list = s.allow.length ? 'allow_deploy_paths' : 'ignore_deploy_paths';
+  const { relevant: counts, list } = deployPaths(s.allow, s.ignore);
+  const relevant = changed.filter(counts);
   if (relevant.length) {
     await s.log([{ message: `Deploy paths: ${relevant.length} of ${changed.length} changed files since ${s.previousSha.slice(0, 7)} count (${list})` }]);
     return undefined;
