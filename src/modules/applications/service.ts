@@ -300,6 +300,8 @@ export interface CloneAs {
   branch: string;
   /** The repository to build from (the pipeline's), when it differs from the source's. */
   repoUrl?: string | null;
+  /** The commit the first deployment builds (a pull request's head), when known. */
+  commit?: { sha: string; message?: string | null; author?: string | null };
 }
 
 /**
@@ -333,7 +335,11 @@ export async function cloneApp(ctx: CallContext, id: string, body: { display_nam
   });
   await placeService(ctx, row.id, 'app', row.project_id);
   await app.events.signal(tx, 'application.created', { application: row, clonedFrom: src });
-  await createDeployment(ctx, row, as ? { trigger: 'preview', type: 'automatic', branch: as.branch } : { trigger: 'clone', type: 'automatic' });
+  await createDeployment(
+    ctx,
+    row,
+    as ? { trigger: 'preview', type: 'automatic', branch: as.branch, commit: as.commit } : { trigger: 'clone', type: 'automatic' },
+  );
   await app.events.emit(tx, 'APP_CREATE', companyId, row);
   return appView(await findApp(ctx, row.id));
 }

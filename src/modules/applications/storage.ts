@@ -312,6 +312,22 @@ export async function appByHookToken(tx: Tx, token: string): Promise<Application
   return tx.selectFrom('applications').selectAll().where('hook_token', '=', token).executeTakeFirst();
 }
 
+/**
+ * The git applications that deploy on push (auto_deploy, not preview apps, not being deleted): of
+ * one company, or of all (the git poller). Preview apps follow their pull request instead.
+ */
+export async function autoDeployAppRows(tx: Tx, companyId?: string): Promise<ApplicationsTable[]> {
+  let q = tx
+    .selectFrom('applications')
+    .selectAll()
+    .where('auto_deploy', '=', 1)
+    .where('type', '=', 'app')
+    .where('source', 'in', ['privateGit', 'publicGit'])
+    .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', ['deleting', 'appDeletionFailed'])]));
+  if (companyId) q = q.where('company_id', '=', companyId);
+  return q.execute();
+}
+
 /** Sets the status of an application's deletion (`deleting`, or `appDeletionFailed`). */
 export async function setAppDeletionStatus(tx: Tx, id: string, status: 'deleting' | 'appDeletionFailed', at: string): Promise<void> {
   await tx.updateTable('applications').set({ status, updated_at: at }).where('id', '=', id).execute();
