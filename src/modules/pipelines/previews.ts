@@ -8,18 +8,21 @@ import { systemCall, type AppContext, type CallContext } from '../../shared/cont
 import { badRequest } from '../../shared/errors.js';
 import { cancelJobs, enqueue, type JobKind } from '../../shared/jobs.js';
 import { lastDeployedAt } from '../applications/index.js';
-import { cloneApp, deleteApp } from '../applications/index.js';
+import { cloneApp, deleteApp, deployPushedCommit, type CloneAs } from '../applications/index.js';
 import { findApp } from '../applications/index.js';
 import { DEFAULT_STALE_DAYS, findPipeline, newStage, roomForStage } from './rules.js';
 import {
   deleteStageWithApps,
   findPipelineApp,
   findPreviewApp,
+  findPullRequestApp,
   findPreviewStage,
   findStageById,
   insertPipelineApp,
   insertStage,
   listStageAppIds,
+  listPlacedApps,
+  listPreviewPipelines,
   listStages,
   lockPipeline,
   renumber,
@@ -127,6 +130,7 @@ export async function createPreviewApp(
   ctx: CallContext,
   sourceId: string,
   body: { branch: string; pull_request_number?: number | null; display_name?: string },
+  commit?: CloneAs['commit'],
 ) {
   const { tx } = ctx;
   const src = await findApp(ctx, sourceId);
@@ -139,7 +143,7 @@ export async function createPreviewApp(
   const p = await findPipeline(ctx, placed.pipeline_id);
   const pr = body.pull_request_number ?? null;
   const displayName = body.display_name ?? `${src.display_name} ${pr ? `PR #${pr}` : `(${body.branch})`}`.slice(0, 255);
-  const created = await cloneApp(ctx, sourceId, { display_name: displayName }, { type: 'previewApp', branch: body.branch, repoUrl: p.repo_url });
+  const created = await cloneApp(ctx, sourceId, { display_name: displayName }, { type: 'previewApp', branch: body.branch, repoUrl: p.repo_url, commit });
   await insertPipelineApp(tx, {
     app_id: created.id,
     stage_id: stage.id,
@@ -168,3 +172,47 @@ export const expireJob = (app: AppContext): JobKind<typeof EXPIRE_JOB> => ({
     await deleteApp(systemCall(app, tx, row.company_id), row.app_id);
   },
 });
+
+// Pull requests (git webhooks): a preview app per pull request of a pipeline with preview apps on.
+
+export { listPreviewPipelines };
+
+export interface PullRequest {
+  number: number;
+  /** The branch with the changes, and the one they would be merged into. */
+  branch: string;
+  baseBranch: string;
+  commit: NonNullable<CloneAs['commit']>;
+}
+
+/**
+ * A pull request opened or reopened: a preview app of the pipeline's base application, deployed at
+ * the pull request's head. The base is the application in the stage that tracks the target branch,
+ * else the one in the first stage after preview. Undefined when the pull request has its preview
+ * app already, or the pipeline has no git application to copy.
+ */
+export async function openPullRequestApp(ctx: CallContext, pipelineId: string, pr: PullRequest) {
+  await lockPipeline(ctx.tx, pipelineId);
+  if (await findPullRequestApp(ctx.tx, pipelineId, pr.number)) return undefined;
+  const placed = (await listPlacedApps(ctx.tx, pipelineId)).filter((x) => !x.is_preview).sort((a, b) => a.position - b.position);
+  const base = placed.find((x) => x.branch === pr.baseBranch) ?? placed[0];
+  if (!base) return undefined;
+  return createPreviewApp(ctx, base.app_id, { branch: pr.branch, pull_request_number: pr.number }, pr.commit);
+}
+
+/** New commits on a pull request: its preview app deploys the new head. Undefined when it has none. */
+export async function updatePullRequestApp(ctx: CallContext, pipelineId: string, pr: PullRequest) {
+  const row = await findPullRequestApp(ctx.tx, pipelineId, pr.number);
+  if (!row) return undefined;
+  const a = await findApp(ctx, row.app_id);
+  return deployPushedCommit(ctx, a, { trigger: 'push', branch: pr.branch, commit: pr.commit });
+}
+
+/** A pull request closed or merged: its preview app is deleted when the preview stage deletes stale apps. The id deleted, if any. */
+export async function closePullRequestApp(ctx: CallContext, pipelineId: string, number: number, deleteStale: boolean) {
+  await lockPipeline(ctx.tx, pipelineId);
+  const row = await findPullRequestApp(ctx.tx, pipelineId, number);
+  if (!row || !deleteStale) return undefined;
+  await removePreviewApps(ctx, [row.app_id]);
+  return row.app_id;
+}

@@ -242,7 +242,7 @@ export async function listPlacedApps(tx: Tx, pipelineId: string) {
   return tx
     .selectFrom('pipeline_apps')
     .innerJoin('pipeline_stages', 'pipeline_stages.id', 'pipeline_apps.stage_id')
-    .select(['pipeline_apps.app_id', 'pipeline_apps.is_preview', 'pipeline_stages.position'])
+    .select(['pipeline_apps.app_id', 'pipeline_apps.is_preview', 'pipeline_stages.position', 'pipeline_stages.branch'])
     .where('pipeline_apps.pipeline_id', '=', pipelineId)
     .execute();
 }
@@ -282,4 +282,26 @@ export async function insertPipelineApp(tx: Tx, row: PipelineAppsTable) {
 
 export async function deletePipelineApp(tx: Tx, appId: string) {
   await tx.deleteFrom('pipeline_apps').where('app_id', '=', appId).execute();
+}
+
+/** The company's pipelines with preview apps on: each with its repository and its preview stage's settings. */
+export async function listPreviewPipelines(tx: Tx, companyId: string) {
+  return tx
+    .selectFrom('pipelines')
+    .innerJoin('pipeline_stages', 'pipeline_stages.pipeline_id', 'pipelines.id')
+    .select(['pipelines.id', 'pipelines.repo_url', 'pipeline_stages.auto_create_app', 'pipeline_stages.delete_stale_apps'])
+    .where('pipelines.company_id', '=', companyId)
+    .where('pipeline_stages.type', '=', 'preview')
+    .execute();
+}
+
+/** The preview app of a pull request in the pipeline, if any. */
+export async function findPullRequestApp(tx: Tx, pipelineId: string, number: number): Promise<PipelineAppsTable | undefined> {
+  return tx
+    .selectFrom('pipeline_apps')
+    .selectAll()
+    .where('pipeline_id', '=', pipelineId)
+    .where('is_preview', '=', 1)
+    .where('pull_request_number', '=', number)
+    .executeTakeFirst();
 }
