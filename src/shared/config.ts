@@ -72,7 +72,7 @@ export interface Config {
    * rest of what is not an application's process run on this machine the same for both.
    */
   realRuntime: boolean;
-  /** Settings of the real runtimes (`SLIPWAY_EDGE_*`, `SLIPWAY_BASE_DOMAIN`, `SLIPWAY_APPS_*`, `SLIPWAY_SITES_*`, `SLIPWAY_CONTAINER_*`, `DOCKER_HOST`), parsed by the runtimes' settings.ts files and src/shared/edge/settings.ts. */
+  /** Settings of the real runtimes (`SLIPWAY_EDGE_*`, `SLIPWAY_BASE_DOMAIN`, `SLIPWAY_APPS_*`, `SLIPWAY_SITES_*`, `SLIPWAY_CONTAINER_*`, `DOCKER_HOST`) and of git polling (`SLIPWAY_GIT_*`), parsed by the runtimes' settings.ts files, src/shared/edge/settings.ts and git-hooks/poll.ts. */
   apps: { env: Record<string, string | undefined> };
   /** Length of a "day" in preview apps' stale_app_days (shortened in tests). */
   previewDayMs: number;
@@ -255,6 +255,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
         ...pickEnv(env, 'SLIPWAY_APPS_'),
         ...pickEnv(env, 'SLIPWAY_SITES_'),
         ...pickEnv(env, 'SLIPWAY_CONTAINER_'),
+        ...pickEnv(env, 'SLIPWAY_GIT_'),
         DOCKER_HOST: env.DOCKER_HOST,
         SLIPWAY_BASE_DOMAIN: env.SLIPWAY_BASE_DOMAIN,
       },
