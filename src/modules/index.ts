@@ -23,6 +23,7 @@ import * as domains from './domains/routes.js';
 import * as pipelines from './pipelines/routes.js';
 import * as loadBalancers from './load-balancers/routes.js';
 import * as objectStorage from './object-storage/routes.js';
+import * as gitHooks from './git-hooks/routes.js';
 import * as volumes from './volumes/routes.js';
 
 export interface Module {
@@ -113,6 +114,15 @@ export const modules: Module[] = [
     setup: objectStorage.setup,
     http: objectStorage.http,
     rewriteUrl: objectStorage.rewriteUrl,
+  },
+  {
+    name: 'git-hooks',
+    operations: gitHooks.operations,
+    tables: gitHooks.tables,
+    migrations: gitHooks.migrations,
+    setup: gitHooks.setup,
+    http: gitHooks.http,
+    start: gitHooks.start,
   },
 ];
 

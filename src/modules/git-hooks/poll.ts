@@ -1,0 +1,137 @@
+// Polling, for repositories whose provider sends no webhook (a self-hosted server, a `file://`
+// repository): one durable job ('git.poll', a single chain however many servers run) lists the
+// heads of every watched repository with `git ls-remote` every SLIPWAY_GIT_POLL_SECONDS, once per
+// repository however many services and companies watch it, and hands a changed head to the same
+// path as a pushed webhook (push.ts) with its files unknown (so it deploys; a real static site
+// build still compares with the lane's previous release). Webhooks and polls record the heads
+// they see in one table, so a push learnt both ways deploys once. The first look at a repository
+// only records its heads.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { intSetting } from '../../shared/config.js';
+import type { AppContext } from '../../shared/context.js';
+import { lockFor } from '../../shared/db/locks.js';
+import { newId } from '../../shared/ids.js';
+import { enqueue, pendingSubjects, type JobKind } from '../../shared/jobs.js';
+import { autoDeployAppRows } from '../applications/index.js';
+import { autoDeploySiteRows } from '../static-sites/index.js';
+import { normalizeRepo } from './repo.js';
+import { receive } from './service.js';
+import { advanceHead, headsOf } from './storage.js';
+
+export const POLL_JOB = 'git.poll';
+const SUBJECT = 'git-poll';
+
+declare module '../../shared/jobs.js' {
+  interface JobMap {
+    /** Lists the heads of the watched repositories and deploys the changed ones; then again one interval later. */
+    'git.poll': Record<string, never>;
+  }
+}
+
+/**
+ * Seconds between polls (SLIPWAY_GIT_POLL_SECONDS; 0: no polling). The default is 60 on the real
+ * runtimes and 0 on the simulated one, whose repositories are names only.
+ */
+export const pollSeconds = (app: AppContext): number => intSetting(app.config.apps.env, 'SLIPWAY_GIT_POLL_SECONDS', app.config.realRuntime ? 60 : 0, 0);
+
+const run = promisify(execFile);
+
+/** The branch heads of a repository, or undefined when it cannot be listed (logged). */
+async function lsRemote(app: AppContext, url: string): Promise<Map<string, string> | undefined> {
+  try {
+    const { stdout } = await run('git', ['ls-remote', '--heads', url], {
+      timeout: 30_000,
+      maxBuffer: 16 * 1024 * 1024,
+      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' },
+    });
+    const heads = new Map<string, string>();
+    for (const line of stdout.split('\n')) {
+      const [sha, ref] = line.split('\t');
+      if (sha && ref?.startsWith('refs/heads/')) heads.set(ref.slice('refs/heads/'.length), sha);
+    }
+    return heads;
+  } catch (e) {
+    app.log.warn({ repo: url, err: (e as Error).message.split('\n')[0] }, 'git poll: cannot list the repository heads');
+    return undefined;
+  }
+}
+
+interface Watch {
+  /** An address to list it by (one of its services'). */
+  url: string;
+  /** Per company: the branches it follows, and whether any branch counts (a static site with previews). */
+  companies: Map<string, { branches: Set<string>; anyBranch: boolean }>;
+}
+
+/** The watched repositories, by normalised address. */
+async function watched(app: AppContext): Promise<Map<string, Watch>> {
+  const db = app.database.db;
+  const [apps, sites] = [await autoDeployAppRows(db), await autoDeploySiteRows(db)];
+  const repos = new Map<string, Watch>();
+  const add = (url: string | null, companyId: string, branch: string, anyBranch: boolean) => {
+    const key = normalizeRepo(url);
+    if (!key || !url) return;
+    const w = repos.get(key) ?? { url, companies: new Map() };
+    const c = w.companies.get(companyId) ?? { branches: new Set<string>(), anyBranch: false };
+    c.branches.add(branch);
+    c.anyBranch ||= anyBranch;
+    w.companies.set(companyId, c);
+    repos.set(key, w);
+  };
+  for (const a of apps) add(a.repo_url, a.company_id, a.default_branch ?? 'main', false);
+  for (const s of sites) add(s.repo_url, s.company_id, s.default_branch, s.is_preview_enabled === 1);
+  return repos;
+}
+
+/** One poll of every watched repository. */
+export async function pollOnce(app: AppContext): Promise<void> {
+  const db = app.database.db;
+  for (const [key, w] of await watched(app)) {
+    const heads = await lsRemote(app, w.url);
+    if (!heads) continue;
+    const seen = await headsOf(db, key);
+    for (const [companyId, c] of w.companies) {
+      const known = new Map(seen.filter((h) => h.company_id === companyId).map((h) => [h.branch, h.sha]));
+      for (const [branch, sha] of heads) {
+        if (!c.anyBranch && !c.branches.has(branch)) continue;
+        if (known.get(branch) === sha) continue;
+        // The first look at the repository for this company records where it is, and deploys nothing.
+        if (!known.size) {
+          await advanceHead(db, companyId, key, branch, sha);
+          continue;
+        }
+        await receive(app, companyId, {
+          provider: 'poll',
+          event: 'push',
+          deliveryId: `poll:${newId()}`,
+          events: [{ kind: 'push', repos: [w.url], branch, commit: { sha, message: null, author: null }, changed: null }],
+        });
+      }
+    }
+  }
+}
+
+export function pollJob(app: AppContext): JobKind<typeof POLL_JOB> {
+  return {
+    transactional: false,
+    io: true,
+    async run() {
+      const seconds = pollSeconds(app);
+      if (!seconds) return;
+      await pollOnce(app);
+      return { rescheduleAt: new Date(Date.now() + seconds * 1000) };
+    },
+  };
+}
+
+/** At start: arms the poll chain unless one is queued (idempotent, safe on several servers). */
+export async function armPoll(app: AppContext): Promise<void> {
+  if (!pollSeconds(app)) return;
+  await app.database.db.transaction().execute(async (tx) => {
+    await lockFor(tx, SUBJECT);
+    if ((await pendingSubjects(tx, POLL_JOB, SUBJECT)).size) return;
+    await enqueue(tx, { kind: POLL_JOB, payload: {}, subjectId: SUBJECT, maxAttempts: 1000 });
+  });
+  app.jobs.wake();
+}

@@ -1,0 +1,82 @@
+// Polling (SLIPWAY_GIT_POLL_SECONDS=1 here): a push to a `file://` repository that sends no
+// webhook deploys the application that follows it at the new head, once; the first look at the
+// repository deploys nothing; a push already delivered by a webhook is not deployed again by the
+// poll. (Static sites take a `file://` repository only on the local runtime; they are polled the
+// same way, through the same list of watched repositories.)
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
+import { expectStatus, waitFor } from '../helpers/util.js';
+import { createApp } from '../pipelines/support.js';
+import { makeSiteRepo } from '../static-sites-real/support.js';
+import { deliver, gitMissing, hookSecret, providerHeaders } from './support.js';
+
+const ENV = {
+  SLIPWAY_SIM_PROGRESSION: 'deployment=immediate,app_delete=immediate,static_site_deployment=immediate,static_site_delete=immediate',
+  SLIPWAY_GIT_POLL_SECONDS: '1',
+  SLIPWAY_JOB_POLL_MS: '20',
+};
+
+for (const kind of DB_KINDS) {
+  describe(`git hooks: polling [${kind}]`, { skip: (await skipUnless(kind)) || gitMissing() }, () => {
+    const s = useServer({ db: kind, rateLimits: GENEROUS, env: ENV });
+    const list = async (path: string): Promise<any[]> => expectStatus(await s.get(`${path}?limit=100`), 200).data;
+    /** The deliveries the poll recorded for a service. */
+    const polled = async (serviceId: string) =>
+      expectStatus(await s.get(`/git/deliveries?service_id=${serviceId}`), 200).data.filter((d: any) => d.provider === 'poll');
+
+    it('a push to a file:// repository is deployed by the poll at its new head, once', async () => {
+      const repo = makeSiteRepo();
+      const a = await createApp(s, { extra: { repo_url: repo.url, default_branch: 'main' } });
+      const before = (await list(`/applications/${a.id}/deployments`)).length;
+      // The first look records the heads only.
+      await waitFor('the poll to look at the repository', () => headsRecorded(repo.dir));
+      await pollAfter(Date.now());
+      assert.equal((await list(`/applications/${a.id}/deployments`)).length, before);
+
+      const sha = repo.commit({ 'src/version.txt': 'v2' });
+      const d = await waitFor('the poll to deploy the new head', async () =>
+        (await list(`/applications/${a.id}/deployments`)).find((x) => x.commit_sha === sha),
+      );
+      assert.equal(d.trigger, 'push');
+      assert.equal(d.branch, 'main');
+      assert.equal((await polled(a.id)).length, 1);
+      // Later polls see the same head: nothing more.
+      await pollAfter(Date.now());
+      assert.equal((await list(`/applications/${a.id}/deployments`)).length, before + 1);
+    });
+
+    it('a push delivered by a webhook first is not deployed again by the poll', async () => {
+      const repo = makeSiteRepo();
+      const a = await createApp(s, { extra: { repo_url: repo.url, default_branch: 'main' } });
+      await waitFor('the poll to look at the repository', () => headsRecorded(repo.dir));
+      const sha = repo.commit({ 'src/version.txt': 'v3' });
+      const { secret, webhook_urls } = await hookSecret(s);
+      const body = JSON.stringify({ ref: 'refs/heads/main', after: sha, commits: [], repository: { clone_url: repo.url } });
+      const r = await deliver(webhook_urls.gitea, providerHeaders('gitea', 'push', body, secret), body);
+      assert.equal(r.body.result, 'deployed');
+      // A poll later, still one deployment of that commit and no polled delivery.
+      await pollAfter(Date.now());
+      assert.equal((await list(`/applications/${a.id}/deployments`)).filter((x) => x.commit_sha === sha).length, 1);
+      assert.equal((await polled(a.id)).length, 0);
+    });
+
+    /** The time the next poll is due (the poll job's run_at). */
+    const nextPoll = async () => {
+      const row = await s.app.database.db.selectFrom('jobs').select('run_at').where('kind', '=', 'git.poll').executeTakeFirst();
+      return row ? Date.parse(row.run_at) : 0;
+    };
+
+    /** Waits until a poll that started after `t` has finished (two reschedules of the chain after `t`). */
+    async function pollAfter(t: number) {
+      const first = await waitFor('a poll to end after the change', async () => ((await nextPoll()) > t ? await nextPoll() : 0));
+      await waitFor('the next poll to end', async () => (await nextPoll()) > first);
+    }
+
+    /** Whether the poll recorded a head of the repository in `dir` (its first look). */
+    async function headsRecorded(dir: string): Promise<boolean> {
+      const rows = await s.app.database.db.selectFrom('git_heads').select('repo').execute();
+      return rows.some((r) => r.repo === `file:${dir}`);
+    }
+  });
+}
