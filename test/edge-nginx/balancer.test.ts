@@ -3,7 +3,12 @@
 // a country header believed only from a trusted proxy, external URLs with their path and Host,
 // nested load balancers, and what is left to the origin or answers 502.
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { get } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { loadTls } from '../../src/shared/tls.js';
 import { ask, freePort, host, nginxSkip, startApp, TestEdge, upstream } from './support.js';
 import type { BalanceDestination, EdgeHost } from '../../src/shared/edge/table.js';
 
@@ -134,5 +139,48 @@ describe('edge on nginx: load balancers', { skip: nginxSkip() }, () => {
         ['127.0.0.2', 'deny-lb.test', 'DE'],
       ],
     );
+  });
+});
+
+describe('edge on nginx: a load balancer over HTTPS', { skip: nginxSkip() }, () => {
+  let edge: TestEdge;
+  let app: Awaited<ReturnType<typeof startApp>>;
+  let dataDir: string;
+  let ca: string;
+
+  before(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'slipway-edge-lb-tls-'));
+    ca = (await loadTls({ mode: 'self-signed' }, dataDir)).caPath!;
+    // The local CA's certificate names localhost: the load balancer's; its destination redirects plain HTTP too.
+    const tls = { certFile: join(dataDir, 'tls', 'localhost.pem'), keyFile: join(dataDir, 'tls', 'localhost-key.pem') };
+    app = await startApp('app');
+    edge = await TestEdge.create({ https: true });
+    await edge.apply([
+      host('dest.test', upstream(app.port), { tls, httpsRedirect: true }),
+      lb('localhost', [to('dest.test')], null, { tls, httpsRedirect: true }),
+    ]);
+  });
+
+  after(async () => {
+    await edge?.stop();
+    await app?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("the destination sees the client's scheme, and nginx's own hop is not redirected", async () => {
+    assert.equal((await ask(edge.http.port, 'localhost')).status, 301);
+    const body = await new Promise<string>((resolve, reject) => {
+      get(
+        { host: '127.0.0.1', servername: 'localhost', port: edge.https!.port, path: '/', headers: { host: 'localhost' }, ca: readFileSync(ca), agent: false },
+        (res) => {
+          let b = '';
+          res.on('data', (c) => (b += c));
+          res.on('end', () => resolve(`${res.statusCode} ${b}`));
+        },
+      ).on('error', reject);
+    });
+    assert.match(body, /^200 /);
+    const j = JSON.parse(body.slice(4)) as { name: string; proto: string; host: string };
+    assert.deepEqual([j.name, j.proto, j.host], ['app', 'https', 'localhost']);
   });
 });

@@ -180,7 +180,7 @@ export const PROXY_HEADERS = [
   `proxy_set_header Upgrade $http_upgrade;`,
   `proxy_set_header Connection $slipway_connection;`,
   `proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;`,
-  `proxy_set_header X-Forwarded-Proto $scheme;`,
+  `proxy_set_header X-Forwarded-Proto $slipway_proto;`,
   `proxy_set_header X-Forwarded-Host $host;`,
   `proxy_set_header X-Real-IP $remote_addr;`,
 ];
@@ -258,6 +258,11 @@ export function renderNginx(table: EdgeTable, o: NginxOptions): string {
     ...(o.trustedProxies.length
       ? [...o.trustedProxies.map((p) => `set_real_ip_from ${ipEntry(p)};`), `real_ip_header X-Forwarded-For;`, `real_ip_recursive on;`]
       : []),
+    // The client's scheme: through a load balancer's internal socket (balance.ts), the one its server saw.
+    `map "$realip_remote_addr|$http_x_forwarded_proto" $slipway_proto {`,
+    `  '~^unix:[^|]*\\|(?<p>https?)$' $p;`,
+    `  default $scheme;`,
+    `}`,
     // WebSocket upgrades pass; other requests keep the upstream connection alive.
     `map $http_upgrade $slipway_connection {`,
     `  default upgrade;`,
