@@ -58,8 +58,6 @@ export interface Config {
   databases: { env: Record<string, string | undefined> };
   /** Metrics, traces and the request journal (`SLIPWAY_METRICS*`, `SLIPWAY_JOURNAL*`, `SLIPWAY_OTEL_*`, `OTEL_*`), parsed by src/shared/observability/settings.ts. */
   observability: { env: Record<string, string | undefined> };
-  /** Metrics, traces and the request journal (`SLIPWAY_METRICS*`, `SLIPWAY_JOURNAL*`, `SLIPWAY_OTEL_*`, `OTEL_*`), parsed by src/shared/observability/settings.ts. */
-  observability: { env: Record<string, string | undefined> };
   simulation: { progression: Record<string, Progression>; faults: Omit<FaultRule, 'id' | 'created_at'>[] };
   /**
    * How applications run: `simulated` (default), `local` (built from git and run as supervised
@@ -236,9 +234,6 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
     domains: { env: pickEnv(env, 'SLIPWAY_DOMAINS_') },
     objectStorage: { env: pickEnv(env, 'SLIPWAY_OBJECT_STORAGE_') },
     databases: { env: pickEnv(env, 'SLIPWAY_DB_') },
-    observability: {
-      env: { ...pickEnv(env, 'SLIPWAY_METRICS'), ...pickEnv(env, 'SLIPWAY_JOURNAL'), ...pickEnv(env, 'SLIPWAY_OTEL_'), ...pickEnv(env, 'OTEL_') },
-    },
     observability: {
       env: { ...pickEnv(env, 'SLIPWAY_METRICS'), ...pickEnv(env, 'SLIPWAY_JOURNAL'), ...pickEnv(env, 'SLIPWAY_OTEL_'), ...pickEnv(env, 'OTEL_') },
     },
