@@ -3,11 +3,10 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { before, describe, it } from 'node:test';
-import WebSocket from 'ws';
 import type { LocalRuntime } from '../../src/modules/applications/runtime/local/index.js';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, listAll, waitFor } from '../helpers/util.js';
-import { createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo } from './support.js';
+import { createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo, openTerminal } from './support.js';
 
 /** Resident memory of every process in a process group (bytes), read from /proc here in the test. */
 function groupRss(pgid: number): number {
@@ -63,25 +62,15 @@ for (const kind of DB_KINDS) {
     });
 
     it('the terminal is a real shell in the release directory with the environment', async () => {
-      const ws = new WebSocket(`${s.baseUrl.replace(/^http/, 'ws')}/v3/applications/${app.id}/processes/${web.id}/terminal`, {
-        headers: { authorization: `Bearer ${s.token}` },
-      });
-      let text = '';
-      let closed: number | undefined;
-      ws.on('message', (d) => (text += d.toString()));
-      ws.on('close', (code) => (closed = code));
-      await new Promise((resolve, reject) => {
-        ws.once('open', resolve);
-        ws.once('error', reject);
-      });
-      ws.send('pwd\n');
-      ws.send('echo "greeting=$GREETING"\n');
-      ws.send('cat package.json\n');
-      await waitFor('the shell output', () => /greeting=hello-shell/.test(text) && /"name":"demo"/.test(text));
-      assert.match(text, new RegExp(`/releases/${app.id}/${deploymentId}\\n`));
-      ws.send('exit 3\n');
-      await waitFor('the session to close', () => closed !== undefined);
-      assert.equal(closed, 4003);
+      const t = await openTerminal(s, app.id, web.id);
+      t.send('pwd\n');
+      t.send('echo "greeting=$GREETING"\n');
+      t.send('cat package.json\n');
+      await waitFor('the shell output', () => /greeting=hello-shell/.test(t.text) && /"name":"demo"/.test(t.text));
+      assert.match(t.text, new RegExp(`/releases/${app.id}/${deploymentId}\\n`));
+      t.send('exit 3\n');
+      await waitFor('the session to close', () => t.closed !== undefined);
+      assert.equal(t.closed, 4003);
     });
 
     it("the application's system domain is <name>-<hex>.<base domain>; the edge serves it and the short name <name>.<base domain>", async () => {

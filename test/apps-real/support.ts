@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'node:http';
+import WebSocket from 'ws';
 import { DEFAULT_CLUSTER } from '../applications/support.js';
 import { untilStatus } from '../helpers/status.js';
 import { expectStatus } from '../helpers/util.js';
@@ -56,11 +57,11 @@ export async function createRealApp(s: TestServer, repoUrl: string, name: string
   );
 }
 
-/** Deploys and waits for the final status. */
-export async function deploy(s: TestServer, appId: string, path = 'deployments', body: Record<string, unknown> = {}) {
+/** Deploys and waits for the final status (for up to `timeoutMs`). */
+export async function deploy(s: TestServer, appId: string, path = 'deployments', body: Record<string, unknown> = {}, timeoutMs = 60_000) {
   const d = expectStatus(await s.post(`/applications/${appId}/${path}`, body), 200);
   return untilStatus(`deployment ${d.id} to finish`, async () => expectStatus(await s.get(`/applications/${appId}/deployments/${d.id}`), 200), {
-    timeoutMs: 60_000,
+    timeoutMs,
     intervalMs: 50,
   });
 }
@@ -102,4 +103,19 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** A session of a process's terminal (the WebSocket operation): what it printed so far, and its close code once closed. */
+export async function openTerminal(s: TestServer, appId: string, processId: string) {
+  const ws = new WebSocket(`${s.baseUrl.replace(/^http/, 'ws')}/v3/applications/${appId}/processes/${processId}/terminal`, {
+    headers: { authorization: `Bearer ${s.token}` },
+  });
+  const session = { text: '', closed: undefined as number | undefined, send: (line: string) => ws.send(line) };
+  ws.on('message', (d) => (session.text += d.toString()));
+  ws.on('close', (code) => (session.closed = code));
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  return session;
 }

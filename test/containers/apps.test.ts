@@ -1,21 +1,21 @@
 // The container runtime end to end (SLIPWAY_RUNTIME=container) on the engine of
 // scripts/start-container-engine.sh, through the API and the edge: a Dockerfile app (its memory
 // limit read from its cgroup), rollback to an earlier image without a build, deletion leaving no
-// container or image, auto-detected Node, Python, Go and static apps, a cron run's exit code.
+// container or image; cron runs as containers (exit code, output, maximum run time); the terminal.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { useServer } from '../helpers/server.js';
+import { GENEROUS, useServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
-import { RT } from '../processes/support.js';
+import { createProcess, cron, exitCodes, processPath, RT, runtimeLogs } from '../processes/support.js';
 import { engineSkip } from '../support/container-engine.js';
-import { createRealApp, deploy, edgeGet } from '../apps-real/support.js';
+import { createRealApp, deploy, edgeGet, openTerminal } from '../apps-real/support.js';
 import { CONTAINER_ENV, containersOf, imagesOf, pythonDockerfile, repoOf } from './support.js';
 
 const logText = async (s: ReturnType<typeof useServer>, appId: string, deploymentId: string) =>
   JSON.stringify(expectStatus(await s.get(`/applications/${appId}/deployments/${deploymentId}/logs`), 200));
 
 describe('container runtime (sqlite)', { skip: await engineSkip() }, () => {
-  const s = useServer({ db: 'sqlite', env: CONTAINER_ENV });
+  const s = useServer({ db: 'sqlite', rateLimits: GENEROUS, env: CONTAINER_ENV });
   let port: number;
   before(() => {
     port = s.app.runtimes.edge!.port;
@@ -60,5 +60,36 @@ describe('container runtime (sqlite)', { skip: await engineSkip() }, () => {
       async () => (!(await containersOf(a.id, true)).length && !(await imagesOf(a.id)).length) || undefined,
       30_000,
     );
+  });
+
+  it("cron runs are containers of the release's image: output and exit code recorded, the maximum run time stops them; the terminal is a TTY in an instance", async () => {
+    const a = await createRealApp(s, repoOf(pythonDockerfile('runs')).url, 'box-runs');
+    expectStatus(await s.patch(`/applications/${a.id}`, { build_type: 'dockerfile' }), 200);
+    expectStatus(await s.post(`/applications/${a.id}/env-vars`, { key: 'GREETING', value: 'hello-box' }), 201);
+    const YEARLY = '0 0 1 1 *';
+    const quick = await createProcess(s, a.id, cron('quick', { schedule: YEARLY, entrypoint: 'echo "in $(pwd) $GREETING"; exit 3' }));
+    const slow = await createProcess(s, a.id, cron('slow', { schedule: YEARLY, entrypoint: 'sleep 60', max_run_time_seconds: 1 }));
+    const d = await deploy(s, a.id);
+    assert.equal(d.status, 'success', await logText(s, a.id, d.id));
+    expectStatus(await s.post(`${processPath(a.id, quick.id)}/trigger`), 200);
+    expectStatus(await s.post(`${processPath(a.id, slow.id)}/trigger`), 200);
+    const exit = (pid: string, value: string, description: string) =>
+      waitFor(
+        `exit ${value} (${description})`,
+        async () => (await exitCodes(s, a.id, pid)).find((e) => e.value === value && e.description === description),
+        30_000,
+      );
+    await exit(quick.id, '3', 'failed');
+    await exit(slow.id, '137', 'deadlineExceeded');
+    assert.ok((await runtimeLogs(s, a.id, quick.id)).some((l) => l.message === 'in /srv hello-box'));
+    await waitFor('the run containers to be removed', async () => (await containersOf(a.id, true)).length === 1 || undefined);
+
+    const [web] = expectStatus(await s.get(`/applications/${a.id}/processes`), 200).data.filter((p: { type: string }) => p.type === 'web');
+    const t = await openTerminal(s, a.id, web.id);
+    t.send('echo "greeting=$GREETING tty=$(tty)"\n');
+    await waitFor('the shell output', () => /greeting=hello-box tty=\/dev\/pts\/\d+/.test(t.text) || undefined);
+    t.send('exit 3\n');
+    await waitFor('the session to close', () => t.closed !== undefined || undefined);
+    assert.equal(t.closed, 4003);
   });
 });

@@ -7,7 +7,7 @@ import Docker from 'dockerode';
 import { git, LOCAL_ENV } from '../apps-real/support.js';
 import { engineAddress } from '../support/container-engine.js';
 
-export const CONTAINER_ENV = { ...LOCAL_ENV, SLIPWAY_RUNTIME: 'container', SLIPWAY_APPS_READY_TIMEOUT_MS: '20000', DOCKER_HOST: process.env.DOCKER_HOST ?? '' };
+export const CONTAINER_ENV = { ...LOCAL_ENV, SLIPWAY_RUNTIME: 'container', SLIPWAY_APPS_READY_TIMEOUT_MS: '60000', DOCKER_HOST: process.env.DOCKER_HOST ?? '' };
 
 export const docker = () => new Docker(engineAddress() ?? undefined);
 

@@ -20,6 +20,17 @@ import type { ContainerSettings } from './settings.js';
 
 const GENERATED = '.slipway.Dockerfile';
 
+/** The engine's progress messages into the build log, in order (a line that cannot be written is dropped). */
+function engineLog(spec: BuildSpec) {
+  let chain = Promise.resolve();
+  return {
+    line(message: string) {
+      chain = chain.then(() => spec.log([{ message }])).catch(() => {});
+    },
+    flushed: () => chain,
+  };
+}
+
 /** The work of the build phase (of the checkout phase for an image source). */
 export async function buildPhase(
   docker: Docker,
@@ -49,18 +60,16 @@ export async function buildPhase(
       const auth = login ? { username: login.username, password: login.password, serveraddress: server } : undefined;
       const using = login ? ` with registry credential "${login.name}"` : '';
       await spec.log([{ message: `Pulling ${image}${using}` }]);
+      const out = engineLog(spec);
       const a2 = abort();
       try {
         const stream = await docker.pull(image, { ...(auth ? { authconfig: auth } : {}), abortSignal: a2.signal });
-        await progress(
-          docker,
-          stream,
-          (e) => void (e.status && !e.status.startsWith('Downloading') && !e.status.startsWith('Extracting') && spec.log([{ message: e.status }])),
-        );
+        await progress(docker, stream, (e) => e.status && !/^(Downloading|Extracting|Waiting)/.test(e.status) && out.line(e.status));
       } catch (e) {
         throw new BuildError(`Pulling ${image}${using} failed: ${(e as Error).message.trim()}`);
       } finally {
         a2.clear();
+        await out.flushed();
       }
       const [repo, version] = tag.split(':') as [string, string];
       await docker.getImage(image).tag({ repo, tag: version });
@@ -96,6 +105,7 @@ export async function buildPhase(
     ]);
     const entries = (await readdir(context)).filter((n) => n !== '.git');
     const server = login ? registryOf(a.docker_image ?? '') : null;
+    const out = engineLog(spec);
     const a2 = abort();
     try {
       const stream = await docker.buildImage(
@@ -113,13 +123,14 @@ export async function buildPhase(
       );
       await progress(docker, stream, (e) => {
         const text = e.stream?.replace(/\n$/, '');
-        if (text?.trim()) void spec.log([{ message: text }]);
+        if (text?.trim()) out.line(text);
       });
     } catch (e) {
       if (spec.signal.aborted) throw new BuildError('The build was stopped');
       throw new BuildError(`The image build failed: ${(e as Error).message.trim()}`);
     } finally {
       a2.clear();
+      await out.flushed();
     }
     const procfile = existsSync(join(src, 'Procfile')) ? parseProcfile(await readFile(join(src, 'Procfile'), 'utf8')) : {};
     if (Object.keys(procfile).length) await spec.log([{ message: `Procfile: ${Object.keys(procfile).join(', ')}` }]);

@@ -21,6 +21,8 @@ export const CONTAINER_PORT = 8080;
 /** Labels of every container Slipway manages. */
 export const L = {
   managed: 'slipway.managed',
+  /** The Slipway (its data directory) the container belongs to: several may share an engine. */
+  owner: 'slipway.owner',
   app: 'slipway.app',
   process: 'slipway.process',
   release: 'slipway.release',
@@ -37,6 +39,8 @@ export const imageTag = (appId: string, deploymentId: string) => `slipway/${appI
 
 export interface ContainerSpec {
   image: string;
+  /** The `slipway.owner` label's value. */
+  owner: string;
   /** A shell command ('' for the image's own command). */
   command: string;
   env: Record<string, string>;
@@ -63,7 +67,7 @@ export async function createContainer(docker: Docker, s: ContainerSpec): Promise
     // A command runs through the image's shell, so `$PORT` and `&&` work as in a Procfile.
     ...(s.command ? { Entrypoint: ['/bin/sh', '-c'], Cmd: [s.command] } : {}),
     Env: Object.entries({ ...s.env, ...(s.hostPort ? { PORT: String(CONTAINER_PORT) } : {}) }).map(([k, v]) => `${k}=${v}`),
-    Labels: { [L.managed]: '1', ...s.labels },
+    Labels: { [L.managed]: '1', [L.owner]: s.owner, ...s.labels },
     ...(s.hostPort ? { ExposedPorts: { [port]: {} } } : {}),
     HostConfig: {
       ...(rt ? { NanoCpus: rt.cpu_limit * 1_000_000, Memory: memory, MemorySwap: memory } : {}),

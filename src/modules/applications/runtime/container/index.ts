@@ -7,6 +7,7 @@
 // same port) and removes every other managed container (runs, other releases, deleted
 // applications). Cron and job runs are containers of the release's image, ended by a stop at their
 // time limit; the terminal is `exec` with a TTY in a running instance; usage is the engine's stats.
+import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import type Docker from 'dockerode';
 import type { AppContext } from '../../../../shared/context.js';
@@ -43,6 +44,8 @@ class ContainerHost extends UsageSeries implements InstanceHost {
   private settings: ContainerSettings;
   private left: Left[] = [];
   private sampling = false;
+  /** This Slipway's mark on its containers (from its data directory): what another Slipway on the engine runs is not touched. */
+  private owner: string;
 
   constructor(
     app: AppContext,
@@ -52,6 +55,7 @@ class ContainerHost extends UsageSeries implements InstanceHost {
     super();
     this.settings = containerSettings(app.config);
     this.docker = engineClient(this.settings);
+    this.owner = createHash('sha256').update(app.config.dataDir).digest('hex').slice(0, 16);
   }
 
   buildPhase: InstanceHost['buildPhase'] = (ctx, d, a, spec) => buildPhase(this.docker, this.settings, this.apps.root, ctx, d, a, spec);
@@ -93,6 +97,7 @@ class ContainerHost extends UsageSeries implements InstanceHost {
       group.instances.push(inst);
       try {
         const c = await createContainer(this.docker, {
+          owner: this.owner,
           image,
           command: s.command,
           env,
@@ -189,6 +194,7 @@ class ContainerHost extends UsageSeries implements InstanceHost {
       let timer: NodeJS.Timeout | null = null;
       try {
         c = await createContainer(this.docker, {
+          owner: this.owner,
           image: this.image(o.release),
           command: o.command,
           env: o.env,
@@ -221,7 +227,7 @@ class ContainerHost extends UsageSeries implements InstanceHost {
 
   /** Lists what a previous Slipway left: its runs' containers are removed, its instances kept for adoption. */
   async killOrphans(): Promise<number> {
-    const list = await this.docker.listContainers({ all: true, filters: { label: [`${L.managed}=1`] } });
+    const list = await this.docker.listContainers({ all: true, filters: { label: [`${L.managed}=1`, `${L.owner}=${this.owner}`] } });
     const runs = list.filter((c) => c.Labels[L.run]);
     await Promise.all(runs.map((c) => this.remove(c.Id)));
     this.left = list
