@@ -33,7 +33,8 @@ Serve options (environment variable in brackets):
   --operator-token <t>    Enable the operator surface /_admin with this bearer token (SLIPWAY_OPERATOR_TOKEN)
   --public-url <url>      Base URL clients use, if different from the listen address (SLIPWAY_PUBLIC_URL)
   --runtime local         Build and run applications for real on this machine (SLIPWAY_RUNTIME; default simulated;
-                          SLIPWAY_EDGE_PORT, SLIPWAY_BASE_DOMAIN: docs/runtimes.md "Real applications")
+                          SLIPWAY_EDGE_PORT, SLIPWAY_BASE_DOMAIN: docs/runtimes.md "Real applications");
+                          container: as containers of the engine at DOCKER_HOST (docs/runtimes.md "Containers")
 
 Other environment: SLIPWAY_BOOTSTRAP_TOKEN (fixed token for the first-start admin key),
 SLIPWAY_SECRET_KEY (encryption key for secrets at rest), SLIPWAY_BRAND_PREFIX (default svl),
