@@ -97,6 +97,16 @@ describe('dashboard: overview, projects, applications from git, static sites, do
     );
     await page.locator('#domains-h').waitFor();
     await a11y('the application page');
+    // Its build settings stay editable on its page.
+    const settings = page.getByRole('form', { name: 'app settings' });
+    assert.equal(await settings.getByLabel('Dockerfile path').inputValue(), 'docker/Dockerfile.prod');
+    await settings.getByLabel('Dockerfile path').fill('Dockerfile');
+    await settings.getByLabel(/^Deploy only when/).fill('src/**\npackage.json');
+    await settings.getByRole('button', { name: 'Save settings' }).click();
+    await settings.getByRole('status').getByText('Saved').waitFor();
+    const saved = expectStatus(await s.get(`/applications/${appId}`), 200);
+    assert.equal(saved.dockerfile_path, 'Dockerfile');
+    assert.deepEqual(saved.allow_deploy_paths, ['src/**', 'package.json']);
   });
 
   it('creates a static site from the overview and watches its deployment and log', async () => {
@@ -130,6 +140,19 @@ describe('dashboard: overview, projects, applications from git, static sites, do
     assert.ok(lines.length > 1);
     const log = page.locator('[data-logs="build"] pre.logs');
     for (const l of [lines[0], lines.at(-1)]) await log.getByText(l.message, { exact: false }).first().waitFor();
+  });
+
+  it("changes the site's build settings", async () => {
+    const settings = page.getByRole('form', { name: 'site settings' });
+    await settings.getByLabel('Build command').fill('npm run docs');
+    await settings.getByLabel('Error file').fill('404.html');
+    await settings.getByRole('button', { name: 'Save settings' }).click();
+    await settings.getByRole('status').getByText('Saved').waitFor();
+    const site = expectStatus(await s.get(`/static-sites/${siteId}`), 200);
+    assert.equal(site.build_command, 'npm run docs');
+    assert.equal(site.error_file, '404.html');
+    await settings.getByRole('button', { name: 'Switch pretty URLs' }).click();
+    await settings.locator('[data-pretty-urls="on"]').waitFor();
   });
 
   it('deploys a branch again and follows the running deployment', async () => {

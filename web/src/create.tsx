@@ -50,7 +50,7 @@ function useClusters() {
   return useQuery({ queryKey: ['clusters'], queryFn: () => call(api.GET('/resources/clusters')), staleTime: Infinity });
 }
 
-const BUILD_TYPES = [
+export const BUILD_TYPES = [
   { value: 'dockerfile', label: 'Dockerfile' },
   { value: 'nixpacks', label: 'Nixpacks' },
   { value: 'railpack', label: 'Railpack' },

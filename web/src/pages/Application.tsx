@@ -6,10 +6,12 @@ import { useQuery } from '@tanstack/react-query';
 import { api, call } from '../api.js';
 import { useCan } from '../auth.js';
 import { MetricCharts, metricWindow } from '../Chart.js';
+import { BUILD_TYPES } from '../create.js';
 import { Domains } from '../Domains.js';
 import { EnvVars } from '../EnvVars.js';
 import { DeploymentTable, running, SelectedLog } from '../Deployments.js';
 import { byTime, LogView, type LogLine } from '../Logs.js';
+import { deployPathFields, SettingsForm, type TextField } from '../SettingsForm.js';
 import { ActionButton, Badge, Empty, ErrorBox, Loaded, Section, useAction, When } from '../ui.js';
 
 export function ApplicationPage({ id }: { id: string }) {
@@ -247,41 +249,68 @@ function CronRuns({ id, processId }: { id: string; processId: string }) {
 function Settings({ id }: { id: string }) {
   const can = useCan('APP:UPDATE', id);
   const app = useQuery({ queryKey: ['applications', id], queryFn: () => call(api.GET('/applications/{id}', { params: { path: { id } } })) });
-  const [name, setName] = useState<string | null>(null);
   const save = useAction(
     (body: Record<string, unknown>) => call(api.PATCH('/applications/{id}', { params: { path: { id } }, body: body as any })),
     [['applications', id]],
-    () => setName(null),
   );
   return (
     <Section title="Settings" id="settings">
       <Loaded q={app}>
-        {(a) => (
-          <form
-            className="settings"
-            onSubmit={(e) => {
-              e.preventDefault();
-              save.mutate({ display_name: name ?? a.display_name });
-            }}
-          >
-            <label htmlFor="set-name">Display name</label>
-            <input id="set-name" value={name ?? a.display_name} onChange={(e) => setName(e.target.value)} disabled={!can} />
-            <label className="inline">
-              <input type="checkbox" checked={a.auto_deploy} disabled={!can} onChange={(e) => save.mutate({ auto_deploy: e.target.checked })} /> Deploy on every
-              push
-            </label>
-            <label className="inline">
-              <input type="checkbox" checked={a.build_cache_enabled} disabled={!can} onChange={(e) => save.mutate({ build_cache_enabled: e.target.checked })} />{' '}
-              Build cache
-            </label>
-            {can ? (
-              <button type="submit" data-write disabled={save.isPending}>
-                Save
-              </button>
-            ) : null}
-            <ErrorBox error={save.error} />
-          </form>
-        )}
+        {(a) => {
+          const git = a.source !== 'dockerImage';
+          const fields: TextField[] = [{ key: 'display_name', label: 'Display name', value: a.display_name, required: true }];
+          if (!git) fields.push({ key: 'docker_image', label: 'Docker image', value: a.docker_image, required: true });
+          else {
+            fields.push(
+              { key: 'repo_url', label: 'Repository URL', value: a.repo_url, required: true },
+              { key: 'default_branch', label: 'Branch', value: a.default_branch, required: true },
+              { key: 'build_path', label: 'Build path', value: a.build_path },
+            );
+            if (a.build_type === 'dockerfile')
+              fields.push(
+                { key: 'dockerfile_path', label: 'Dockerfile path', value: a.dockerfile_path },
+                { key: 'docker_context', label: 'Docker context', value: a.docker_context },
+              );
+            fields.push(...deployPathFields(a));
+          }
+          return (
+            <SettingsForm
+              name="app"
+              can={can}
+              fields={fields}
+              save={(body, done) => save.mutate(body, { onSuccess: done })}
+              pending={save.isPending}
+              error={save.error}
+            >
+              {git ? (
+                <label className="inline">
+                  Build type{' '}
+                  <select value={a.build_type ?? ''} disabled={!can} onChange={(e) => save.mutate({ build_type: e.target.value })}>
+                    {a.build_type ? null : <option value="">Not set</option>}
+                    {BUILD_TYPES.map((t) => (
+                      <option key={t.value} value={t.value}>
+                        {t.label}
+                      </option>
+                    ))}
+                  </select>
+                </label>
+              ) : null}
+              <label className="inline">
+                <input type="checkbox" checked={a.auto_deploy} disabled={!can} onChange={(e) => save.mutate({ auto_deploy: e.target.checked })} /> Deploy on
+                every push
+              </label>
+              <label className="inline">
+                <input
+                  type="checkbox"
+                  checked={a.build_cache_enabled}
+                  disabled={!can}
+                  onChange={(e) => save.mutate({ build_cache_enabled: e.target.checked })}
+                />{' '}
+                Build cache
+              </label>
+            </SettingsForm>
+          );
+        }}
       </Loaded>
     </Section>
   );

@@ -1,7 +1,7 @@
 // A static site: its deployments (production and each branch's previews, polled while one runs)
 // with build logs that follow, deploy and cancel, CDN purge, pretty URLs, domains, settings (build,
 // deploy paths, previews), environment variables and traffic charts.
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api, call } from '../api.js';
 import { useCan } from '../auth.js';
@@ -10,6 +10,7 @@ import { Domains } from '../Domains.js';
 import { EnvVars } from '../EnvVars.js';
 import { DeploymentTable, running, SelectedLog } from '../Deployments.js';
 import { navigate } from '../router.js';
+import { deployPathFields, SettingsForm } from '../SettingsForm.js';
 import { ActionButton, Badge, Empty, ErrorBox, Loaded, Section, useAction, submitWith } from '../ui.js';
 
 export function StaticSitePage({ id }: { id: string }) {
@@ -173,23 +174,12 @@ function Deployments({ id, defaultBranch, previews }: { id: string; defaultBranc
   );
 }
 
-const lines = (v: string) =>
-  v
-    .split('\n')
-    .map((l) => l.trim())
-    .filter(Boolean);
-
 function SiteSettings({ id }: { id: string }) {
   const can = useCan('STATIC_SITE:UPDATE', id);
   const site = useQuery({ queryKey: ['static-sites', id], queryFn: () => call(api.GET('/static-sites/{id}', { params: { path: { id } } })) });
-  const [draft, setDraft] = useState<Record<string, string>>({});
   const [pretty, setPretty] = useState<boolean | null>(null);
   const inv = [['static-sites', id]];
-  const save = useAction(
-    (body: Record<string, unknown>) => call(api.PATCH('/static-sites/{id}', { params: { path: { id } }, body: body as any })),
-    inv,
-    () => setDraft({}),
-  );
+  const save = useAction((body: Record<string, unknown>) => call(api.PATCH('/static-sites/{id}', { params: { path: { id } }, body: body as any })), inv);
   const togglePretty = useAction(
     () => call(api.POST('/static-sites/{id}/pretty-url/toggle', { params: { path: { id } } })),
     [],
@@ -198,87 +188,47 @@ function SiteSettings({ id }: { id: string }) {
   return (
     <Section title="Settings" id="settings">
       <Loaded q={site}>
-        {(s) => {
-          const text: [key: string, label: string, value: string | null | undefined][] = [
-            ['display_name', 'Display name', s.display_name],
-            ['default_branch', 'Production branch', s.default_branch],
-            ['install_command', 'Install command', s.install_command],
-            ['build_command', 'Build command', s.build_command],
-            ['published_directory', 'Published directory', s.published_directory],
-            ['root_directory', 'Root directory', s.root_directory],
-            ['node_version', 'Node version', s.node_version],
-            ['index_file', 'Index file', s.index_file],
-            ['error_file', 'Error file', s.error_file],
-          ];
-          const paths: [key: 'allow_deploy_paths' | 'ignore_deploy_paths', label: string][] = [
-            ['allow_deploy_paths', 'Deploy only when these paths change (one pattern a line)'],
-            ['ignore_deploy_paths', 'Skip deploys when only these paths change (one pattern a line)'],
-          ];
-          const submit = (e: FormEvent) => {
-            e.preventDefault();
-            const body: Record<string, unknown> = {};
-            for (const [k, v] of Object.entries(draft)) body[k] = k.endsWith('_paths') ? lines(v) : v === '' && k !== 'display_name' ? null : v;
-            save.mutate(body);
-          };
-          return (
-            <form className="settings grid-form" onSubmit={submit} aria-label="Static site settings">
-              {text.map(([k, label, v]) => (
-                <div key={k}>
-                  <label htmlFor={`site-${k}`}>{label}</label>
-                  <input id={`site-${k}`} value={draft[k] ?? v ?? ''} disabled={!can} onChange={(e) => setDraft({ ...draft, [k]: e.target.value })} />
-                </div>
-              ))}
-              {paths.map(([k, label]) => (
-                <div key={k} className="wide">
-                  <label htmlFor={`site-${k}`}>{label}</label>
-                  <textarea
-                    id={`site-${k}`}
-                    rows={2}
-                    value={draft[k] ?? (s[k] ?? []).join('\n')}
-                    disabled={!can}
-                    onChange={(e) => setDraft({ ...draft, [k]: e.target.value })}
-                  />
-                </div>
-              ))}
-              <div className="wide">
-                <label className="inline">
-                  <input type="checkbox" checked={s.auto_deploy} disabled={!can} onChange={(e) => save.mutate({ auto_deploy: e.target.checked })} /> Deploy on
-                  every push
-                </label>
-                <label className="inline">
-                  <input
-                    type="checkbox"
-                    checked={s.is_preview_enabled}
-                    disabled={!can}
-                    onChange={(e) => save.mutate({ is_preview_enabled: e.target.checked })}
-                  />{' '}
-                  Preview deployments for other branches
-                </label>
-              </div>
-              <div className="wide">
-                <span data-pretty-urls={pretty === null ? 'unknown' : pretty ? 'on' : 'off'}>
-                  Pretty URLs (<code>/about</code> served from <code>/about.html</code> or <code>/about/index.html</code>):{' '}
-                  {pretty === null ? 'off unless switched on (the API reports the state when it is switched)' : pretty ? 'on' : 'off'}
-                </span>{' '}
-                {can ? (
-                  <ActionButton
-                    label={pretty ? 'Turn pretty URLs off' : pretty === false ? 'Turn pretty URLs on' : 'Switch pretty URLs'}
-                    run={() => togglePretty.mutate()}
-                    pending={togglePretty.isPending}
-                  />
-                ) : null}
-              </div>
+        {(s) => (
+          <SettingsForm
+            name="site"
+            can={can}
+            save={(body, done) => save.mutate(body, { onSuccess: done })}
+            pending={save.isPending}
+            error={save.error ?? togglePretty.error}
+            fields={[
+              { key: 'display_name', label: 'Display name', value: s.display_name, required: true },
+              { key: 'default_branch', label: 'Production branch', value: s.default_branch, required: true },
+              { key: 'install_command', label: 'Install command', value: s.install_command },
+              { key: 'build_command', label: 'Build command', value: s.build_command },
+              { key: 'published_directory', label: 'Published directory', value: s.published_directory },
+              { key: 'root_directory', label: 'Root directory', value: s.root_directory },
+              { key: 'node_version', label: 'Node version', value: s.node_version },
+              { key: 'index_file', label: 'Index file', value: s.index_file, required: true },
+              { key: 'error_file', label: 'Error file', value: s.error_file },
+              ...deployPathFields(s),
+            ]}
+          >
+            <label className="inline">
+              <input type="checkbox" checked={s.auto_deploy} disabled={!can} onChange={(e) => save.mutate({ auto_deploy: e.target.checked })} /> Deploy on every
+              push
+            </label>
+            <label className="inline">
+              <input type="checkbox" checked={s.is_preview_enabled} disabled={!can} onChange={(e) => save.mutate({ is_preview_enabled: e.target.checked })} />{' '}
+              Preview deployments for other branches
+            </label>
+            <p data-pretty-urls={pretty === null ? 'unknown' : pretty ? 'on' : 'off'}>
+              Pretty URLs (<code>/about</code> served from <code>/about.html</code> or <code>/about/index.html</code>):{' '}
+              {pretty === null ? 'new sites start with them off; the API tells their state when they are switched' : pretty ? 'on' : 'off'}{' '}
               {can ? (
-                <div className="wide">
-                  <button type="submit" data-write disabled={save.isPending || !Object.keys(draft).length}>
-                    Save settings
-                  </button>
-                </div>
+                <ActionButton
+                  label={pretty ? 'Turn pretty URLs off' : pretty === false ? 'Turn pretty URLs on' : 'Switch pretty URLs'}
+                  run={() => togglePretty.mutate()}
+                  pending={togglePretty.isPending}
+                />
               ) : null}
-              <ErrorBox error={save.error ?? togglePretty.error} />
-            </form>
-          );
-        }}
+            </p>
+          </SettingsForm>
+        )}
       </Loaded>
     </Section>
   );
