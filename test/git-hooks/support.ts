@@ -23,12 +23,12 @@ export async function hookSecret(s: TestServer, token?: string): Promise<{ secre
 }
 
 /** A repository address no other test uses (so that only this test's services follow it). */
-export const uniqueRepo = (host = 'github.com') => `https://${host}/acme/${uniqueName('shop', { sep: '-', random: true }).replace(/[^a-z0-9-]/gi, '-')}`;
+export const uniqueRepo = (host = 'github.com') => `https://${host}/acme/${uniqueName('shop', { random: true }).replace(/[^a-z0-9-]/gi, '-')}`;
 
 export const hmac = (secret: string, body: string) => createHmac('sha256', secret).update(body).digest('hex');
 
 /** Headers of a delivery as each provider sends them, signed with `secret`. */
-export function providerHeaders(provider: Provider, event: string, body: string, secret: string, deliveryId = randomUUID()): Record<string, string> {
+export function providerHeaders(provider: Provider, event: string, body: string, secret: string, deliveryId: string = randomUUID()): Record<string, string> {
   const json = { 'content-type': 'application/json' };
   switch (provider) {
     case 'github':
