@@ -107,7 +107,16 @@ function CreateMenu({ onPick, label = 'Create' }: { onPick: (k: ServiceKind) => 
   const kinds = SERVICE_KINDS.filter((k) => access.can(k.permission.create));
   if (!kinds.length) return null;
   return (
-    <div className="menu actions">
+    // Escape closes the menu and leaves the focus on its button.
+    <div
+      className="menu actions"
+      onKeyDown={(e) => {
+        if (e.key === 'Escape' && open) {
+          setOpen(false);
+          (e.currentTarget.firstElementChild as HTMLElement | null)?.focus();
+        }
+      }}
+    >
       <button type="button" data-write aria-expanded={open} onClick={() => setOpen(!open)} className={label === 'Create' ? 'primary' : undefined}>
         {label} <span aria-hidden="true">{open ? '▴' : '▾'}</span>
       </button>
