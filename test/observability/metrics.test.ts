@@ -7,6 +7,7 @@ import { DB_KINDS, GENEROUS, skipUnless, startServer, useServer } from '../helpe
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { Receiver } from '../webhooks/support.js';
+import { observability } from '../../src/shared/observability/index.js';
 import { scrape, total } from './support.js';
 
 for (const kind of DB_KINDS) {
@@ -75,6 +76,33 @@ for (const kind of DB_KINDS) {
       const m = await scrape(s);
       assert.ok(total(m.samples, 'slipway_rate_limit_rejections_total', { tier: 'general_write' }) >= 1);
       assert.ok(total(m.samples, 'slipway_http_requests_total', { operation: 'createProjectV3', status: '429' }) >= 1);
+    });
+
+    it('shows what the edge reports by service (its onServed listeners are told of every answered request)', async () => {
+      // The simulated runtime runs no edge: its report is given as the edge gives it.
+      const metrics = observability(s.app)!.metrics!;
+      const owner = { kind: 'app', id: '01a22334-0000-7000-8000-000000000001', companyId: s.companyId };
+      const served = {
+        owner,
+        method: 'GET',
+        path: '/',
+        bytes: 10,
+        clientIp: '127.0.0.1',
+        host: 'x.localhost',
+        userAgent: '',
+        referer: '',
+        cached: false,
+        country: null,
+        at: new Date(),
+      };
+      metrics.edgeServed({ ...served, status: 200, durationMs: 3 });
+      metrics.edgeServed({ ...served, status: 502, durationMs: 2000 });
+      const m = (await scrape(s)).samples;
+      assert.equal(total(m, 'slipway_edge_requests_total', { kind: 'app', id: owner.id, status: '2xx' }), 1);
+      assert.equal(total(m, 'slipway_edge_requests_total', { kind: 'app', id: owner.id, status: '5xx' }), 1);
+      assert.equal(total(m, 'slipway_edge_request_duration_seconds_count', { kind: 'app' }), 2);
+      assert.equal(total(m, 'slipway_edge_request_duration_seconds_bucket', { kind: 'app', le: '0.005' }), 1);
+      assert.equal(total(m, 'slipway_edge_request_duration_seconds_bucket', { kind: 'app', le: '+Inf' }), 2);
     });
 
     if (kind === 'postgres')
