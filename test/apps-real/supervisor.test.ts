@@ -2,11 +2,11 @@
 // anything, so a Slipway killed right after a spawn never leaves an unrecorded process behind.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { GATE, Supervisor } from '../../src/modules/applications/runtime/local/supervisor.js';
+import { followFile, GATE, Supervisor } from '../../src/modules/applications/runtime/local/supervisor.js';
 
 const exitOf = (child: ReturnType<typeof spawn>) => new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
 
@@ -51,3 +51,40 @@ describe('local runtime supervisor: the gate', () => {
     assert.deepEqual(JSON.parse(readFileSync(join(root, 'instances.json'), 'utf8')), []);
   });
 });
+
+describe('local runtime supervisor: instance output files', () => {
+  it('gives what was read back to the file system, keeping offsets, and loses no line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'slipway-output-'));
+    const path = join(dir, 'app.out');
+    // The instance's side: a descriptor it writes through (not O_APPEND), as spawn() hands it one.
+    const fd = openSync(path, 'w');
+    const seen: string[] = [];
+    const follow = followFile(path, 0, (l) => seen.push(l), 256 * 1024);
+    const payload = 'x'.repeat(1000);
+    const total = 3000;
+    for (let n = 0; n < total; n++) {
+      writeSync(fd, `${n} ${payload}\n`);
+      if (n % 200 === 199) await new Promise((r) => setTimeout(r, 300));
+    }
+    await waitFor(() => seen.length === total);
+    await new Promise((r) => setTimeout(r, 300));
+    follow.stop();
+    closeSync(fd);
+    assert.deepEqual(
+      seen.map((l) => Number(l.split(' ')[0])),
+      Array.from({ length: total }, (_, i) => i),
+    );
+    const st = statSync(path);
+    assert.ok(st.size > 2_900_000, `the file keeps its size (${st.size})`);
+    // About freeBytes plus what came after the last punch stays allocated, not the whole 3 MB.
+    assert.ok(st.blocks * 512 < 1_000_000, `${st.blocks * 512} bytes allocated of ${st.size}`);
+  });
+});
+
+async function waitFor(ok: () => boolean, ms = 20_000) {
+  const until = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > until) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

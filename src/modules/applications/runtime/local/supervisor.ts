@@ -5,8 +5,9 @@
 // starts again: the instances of a release still serving are adopted (same pid, same port, so the
 // edge routes as before), the rest (cron and job runs, other releases, dead ones) killed. An
 // instance's stdout/stderr go to files under `<root>/instance-logs/` (a pipe would die with
-// Slipway), which are tailed into the runtime log, by whichever Slipway runs.
-import { spawn, type ChildProcess } from 'node:child_process';
+// Slipway), which are tailed into the runtime log, by whichever Slipway runs, and freed as they
+// are read (followFile).
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeFileSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
@@ -64,11 +65,32 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
-/** Follows a file from an offset, calling `line` with each complete non-blank line. */
-function tail(path: string, from: number, line: (text: string) => void): { stop(): void } {
+/** Output read is given back to the file system in steps of this much (see followFile). */
+export const FREE_READ_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Follows a file from an offset, calling `line` with each complete non-blank line. An instance
+ * writes its output straight into its file (so it outlives Slipway), which would grow for ever:
+ * what has been read is punched out (`fallocate --punch-hole`) every `freeBytes`, so the file keeps
+ * its size and offsets (nothing the instance writes meanwhile is lost, a restarted Slipway resumes
+ * at the same offset) while its disk use stays about `freeBytes`.
+ */
+export function followFile(path: string, from: number, line: (text: string) => void, freeBytes = FREE_READ_BYTES): { stop(): void } {
   let offset = from;
   let partial = '';
+  let freed = 0;
+  let freeing = false;
   const buf = Buffer.alloc(64 * 1024);
+  const free = () => {
+    const upTo = Math.floor(offset / 4096) * 4096;
+    if (freeing || upTo - freed < freeBytes) return;
+    freeing = true;
+    execFile('fallocate', ['--punch-hole', '--offset', '0', '--length', String(upTo), path], (e) => {
+      freeing = false;
+      // A file system without hole punching keeps the whole file; the next try comes a step later.
+      freed = e ? upTo : Math.max(freed, upTo);
+    });
+  };
   const read = () => {
     let fd: number;
     try {
@@ -77,7 +99,7 @@ function tail(path: string, from: number, line: (text: string) => void): { stop(
       return;
     }
     try {
-      if (fstatSync(fd).size < offset) offset = 0;
+      if (fstatSync(fd).size < offset) offset = freed = 0;
       for (;;) {
         const n = readSync(fd, buf, 0, buf.length, offset);
         if (n <= 0) break;
@@ -89,6 +111,7 @@ function tail(path: string, from: number, line: (text: string) => void): { stop(
     } finally {
       closeSync(fd);
     }
+    free();
   };
   const timer = setInterval(read, 250).unref();
   return {
@@ -307,7 +330,7 @@ export class Supervisor {
   /** Follows an instance's output files from the given offsets into the runtime log. */
   private follow(g: Group, i: Instance, from: [number, number]) {
     const [out, err] = this.logPaths(g, i);
-    const t = [tail(out, from[0], (l) => this.out.line(g, i, l, 'stdout')), tail(err, from[1], (l) => this.out.line(g, i, l, 'stderr'))];
+    const t = [followFile(out, from[0], (l) => this.out.line(g, i, l, 'stdout')), followFile(err, from[1], (l) => this.out.line(g, i, l, 'stderr'))];
     return () => t.forEach((x) => x.stop());
   }
 
