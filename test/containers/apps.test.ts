@@ -1,7 +1,7 @@
 // The container runtime end to end (SLIPWAY_RUNTIME=container) on the engine of
 // scripts/start-container-engine.sh, through the API and the edge: a Dockerfile app (its memory
-// limit read from its cgroup), rollback to an earlier image without a build, deletion leaving no
-// container or image; cron runs as containers (exit code, output, maximum run time); the terminal.
+// limit read from its cgroup), rollback to an earlier image without a build, usage from the
+// engine's stats, suspension and activation, deletion leaving no container or image; cron runs as containers (exit code, output, maximum run time); the terminal.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { GENEROUS, useServer } from '../helpers/server.js';
@@ -53,6 +53,23 @@ describe('container runtime (sqlite)', { skip: await engineSkip() }, () => {
     assert.doesNotMatch(await logText(s, a.id, d3.id), /Building|Step \d/, 'no build');
     const [again] = await containersOf(a.id);
     assert.equal(again!.Image, `slipway/${a.id}:${d1.id}`, 'the first image runs again');
+
+    // Usage is the engine's stats of the container.
+    const now = Date.now();
+    const q = `from=${new Date(now - 60_000).toISOString()}&to=${new Date(now + 60_000).toISOString()}&interval_in_seconds=1`;
+    await waitFor(
+      'a measured memory point',
+      async () =>
+        expectStatus<{ value: number }[]>(await s.get(`/applications/${a.id}/processes/${web.id}/metrics/memory-usage?${q}`), 200).some((p) => p.value > 0) ||
+        undefined,
+    );
+
+    // Suspension removes the containers; activation starts the current release's image again.
+    expectStatus(await s.post(`/applications/${a.id}/suspend`), 200);
+    await waitFor('suspension to stop serving', async () => (await edgeGet(port, host)).status === 503 || undefined);
+    await waitFor('the container to be removed', async () => (await containersOf(a.id, true)).length === 0 || undefined);
+    expectStatus(await s.post(`/applications/${a.id}/activate`), 200);
+    await waitFor('activation to serve again', async () => (await edgeGet(port, host)).body === `one ${256 * 1024 * 1024} resolved` || undefined, 30_000);
 
     expectStatus(await s.delete(`/applications/${a.id}`), 200);
     await waitFor(
