@@ -166,6 +166,28 @@ describe('dashboard: overview, projects, applications from git, static sites, do
     await running.locator('[data-status="success"]', { hasText: 'Succeeded' }).waitFor();
   });
 
+  it('deploys a preview of another branch and shows the deployments by lane', async () => {
+    // The switch saves at once and shows the saved state.
+    await page.getByLabel('Preview deployments for other branches').click();
+    await page.getByLabel('Preview deployments for other branches').and(page.locator(':checked')).waitFor();
+    const form = page.getByRole('form', { name: 'Deploy' });
+    await form.getByLabel('Preview').and(page.locator(':enabled')).waitFor();
+    await form.getByLabel('Branch').fill('feature-x');
+    await form.getByLabel('Preview').check();
+    await form.getByRole('button', { name: 'Deploy' }).click();
+    const preview = page.locator('[data-deployment]', { hasText: 'Preview · feature-x' });
+    await preview.locator('[data-status="success"]').waitFor();
+    const deps = expectStatus(await s.get(`/static-sites/${siteId}/deployments`), 200);
+    const mine = deps.data.filter((d: { is_preview: boolean; branch: string }) => d.is_preview && d.branch === 'feature-x');
+    assert.equal(mine.length, 1);
+    assert.equal(await preview.getAttribute('data-deployment'), mine[0].id);
+    await page.getByLabel('Which deployments to show').selectOption({ label: 'Previews of feature-x' });
+    assert.equal(await page.locator('[data-deployment]').count(), 1);
+    await page.getByLabel('Which deployments to show').selectOption({ label: 'Production' });
+    assert.equal(await page.locator('[data-deployment]').count(), deps.data.length - 1);
+    await page.getByLabel('Which deployments to show').selectOption({ label: 'All' });
+  });
+
   it('adds a custom domain and shows the DNS records to create', async () => {
     const domains = page.locator('[data-section="domains"]');
     await domains.getByRole('textbox', { name: 'Domain' }).fill('docs.shop.example');
