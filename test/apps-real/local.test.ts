@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { DB_KINDS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
-import { createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo } from './support.js';
+import { createRealApp, deploy, edgeGet, LOCAL_ENV, makeRepo, underLoad } from './support.js';
 
 for (const kind of DB_KINDS) {
   describe(`local runtime (${kind})`, { skip: await skipUnless(kind) }, () => {
@@ -33,25 +33,7 @@ for (const kind of DB_KINDS) {
 
       // Redeploy under continuous requests: none fails, then v2 is served.
       repo.commit('v2');
-      let stop = false;
-      const seen: string[] = [];
-      const failures: string[] = [];
-      const load = (async () => {
-        while (!stop) {
-          try {
-            const r = await edgeGet(port, host);
-            if (r.status !== 200) failures.push(`${r.status} ${r.body}`);
-            else seen.push(r.body.split(' ')[0]!);
-          } catch (e) {
-            failures.push(String(e));
-          }
-        }
-      })();
-      const d2 = await deploy(s, a.id);
-      const afterSwitch = seen.length;
-      await waitFor('requests after the switch', () => seen.length > afterSwitch + 5);
-      stop = true;
-      await load;
+      const { result: d2, seen, failures } = await underLoad(port, host, () => deploy(s, a.id));
       assert.equal(d2.status, 'success');
       assert.deepEqual(failures, []);
       assert.ok(seen.includes('v1'));

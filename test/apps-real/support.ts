@@ -7,7 +7,7 @@ import { request } from 'node:http';
 import WebSocket from 'ws';
 import { DEFAULT_CLUSTER } from '../applications/support.js';
 import { untilStatus } from '../helpers/status.js';
-import { expectStatus } from '../helpers/util.js';
+import { expectStatus, waitFor } from '../helpers/util.js';
 import type { TestServer } from '../helpers/server.js';
 
 export const LOCAL_ENV = { SLIPWAY_RUNTIME: 'local', SLIPWAY_EDGE_PORT: '0', SLIPWAY_APPS_READY_TIMEOUT_MS: '4000', SLIPWAY_APPS_STOP_GRACE_MS: '2000' };
@@ -118,4 +118,31 @@ export async function openTerminal(s: TestServer, appId: string, processId: stri
     ws.once('error', reject);
   });
   return session;
+}
+
+/**
+ * Runs `during` while requests go to `host` through the edge one after the other, and a few more
+ * after it ended; returns its result, the first word of each 200 answer, and every other answer.
+ */
+export async function underLoad<T>(port: number, host: string, during: () => Promise<T>) {
+  let stop = false;
+  const seen: string[] = [];
+  const failures: string[] = [];
+  const load = (async () => {
+    while (!stop) {
+      try {
+        const r = await edgeGet(port, host);
+        if (r.status !== 200) failures.push(`${r.status} ${r.body}`);
+        else seen.push(r.body.split(' ')[0]!);
+      } catch (e) {
+        failures.push(String(e));
+      }
+    }
+  })();
+  const result = await during();
+  const after = seen.length;
+  await waitFor('requests after it', () => seen.length > after + 5);
+  stop = true;
+  await load;
+  return { result, seen, failures };
 }

@@ -8,7 +8,7 @@ import { GENEROUS, useServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { createProcess, cron, exitCodes, processPath, RT, runtimeLogs } from '../processes/support.js';
 import { engineSkip } from '../support/container-engine.js';
-import { createRealApp, deploy, edgeGet, openTerminal } from '../apps-real/support.js';
+import { createRealApp, deploy, edgeGet, openTerminal, underLoad } from '../apps-real/support.js';
 import { CONTAINER_ENV, containersOf, imagesOf, pythonDockerfile, repoOf } from './support.js';
 
 const logText = async (s: ReturnType<typeof useServer>, appId: string, deploymentId: string) =>
@@ -41,9 +41,12 @@ describe('container runtime (sqlite)', { skip: await engineSkip() }, () => {
     assert.equal(running[0]!.Labels['slipway.release'], d1.id);
     assert.equal(running[0]!.Image, `slipway/${a.id}:${d1.id}`);
 
+    // Redeployed under continuous requests through the edge: none fails, then the new image answers.
     repo.commit(pythonDockerfile('two'));
-    const d2 = await deploy(s, a.id);
+    const { result: d2, seen, failures } = await underLoad(port, host, () => deploy(s, a.id));
     assert.equal(d2.status, 'success', await logText(s, a.id, d2.id));
+    assert.deepEqual(failures, []);
+    assert.ok(seen.includes('one') && seen.includes('two'));
     assert.equal((await edgeGet(port, host)).body, `two ${256 * 1024 * 1024} resolved`);
     await waitFor('the old container to go', async () => (await containersOf(a.id, true)).length === 1 || undefined);
 
