@@ -42,28 +42,23 @@ const GitDelivery = Type.Object(
   { additionalProperties: false },
 );
 
+/** What the two secret operations share: they answer the secret and the URLs. */
+const secretOperation = { tags: ['Git'], success: 200, response: WebhookSecret, errors: [401, 403, 500], decided: true } as const;
+
 export const getGitWebhookSecretContract = {
+  ...secretOperation,
   operationId: 'getGitWebhookSecretV3',
   method: 'GET',
   path: '/git/webhook-secret',
   summary: "Get the company's git webhook secret and payload URLs",
-  tags: ['Git'],
-  success: 200,
-  response: WebhookSecret,
-  errors: [401, 403, 500],
-  decided: true,
 } as const;
 
 export const rotateGitWebhookSecretContract = {
+  ...secretOperation,
   operationId: 'rotateGitWebhookSecretV3',
   method: 'POST',
   path: '/git/webhook-secret/rotate',
   summary: "Replace the company's git webhook secret",
-  tags: ['Git'],
-  success: 200,
-  response: WebhookSecret,
-  errors: [401, 403, 500],
-  decided: true,
 } as const;
 
 export const listGitDeliveriesContract = {
