@@ -1,10 +1,11 @@
 // The create form of each kind of service, all with a name and a project picker; each opens the
-// new service's page (or the overview, for kinds without one) when the API has created it.
+// new service's page when the API has created it.
 import { useState, type ReactNode } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api, call } from './api.js';
 import { useCan } from './auth.js';
 import { navigate } from './router.js';
+import { rememberSecret } from './presign.js';
 import { ProjectPicker } from './projects.js';
 import { ErrorBox, submitWith, useAction } from './ui.js';
 
@@ -236,33 +237,48 @@ export function NewStaticSite({ project }: { project: string }) {
   );
 }
 
-/** A kind created from a name and a project alone; its page comes with the kind's own view. */
+/** A kind created from a name and a project alone, then opened at `page`. */
 function NameOnly({
   project,
   what,
   kind,
   post,
+  page,
 }: {
   project: string;
   what: string;
   kind: string;
-  post: (body: { display_name: string; project_id?: string }) => Promise<unknown>;
+  post: (body: { display_name: string; project_id?: string }) => Promise<{ id: string }>;
+  page: (id: string) => string;
 }) {
   const b = useBasics(project);
   const create = useAction(
     () => post({ display_name: b.name, project_id: b.projectId }),
     [[kind], ['projects']],
-    () => navigate('/'),
+    (r) => navigate(page(r.id)),
   );
   return <CreateForm what={what} {...b} run={() => create.mutate()} pending={create.isPending} error={create.error} />;
 }
 
 export const NewBucket = ({ project }: { project: string }) => (
-  <NameOnly project={project} what="bucket" kind="object-storage" post={(body) => call(api.POST('/object-storage', { body }))} />
+  <NameOnly
+    project={project}
+    what="bucket"
+    kind="object-storage"
+    // The secret key is returned only now (and on rotation): kept for this tab's object browser.
+    post={(body) => call(api.POST('/object-storage', { body })).then((r) => (rememberSecret(r.access_key, r.secret_key), r))}
+    page={(id) => `/buckets/${id}`}
+  />
 );
 
 export const NewLoadBalancer = ({ project }: { project: string }) => (
-  <NameOnly project={project} what="load balancer" kind="load-balancers" post={(body) => call(api.POST('/load-balancers', { body }))} />
+  <NameOnly
+    project={project}
+    what="load balancer"
+    kind="load-balancers"
+    post={(body) => call(api.POST('/load-balancers', { body }))}
+    page={(id) => `/load-balancers/${id}`}
+  />
 );
 
 export function NewPipeline({ project }: { project: string }) {
@@ -271,7 +287,7 @@ export function NewPipeline({ project }: { project: string }) {
   const create = useAction(
     () => call(api.POST('/pipelines', { body: { display_name: b.name, type, project_id: b.project } })),
     [['pipelines'], ['projects']],
-    () => navigate('/'),
+    (p) => navigate(`/pipelines/${p.id}`),
   );
   return (
     <CreateForm what="pipeline" {...b} projectRequired run={() => create.mutate()} pending={create.isPending} error={create.error}>

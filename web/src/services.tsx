@@ -50,6 +50,7 @@ export const SERVICE_KINDS: ServiceKind[] = [
     one: 'bucket',
     projectType: 'object-storage',
     permission: { read: 'OBJECT_STORAGE:READ', create: 'OBJECT_STORAGE:CREATE' },
+    link: (id) => `/buckets/${id}`,
     Create: NewBucket,
   },
   {
@@ -58,6 +59,7 @@ export const SERVICE_KINDS: ServiceKind[] = [
     one: 'load balancer',
     projectType: 'load-balancer',
     permission: { read: 'LOAD_BALANCER:READ', create: 'LOAD_BALANCER:CREATE' },
+    link: (id) => `/load-balancers/${id}`,
     Create: NewLoadBalancer,
   },
   {
@@ -66,6 +68,7 @@ export const SERVICE_KINDS: ServiceKind[] = [
     one: 'pipeline',
     projectType: 'pipeline',
     permission: { read: 'PIPELINE:READ', create: 'PIPELINE:CREATE' },
+    link: (id) => `/pipelines/${id}`,
     Create: NewPipeline,
   },
 ];
