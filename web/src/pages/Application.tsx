@@ -6,9 +6,11 @@ import { useQuery } from '@tanstack/react-query';
 import { api, call } from '../api.js';
 import { useCan } from '../auth.js';
 import { MetricCharts, metricWindow } from '../Chart.js';
+import { ApplicationExtras } from './ApplicationMore.js';
 import { BUILD_TYPES } from '../create.js';
 import { Domains } from '../Domains.js';
 import { EnvVars } from '../EnvVars.js';
+import { GitDeliveries } from '../GitDeliveries.js';
 import { DeploymentTable, running, SelectedLog } from '../Deployments.js';
 import { byTime, LogView, type LogLine } from '../Logs.js';
 import { deployPathFields, SettingsForm, type TextField } from '../SettingsForm.js';
@@ -47,8 +49,10 @@ export function ApplicationPage({ id }: { id: string }) {
         )}
       </Loaded>
       <Deployments id={id} />
+      <GitDeliveries serviceId={id} />
       <RuntimeLogs id={id} />
       <Processes id={id} />
+      <ApplicationExtras id={id} />
       <EnvVars base={`/applications/${id}/env-vars`} can={canUpdate} extra={{ is_runtime: true, is_buildtime: false }} />
       <Domains kind="applications" id={id} />
       <Settings id={id} />

@@ -8,6 +8,7 @@ import { useCan } from '../auth.js';
 import { MetricCharts } from '../Chart.js';
 import { Domains } from '../Domains.js';
 import { EnvVars } from '../EnvVars.js';
+import { GitDeliveries } from '../GitDeliveries.js';
 import { DeploymentTable, running, SelectedLog } from '../Deployments.js';
 import { navigate } from '../router.js';
 import { deployPathFields, SettingsForm } from '../SettingsForm.js';
@@ -68,6 +69,7 @@ export function StaticSitePage({ id }: { id: string }) {
         )}
       </Loaded>
       <Deployments id={id} defaultBranch={site.data?.default_branch ?? 'main'} previews={site.data?.is_preview_enabled ?? false} />
+      <GitDeliveries serviceId={id} />
       <Domains kind="static-sites" id={id} />
       <SiteSettings id={id} />
       <EnvVars base={`/static-sites/${id}/env-vars`} can={can} />
