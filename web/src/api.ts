@@ -67,5 +67,6 @@ export const untyped = {
   get: <T = any>(path: string, query?: Record<string, unknown>) => call<T>((api.GET as any)(path, { params: { query } })),
   post: <T = any>(path: string, body?: unknown) => call<T>((api.POST as any)(path, body === undefined ? {} : { body })),
   patch: <T = any>(path: string, body: unknown) => call<T>((api.PATCH as any)(path, { body })),
+  put: <T = any>(path: string, body: unknown) => call<T>((api.PUT as any)(path, { body })),
   delete: <T = any>(path: string) => call<T>((api.DELETE as any)(path, {})),
 };

@@ -167,8 +167,20 @@ export function NewApplication({ project }: { project: string }) {
   );
 }
 
+// The engines and versions the API accepts on create (the contract does not enumerate them; a
+// version the server refuses is shown as its 400).
+const ENGINES = [
+  { type: 'postgresql', label: 'PostgreSQL', versions: ['17', '16', '15', '14', '13'] },
+  { type: 'mysql', label: 'MySQL', versions: ['9', '8.4', '8.0'] },
+  { type: 'mariadb', label: 'MariaDB', versions: ['11.4', '10.11', '10.6'] },
+  { type: 'redis', label: 'Redis', versions: ['7.2', '7'] },
+  { type: 'valkey', label: 'Valkey', versions: ['8', '7.2'] },
+] as const;
+
 export function NewDatabase({ project }: { project: string }) {
   const b = useBasics(project);
+  const [engine, setEngine] = useState<(typeof ENGINES)[number]>(ENGINES[0]);
+  const [version, setVersion] = useState<string>(ENGINES[0].versions[0]);
   const clusters = useClusters();
   const types = useQuery({ queryKey: ['db-resource-types'], queryFn: () => call(api.GET('/resources/database-resource-types')), staleTime: Infinity });
   const cluster = clusters.data?.[0]?.id;
@@ -179,8 +191,8 @@ export function NewDatabase({ project }: { project: string }) {
         api.POST('/databases', {
           body: {
             display_name: b.name,
-            type: 'postgresql',
-            version: '17',
+            type: engine.type,
+            version,
             cluster_id: cluster!,
             resource_type_id: rt!,
             db_name: 'appdata',
@@ -194,7 +206,29 @@ export function NewDatabase({ project }: { project: string }) {
   );
   return (
     <CreateForm what="database" {...b} run={() => create.mutate()} pending={create.isPending} error={create.error} ready={!!cluster && !!rt}>
-      <p className="hint">PostgreSQL 17. A random password is set; reset it on the database page to see or choose one.</p>
+      <label htmlFor="db-engine">Engine</label>
+      <select
+        id="db-engine"
+        value={engine.type}
+        onChange={(e) => {
+          const next = ENGINES.find((x) => x.type === e.target.value)!;
+          setEngine(next);
+          setVersion(next.versions[0]);
+        }}
+      >
+        {ENGINES.map((x) => (
+          <option key={x.type} value={x.type}>
+            {x.label}
+          </option>
+        ))}
+      </select>
+      <label htmlFor="db-version">Version</label>
+      <select id="db-version" value={version} onChange={(e) => setVersion(e.target.value)}>
+        {engine.versions.map((v) => (
+          <option key={v}>{v}</option>
+        ))}
+      </select>
+      <p className="hint">A random password is set; reset it on the database page to see or choose one.</p>
     </CreateForm>
   );
 }
