@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { after, before } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { findDashboardDir } from '../../src/shared/http/dashboard.js';
 
@@ -97,4 +98,29 @@ export async function seriousA11yViolations(page: Page): Promise<string[]> {
       .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n: { target: string[] }) => n.target.join(' ')).join(', ')}`);
   });
   return violations;
+}
+
+/**
+ * One browser for a suite, opened before its tests and closed after them, with a laptop-size page
+ * whose requests and console are watched; `open()` gives a further page in its own context (another
+ * key's session). Pages accept confirm dialogs and wait `timeout` ms for what they look for.
+ */
+export function useBrowser(timeout = 30_000) {
+  const h = {} as { browser: Browser; page: Page; seen: ReturnType<typeof watch>; open: () => Promise<{ page: Page; close: () => Promise<void> }> };
+  h.open = async () => {
+    const ctx = await h.browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await ctx.newPage();
+    page.setDefaultTimeout(timeout);
+    page.on('dialog', (d) => void d.accept());
+    return { page, close: () => ctx.close() };
+  };
+  before(async () => {
+    h.browser = await launch();
+    h.page = (await h.open()).page;
+    h.seen = watch(h.page);
+  });
+  after(async () => {
+    await h.browser?.close();
+  });
+  return h;
 }

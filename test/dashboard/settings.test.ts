@@ -3,28 +3,21 @@
 // creating an application from an image; a Company Viewer key sees these pages and the service
 // pages without a single write control; axe-core finds no serious violation; screenshots at
 // laptop and phone widths go to test-artifacts/dashboard/.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { GENEROUS, useServer } from '../helpers/server.js';
 import { expectStatus } from '../helpers/util.js';
-import { browserSkip, launch, seriousA11yViolations, shots, signIn } from './browser.js';
+import { browserSkip, seriousA11yViolations, shots, signIn, useBrowser } from './browser.js';
 
 const skip = browserSkip();
-const TIMEOUT = 30_000;
 
 describe('dashboard: company settings and a Viewer key', { skip }, () => {
   const s = useServer({ env: { SLIPWAY_SIM_PROGRESSION: '*=immediate', SLIPWAY_JOB_POLL_MS: '20' }, rateLimits: GENEROUS });
-  let browser: Browser;
+  const b = useBrowser();
   let page: Page;
-  before(async () => {
-    browser = await launch();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    page.setDefaultTimeout(TIMEOUT);
-    page.on('dialog', (d) => void d.accept());
-  });
-  after(async () => {
-    await browser?.close();
+  before(() => {
+    page = b.page;
   });
 
   it('creates, renames and deletes projects', async () => {
@@ -117,10 +110,8 @@ describe('dashboard: company settings and a Viewer key', { skip }, () => {
       201,
     );
     const { token } = await s.newKey({ role: 'Company Viewer' });
-    const viewer = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const { page: v, close } = await b.open();
     try {
-      const v = await viewer.newPage();
-      v.setDefaultTimeout(TIMEOUT);
       await signIn(v, s.baseUrl, token);
       const pages: [path: string, ready: string][] = [
         ['/', '[data-kind="static-sites"]'],
@@ -137,7 +128,7 @@ describe('dashboard: company settings and a Viewer key', { skip }, () => {
       }
       await shots(v, 'static-site-viewer');
     } finally {
-      await viewer.close();
+      await close();
     }
   });
 });

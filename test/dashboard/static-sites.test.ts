@@ -4,15 +4,14 @@
 // watched to success with its log; a custom domain with its DNS instructions; statuses in words;
 // the favicon; axe-core finds no serious violation on these pages; screenshots at laptop and phone
 // widths go to test-artifacts/dashboard/.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { GENEROUS, useServer } from '../helpers/server.js';
 import { expectStatus } from '../helpers/util.js';
-import { browserSkip, launch, seriousA11yViolations, shots, signIn, watch } from './browser.js';
+import { browserSkip, seriousA11yViolations, shots, signIn, useBrowser } from './browser.js';
 
 const skip = browserSkip();
-const TIMEOUT = 30_000;
 
 describe('dashboard: overview, projects, applications from git, static sites, domains', { skip }, () => {
   // Static site deployments take a moment, so the page shows one running and its log growing.
@@ -21,21 +20,12 @@ describe('dashboard: overview, projects, applications from git, static sites, do
     env: { SLIPWAY_SIM_PROGRESSION: '*=immediate,static_site_deployment=duration:2500,domain_verification=reads:2', SLIPWAY_JOB_POLL_MS: '20' },
     rateLimits: GENEROUS,
   });
-  let browser: Browser;
+  const b = useBrowser();
   let page: Page;
-  let seen: ReturnType<typeof watch>;
   let projectId = '';
   let siteId = '';
-  before(async () => {
-    browser = await launch();
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    page = await ctx.newPage();
-    page.setDefaultTimeout(TIMEOUT);
-    page.on('dialog', (d) => void d.accept());
-    seen = watch(page);
-  });
-  after(async () => {
-    await browser?.close();
+  before(() => {
+    page = b.page;
   });
 
   const a11y = async (what: string) => assert.deepEqual(await seriousA11yViolations(page), [], `accessibility of ${what}`);
@@ -239,9 +229,9 @@ describe('dashboard: overview, projects, applications from git, static sites, do
   });
 
   it('kept every request on the server', () => {
-    for (const u of seen.urls) assert.ok(u.startsWith(`${s.baseUrl}/`) || u.startsWith('data:'), u);
+    for (const u of b.seen.urls) assert.ok(u.startsWith(`${s.baseUrl}/`) || u.startsWith('data:'), u);
     assert.deepEqual(
-      seen.console.filter((l) => l.startsWith('pageerror')),
+      b.seen.console.filter((l) => l.startsWith('pageerror')),
       [],
     );
   });
