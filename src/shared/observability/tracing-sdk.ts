@@ -1,18 +1,27 @@
 // The OpenTelemetry Node SDK behind `Tracer` (trace.ts): spans batched and sent as OTLP/HTTP
-// (JSON) to `<endpoint>/v1/traces`. Imported only when tracing is configured.
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
-import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
+// (JSON) to `<endpoint>/v1/traces`. Imported only when tracing is configured; its packages are
+// required then too (lazy.ts: outside dist/cli.js, so a start without tracing does not parse them).
+import type * as Api from '@opentelemetry/api';
+import type { Context, Span } from '@opentelemetry/api';
+import type * as SdkTraceNode from '@opentelemetry/sdk-trace-node';
+import type * as OtlpHttp from '@opentelemetry/exporter-trace-otlp-http';
+import type * as Resources from '@opentelemetry/resources';
 import type { FastifyRequest } from 'fastify';
 import { intSetting } from '../config.js';
+import { lazy } from '../lazy.js';
 import type { ObservabilitySettings } from './settings.js';
 import type { Tracer } from './trace.js';
+
+const otel = lazy<typeof Api>('@opentelemetry/api');
+const sdk = lazy<typeof SdkTraceNode>('@opentelemetry/sdk-trace-node');
+const otlp = lazy<typeof OtlpHttp>('@opentelemetry/exporter-trace-otlp-http');
+const resources = lazy<typeof Resources>('@opentelemetry/resources');
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
 /** The context of a remote parent from a W3C traceparent (none when absent or malformed). */
 function parentOf(traceparent: string | null | undefined): Context {
+  const { ROOT_CONTEXT, trace } = otel();
   const m = traceparent ? TRACEPARENT.exec(traceparent) : null;
   if (!m) return ROOT_CONTEXT;
   return trace.setSpanContext(ROOT_CONTEXT, { traceId: m[1]!, spanId: m[2]!, traceFlags: parseInt(m[3]!, 16), isRemote: true });
@@ -20,6 +29,7 @@ function parentOf(traceparent: string | null | undefined): Context {
 
 /** Ends `span` after `fn`, recording its error. */
 async function ended<T>(span: Span, fn: () => Promise<T>): Promise<T> {
+  const { SpanStatusCode } = otel();
   try {
     return await fn();
   } catch (e) {
@@ -32,6 +42,10 @@ async function ended<T>(span: Span, fn: () => Promise<T>): Promise<T> {
 }
 
 export function openTelemetryTracer(settings: ObservabilitySettings, onError: (e: Error) => void): Tracer {
+  const { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } = otel();
+  const { BatchSpanProcessor, NodeTracerProvider } = sdk();
+  const { OTLPTraceExporter } = otlp();
+  const { resourceFromAttributes } = resources();
   const base = settings.otlpEndpoint!.replace(/\/+$/, '');
   const exporter = new OTLPTraceExporter({ url: `${base}/v1/traces` });
   const env = settings.otelEnv;
