@@ -35,7 +35,7 @@ describe('container runtime (sqlite)', { skip: await engineSkip() }, () => {
     const r1 = await edgeGet(port, host);
     assert.equal(r1.status, 200);
     // The hobby resource type's 256 MiB, as the container's cgroup says.
-    assert.equal(r1.body, `one ${256 * 1024 * 1024} resolved`);
+    assert.equal(r1.body, `one ${256 * 1024 * 1024} resolved built with resolved`);
     const running = await containersOf(a.id);
     assert.equal(running.length, 1);
     assert.equal(running[0]!.Labels['slipway.release'], d1.id);
@@ -47,12 +47,12 @@ describe('container runtime (sqlite)', { skip: await engineSkip() }, () => {
     assert.equal(d2.status, 'success', await logText(s, a.id, d2.id));
     assert.deepEqual(failures, []);
     assert.ok(seen.includes('one') && seen.includes('two'));
-    assert.equal((await edgeGet(port, host)).body, `two ${256 * 1024 * 1024} resolved`);
+    assert.equal((await edgeGet(port, host)).body, `two ${256 * 1024 * 1024} resolved built with resolved`);
     await waitFor('the old container to go', async () => (await containersOf(a.id, true)).length === 1 || undefined);
 
     const d3 = await deploy(s, a.id, 'deployments/rollback');
     assert.equal(d3.status, 'success');
-    assert.equal((await edgeGet(port, host)).body, `one ${256 * 1024 * 1024} resolved`);
+    assert.equal((await edgeGet(port, host)).body, `one ${256 * 1024 * 1024} resolved built with resolved`);
     assert.doesNotMatch(await logText(s, a.id, d3.id), /Building|Step \d/, 'no build');
     const [again] = await containersOf(a.id);
     assert.equal(again!.Image, `slipway/${a.id}:${d1.id}`, 'the first image runs again');
@@ -72,7 +72,11 @@ describe('container runtime (sqlite)', { skip: await engineSkip() }, () => {
     await waitFor('suspension to stop serving', async () => (await edgeGet(port, host)).status === 503 || undefined);
     await waitFor('the container to be removed', async () => (await containersOf(a.id, true)).length === 0 || undefined);
     expectStatus(await s.post(`/applications/${a.id}/activate`), 200);
-    await waitFor('activation to serve again', async () => (await edgeGet(port, host)).body === `one ${256 * 1024 * 1024} resolved` || undefined, 30_000);
+    await waitFor(
+      'activation to serve again',
+      async () => (await edgeGet(port, host)).body === `one ${256 * 1024 * 1024} resolved built with resolved` || undefined,
+      30_000,
+    );
 
     expectStatus(await s.delete(`/applications/${a.id}`), 200);
     await waitFor(

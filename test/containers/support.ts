@@ -36,15 +36,23 @@ export async function imagesOf(appId: string): Promise<string[]> {
   return list.flatMap((i) => i.RepoTags ?? []);
 }
 
-/** A Python web server (from the offline base image) answering `<text>` and its memory limit, as a Dockerfile app. */
+/** A Python web server (from the offline base image) answering `<text>`, its memory limit and FROM_ENV at run time and at build time (a declared ARG), as a Dockerfile app. */
 export const pythonDockerfile = (text: string) => ({
-  Dockerfile: ['FROM python:3.11-slim-bookworm', 'WORKDIR /srv', 'COPY server.py .', `ENV ANSWER=${text}`, 'CMD ["python3", "server.py"]'].join('\n'),
+  Dockerfile: [
+    'FROM python:3.11-slim-bookworm',
+    'WORKDIR /srv',
+    'COPY server.py .',
+    'ARG FROM_ENV',
+    'RUN echo "built with $FROM_ENV" > built',
+    `ENV ANSWER=${text}`,
+    'CMD ["python3", "server.py"]',
+  ].join('\n'),
   'server.py': [
     'import http.server, os',
     'class H(http.server.BaseHTTPRequestHandler):',
     '    def do_GET(self):',
     "        limit = open('/sys/fs/cgroup/memory/memory.limit_in_bytes').read().strip()",
-    "        body = (os.environ['ANSWER'] + ' ' + limit + ' ' + os.environ.get('FROM_ENV', '')).encode()",
+    "        body = (os.environ['ANSWER'] + ' ' + limit + ' ' + os.environ.get('FROM_ENV', '') + ' ' + open('built').read().strip()).encode()",
     '        self.send_response(200); self.end_headers(); self.wfile.write(body)',
     "print('listening on', os.environ['PORT'], flush=True)",
     "http.server.HTTPServer(('0.0.0.0', int(os.environ['PORT'])), H).serve_forever()",

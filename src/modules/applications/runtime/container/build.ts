@@ -3,7 +3,8 @@
 // unsealed only for the pull) and tagged; a repository is built from its Dockerfile
 // (`build_type: dockerfile`, `dockerfile_path` in `docker_context`) or from a generated one
 // (detect.ts). The engine's output streams into the build log; the layer cache is used unless the
-// application turned its build cache off.
+// application turned its build cache off. Build-time variables reach a Dockerfile as the build
+// args it declares (`ARG NAME`), and no others (the engine warns of every arg nobody declared).
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
@@ -103,6 +104,8 @@ export async function buildPhase(
     await spec.log([
       { message: a.build_cache_enabled ? 'Build cache: the engine reuses unchanged layers' : 'Build cache disabled: every layer is built anew' },
     ]);
+    const declared = [...(await readFile(join(context, dockerfile), 'utf8')).matchAll(/^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)/gim)].map((m) => m[1]!);
+    const buildargs = Object.fromEntries(declared.filter((k) => k in spec.env).map((k) => [k, spec.env[k]!]));
     const entries = (await readdir(context)).filter((n) => n !== '.git');
     const server = login ? registryOf(a.docker_image ?? '') : null;
     const out = engineLog(spec);
@@ -114,6 +117,7 @@ export async function buildPhase(
           t: tag,
           dockerfile,
           nocache: !a.build_cache_enabled,
+          buildargs,
           rm: true,
           forcerm: true,
           labels: { 'slipway.app': a.id },

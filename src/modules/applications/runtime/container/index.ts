@@ -324,7 +324,8 @@ class ContainerHost extends UsageSeries implements InstanceHost {
           .getContainer(t.container)
           .stats({ stream: false })
           .catch(() => null);
-        if (!s) return { ...t, cpu: 0, memory: 0, up: false };
+        // A container that stopped meanwhile answers without figures.
+        if (!s?.cpu_stats?.cpu_usage || !s.precpu_stats?.cpu_usage) return { ...t, cpu: 0, memory: 0, up: false };
         const cpuDelta = s.cpu_stats.cpu_usage.total_usage - s.precpu_stats.cpu_usage.total_usage;
         const systemDelta = (s.cpu_stats.system_cpu_usage ?? 0) - (s.precpu_stats.system_cpu_usage ?? 0);
         const cpus = s.cpu_stats.online_cpus || s.cpu_stats.cpu_usage.percpu_usage?.length || 1;
@@ -346,6 +347,7 @@ class ContainerHost extends UsageSeries implements InstanceHost {
         for (const [processId, p] of byProcess) this.record(processId, { t: now, ...p });
         this.sampled(now);
       })
+      .catch(() => {})
       .finally(() => (this.sampling = false));
   }
 }
