@@ -237,7 +237,7 @@ export async function listStageAppIds(tx: Tx, stageId: string): Promise<string[]
   return rows.map((r) => r.app_id);
 }
 
-/** The applications placed in the pipeline, each with its stage's position. */
+/** The applications placed in the pipeline, each with its stage's position and branch. */
 export async function listPlacedApps(tx: Tx, pipelineId: string) {
   return tx
     .selectFrom('pipeline_apps')
