@@ -228,7 +228,9 @@ describe('edge on nginx: access log rotation', { skip: nginxSkip() }, () => {
       range(0, count).map((i) => `/r/${i}`),
     );
     // Requests keep coming while a renamed file settles, so how much the current file holds varies; that it holds fewer than all of them does not.
-    const left = readFileSync(edge.receiver.path, 'utf8').split('\n').filter((l) => l.includes('"/r/')).length;
+    const left = readFileSync(edge.receiver.path, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"/r/')).length;
     assert.ok(left < count, `the current file is a new one (${left} lines of ${count})`);
   });
 });

@@ -482,7 +482,10 @@ function staticSite(t: Extract<EdgeTarget, { type: 'static' }>, brotli: boolean)
     );
   else out.push(`error_page 404 @slipway_404;`);
   // The copies' own names (`/app.js.br`) are not the site's URLs: such names are looked up among the published files only.
-  if (t.compressedRoot) out.push(`location ~ \\.(?:gz|br)$ { root ${q(safe('static root', t.root))}; gzip_static off; ${brotli ? 'brotli_static off; ' : ''}try_files $uri =404; }`);
+  if (t.compressedRoot)
+    out.push(
+      `location ~ \\.(?:gz|br)$ { root ${q(safe('static root', t.root))}; gzip_static off; ${brotli ? 'brotli_static off; ' : ''}try_files $uri =404; }`,
+    );
   if (pretty) {
     // `/about.html` → `/about`, `/docs/index.html` → `/docs/`, when the file is there.
     out.push(

@@ -160,7 +160,14 @@ export class StaticRuntime implements StaticSitesRuntime {
     if (!releaseId || !isPublished(this.settings.root, s.id, releaseId)) return null;
     const release = resolve(releaseDir(this.settings.root, s.id, releaseId));
     const beside = besideDir(release);
-    const target = { type: 'static' as const, root: publicDir(release), compressedRoot: existsSync(beside) ? beside : null, prettyUrls: s.pretty_urls === 1, notFoundPage: s.error_file, fallback: null };
+    const target = {
+      type: 'static' as const,
+      root: publicDir(release),
+      compressedRoot: existsSync(beside) ? beside : null,
+      prettyUrls: s.pretty_urls === 1,
+      notFoundPage: s.error_file,
+      fallback: null,
+    };
     return { target, ipRestriction: null, maintenance: null, cache: null };
   }
 
