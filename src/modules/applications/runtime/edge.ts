@@ -13,14 +13,18 @@ type Settings = {
   cdn: { enabled: boolean; version: string; purgedAt: string | null };
 };
 
+/** Where the edge reaches an instance. */
+const upstream = (i: Instance) => `${i.address ?? '127.0.0.1'}:${i.port}`;
+
 /**
- * What a proxy in front serves for an application: its serving group's instances (their loopback
- * ports), with the CDN as the proxy's cache; without one (hibernated, starting, stopped) the origin,
- * which wakes it or answers 503. IP restriction and maintenance apply either way.
+ * What a proxy in front serves for an application: its serving group's instances (their ports, on
+ * the loopback interface or a swarm node), with the CDN as the proxy's cache; without one
+ * (hibernated, starting, stopped) the origin, which wakes it or answers 503. IP restriction and
+ * maintenance apply either way.
  */
 export function describeGroup(g: Group | undefined, s: Settings): EdgeDescription {
   const checks = checksOf(s.ipRestriction, s.maintenance);
-  const servers = (g?.instances ?? []).filter((i) => i.port && !i.stopping).map((i) => ({ address: `127.0.0.1:${i.port}`, weight: 1 }));
+  const servers = (g?.instances ?? []).filter((i) => i.port && !i.stopping).map((i) => ({ address: upstream(i), weight: 1 }));
   if (!servers.length) return { target: { type: 'origin' }, ...checks, cache: null };
   const cache = s.cdn.enabled ? { seconds: 0, generation: cacheGeneration(`${s.cdn.version}|${s.cdn.purgedAt ?? ''}`) } : null;
   return { target: { type: 'upstream', servers }, ...checks, cache };
@@ -47,7 +51,7 @@ export async function serveFromGroup(g: Group | undefined, req: IncomingMessage,
     inst.inflight++;
     let outcome;
     try {
-      outcome = await proxy(req, res, { url: new URL(`http://127.0.0.1:${inst.port}`) });
+      outcome = await proxy(req, res, { url: new URL(`http://${upstream(inst)}`) });
     } finally {
       inst.inflight--;
     }

@@ -24,8 +24,10 @@ export interface InstanceSpec {
 }
 
 export interface Instance extends InstanceSpec {
-  /** The loopback port the edge reaches a web instance on. */
+  /** The port the edge reaches a web instance on, at `address`. */
   port: number | null;
+  /** Where `port` is: 127.0.0.1 unless the instance runs on another machine (a swarm node). */
+  address?: string;
   /** The child (local host; null for an instance adopted from a previous Slipway). */
   child: ChildProcess | null;
   /** The pid of its process group (local host; null before it started). */
@@ -128,10 +130,10 @@ export function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The status of GET `path` on a loopback port, or null when nothing answers. */
-export function probe(port: number, path: string): Promise<number | null> {
+/** The status of GET `path` on a port (of the loopback interface unless `host`), or null when nothing answers. */
+export function probe(port: number, path: string, host = '127.0.0.1'): Promise<number | null> {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'GET', timeout: 2000, agent: false }, (res) => {
+    const req = request({ host, port, path, method: 'GET', timeout: 2000, agent: false }, (res) => {
       res.resume();
       resolve(res.statusCode ?? null);
     });
@@ -149,7 +151,7 @@ export async function waitReady(g: Group, timeoutMs: number, path: (i: Instance)
     for (;;) {
       if (Date.now() > deadline || i.stopping) return false;
       const p = path(i);
-      const status = i.port ? await probe(i.port, p ?? '/') : null;
+      const status = i.port ? await probe(i.port, p ?? '/', i.address) : null;
       if (status !== null && (p === null || status < 400)) break;
       await sleep(100);
     }
