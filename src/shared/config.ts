@@ -61,16 +61,18 @@ export interface Config {
   simulation: { progression: Record<string, Progression>; faults: Omit<FaultRule, 'id' | 'created_at'>[] };
   /**
    * How applications run: `simulated` (default), `local` (built from git and run as supervised
-   * processes) or `container` (built into images and run as containers of the engine at
-   * DOCKER_HOST); docs/runtimes.md "Real applications" and "Containers".
+   * processes), `container` (built into images and run as containers of the engine at
+   * DOCKER_HOST) or `swarm` (the same images run as services of the Docker Swarm whose manager is
+   * at SLIPWAY_SWARM_DOCKER_HOST or DOCKER_HOST); docs/runtimes.md "Real applications" and
+   * "Containers", docs/scaling.md.
    */
-  runtime: 'simulated' | 'local' | 'container';
+  runtime: 'simulated' | 'local' | 'container' | 'swarm';
   /**
-   * Whether this server hosts for real (`local` or `container`): static sites, the edge, and the
+   * Whether this server hosts for real (`local`, `container` or `swarm`): static sites, the edge, and the
    * rest of what is not an application's process run on this machine the same for both.
    */
   realRuntime: boolean;
-  /** Settings of the real runtimes (`SLIPWAY_EDGE_*`, `SLIPWAY_BASE_DOMAIN`, `SLIPWAY_APPS_*`, `SLIPWAY_SITES_*`, `SLIPWAY_CONTAINER_*`, `DOCKER_HOST`) and of git polling (`SLIPWAY_GIT_*`), parsed by the runtimes' settings.ts files, src/shared/edge/settings.ts and git-hooks/poll.ts. */
+  /** Settings of the real runtimes (`SLIPWAY_EDGE_*`, `SLIPWAY_BASE_DOMAIN`, `SLIPWAY_APPS_*`, `SLIPWAY_SITES_*`, `SLIPWAY_CONTAINER_*`, `SLIPWAY_SWARM_*`, `DOCKER_HOST`) and of git polling (`SLIPWAY_GIT_*`), parsed by the runtimes' settings.ts files, src/shared/edge/settings.ts and git-hooks/poll.ts. */
   apps: { env: Record<string, string | undefined> };
   /** Length of a "day" in preview apps' stale_app_days (shortened in tests). */
   previewDayMs: number;
@@ -188,8 +190,8 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
   const trustProxy = flags['trust-proxy'] === true || bool(env.SLIPWAY_TRUST_PROXY);
   const port = Number(str('port', 'PORT') ?? 8080);
   const runtime = str('runtime', 'SLIPWAY_RUNTIME') ?? 'simulated';
-  if (runtime !== 'simulated' && runtime !== 'local' && runtime !== 'container')
-    throw new Error(`unknown runtime "${runtime}" (expected "simulated", "local" or "container")`);
+  if (runtime !== 'simulated' && runtime !== 'local' && runtime !== 'container' && runtime !== 'swarm')
+    throw new Error(`unknown runtime "${runtime}" (expected "simulated", "local", "container" or "swarm")`);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid port "${str('port', 'PORT')}"`);
   const databaseUrl = str('database-url', 'DATABASE_URL');
   const redisUrl = env.REDIS_URL || undefined;
@@ -250,6 +252,7 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
         ...pickEnv(env, 'SLIPWAY_APPS_'),
         ...pickEnv(env, 'SLIPWAY_SITES_'),
         ...pickEnv(env, 'SLIPWAY_CONTAINER_'),
+        ...pickEnv(env, 'SLIPWAY_SWARM_'),
         ...pickEnv(env, 'SLIPWAY_GIT_'),
         DOCKER_HOST: env.DOCKER_HOST,
         SLIPWAY_BASE_DOMAIN: env.SLIPWAY_BASE_DOMAIN,

@@ -18,7 +18,7 @@ export interface RunExit {
 }
 
 export interface ApplicationsRuntime extends PhaseRuntime<DeploymentsTable, ApplicationsTable> {
-  readonly name: 'simulated' | 'local' | 'container';
+  readonly name: 'simulated' | 'local' | 'container' | 'swarm';
   /**
    * Whether cron and job runs are real processes of this driver (it starts them with `startRun`
    * and their exit ends them), and `beforeDeployment` jobs run inside the rollout; otherwise their

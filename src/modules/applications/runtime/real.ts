@@ -67,7 +67,7 @@ export class RealRuntime implements ApplicationsRuntime {
 
   constructor(
     private app: AppContext,
-    readonly name: 'local' | 'container',
+    readonly name: 'local' | 'container' | 'swarm',
     makeHost: (settings: AppsSettings, out: HostOutput) => InstanceHost,
   ) {
     this.tasks = new PhaseTasks(app);

@@ -1,0 +1,205 @@
+// The swarm runtime end to end (SLIPWAY_RUNTIME=swarm) on the multi-node swarm of
+// scripts/start-swarm.sh, through the API and the edge: a Dockerfile app with 3 instances runs on
+// at least 2 nodes and answers through the edge, its variables in a Swarm secret rather than the
+// service's spec; a redeploy under continuous requests loses none; scaling 3 -> 1 -> 3 through the
+// processes API (applied by the next deployment); a lost node's tasks run elsewhere while the app
+// keeps answering (failed requests during the loss are counted and printed).
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type Docker from 'dockerode';
+import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
+import { GENEROUS, useServer } from '../helpers/server.js';
+import { expectStatus, sleep, waitFor } from '../helpers/util.js';
+import { createProcess, cron, exitCodes, processPath, RT, runtimeLogs } from '../processes/support.js';
+import { createRealApp, deploy, edgeGet, LOCAL_ENV, underLoad } from '../apps-real/support.js';
+import { repoOf } from '../containers/support.js';
+import { killNode, restartNodes, runningTasks, swarmClient, swarmNodes, swarmSkip } from '../support/swarm.js';
+
+const SWARM_ENV = {
+  ...LOCAL_ENV,
+  SLIPWAY_RUNTIME: 'swarm',
+  // Builds, image copies to every node and tasks starting on a loaded machine.
+  SLIPWAY_APPS_READY_TIMEOUT_MS: '120000',
+  SLIPWAY_SWARM_DOCKER_HOST: process.env.SLIPWAY_SWARM_DOCKER_HOST ?? '',
+  SLIPWAY_SWARM_NODES: process.env.SLIPWAY_SWARM_NODES ?? '',
+};
+
+/** A Python server answering `<ANSWER> <container hostname> <FROM_ENV>`. */
+const app = (answer: string) => ({
+  Dockerfile: ['FROM python:3.11-slim-bookworm', 'WORKDIR /srv', 'COPY server.py .', `ENV ANSWER=${answer}`, 'CMD ["python3", "server.py"]'].join('\n'),
+  'server.py': [
+    'import http.server, os, socket',
+    'class H(http.server.BaseHTTPRequestHandler):',
+    '    def do_GET(self):',
+    "        body = ' '.join([os.environ['ANSWER'], socket.gethostname(), os.environ.get('FROM_ENV', '')]).encode()",
+    "        self.send_response(200); self.send_header('Content-Length', str(len(body))); self.end_headers(); self.wfile.write(body)",
+    '    def log_message(self, *a):',
+    '        pass',
+    "http.server.ThreadingHTTPServer(('0.0.0.0', int(os.environ['PORT'])), H).serve_forever()",
+  ].join('\n'),
+});
+
+const DEPLOY_MS = 300_000;
+
+describe('swarm runtime', { skip: await swarmSkip() }, () => {
+  const s = useServer({ db: 'sqlite', rateLimits: GENEROUS, env: SWARM_ENV });
+  let docker: Docker;
+  let port: number;
+  let appId: string;
+  let webId: string;
+  let host: string;
+  const repo = repoOf(app('one'));
+
+  /** The running tasks of the application's web services, with their node's hostname. */
+  const tasks = async () => {
+    const services = await docker.listServices({ filters: { label: [`slipway.app=${appId}`] } });
+    return (await Promise.all(services.map((svc) => runningTasks(docker, svc.ID)))).flat();
+  };
+  const scale = async (n: number) =>
+    expectStatus(await s.patch(`/applications/${appId}/processes/${webId}`, { scaling_strategy: { type: 'manual', config: { instanceCount: n } } }), 200);
+  const deployed = async () => {
+    const d = await deploy(s, appId, 'deployments', {}, DEPLOY_MS);
+    const logs = JSON.stringify(expectStatus(await s.get(`/applications/${appId}/deployments/${d.id}/logs`), 200));
+    assert.equal(d.status, 'success', logs);
+    return d;
+  };
+
+  before(async () => {
+    docker = swarmClient();
+    port = s.app.runtimes.edge!.port;
+    const a = await createRealApp(s, repo.url, 'swarm-web');
+    appId = a.id;
+    host = `${a.name}.localhost`;
+    expectStatus(await s.patch(`/applications/${appId}`, { build_type: 'dockerfile' }), 200);
+    expectStatus(await s.post(`/applications/${appId}/env-vars`, { key: 'FROM_ENV', value: 'kept-secret' }), 201);
+    const [web] = expectStatus(await s.get(`/applications/${appId}/processes`), 200).data;
+    webId = web.id;
+    expectStatus(await s.patch(`/applications/${appId}/processes/${webId}`, { resource_type_id: RT.hobby!.id }), 200);
+  });
+
+  after(async () => {
+    await restartNodes();
+  });
+
+  it('3 instances run on at least 2 nodes of the region and answer through the edge; variables are in a secret, not in the spec', async () => {
+    await scale(3);
+    await deployed();
+    const running = await tasks();
+    assert.equal(running.length, 3);
+    const nodes = new Set(running.map((t) => t.node));
+    assert.ok(nodes.size >= 2, `tasks on ${[...nodes].join(', ')}`);
+    // DEFAULT_CLUSTER's label is on nodes 1 and 2 (SLIPWAY_SWARM_REGIONS), not on node 3.
+    const region = swarmNodes()
+      .filter((n) => n.index <= 2)
+      .map((n) => n.name);
+    for (const n of nodes) assert.ok(region.includes(n), `${n} is not in ${DEFAULT_CLUSTER.name}`);
+    const containers = new Set<string>();
+    for (let i = 0; i < 12; i++) {
+      const r = await edgeGet(port, host);
+      assert.equal(r.status, 200);
+      const [answer, container, fromEnv] = r.body.split(' ');
+      assert.equal(answer, 'one');
+      assert.equal(fromEnv, 'kept-secret');
+      containers.add(container!);
+    }
+    assert.equal(containers.size, 3, 'round robin over the 3 tasks');
+    const [svc] = await docker.listServices({ filters: { label: [`slipway.app=${appId}`] } });
+    const spec = JSON.stringify(svc!.Spec);
+    assert.doesNotMatch(spec, /kept-secret/);
+    assert.match(spec, /"Order":"start-first"/);
+  });
+
+  it('a redeploy under continuous requests loses none', async () => {
+    repo.commit(app('two'));
+    const { seen, failures } = await underLoad(port, host, deployed);
+    console.log(`redeploy: ${failures.length} of ${seen.length + failures.length} requests failed`);
+    assert.deepEqual(failures, []);
+    assert.equal(seen.at(-1), 'two');
+    assert.match((await edgeGet(port, host)).body, /^two /);
+    await waitFor('the old release to go', async () => (await tasks()).length === 3 || undefined, 60_000);
+  });
+
+  it('scales 3 -> 1 -> 3 through the processes API (applied by the next deployment)', async () => {
+    await scale(1);
+    await deployed();
+    await waitFor('one task', async () => (await tasks()).length === 1 || undefined, 60_000);
+    assert.equal((await edgeGet(port, host)).status, 200);
+    await scale(3);
+    await deployed();
+    await waitFor('three tasks', async () => (await tasks()).length === 3 || undefined, 60_000);
+    assert.equal((await edgeGet(port, host)).status, 200);
+  });
+
+  it("a lost node's tasks run on the other node of the region and the app keeps answering", async () => {
+    const running = await tasks();
+    const victim = swarmNodes().find((n) => n.index === 2)!;
+    const onVictim = running.filter((t) => t.node === victim.name).length;
+    assert.ok(onVictim > 0, 'node 2 runs a task');
+    const started = Date.now();
+    const {
+      result: moved,
+      seen,
+      failures,
+    } = await underLoad(port, host, async () => {
+      await killNode(victim);
+      await waitFor(
+        'three tasks off the lost node',
+        async () => {
+          const now = await tasks().catch(() => []);
+          return (now.length === 3 && now.every((t) => t.node !== victim.name)) || undefined;
+        },
+        120_000,
+      );
+      const ms = Date.now() - started;
+      // The edge follows the task list (SLIPWAY_SWARM_POLL_MS): a few more seconds of requests.
+      await sleep(3000);
+      return ms;
+    });
+    const total = seen.length + failures.length;
+    console.log(`node loss: tasks elsewhere after ${moved} ms; ${failures.length} of ${total} requests failed`, failures.slice(0, 5));
+    const r = await edgeGet(port, host);
+    assert.equal(r.status, 200);
+    assert.match(r.body, /^two /);
+    // A request to a task that vanished times out at connect; the edge retries on the next one,
+    // so losses stay a small share.
+    assert.ok(failures.length < total / 4, `${failures.length} of ${total} failed`);
+  });
+
+  it("cron runs are one-off services of the release's image: exit code and output recorded, the maximum run time removes them", async () => {
+    const YEARLY = '0 0 1 1 *';
+    const quick = await createProcess(s, appId, cron('quick', { schedule: YEARLY, entrypoint: 'echo "run sees $FROM_ENV"; exit 3' }));
+    const slow = await createProcess(s, appId, cron('slow', { schedule: YEARLY, entrypoint: 'sleep 120', max_run_time_seconds: 2 }));
+    await deployed();
+    expectStatus(await s.post(`${processPath(appId, quick.id)}/trigger`), 200);
+    expectStatus(await s.post(`${processPath(appId, slow.id)}/trigger`), 200);
+    const exit = (pid: string, value: string, description: string) =>
+      waitFor(
+        `exit ${value} (${description})`,
+        async () => (await exitCodes(s, appId, pid)).find((e) => e.value === value && e.description === description),
+        90_000,
+      );
+    await exit(quick.id, '3', 'failed');
+    await exit(slow.id, '137', 'deadlineExceeded');
+    assert.ok((await runtimeLogs(s, appId, quick.id)).some((l) => l.message === 'run sees kept-secret'));
+    await waitFor(
+      "the runs' services to go",
+      async () => (await docker.listServices({ filters: { label: [`slipway.app=${appId}`, 'slipway.run=1'] } })).length === 0 || undefined,
+      30_000,
+    );
+  });
+
+  it('deleting the application removes its services, secrets and images from the manager and the nodes', async () => {
+    await restartNodes();
+    expectStatus(await s.delete(`/applications/${appId}`), 200);
+    const label = { filters: { label: [`slipway.app=${appId}`] } };
+    await waitFor(
+      'the services, secrets and images to go',
+      async () => {
+        const [services, secrets] = await Promise.all([docker.listServices(label), docker.listSecrets(label)]);
+        const images = await Promise.all(swarmNodes().map((n) => swarmClient(n.dockerHost).listImages({ filters: { reference: [`slipway/${appId}`] } })));
+        return (!services.length && !secrets.length && images.every((i) => !i.length)) || undefined;
+      },
+      60_000,
+    );
+  });
+});
