@@ -98,6 +98,13 @@ const CASES: Record<string, Case> = {
       return () => s.post(`/applications/${a.id}/env-vars`, { key: 'SAME_KEY', value: 'v' });
     },
   },
+  'POST /applications/{id}/volumes': {
+    rule: 'one',
+    async setup(s) {
+      const a = await app(s);
+      return () => s.post(`/applications/${a.id}/volumes`, { name: 'same-volume', mount_path: '/data', size_gb: 1 });
+    },
+  },
   'POST /applications/global-env-vars': { rule: 'one', setup: async (s) => () => s.post('/applications/global-env-vars', { key: 'SAME_GLOBAL', value: 'v' }) },
   'POST /applications/{id}/domains': {
     rule: 'one',
