@@ -30,7 +30,10 @@ export const edgeStatic: Scenario = {
       const root = cleanup.dir('slipway-bench-site-');
       writeFileSync(join(root, 'index.html'), PAGE);
       const nginx = await referenceNginx({ root }, cleanup);
-      const edge = await edgeSubject([edgeHost('site.bench.test', { type: 'static', root, compressedRoot: null, prettyUrls: true, notFoundPage: null, fallback: null })], cleanup);
+      const edge = await edgeSubject(
+        [edgeHost('site.bench.test', { type: 'static', root, compressedRoot: null, prettyUrls: true, notFoundPage: null, fallback: null })],
+        cleanup,
+      );
       const kb = (Buffer.byteLength(PAGE) / 1024).toFixed(1);
       const r = await compareEdge(
         { title: `nginx, ${kb} KB index.html, plain config`, url: nginx.url, headers: nginx.headers, cpu: nginx.cpu },
