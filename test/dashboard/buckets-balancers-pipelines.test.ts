@@ -13,6 +13,7 @@ import { GENEROUS, useServer } from '../helpers/server.js';
 import { expectStatus } from '../helpers/util.js';
 import { createApp, deploy } from '../applications/support.js';
 import { browserSkip, launch, seriousA11yViolations, shots, signIn, watch } from './browser.js';
+import { expectReadOnly } from './viewer.js';
 
 const skip = browserSkip();
 const TIMEOUT = 30_000;
@@ -192,27 +193,10 @@ describe('dashboard: buckets, load balancers and pipelines', { skip }, () => {
 
   it('shows a Company Viewer these pages without a write control', async () => {
     const { token } = await s.newKey({ role: 'Company Viewer' });
-    const viewer = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    try {
-      const v = await viewer.newPage();
-      v.setDefaultTimeout(TIMEOUT);
-      await signIn(v, s.baseUrl, token);
-      const pages: [path: string, ready: string, name: string][] = [
-        [`/buckets/${ids.bucket}`, '[data-section="cors"] [data-cors]', 'bucket-viewer'],
-        [`/load-balancers/${ids.lb}`, '[data-destination="web eu"]', 'load-balancer-viewer'],
-        [`/pipelines/${ids.pipeline}`, '[data-stage="Production"]', 'pipeline-viewer'],
-      ];
-      for (const [path, ready, name] of pages) {
-        await v.goto(`${s.baseUrl}${path}`);
-        await v.locator(ready).first().waitFor();
-        await v.locator('.loading').first().waitFor({ state: 'detached' });
-        assert.equal(await v.locator('[data-write]').count(), 0, path);
-        assert.equal(await v.getByRole('button', { name: /^(Create|Delete|Add|Upload|Rotate|Promote|Remove|Save|Edit|Turn|Disable|Enable)/ }).count(), 0, path);
-        assert.deepEqual(await seriousA11yViolations(v), [], path);
-        await shots(v, name);
-      }
-    } finally {
-      await viewer.close();
-    }
+    await expectReadOnly(browser, s.baseUrl, token, [
+      [`/buckets/${ids.bucket}`, '[data-section="cors"] [data-cors]', 'bucket-viewer'],
+      [`/load-balancers/${ids.lb}`, '[data-destination="web eu"]', 'load-balancer-viewer'],
+      [`/pipelines/${ids.pipeline}`, '[data-stage="Production"]', 'pipeline-viewer'],
+    ]);
   });
 });

@@ -9,6 +9,7 @@ import { useCan } from '../auth.js';
 import { formatBytes, formatValue } from '../format.js';
 import { IpRestriction } from '../IpRestriction.js';
 import { navigate } from '../router.js';
+import { SettingsForm } from '../SettingsForm.js';
 import { ActionButton, Badge, CopyButton, Empty, ErrorBox, Loaded, Rows, Section, submitWith, useAction } from '../ui.js';
 
 export function ApplicationExtras({ id }: { id: string }) {
@@ -249,35 +250,28 @@ function Volumes({ id, can }: { id: string; can: boolean }) {
 function Maintenance({ id, can }: { id: string; can: boolean }) {
   const key = ['maintenance', id];
   const q = useQuery({ queryKey: key, queryFn: () => call(api.GET('/applications/{id}/maintenance-mode', { params: { path: { id } } })) });
-  const [page, setPage] = useState<string | null>(null);
   const save = useAction(
     (body: { is_enabled: boolean; page_url?: string | null }) => call(api.PUT('/applications/{id}/maintenance-mode', { params: { path: { id } }, body })),
     [key],
-    () => setPage(null),
   );
   return (
     <Section title="Maintenance mode" id="maintenance">
       <Loaded q={q} label="maintenance mode">
         {(m) => (
-          <form
-            className="settings"
-            aria-label="Maintenance mode"
-            data-maintenance={m.is_enabled ? 'on' : 'off'}
-            onSubmit={submitWith(() => save.mutate({ is_enabled: m.is_enabled, page_url: page || null }))}
+          <SettingsForm
+            name="maintenance"
+            can={can}
+            // An emptied URL is sent as null: the default page.
+            fields={[{ key: 'page_url', label: 'Maintenance page URL (HTTPS; empty for the default page)', value: m.page_url }]}
+            save={(body, done) => save.mutate({ is_enabled: m.is_enabled, ...body }, { onSuccess: done })}
+            pending={save.isPending}
+            error={save.error}
           >
-            <label className="inline">
+            <label className="inline" data-maintenance={m.is_enabled ? 'on' : 'off'}>
               <input type="checkbox" checked={m.is_enabled} disabled={!can || save.isPending} onChange={(e) => save.mutate({ is_enabled: e.target.checked })} />{' '}
               Answer every request with the maintenance page
             </label>
-            <label htmlFor="maintenance-page">Maintenance page URL (HTTPS; empty for the default page)</label>
-            <input id="maintenance-page" type="url" value={page ?? m.page_url ?? ''} disabled={!can} onChange={(e) => setPage(e.target.value)} />
-            {can ? (
-              <button type="submit" data-write disabled={save.isPending || page === null}>
-                Save page URL
-              </button>
-            ) : null}
-            <ErrorBox error={save.error} />
-          </form>
+          </SettingsForm>
         )}
       </Loaded>
     </Section>
