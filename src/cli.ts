@@ -8,6 +8,7 @@ import { validateProgression } from './shared/runtime/simulation.js';
 import { migrate, openDatabase } from './shared/db/index.js';
 import { ApiError } from './shared/errors.js';
 import { createServer } from './server.js';
+import { exportSnapshot, importSnapshot } from './shared/snapshots/index.js';
 import * as accounts from './modules/accounts/service.js';
 import * as devices from './modules/device-codes/service.js';
 import { moduleMigrations, modules, resetTables } from './modules/index.js';
@@ -56,6 +57,9 @@ Admin commands (take --data-dir / --database-url like serve):
   admin approve-device --code <code> --company <id> [--role <role>]
   admin deny-device --code <code>
   admin reset                                               removes all state, then bootstraps again
+  admin snapshot export [--company <id>] > state.json       every table's rows (or one company's) as one JSON file
+  admin snapshot import [--replace] < state.json            loads one into an empty server (--replace: over its state);
+                                                            needs the exporting server's SLIPWAY_SECRET_KEY
   admin sim-show                                            simulation progression and fault rules
   admin sim-progression --operation <op> --mode immediate|duration|reads [--ms <n>] [--reads <n>]
   admin sim-fault-add --operation <op> [--target <id>] [--phase <p>] [--probability <0..1>]
@@ -67,7 +71,7 @@ Simulation at start-up: SLIPWAY_SIM_PROGRESSION (or --sim-progression), e.g.
 fault rules such as [{"operation":"deployment","phase":"build","remaining":1}].
 `;
 
-const BOOLEAN_FLAGS = new Set(['production', 'trust-proxy', 'help']);
+const BOOLEAN_FLAGS = new Set(['production', 'trust-proxy', 'help', 'replace']);
 
 export function parseArgs(argv: string[]): { positional: string[]; flags: Flags } {
   const positional: string[] = [];
@@ -227,6 +231,13 @@ async function admin(positional: string[], flags: Flags) {
       case 'reset':
         out(await accounts.resetAll(app, resetTables()));
         break;
+      case 'snapshot': {
+        const what = positional[2];
+        if (what === 'export') out(await exportSnapshot(app, { company: (flags.company as string | undefined) ?? null }));
+        else if (what === 'import') out(await importSnapshot(app, JSON.parse(await readStdin()), { replace: flags.replace === true }));
+        else throw new Error('usage: slipway admin snapshot export [--company <id>] | slipway admin snapshot import [--replace]');
+        break;
+      }
       default:
         throw new Error(`unknown admin command "${positional[1] ?? ''}"; see slipway --help`);
     }
@@ -234,6 +245,12 @@ async function admin(positional: string[], flags: Flags) {
     app.simulation.stop();
     await database.close();
   }
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 export async function main(argv: string[]) {

@@ -7,6 +7,8 @@ import { join } from 'node:path';
 export interface SecretBox {
   encrypt(plain: string): string;
   decrypt(sealed: string): string;
+  /** Names the key without revealing it: a snapshot carries it, and an import under another key is refused. */
+  fingerprint: string;
 }
 
 export function loadSecretKey(secret: string | undefined, dataDir: string): Buffer {
@@ -19,6 +21,7 @@ export function loadSecretKey(secret: string | undefined, dataDir: string): Buff
 
 export function createSecretBox(key: Buffer): SecretBox {
   return {
+    fingerprint: createHash('sha256').update('slipway secret key fingerprint\0').update(key).digest('hex').slice(0, 16),
     encrypt(plain) {
       const iv = randomBytes(12);
       const c = createCipheriv('aes-256-gcm', key, iv);

@@ -10,6 +10,7 @@ import * as accounts from '../accounts/index.js';
 import * as devices from '../device-codes/index.js';
 import { resetTables } from '../index.js';
 import { validateProgression } from '../../shared/runtime/simulation.js';
+import { registerSnapshots } from './snapshots.js';
 
 type Body = Record<string, unknown> | undefined;
 const str = (b: Body, k: string, required = false): string | undefined => {
@@ -107,6 +108,7 @@ export function registerAdmin(fastify: FastifyInstance, app: AppContext): void {
       };
       r.get('/requests', async (req) => ({ data: journal().query(req.query as JournalQuery) }));
       r.delete('/requests', async () => ({ deleted: journal().clear() }));
+      registerSnapshots(r, app);
       r.post('/reset', async () => {
         const boot = await accounts.resetAll(app, resetTables());
         return { message: 'All state was removed and the server bootstrapped again', company_id: boot.companyId, token: boot.token };

@@ -1,0 +1,295 @@
+// State snapshots: every table of every module written to one versioned JSON document and read
+// back into a server on either database. The tables, their columns and their foreign keys are read
+// from the database itself, so a module's new table is in every snapshot without being declared:
+// parents are written before children (foreign keys), and a company's rows are found by the
+// table's `company_id` column, or else by the foreign key to a parent that has one (a bucket's keys
+// through the bucket). Jobs name no company: a company's jobs are those whose subject or payload
+// names one of its rows. Values are the stored ones (hashed tokens, encrypted secrets): the file is
+// only readable by a server with the same secret key, named by its fingerprint.
+import { sql, type RawBuilder } from 'kysely';
+import type { AppContext } from '../context.js';
+import type { Db, Tx } from '../db/index.js';
+import { isPostgres } from '../db/dialect.js';
+import { ApiError, badRequest, conflict } from '../errors.js';
+
+export const SNAPSHOT_FORMAT = 'slipway-snapshot';
+export const SNAPSHOT_VERSION = 1;
+
+type Row = Record<string, unknown>;
+
+export interface Snapshot {
+  format: typeof SNAPSHOT_FORMAT;
+  version: typeof SNAPSHOT_VERSION;
+  /** The last schema migration applied where it was made: an import needs the same schema. */
+  schema_version: string;
+  created_at: string;
+  /** The company it holds, or null for the whole server. */
+  company: string | null;
+  /** The secret key's fingerprint (crypto.ts): the encrypted columns are readable only under that key. */
+  key_fingerprint: string;
+  tables: Record<string, Row[]>;
+}
+
+/**
+ * Tables that are not state: the migrator's, and those derived from others (list counts, kept by
+ * triggers as rows are inserted; the key cache's change counter) or rebuilt by use (rate-limit windows).
+ */
+const DERIVED = new Set(['kysely_migration', 'kysely_migration_lock', 'auth_generation', 'list_counts', 'list_count_deltas', 'rate_windows']);
+const JOBS = 'jobs';
+
+interface ForeignKey {
+  column: string;
+  parent: string;
+  parentColumn: string;
+}
+
+interface Table {
+  name: string;
+  columns: string[];
+  parents: ForeignKey[];
+}
+
+/** The state tables of each database, read once: the schema changes only with migrations, at start. */
+const described = new WeakMap<object, Promise<Table[]>>();
+
+/** The state tables with their columns and foreign keys, parents before children. */
+function stateTables(app: AppContext, tx: Tx): Promise<Table[]> {
+  let tables = described.get(app.database);
+  if (!tables) {
+    tables = describeTables(tx);
+    described.set(app.database, tables);
+    tables.catch(() => described.delete(app.database));
+  }
+  return tables;
+}
+
+async function describeTables(db: Tx): Promise<Table[]> {
+  const meta = await db.introspection.getTables();
+  // The catalogs, not information_schema: its views take a large part of a second to answer.
+  const keys = isPostgres(db)
+    ? await sql<{ tbl: string; col: string; parent: string; parent_col: string }>`
+        SELECT c.conrelid::regclass::text AS tbl, a.attname AS col, c.confrelid::regclass::text AS parent, p.attname AS parent_col
+        FROM pg_constraint c
+        JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+        JOIN pg_attribute p ON p.attrelid = c.confrelid AND p.attnum = c.confkey[1]
+        WHERE c.contype = 'f' AND c.connamespace = current_schema()::regnamespace`.execute(db)
+    : await sql<{ tbl: string; col: string; parent: string; parent_col: string }>`
+        SELECT m.name AS tbl, p."from" AS col, p."table" AS parent, p."to" AS parent_col
+        FROM sqlite_master m, pragma_foreign_key_list(m.name) p WHERE m.type = 'table'`.execute(db);
+  const tables = new Map<string, Table>();
+  for (const t of meta) if (!t.isView && !DERIVED.has(t.name)) tables.set(t.name, { name: t.name, columns: t.columns.map((c) => c.name), parents: [] });
+  for (const k of keys.rows) tables.get(k.tbl)?.parents.push({ column: k.col, parent: k.parent, parentColumn: k.parent_col });
+  // Depth-first, parents first; names sorted so every snapshot lists the tables in one order.
+  const ordered: Table[] = [];
+  const seen = new Set<string>();
+  const visit = (t: Table) => {
+    if (seen.has(t.name)) return;
+    seen.add(t.name);
+    for (const p of t.parents) if (p.parent !== t.name && tables.has(p.parent)) visit(tables.get(p.parent)!);
+    ordered.push(t);
+  };
+  for (const name of [...tables.keys()].sort()) visit(tables.get(name)!);
+  return ordered;
+}
+
+/** The condition that picks `company`'s rows of `table`, or null when its rows belong to no company. */
+function companyCondition(tables: Map<string, Table>, table: Table, company: string): RawBuilder<unknown> | null {
+  if (table.name === 'companies') return sql`id = ${company}`;
+  if (table.columns.includes('company_id')) return sql`company_id = ${company}`;
+  for (const p of table.parents) {
+    const parent = tables.get(p.parent);
+    const cond = parent && parent !== table ? companyCondition(tables, parent, company) : null;
+    if (cond) return sql`${sql.ref(p.column)} IN (SELECT ${sql.ref(p.parentColumn)} FROM ${sql.table(p.parent)} WHERE ${cond})`;
+  }
+  return null;
+}
+
+/** The last migration applied: snapshots move only between servers on the same schema. */
+async function schemaVersion(db: Tx): Promise<string> {
+  const r = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name DESC LIMIT 1`.execute(db);
+  return r.rows[0]?.name ?? '';
+}
+
+const rowsOf = async (db: Tx, table: string, where: RawBuilder<unknown> | null): Promise<Row[]> =>
+  (await sql<Row>`SELECT * FROM ${sql.table(table)}${where ? sql` WHERE ${where}` : sql``} ORDER BY 1`.execute(db)).rows;
+
+/** Whether a job works on one of `ids`: its subject, or a string anywhere in its payload. */
+function jobOf(ids: Set<string>, job: Row): boolean {
+  if (typeof job.subject_id === 'string' && ids.has(job.subject_id)) return true;
+  const walk = (v: unknown): boolean =>
+    typeof v === 'string' ? ids.has(v) : Array.isArray(v) ? v.some(walk) : v !== null && typeof v === 'object' ? Object.values(v).some(walk) : false;
+  try {
+    return walk(JSON.parse(String(job.payload)));
+  } catch {
+    return false;
+  }
+}
+
+/** Every state row of the server, or of one company (rows by table, parents first). */
+async function readRows(db: Tx, tables: Table[], company: string | null): Promise<Record<string, Row[]>> {
+  const out: Record<string, Row[]> = {};
+  const byName = new Map(tables.map((t) => [t.name, t]));
+  const ids = new Set<string>();
+  for (const t of tables) {
+    if (company && t.name === JOBS) continue;
+    const where = company ? companyCondition(byName, t, company) : null;
+    if (company && !where) continue;
+    const rows = (await rowsOf(db, t.name, where)).map(plain);
+    if (company) for (const r of rows) if (typeof r.id === 'string') ids.add(r.id);
+    out[t.name] = rows;
+  }
+  if (company && byName.has(JOBS)) out[JOBS] = (await rowsOf(db, JOBS, null)).map(plain).filter((j) => jobOf(ids, j));
+  return out;
+}
+
+/** A row as JSON values: 64-bit integers as numbers (epoch milliseconds and counters fit). */
+function plain(row: Row): Row {
+  for (const [k, v] of Object.entries(row)) if (typeof v === 'bigint') row[k] = Number(v);
+  return row;
+}
+
+export async function exportSnapshot(app: AppContext, opts: { company?: string | null } = {}): Promise<Snapshot> {
+  const company = opts.company ?? null;
+  return app.database.db.transaction().execute(async (tx) => {
+    const tables = await stateTables(app, tx);
+    if (company && !(await rowsOf(tx, 'companies', sql`id = ${company}`)).length) throw new ApiError(404, `Company ${company} not found`);
+    return {
+      format: SNAPSHOT_FORMAT,
+      version: SNAPSHOT_VERSION,
+      schema_version: await schemaVersion(tx),
+      created_at: new Date().toISOString(),
+      company,
+      key_fingerprint: app.secrets.fingerprint,
+      tables: await readRows(tx, tables, company),
+    };
+  });
+}
+
+/** Checks a document read from a file or a request before anything is written. */
+function checkSnapshot(app: AppContext, s: unknown, schema: string, tables: Map<string, Table>): Snapshot {
+  const doc = s as Partial<Snapshot> | null;
+  if (!doc || typeof doc !== 'object' || doc.format !== SNAPSHOT_FORMAT) throw badRequest(`Not a Slipway snapshot (format must be "${SNAPSHOT_FORMAT}")`);
+  if (doc.version !== SNAPSHOT_VERSION)
+    throw badRequest(`Snapshot version ${String(doc.version)} is not supported (this server reads version ${SNAPSHOT_VERSION})`);
+  if (doc.schema_version !== schema)
+    throw badRequest(
+      `The snapshot was made on schema ${String(doc.schema_version)} and this server is on ${schema}: export and import with the same Slipway version`,
+    );
+  if (doc.key_fingerprint !== app.secrets.fingerprint)
+    throw badRequest(
+      `The snapshot's secrets were encrypted with another secret key (fingerprint ${String(doc.key_fingerprint)}, this server's is ${app.secrets.fingerprint}): ` +
+        'start this server with the same SLIPWAY_SECRET_KEY (or the same <data dir>/secret.key) as the one that exported it',
+    );
+  if (doc.company !== null && typeof doc.company !== 'string') throw badRequest('company must be a company id or null');
+  if (!doc.tables || typeof doc.tables !== 'object') throw badRequest('tables is missing');
+  for (const [name, rows] of Object.entries(doc.tables)) {
+    const t = tables.get(name);
+    if (!t) throw badRequest(`The snapshot holds a table this server does not have: ${name}`);
+    if (!Array.isArray(rows)) throw badRequest(`tables.${name} must be an array of rows`);
+    for (const r of rows) {
+      if (!r || typeof r !== 'object' || Array.isArray(r)) throw badRequest(`tables.${name} holds a row that is not an object`);
+      for (const c of Object.keys(r)) if (!t.columns.includes(c)) throw badRequest(`tables.${name} has a column this server does not have: ${c}`);
+    }
+  }
+  return doc as Snapshot;
+}
+
+/** A job that was running where the snapshot was made runs again here, as after a restart. */
+const resumed = (table: string, r: Row): Row =>
+  table === JOBS && r.status === 'running' ? { ...r, status: 'queued', lease_owner: null, lease_expires_at: null } : r;
+
+/** Rows per statement: under SQLite's and PostgreSQL's limits on a statement's parameters. */
+const PARAMETERS = 30_000;
+
+async function insertAll(tx: Tx, table: Table, rows: Row[]) {
+  const columns = table.columns.filter((c) => rows.some((r) => c in r));
+  const per = Math.max(1, Math.floor(PARAMETERS / Math.max(1, columns.length)));
+  for (let i = 0; i < rows.length; i += per) {
+    const values = rows.slice(i, i + per).map((r) => Object.fromEntries(columns.map((c) => [c, r[c] ?? null])));
+    await (tx as Db)
+      .insertInto(table.name as never)
+      .values(values as never)
+      .execute();
+  }
+}
+
+export interface ImportResult {
+  company: string | null;
+  tables: number;
+  rows: number;
+}
+
+/**
+ * Loads `doc` in one transaction. A whole-server snapshot needs a server that holds nothing but
+ * its bootstrap (one company with its users and keys) and replaces all of it; a company's snapshot
+ * needs that company absent. `replace` removes what is there first (everything, or that company's rows).
+ */
+export async function importSnapshot(app: AppContext, doc: unknown, opts: { replace?: boolean } = {}): Promise<ImportResult> {
+  const result = await app.database.db.transaction().execute(async (tx) => {
+    const tables = await stateTables(app, tx);
+    const byName = new Map(tables.map((t) => [t.name, t]));
+    const s = checkSnapshot(app, doc, await schemaVersion(tx), byName);
+    await app.keys.changing(tx);
+    if (s.company) {
+      const company = s.company;
+      const held = await readRows(tx, tables, company);
+      if (!opts.replace && held.companies?.length)
+        throw conflict(`Company ${company} exists on this server: import with replace (?replace=1, --replace) to remove its rows first`);
+      await deleteCompanyRows(tx, tables, byName, company, held[JOBS] ?? []);
+    } else {
+      const counts = await rowCounts(tx, tables);
+      if (!opts.replace) {
+        const held = tables.filter((t) => (counts.get(t.name) ?? 0) > beyondBootstrap(t.name)).map((t) => `${counts.get(t.name)} ${t.name}`);
+        if (held.length) throw conflict(`This server holds state already (${held.join(', ')}): import with replace (?replace=1, --replace) to remove it first`);
+      }
+      for (const t of [...tables].reverse()) if (counts.get(t.name)) await sql`DELETE FROM ${sql.table(t.name)}`.execute(tx);
+    }
+    let rows = 0;
+    for (const t of tables) {
+      const list = s.tables[t.name];
+      if (!list?.length) continue;
+      try {
+        await insertAll(
+          tx,
+          t,
+          list.map((r) => resumed(t.name, r)),
+        );
+      } catch (e) {
+        throw conflict(`The snapshot's ${t.name} rows do not fit this server's: ${(e as Error).message}`);
+      }
+      rows += list.length;
+    }
+    return { company: s.company, tables: Object.keys(s.tables).length, rows };
+  });
+  await app.keys.announced();
+  app.jobs.wake();
+  return result;
+}
+
+/** How many rows of a table an empty server may hold: its bootstrap's company, users and keys, and server-wide records. */
+function beyondBootstrap(table: string): number {
+  if (table === JOBS || table === 'settings' || table === 'users' || table === 'api_keys') return Infinity;
+  return table === 'companies' ? 1 : 0;
+}
+
+/** Every table's row count, in one statement. */
+async function rowCounts(tx: Tx, tables: Table[]): Promise<Map<string, number>> {
+  const r = await sql<{ tbl: string; n: number | string }>`${sql.join(
+    tables.map((t) => sql`SELECT ${t.name} AS tbl, count(*) AS n FROM ${sql.table(t.name)}`),
+    sql` UNION ALL `,
+  )}`.execute(tx);
+  return new Map(r.rows.map((row) => [row.tbl, Number(row.n)]));
+}
+
+/** Removes `company`'s rows (and `jobs`, its jobs), children first. */
+async function deleteCompanyRows(tx: Tx, tables: Table[], byName: Map<string, Table>, company: string, jobs: Row[]) {
+  for (const t of [...tables].reverse()) {
+    if (t.name === JOBS) {
+      const ids = jobs.map((j) => String(j.id));
+      if (ids.length) await sql`DELETE FROM jobs WHERE id IN (${sql.join(ids)})`.execute(tx);
+      continue;
+    }
+    const where = companyCondition(byName, t, company);
+    if (where) await sql`DELETE FROM ${sql.table(t.name)} WHERE ${where}`.execute(tx);
+  }
+}
