@@ -2,8 +2,11 @@
 // scripts/start-swarm.sh, through the API and the edge: a Dockerfile app with 3 instances runs on
 // at least 2 nodes and answers through the edge, its variables in a Swarm secret rather than the
 // service's spec; a redeploy under continuous requests loses none; scaling 3 -> 1 -> 3 through the
-// processes API (applied by the next deployment); a lost node's tasks run elsewhere while the app
-// keeps answering (failed requests during the loss are counted and printed).
+// processes API (applied by the next deployment); an app of the same company reaches every task of
+// another by its internal name over the company's overlay, across nodes, and one of another company
+// cannot resolve it; a lost node's tasks run elsewhere while the app keeps answering (failed
+// requests during the loss are counted and printed); cron runs as one-off services; deletion
+// leaves nothing on any node.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type Docker from 'dockerode';
@@ -32,6 +35,31 @@ const app = (answer: string) => ({
     'class H(http.server.BaseHTTPRequestHandler):',
     '    def do_GET(self):',
     "        body = ' '.join([os.environ['ANSWER'], socket.gethostname(), os.environ.get('FROM_ENV', '')]).encode()",
+    "        self.send_response(200); self.send_header('Content-Length', str(len(body))); self.end_headers(); self.wfile.write(body)",
+    '    def log_message(self, *a):',
+    '        pass',
+    "http.server.ThreadingHTTPServer(('0.0.0.0', int(os.environ['PORT'])), H).serve_forever()",
+  ].join('\n'),
+});
+
+/**
+ * A Python server that asks each address TARGET resolves to (dnsrr: every task's) on port 8080 and
+ * answers what came back at /ask: the container names, or the error.
+ */
+const peer = () => ({
+  Dockerfile: ['FROM python:3.11-slim-bookworm', 'WORKDIR /srv', 'COPY server.py .', 'CMD ["python3", "server.py"]'].join('\n'),
+  'server.py': [
+    'import http.server, os, socket, urllib.request',
+    'def ask():',
+    '    try:',
+    "        ips = sorted({a[4][0] for a in socket.getaddrinfo(os.environ['TARGET'], 8080, proto=socket.IPPROTO_TCP)})",
+    "        return ' '.join(urllib.request.urlopen('http://' + ip + ':8080/', timeout=3).read().decode().split(' ')[1] for ip in ips)",
+    '    except Exception as e:',
+    "        return 'error:' + type(e).__name__",
+    'class H(http.server.BaseHTTPRequestHandler):',
+    '    def do_GET(self):',
+    // Readiness probes ask `/`: answered at once (a name that does not resolve may take seconds).
+    "        body = ask().encode() if self.path == '/ask' else b'ready'",
     "        self.send_response(200); self.send_header('Content-Length', str(len(body))); self.end_headers(); self.wfile.write(body)",
     '    def log_message(self, *a):',
     '        pass',
@@ -128,6 +156,64 @@ describe('swarm runtime', { skip: await swarmSkip() }, () => {
     await deployed();
     await waitFor('three tasks', async () => (await tasks()).length === 3 || undefined, 60_000);
     assert.equal((await edgeGet(port, host)).status, 200);
+  });
+
+  it("an app reaches another of its company by internal name across nodes over the company's overlay; another company's app cannot", async () => {
+    const web = await tasks();
+    const webNode = new Map(
+      web.map((t) => [
+        (t as unknown as { Status: { ContainerStatus?: { ContainerID?: string } } }).Status.ContainerStatus?.ContainerID?.slice(0, 12) ?? '',
+        t.node,
+      ]),
+    );
+    const other = await s.newCompany();
+    const answers: Record<string, string> = {};
+    for (const [name, token] of [
+      ['swarm-peer', undefined],
+      ['swarm-stranger', other.token],
+    ] as const) {
+      const a = expectStatus(
+        await s.post(
+          '/applications',
+          { display_name: name, cluster_id: DEFAULT_CLUSTER.id, source: 'publicGit', git_type: 'github', repo_url: repoOf(peer()).url, default_branch: 'main' },
+          { token },
+        ),
+        201,
+      );
+      expectStatus(await s.patch(`/applications/${a.id}`, { build_type: 'dockerfile' }, { token }), 200);
+      // The internal hostname of swarm-web's web process (an alias on its company's overlay).
+      expectStatus(await s.post(`/applications/${a.id}/env-vars`, { key: 'TARGET', value: 'swarm-web-web' }, { token }), 201);
+      const d = expectStatus(await s.post(`/applications/${a.id}/deployments`, {}, { token }), 200);
+      await waitFor(
+        `${name} deployed`,
+        async () => {
+          const now = expectStatus(await s.get(`/applications/${a.id}/deployments/${d.id}`, { token }), 200);
+          if (now.status === 'failed') assert.fail(JSON.stringify(expectStatus(await s.get(`/applications/${a.id}/deployments/${d.id}/logs`, { token }), 200)));
+          return now.status === 'success' || undefined;
+        },
+        DEPLOY_MS,
+      );
+      const [task] = (
+        await Promise.all((await docker.listServices({ filters: { label: [`slipway.app=${a.id}`] } })).map((svc) => runningTasks(docker, svc.ID)))
+      ).flat();
+      const r = await edgeGet(port, `${a.name}.localhost`, {}, '/ask');
+      assert.equal(r.status, 200);
+      answers[name] = `${task!.node}: ${r.body}`;
+      expectStatus(await s.delete(`/applications/${a.id}`, { token }), 200);
+    }
+    console.log('internal connections', answers);
+    const [peerNode, reached] = answers['swarm-peer']!.split(': ') as [string, string];
+    const containers = reached.split(' ');
+    assert.equal(containers.length, 3, `the 3 tasks of swarm-web: ${reached}`);
+    assert.ok(
+      containers.every((c) => webNode.has(c)),
+      `every answer from a swarm-web task: ${reached}`,
+    );
+    assert.ok(
+      containers.some((c) => webNode.get(c) !== peerNode),
+      `one from another node than ${peerNode}: ${reached}`,
+    );
+    assert.match(answers['swarm-stranger']!, /^[^:]+: error:gaierror$/, 'the name does not resolve on another overlay');
   });
 
   it("a lost node's tasks run on the other node of the region and the app keeps answering", async () => {
