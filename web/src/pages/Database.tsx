@@ -342,12 +342,12 @@ function BackupTargets({ id }: { id: string }) {
 function ExternalBackups({ id }: { id: string }) {
   const can = useCan('DATABASE:UPDATE', id);
   const key = ['external-backups', id];
-  const [started, setStarted] = useState(false);
+  const [waiting, setWaiting] = useState<string | null>(null);
   const list = useQuery({
     queryKey: key,
     queryFn: () => call(api.GET('/databases/{id}/external-backups', { params: { path: { id } } })),
-    // A new backup is listed once written; polled quickly until then.
-    refetchInterval: started ? 2_000 : 15_000,
+    // A new backup is listed once written; polled quickly until it is.
+    refetchInterval: (q) => (waiting && !(q.state.data ?? []).some((b) => (b.name ?? b.id).includes(waiting)) ? 2_000 : 15_000),
   });
   const targets = useQuery({ queryKey: ['backup-targets', id], queryFn: () => call(api.GET('/databases/{id}/backup-targets', { params: { path: { id } } })) });
   const [name, setName] = useState('');
@@ -357,8 +357,8 @@ function ExternalBackups({ id }: { id: string }) {
     () => call(api.POST('/databases/{id}/external-backups', { params: { path: { id } }, body: { name, backup_target_id: target || undefined } })),
     [key],
     () => {
+      setWaiting(name);
       setName('');
-      setStarted(true);
     },
   );
   const one = (b: string) => ({ params: { path: { id, backup_id: b } } });
