@@ -10,6 +10,22 @@ import { Receiver } from '../webhooks/support.js';
 import { createApp } from '../processes/support.js';
 import { SNAPSHOT_ENV, getPaths, populate, readAll, type Ids } from './support.js';
 
+/**
+ * The reads compared are themselves uses of the key that makes them, which a server records in the
+ * key's last_used_at at most once a minute: on a busy machine the importing server's reads come
+ * more than a minute after the exporting server's last record. The keys' bodies are compared without it.
+ */
+function unused(path: string, v: unknown): unknown {
+  if (!path.startsWith('/api-keys')) return v;
+  const strip = (x: unknown): unknown =>
+    Array.isArray(x)
+      ? x.map(strip)
+      : x && typeof x === 'object'
+        ? Object.fromEntries(Object.entries(x).map(([k, y]) => [k, k === 'last_used_at' ? 'a time' : strip(y)]))
+        : x;
+  return strip(v);
+}
+
 const serverOf = (db: DbKind, env: Record<string, string> = {}, port = '0') =>
   startServer({ db, rateLimits: GENEROUS, env: { ...SNAPSHOT_ENV, ...env }, flags: { port } });
 
@@ -50,16 +66,12 @@ for (const [from, to] of [
       const result = expectStatus(await dst.admin('POST', '/snapshots', snapshot), 201);
       assert.ok(result.rows > 20, JSON.stringify(result));
       const after = await readAll(dst, paths, src.token);
-      for (const p of paths) assert.deepEqual(after[p], before[p], `GET ${p}`);
+      for (const p of paths) assert.deepEqual(unused(p, after[p]), unused(p, before[p]), `GET ${p}`);
       // The importing server's own bootstrap key went with the state it had.
       expectError(await dst.get('/projects'), 401);
-      // And its export is the same rows, but for when the keys were used last (the reads above used one).
+      // And its export is the same rows (but for the keys' last use, above).
       const again = expectStatus(await dst.admin('GET', '/snapshots'), 200);
-      const unused = (tables: Record<string, Record<string, unknown>[]>) => ({
-        ...tables,
-        api_keys: tables.api_keys!.map((k) => ({ ...k, last_used_at: null })),
-      });
-      assert.deepEqual(unused(again.tables), unused(snapshot.tables));
+      assert.deepEqual(unused('/api-keys', again.tables), unused('/api-keys', snapshot.tables));
     });
 
     it('refuses a server with state unless replacing it, and replaces it', async () => {
