@@ -58,3 +58,23 @@ export const pythonDockerfile = (text: string) => ({
     "http.server.HTTPServer(('0.0.0.0', int(os.environ['PORT'])), H).serve_forever()",
   ].join('\n'),
 });
+
+/**
+ * A Dockerfile app of a Python web server (offline base image) answering GET with what
+ * `handle(path)` returns (a Python function given as source; a raised error answers 500 with it).
+ */
+export const pythonHandler = (handle: string) => ({
+  Dockerfile: ['FROM python:3.11-slim-bookworm', 'WORKDIR /srv', 'COPY server.py .', 'CMD ["python3", "server.py"]'].join('\n'),
+  'server.py': [
+    'import http.server, os, urllib.request',
+    handle,
+    'class H(http.server.BaseHTTPRequestHandler):',
+    '    def do_GET(self):',
+    '        try:',
+    '            body, code = handle(self.path), 200',
+    '        except Exception as e:',
+    '            body, code = repr(e), 500',
+    '        self.send_response(code); self.end_headers(); self.wfile.write(body.encode())',
+    "http.server.ThreadingHTTPServer(('0.0.0.0', int(os.environ['PORT'])), H).serve_forever()",
+  ].join('\n'),
+});

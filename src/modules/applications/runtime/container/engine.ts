@@ -1,6 +1,6 @@
 // The container engine as the container host uses it (dockerode, loaded on first use): labels that
 // name what a container is (for adoption after a restart of Slipway), the one place a container is
-// created (image, command, environment, limits, published port; networks and mounts go here too),
+// created (image, command, environment, limits, published port, volumes, network),
 // following a container's output as lines, and pulls with a registry login.
 import { PassThrough, type Readable } from 'node:stream';
 import type Docker from 'dockerode';
@@ -32,6 +32,10 @@ export const L = {
   command: 'slipway.command',
   port: 'slipway.port',
   run: 'slipway.run',
+  /** On a volume: the application's volume it holds (its id). */
+  volume: 'slipway.volume',
+  /** On a network: the company whose containers it joins. */
+  company: 'slipway.company',
 } as const;
 
 /** The immutable tag of a release's image. */
@@ -52,11 +56,16 @@ export interface ContainerSpec {
   restart: boolean;
   /** An interactive TTY (none here; runs and instances log lines). */
   tty?: boolean;
+  /** Engine volumes (by name) mounted at their paths. */
+  mounts?: { source: string; target: string }[];
+  /** The network the container joins, reachable there under `aliases`. */
+  network?: { name: string; aliases: string[] };
 }
 
 /**
  * Creates a container (not started). CPU and memory limits are the process's resource type's
- * (millicores as NanoCpus, MiB as Memory, no swap beyond it).
+ * (millicores as NanoCpus, MiB as Memory, no swap beyond it); volumes and the company's network
+ * as the caller placed it.
  */
 export async function createContainer(docker: Docker, s: ContainerSpec): Promise<Docker.Container> {
   const rt = s.resourceTypeId ? PROCESS_RESOURCE_TYPE_BY_ID.get(s.resourceTypeId) : undefined;
@@ -72,9 +81,12 @@ export async function createContainer(docker: Docker, s: ContainerSpec): Promise
     HostConfig: {
       ...(rt ? { NanoCpus: rt.cpu_limit * 1_000_000, Memory: memory, MemorySwap: memory } : {}),
       ...(s.hostPort ? { PortBindings: { [port]: [{ HostIp: '127.0.0.1', HostPort: String(s.hostPort) }] } } : {}),
+      ...(s.mounts?.length ? { Mounts: s.mounts.map((m) => ({ Type: 'volume' as const, Source: m.source, Target: m.target })) } : {}),
+      ...(s.network ? { NetworkMode: s.network.name } : {}),
       RestartPolicy: s.restart ? { Name: 'unless-stopped' } : { Name: 'no' },
       LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
     },
+    ...(s.network ? { NetworkingConfig: { EndpointsConfig: { [s.network.name]: { Aliases: s.network.aliases } } } } : {}),
   });
 }
 

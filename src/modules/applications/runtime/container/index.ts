@@ -7,6 +7,7 @@
 // same port) and removes every other managed container (runs, other releases, deleted
 // applications). Cron and job runs are containers of the release's image, ended by a stop at their
 // time limit; the terminal is `exec` with a TTY in a running instance; usage is the engine's stats.
+// Volumes and the company's private network of each container: placement.ts.
 import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import type Docker from 'dockerode';
@@ -21,6 +22,7 @@ import { appCacheDir } from '../source.js';
 import { UsageSeries } from '../usage-series.js';
 import { buildPhase } from './build.js';
 import { createContainer, engineClient, follow, L, missing } from './engine.js';
+import { Placement } from './placement.js';
 import { containerSettings, type ContainerSettings } from './settings.js';
 
 /** A managed container a previous Slipway left, not yet adopted or removed. */
@@ -46,6 +48,7 @@ class ContainerHost extends UsageSeries implements InstanceHost {
   private sampling = false;
   /** This Slipway's mark on its containers (from its data directory): what another Slipway on the engine runs is not touched. */
   private owner: string;
+  private placement: Placement;
 
   constructor(
     app: AppContext,
@@ -56,6 +59,7 @@ class ContainerHost extends UsageSeries implements InstanceHost {
     this.settings = containerSettings(app.config);
     this.docker = engineClient(this.settings);
     this.owner = createHash('sha256').update(app.config.dataDir).digest('hex').slice(0, 16);
+    this.placement = new Placement(app, this.docker, this.owner);
   }
 
   buildPhase: InstanceHost['buildPhase'] = (ctx, d, a, spec) => buildPhase(this.docker, this.settings, this.apps.root, ctx, d, a, spec);
@@ -96,27 +100,31 @@ class ContainerHost extends UsageSeries implements InstanceHost {
       const inst = newInstance(s, s.type === 'web' ? await freePort() : null, { startedAt: Date.now() });
       group.instances.push(inst);
       try {
-        const c = await createContainer(this.docker, {
-          owner: this.owner,
-          image,
-          command: s.command,
-          env,
-          resourceTypeId: s.resourceTypeId,
-          hostPort: inst.port,
-          restart: true,
-          labels: {
-            [L.app]: g.appId,
-            [L.deployment]: g.deploymentId,
-            [L.release]: g.releaseId,
-            [L.process]: s.processId,
-            [L.instance]: String(s.index),
-            [L.type]: s.type,
-            [L.command]: s.command,
-            ...(inst.port ? { [L.port]: String(inst.port) } : {}),
-          },
+        // Started while placed: the network it joins is not pruned before it is on it.
+        await this.placement.create(g.appId, s.key, async (placed) => {
+          const c = await createContainer(this.docker, {
+            ...placed,
+            owner: this.owner,
+            image,
+            command: s.command,
+            env,
+            resourceTypeId: s.resourceTypeId,
+            hostPort: inst.port,
+            restart: true,
+            labels: {
+              [L.app]: g.appId,
+              [L.deployment]: g.deploymentId,
+              [L.release]: g.releaseId,
+              [L.process]: s.processId,
+              [L.instance]: String(s.index),
+              [L.type]: s.type,
+              [L.command]: s.command,
+              ...(inst.port ? { [L.port]: String(inst.port) } : {}),
+            },
+          });
+          inst.container = c.id;
+          await c.start();
         });
-        inst.container = c.id;
-        await c.start();
         this.watch(group, inst, 0);
       } catch (e) {
         this.out.note(group, inst, `Instance ${s.key}#${s.index} could not start: ${(e as Error).message}`, 'error');
@@ -177,6 +185,7 @@ class ContainerHost extends UsageSeries implements InstanceHost {
         await i.exited;
       }),
     );
+    await this.placement.prune();
   }
 
   runOnce(o: RunSpec): ContainerRun {
@@ -193,17 +202,23 @@ class ContainerHost extends UsageSeries implements InstanceHost {
     run.done = (async () => {
       let timer: NodeJS.Timeout | null = null;
       try {
-        c = await createContainer(this.docker, {
-          owner: this.owner,
-          image: this.image(o.release),
-          command: o.command,
-          env: o.env,
-          resourceTypeId: o.resourceTypeId,
-          restart: false,
-          labels: { [L.app]: o.appId, [L.process]: o.processId, [L.release]: o.release.id, [L.run]: '1' },
+        // Started while placed (see startGroup); `c` is set before the start, for its removal.
+        c = await this.placement.create(o.appId, null, async (placed) => {
+          const made = await createContainer(this.docker, {
+            ...placed,
+            owner: this.owner,
+            image: this.image(o.release),
+            command: o.command,
+            env: o.env,
+            resourceTypeId: o.resourceTypeId,
+            restart: false,
+            labels: { [L.app]: o.appId, [L.process]: o.processId, [L.release]: o.release.id, [L.run]: '1' },
+          });
+          c = made;
+          run.container = made.id;
+          await made.start();
+          return made;
         });
-        run.container = c.id;
-        await c.start();
         if (killed) await c.kill().catch(() => {});
         const output = follow(this.docker, c, 0, o.line).catch(() => {});
         if (o.limitMs > 0)
@@ -247,12 +262,13 @@ class ContainerHost extends UsageSeries implements InstanceHost {
     return this.left.filter((e) => e.labels[L.app] === appId && e.running && e.port).map((e) => e.port!);
   }
 
-  /** Removes a deleted application's release records, cache, containers and images. */
+  /** Removes a deleted application's release records, cache, containers, images and volumes. */
   async removeApp(appId: string): Promise<void> {
     await rm(appReleasesDir(this.apps.root, appId), { recursive: true, force: true });
     await rm(appCacheDir(this.apps.root, appId), { recursive: true, force: true });
     const containers = await this.docker.listContainers({ all: true, filters: { label: [`${L.app}=${appId}`] } });
     await Promise.all(containers.map((c) => this.remove(c.Id)));
+    await this.placement.removeApp(appId);
     const images = await this.docker.listImages({ filters: { reference: [`slipway/${appId}`] } });
     for (const img of images)
       for (const tag of img.RepoTags ?? [])
@@ -310,6 +326,7 @@ class ContainerHost extends UsageSeries implements InstanceHost {
 
   /** CPU (cores) and memory (bytes, without the page cache) of every instance and run, from the engine's stats. */
   sample(serving: Iterable<Group>, runs: Iterable<{ processId: string; run: OneOff }>): void {
+    this.placement.measure();
     if (this.sampling) return;
     this.sampling = true;
     const targets: { processId: string; container: string }[] = [];

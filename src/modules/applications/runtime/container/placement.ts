@@ -1,0 +1,144 @@
+// Where an application's containers live besides their image: the engine volumes of its persistent
+// volumes (one per volume, named by its id) and its company's private network (a user-defined
+// bridge per company, so its applications reach each other by internal hostname while the
+// engine's isolation between bridges keeps other companies' containers out). Both are labelled
+// with this Slipway's owner mark, so what a deleted volume or application leaves is found by label.
+import { createHash } from 'node:crypto';
+import type Docker from 'dockerode';
+import type { AppContext } from '../../../../shared/context.js';
+import { appById } from '../../storage.js';
+import { L } from './engine.js';
+
+export interface Placed {
+  mounts: { source: string; target: string }[];
+  network?: { name: string; aliases: string[] };
+}
+
+/** The engine volume holding a persistent volume. */
+export const volumeName = (volumeId: string) => `slipway-${volumeId}`;
+
+/** How often the volumes' sizes are measured (the engine's disk usage walks every volume). */
+const USAGE_EVERY_MS = 30_000;
+
+export class Placement {
+  private networks = new Map<string, Promise<string>>();
+  private measured = 0;
+  /** Containers being placed: a network is not pruned meanwhile (it may be about to be joined). */
+  private placing = 0;
+
+  constructor(
+    private app: AppContext,
+    private docker: Docker,
+    private owner: string,
+  ) {}
+
+  private labels(more: Record<string, string>): Record<string, string> {
+    return { [L.managed]: '1', [L.owner]: this.owner, ...more };
+  }
+
+  /**
+   * Creates a container of an application with its volumes and network: `processKey` names an
+   * instance's process (its internal hostnames become its aliases on the network), null for a run.
+   */
+  async create<T>(appId: string, processKey: string | null, make: (placed: Placed) => Promise<T>): Promise<T> {
+    this.placing++;
+    try {
+      return await make(await this.of(appId, processKey));
+    } finally {
+      this.placing--;
+    }
+  }
+
+  /** Engine volumes the application no longer has (deleted through the API) are removed on the way. */
+  private async of(appId: string, processKey: string | null): Promise<Placed> {
+    const db = this.app.database.db;
+    const a = await appById(db, appId);
+    if (!a) return { mounts: [] };
+    const volumes = await this.app.ports.volumes.of(db, appId);
+    const mounts = await Promise.all(
+      volumes.map(async (v) => {
+        // Creating a volume that exists returns it unchanged: its data stays across redeploys.
+        await this.docker.createVolume({ Name: volumeName(v.id), Labels: this.labels({ [L.app]: appId, [L.volume]: v.id }) });
+        return { source: volumeName(v.id), target: v.mountPath };
+      }),
+    );
+    await this.removeVolumes(appId, new Set(volumes.map((v) => volumeName(v.id))));
+    const internal = processKey ? `${a.name}-${processKey}` : null;
+    const aliases = internal ? [internal, `${internal}.${a.namespace}.svc.cluster.local`] : [];
+    return { mounts, network: { name: await this.network(a.company_id), aliases } };
+  }
+
+  /** The company's network, created on first use. */
+  private network(companyId: string): Promise<string> {
+    const name = `slipway-${this.owner.slice(0, 8)}-${createHash('sha256').update(companyId).digest('hex').slice(0, 12)}`;
+    let made = this.networks.get(name);
+    if (!made) {
+      made = (async () => {
+        const [found] = (await this.docker.listNetworks({ filters: { name: [name] } })).filter((n) => n.Name === name);
+        if (!found) await this.docker.createNetwork({ Name: name, Driver: 'bridge', CheckDuplicate: true, Labels: this.labels({ [L.company]: companyId }) });
+        return name;
+      })();
+      made.catch(() => this.networks.delete(name));
+      this.networks.set(name, made);
+    }
+    return made;
+  }
+
+  /** Removes the application's engine volumes not in `keep` (one still mounted stays until its container goes). */
+  private async removeVolumes(appId: string, keep: Set<string>): Promise<void> {
+    const { Volumes } = await this.docker.listVolumes({ filters: { label: [`${L.app}=${appId}`, `${L.owner}=${this.owner}`] } });
+    await Promise.all(
+      (Volumes ?? [])
+        .filter((v) => !keep.has(v.Name))
+        .map((v) =>
+          this.docker
+            .getVolume(v.Name)
+            .remove()
+            .catch(() => {}),
+        ),
+    );
+  }
+
+  /** A deleted application's volumes, and the company networks no container uses any more. */
+  async removeApp(appId: string): Promise<void> {
+    await this.removeVolumes(appId, new Set());
+    await this.prune();
+  }
+
+  /** Removes this Slipway's company networks that no container uses (after containers were removed). */
+  async prune(): Promise<void> {
+    if (this.placing) return;
+    const networks = await this.docker.listNetworks({ filters: { label: [`${L.managed}=1`, `${L.owner}=${this.owner}`] } });
+    for (const n of networks) {
+      const inspected = (await this.docker
+        .getNetwork(n.Id)
+        .inspect()
+        .catch(() => null)) as { Containers?: Record<string, unknown> } | null;
+      if (!inspected || Object.keys(inspected.Containers ?? {}).length || this.placing) continue;
+      this.networks.delete(n.Name);
+      await this.docker
+        .getNetwork(n.Id)
+        .remove()
+        .catch(() => {});
+    }
+  }
+
+  /**
+   * Records the bytes each volume holds, from the engine's disk usage (at most every 30 s). The
+   * local engine enforces no size: this is what the volume's `used_bytes` reports.
+   */
+  measure(): void {
+    const now = Date.now();
+    if (now - this.measured < USAGE_EVERY_MS) return;
+    this.measured = now;
+    void (async () => {
+      const df = (await this.docker.df()) as { Volumes?: { Labels?: Record<string, string> | null; UsageData?: { Size: number } | null }[] };
+      for (const v of df.Volumes ?? []) {
+        const id = v.Labels?.[L.volume];
+        if (!id || v.Labels?.[L.owner] !== this.owner) continue;
+        const size = v.UsageData?.Size ?? -1;
+        await this.app.ports.volumes.recordUsage(this.app.database.db, id, size >= 0 ? size : null);
+      }
+    })().catch(() => {});
+  }
+}
