@@ -7,7 +7,7 @@
 // same port) and removes every other managed container (runs, other releases, deleted
 // applications). Cron and job runs are containers of the release's image, ended by a stop at their
 // time limit; the terminal is `exec` with a TTY in a running instance; usage is the engine's stats.
-// Volumes and the company's private network of each container: placement.ts.
+// Volumes and the company's private network of each container: placement.ts; TCP proxies: proxies.ts.
 import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import type Docker from 'dockerode';
@@ -23,6 +23,7 @@ import { UsageSeries } from '../usage-series.js';
 import { buildPhase } from './build.js';
 import { createContainer, engineClient, follow, L, missing } from './engine.js';
 import { Placement } from './placement.js';
+import { TcpProxies } from './proxies.js';
 import { containerSettings, type ContainerSettings } from './settings.js';
 
 /** A managed container a previous Slipway left, not yet adopted or removed. */
@@ -49,6 +50,7 @@ class ContainerHost extends UsageSeries implements InstanceHost {
   /** This Slipway's mark on its containers (from its data directory): what another Slipway on the engine runs is not touched. */
   private owner: string;
   private placement: Placement;
+  private proxies: TcpProxies;
 
   constructor(
     app: AppContext,
@@ -60,6 +62,7 @@ class ContainerHost extends UsageSeries implements InstanceHost {
     this.docker = engineClient(this.settings);
     this.owner = createHash('sha256').update(app.config.dataDir).digest('hex').slice(0, 16);
     this.placement = new Placement(app, this.docker, this.owner);
+    this.proxies = new TcpProxies(app, this.docker);
   }
 
   buildPhase: InstanceHost['buildPhase'] = (ctx, d, a, spec) => buildPhase(this.docker, this.settings, this.apps.root, ctx, d, a, spec);
@@ -326,11 +329,14 @@ class ContainerHost extends UsageSeries implements InstanceHost {
 
   /** CPU (cores) and memory (bytes, without the page cache) of every instance and run, from the engine's stats. */
   sample(serving: Iterable<Group>, runs: Iterable<{ processId: string; run: OneOff }>): void {
+    // An iterator of the serving map: read once.
+    const groups = [...serving];
     this.placement.measure();
+    this.proxies.sync(groups);
     if (this.sampling) return;
     this.sampling = true;
     const targets: { processId: string; container: string }[] = [];
-    for (const g of serving) for (const i of g.instances) if (i.container && !i.stopping) targets.push({ processId: i.processId, container: i.container });
+    for (const g of groups) for (const i of g.instances) if (i.container && !i.stopping) targets.push({ processId: i.processId, container: i.container });
     for (const r of runs) {
       const container = (r.run as ContainerRun).container;
       if (container) targets.push({ processId: r.processId, container });
