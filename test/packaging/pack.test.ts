@@ -37,7 +37,10 @@ describe('packaging', () => {
 
   describe('npm package', () => {
     let child: ChildProcess | undefined;
-    after(() => child?.kill('SIGTERM'));
+    // npx runs the server as its child: the whole process group is stopped.
+    after(() => {
+      if (child?.pid) process.kill(-child.pid, 'SIGTERM');
+    });
 
     it('installs with production dependencies only and serves the API with npx slipway serve', async () => {
       const pkg = join(installed, 'node_modules', 'slipway');
@@ -51,6 +54,7 @@ describe('packaging', () => {
         cwd: installed,
         env: { ...process.env, SLIPWAY_RUN_FROM: '', LOG_LEVEL: 'warn' },
         stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
       });
       child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
       child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
