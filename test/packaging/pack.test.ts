@@ -25,12 +25,17 @@ describe('packaging', () => {
   const made: string[] = [];
   /** The folder the tarball was installed into. */
   let installed: string;
-  before(async () => {
-    const tarball = await pack();
-    made.push(dirname(tarball));
-    installed = await install(tarball);
-    made.push(installed);
-  });
+  before(
+    async () => {
+      const tarball = await pack();
+      made.push(dirname(tarball));
+      installed = await install(tarball);
+      made.push(installed);
+      // Packing builds everything and installing reaches the npm registry: on a loaded 2-core machine
+      // this alone came near the runner's default per-test limit (10 minutes).
+    },
+    { timeout: 25 * 60_000 },
+  );
   after(() => {
     for (const d of made) rmSync(d, { recursive: true, force: true });
   });
