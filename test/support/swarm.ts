@@ -2,6 +2,9 @@
 // environment that script prints, a client of its manager, whether it answers, losing and bringing
 // back one node, and where a service's tasks run.
 import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
@@ -97,4 +100,40 @@ export async function tasksPerNode(docker: Docker, service: string): Promise<Map
   const counts = new Map<string, number>();
   for (const t of await runningTasks(docker, service)) counts.set(t.node, (counts.get(t.node) ?? 0) + 1);
   return counts;
+}
+
+const LOCK = join(tmpdir(), 'slipway-swarm-suite.lock');
+
+/**
+ * Holds the test swarm for one suite: the suites kill and restart nodes, so two of them on the one
+ * swarm at once (the runner runs files side by side) would fail each other. A lock directory with
+ * its holder's pid; a dead holder's lock is taken over. Returns the release.
+ */
+export async function holdSwarm(): Promise<() => void> {
+  for (;;) {
+    try {
+      mkdirSync(LOCK);
+      writeFileSync(join(LOCK, 'pid'), String(process.pid));
+      return () => rmSync(LOCK, { recursive: true, force: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    let holder = 0;
+    try {
+      holder = Number(readFileSync(join(LOCK, 'pid'), 'utf8'));
+    } catch {
+      // Being written: looked at again below.
+    }
+    if (holder && !alive(holder)) rmSync(LOCK, { recursive: true, force: true });
+    else await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -16,7 +16,7 @@ import { expectStatus, sleep, waitFor } from '../helpers/util.js';
 import { createProcess, cron, exitCodes, processPath, RT, runtimeLogs } from '../processes/support.js';
 import { createRealApp, deploy, edgeGet, LOCAL_ENV, underLoad } from '../apps-real/support.js';
 import { repoOf } from '../containers/support.js';
-import { killNode, restartNodes, runningTasks, swarmClient, swarmNodes, swarmSkip } from '../support/swarm.js';
+import { killNode, restartNodes, runningTasks, swarmClient, swarmNodes, swarmSkip, holdSwarm } from '../support/swarm.js';
 
 const SWARM_ENV = {
   ...LOCAL_ENV,
@@ -70,6 +70,9 @@ const peer = () => ({
 const DEPLOY_MS = 300_000;
 
 describe('swarm runtime', { skip: await swarmSkip() }, () => {
+  // One suite at a time on the swarm (they kill nodes); taken before anything else of this suite.
+  let release: () => void = () => {};
+  before(async () => void (release = await holdSwarm()), { timeout: 20 * 60_000 });
   const s = useServer({ db: 'sqlite', rateLimits: GENEROUS, env: SWARM_ENV });
   let docker: Docker;
   let port: number;
@@ -107,6 +110,7 @@ describe('swarm runtime', { skip: await swarmSkip() }, () => {
 
   after(async () => {
     await restartNodes();
+    release();
   });
 
   it('3 instances run on at least 2 nodes of the region and answer through the edge; variables are in a secret, not in the spec', async () => {

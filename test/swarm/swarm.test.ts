@@ -10,7 +10,7 @@ import { createConnection, createServer, type AddressInfo, type Server } from 'n
 import { after, before, describe, it } from 'node:test';
 import type Docker from 'dockerode';
 import { waitFor } from '../helpers/util.js';
-import { killNode, restartNodes, runningTasks, swarmClient, swarmNodes, swarmSkip, tasksPerNode, type SwarmNode } from '../support/swarm.js';
+import { killNode, restartNodes, runningTasks, swarmClient, swarmNodes, swarmSkip, tasksPerNode, type SwarmNode, holdSwarm } from '../support/swarm.js';
 
 const IMAGE = 'python:3.11-slim-bookworm';
 /** Answers every GET with the hostname of the node its task runs on (NODE, a template the node fills). */
@@ -128,6 +128,9 @@ function untilRunning(
 }
 
 describe('docker swarm (several engines on this machine)', { skip: await swarmSkip() }, () => {
+  // One suite at a time on the swarm (they kill nodes); taken before anything else of this suite.
+  let release: () => void = () => {};
+  before(async () => void (release = await holdSwarm()), { timeout: 20 * 60_000 });
   let docker: Docker;
   let nodes: SwarmNode[];
   const name = (what: string) => `slipway-test-${run}-${what}`;
@@ -140,6 +143,7 @@ describe('docker swarm (several engines on this machine)', { skip: await swarmSk
   after(async () => {
     // What the suite made, by its label; a node killed by a failed test comes back.
     await restartNodes();
+    release();
     for (const s of await docker.listServices({ filters: { label: [`${LABEL}=${run}`] } })) await docker.getService(s.ID).remove();
     const networks = await docker.listNetworks({ filters: { label: [`${LABEL}=${run}`] } });
     // An overlay is removable once its tasks are gone from every node.
