@@ -21,7 +21,8 @@
 // or that reaches itself through others (refused by the API; kept as a safety net), is left to the origin.
 import { join } from 'node:path';
 import type { BalanceDestination, EdgeHost, EdgeTable } from '../table.js';
-import { address, indent, ipEntry, logOwner, originHeaders, PAGES, PROXY_HEADERS, q, safe, type NginxOptions } from './config.js';
+import type { NginxOptions } from './config.js';
+import { address, geoProxyHeaders, indent, ipEntry, logOwner, originHeaders, PAGES, PROXY_HEADERS, q, safe } from './syntax.js';
 
 /** How long a destination that failed is left out (the in-process edge's DOWN_MS). */
 const DOWN_SECONDS = 10;
@@ -85,19 +86,6 @@ export function planBalance(table: EdgeTable, dir: string): BalancePlan {
 function headerVar(name: string): string {
   if (!/^[a-z0-9-]{1,64}$/.test(name)) throw new Error(`edge: ${JSON.stringify(name)} is not a header name nginx can read`);
   return `$http_${name.replace(/-/g, '_')}`;
-}
-
-/**
- * The geo headers as passed on by every proxying location: what nginx believed, or nothing (an
- * empty value is not sent), so neither an application nor the origin sees one nginx did not believe.
- */
-export function geoProxyHeaders(o: NginxOptions): string[] {
-  const g = o.geoHeaders;
-  if (!g) return [];
-  return [
-    ...(g.country ? [`proxy_set_header ${g.country} $slipway_geo_country;`] : []),
-    ...(g.coordinates ? [`proxy_set_header ${g.coordinates} $slipway_geo_coordinates;`] : []),
-  ];
 }
 
 /** What the geo headers need at the http level: whether the peer is believed, the believed values. */

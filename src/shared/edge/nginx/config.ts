@@ -14,10 +14,9 @@
 // `break` ahead of them, taken for that path only, ends the server's rewrite phase there.
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { isIpOrCidr } from '../../net.js';
-import { page } from '../pages.js';
 import type { EdgeHost, EdgeTable, EdgeTarget } from '../table.js';
-import { balanceHttp, balanceLocation, internalListen, originHost, geoProxyHeaders, planBalance, plainHttp, type BalancePlan } from './balance.js';
+import { balanceHttp, balanceLocation, internalListen, originHost, planBalance, plainHttp, type BalancePlan } from './balance.js';
+import { address, indent, ipEntry, logOwner, originHeaders, PAGES, PROXY_HEADERS, q, safe } from './syntax.js';
 
 /** Seconds a client is told to wait during maintenance (as the in-process edge). */
 const RETRY_AFTER_SECONDS = 60;
@@ -66,9 +65,6 @@ export interface NginxOptions {
   brotliModule?: string | null;
 }
 
-/** The header carrying `originSecret` from nginx to Slipway's origin (never to an application). */
-export const ORIGIN_SECRET_HEADER = 'x-slipway-origin-secret';
-
 /** The folder, under nginx's directory, of the HTTP-01 key authorizations nginx answers (a file per token). */
 export const acmeChallengeDir = (dir: string) => join(dir, 'acme-challenge');
 
@@ -87,37 +83,10 @@ const pageFile = (html: string) => `pages/${createHash('sha256').update(html).di
 // Hostnames, owners, addresses and paths come from the control plane. Strings are quoted; a `$`
 // (which nginx would expand, and has no escape for) or a control character is refused.
 const HOSTNAME = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$/;
-const ADDRESS = /^(?:[a-z0-9.-]+|\[[0-9a-f:.]+\]):\d{1,5}$/i;
 /** Whether a hostname can be a server name here (wildcards and odd names are left to the default server). */
 export const nameable = (hostname: string) => HOSTNAME.test(hostname);
-const unsafe = (v: string) => [...v].some((c) => c === '$' || c.charCodeAt(0) < 32 || c.charCodeAt(0) === 127);
-
-export function safe(what: string, v: string): string {
-  if (unsafe(v)) throw new Error(`edge: ${what} ${JSON.stringify(v)} cannot be written into the nginx configuration`);
-  return v;
-}
-
-export function address(what: string, v: string): string {
-  if (!ADDRESS.test(v)) throw new Error(`edge: ${what} ${JSON.stringify(v)} is not host:port`);
-  return v;
-}
-
-/** A string nginx reads literally (single quotes; callers make sure it holds no `$`). */
-export const q = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
 const listen = (l: Listen) => `${l.host.includes(':') ? `[${l.host}]` : l.host}:${l.port}`;
-
-const edgePage = (status: number, title: string, body: string, extra = '') =>
-  `default_type text/html; charset utf-8; add_header Cache-Control no-store always; ${extra}return ${status} ${q(page(title, body).trimEnd())};`;
-
-export const PAGES = {
-  forbidden: edgePage(403, 'Forbidden', 'Your address may not reach this service.'),
-  unknown: edgePage(404, 'Not found', 'Nothing is served at this address.'),
-  missing: edgePage(404, 'Not found', 'Nothing is published at this address.'),
-  notAllowed: edgePage(405, 'Method not allowed', 'A static site answers GET and HEAD.', `add_header Allow 'GET, HEAD' always; `),
-  badGateway: edgePage(502, 'Bad gateway', 'The service could not be reached.'),
-  timeout: edgePage(504, 'Gateway timeout', 'The service did not answer in time.'),
-};
 
 // nginx's own list is under /etc/nginx; these are the types sites commonly publish.
 const TYPES: Record<string, string> = {
@@ -175,44 +144,9 @@ const LOG_FORMAT = [
   '"at":$msec}',
 ].join(',');
 
-export const PROXY_HEADERS = [
-  `proxy_set_header Host $http_host;`,
-  `proxy_set_header Upgrade $http_upgrade;`,
-  `proxy_set_header Connection $slipway_connection;`,
-  `proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;`,
-  `proxy_set_header X-Forwarded-Proto $slipway_proto;`,
-  `proxy_set_header X-Forwarded-Host $host;`,
-  `proxy_set_header X-Real-IP $remote_addr;`,
-];
-
-/**
- * The proxy headers of a location passing to the origin or the fallback: the http level's (a
- * location's own proxy_set_header replaces them all) and the origin secret, which replaces any the
- * client sent. Applications' upstreams never get it.
- */
-export function originHeaders(o: NginxOptions, host = '$http_host'): string[] {
-  if (!o.originSecret && host === '$http_host' && !o.geoHeaders) return [];
-  if (o.originSecret && !/^[0-9a-f]{32,128}$/.test(o.originSecret)) throw new Error('edge: the origin secret must be 32 to 128 hex digits');
-  return [
-    `proxy_set_header Host ${host};`,
-    ...PROXY_HEADERS.slice(1),
-    ...geoProxyHeaders(o),
-    ...(o.originSecret ? [`proxy_set_header ${ORIGIN_SECRET_HEADER} ${o.originSecret};`] : []),
-  ];
-}
-
-/** The log format's owner of the requests a server answers. */
-export const logOwner = (owner: EdgeHost['owner']) => [
-  `set $slipway_kind ${q(safe('owner kind', owner.kind))};`,
-  `set $slipway_id ${q(safe('owner id', owner.id))};`,
-  `set $slipway_company ${q(safe('owner company', owner.companyId))};`,
-];
-
 // Not logged: the ACME server's requests are no visitor's traffic.
 const acmeChallenge = (dir: string) =>
   `location ^~ /.well-known/acme-challenge/ { alias ${q(`${acmeChallengeDir(dir)}/`)}; default_type text/plain; access_log off; etag off; add_header Cache-Control no-store always; }`;
-
-export const indent = (lines: string[], n = 2) => lines.map((l) => (l ? ' '.repeat(n) + l : l)).join('\n');
 
 /** A complete nginx.conf serving `table`. Throws on a value it cannot write safely, or a hostname given twice. */
 export function renderNginx(table: EdgeTable, o: NginxOptions): string {
@@ -317,11 +251,6 @@ export function renderNginx(table: EdgeTable, o: NginxOptions): string {
     `}`,
     '',
   ].join('\n');
-}
-
-export function ipEntry(v: string): string {
-  if (!isIpOrCidr(v)) throw new Error(`edge: ${JSON.stringify(v)} is not an IP address or CIDR range`);
-  return v;
 }
 
 /** What a host needs at the http level: its IP restriction's lookup, its upstream. */

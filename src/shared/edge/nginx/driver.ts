@@ -26,7 +26,8 @@ import { Edge, type RoutedHost } from '../index.js';
 import { edgeCertificates, withCertificates, type Certificates } from '../certificates.js';
 import { buildTable, type EdgeTable } from '../table.js';
 import { AccessLogTailer } from './access-log.js';
-import { acmeChallengeDir, nameable, nginxFiles, ORIGIN_SECRET_HEADER, renderNginx, type NginxOptions } from './config.js';
+import { acmeChallengeDir, nameable, nginxFiles, renderNginx, type NginxOptions } from './config.js';
+import { ORIGIN_SECRET_HEADER } from './syntax.js';
 import { brotliStaticModule, NginxProcess } from './process.js';
 
 /** How long changes gather before one apply. */
