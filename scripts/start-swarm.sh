@@ -112,32 +112,49 @@ start_link() {
 node_ok() { [ -S "$(node_dir "$1")/docker.sock" ] && ndocker "$1" version >/dev/null 2>&1; }
 
 start_engine() {
-  local i="$1" dir ns
+  local i="$1" dir ns attempt pid
   dir="$(node_dir "$i")"
   ns="$(node_ns "$i")"
-  if ! alive "$dir/dockerd.pid"; then
-    mkdir -p "$dir/data" "$dir/exec"
-    rm -f "$dir/docker.sock"
-    # Its own config file and identity key: otherwise every engine reads /etc/docker and takes the
-    # same /etc/docker/key.json, and the swarm sees one engine three times.
-    printf '{"deprecated-key-path": "%s/key.json"}\n' "$dir" >"$dir/daemon.json"
-    log "starting the engine of $ns (log: $dir/dockerd.log)"
-    # nsenter --net, not `ip netns exec`, which remounts /sys and hides the cgroup mounts from
-    # dockerd. A UTS namespace gives the node its own hostname, the swarm's name for it. The
-    # node's containers go in cgroups under /<ns>: they are in network namespaces of their own, and
-    # that is how `kill` and `stop` find them.
-    setsid nsenter --net="/run/netns/$ns" unshare --uts sh -c "hostname $ns && exec /usr/sbin/dockerd \
-      --config-file $dir/daemon.json \
-      --data-root $dir/data --exec-root $dir/exec --pidfile $dir/dockerd.pid \
-      -H unix://$dir/docker.sock \
-      --bip $NET.$((8 * i)).1/24 --default-address-pool base=$NET.$((8 * i + 4)).0/22,size=24 \
-      --cgroup-parent /$ns --iptables=true --ip-masq=true" >>"$dir/dockerd.log" 2>&1 </dev/null &
-  fi
-  for _ in $(seq 1 300); do
-    if node_ok "$i"; then return 0; fi
-    sleep 0.2
+  alive "$dir/dockerd.pid" && node_ok "$i" && return 0
+  # Three tries: after its node was killed, an engine's containerd now and then dies before it
+  # logs anything, and dockerd gives up ("timeout waiting for containerd to start").
+  for attempt in 1 2 3; do
+    if ! alive "$dir/dockerd.pid"; then
+      mkdir -p "$dir/data" "$dir/exec"
+      rm -f "$dir/docker.sock"
+      # Its own config file and identity key: otherwise every engine reads /etc/docker and takes the
+      # same /etc/docker/key.json, and the swarm sees one engine three times.
+      printf '{"deprecated-key-path": "%s/key.json"}\n' "$dir" >"$dir/daemon.json"
+      log "starting the engine of $ns (log: $dir/dockerd.log)"
+      # nsenter --net, not `ip netns exec`, which remounts /sys and hides the cgroup mounts from
+      # dockerd. A UTS namespace gives the node its own hostname, the swarm's name for it. The
+      # node's containers go in cgroups under /<ns>: they are in network namespaces of their own, and
+      # that is how `kill` and `stop` find them.
+      setsid nsenter --net="/run/netns/$ns" unshare --uts sh -c "hostname $ns && exec /usr/sbin/dockerd \
+        --config-file $dir/daemon.json \
+        --data-root $dir/data --exec-root $dir/exec --pidfile $dir/dockerd.pid \
+        -H unix://$dir/docker.sock \
+        --bip $NET.$((8 * i)).1/24 --default-address-pool base=$NET.$((8 * i + 4)).0/22,size=24 \
+        --cgroup-parent /$ns --iptables=true --ip-masq=true" >>"$dir/dockerd.log" 2>&1 </dev/null &
+      pid=$!
+    else
+      pid="$(cat "$dir/dockerd.pid")"
+    fi
+    for _ in $(seq 1 300); do
+      if node_ok "$i"; then return 0; fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "the engine of $ns did not answer within 60 s (try $attempt)"
+      kill_node "$i"
+      sleep 1
+    else
+      log "the engine of $ns exited (try $attempt)"
+      rm -f "$dir/dockerd.pid"
+    fi
   done
-  log "the engine of $ns did not answer within 60 s; the end of its log:"
+  log "the engine of $ns did not start; the end of its log:"
   tail -n 30 "$dir/dockerd.log" >&2
   exit 1
 }
@@ -163,8 +180,17 @@ form_swarm() {
     ndocker 1 swarm init --advertise-addr "$(node_addr 1)" --listen-addr "$(node_addr 1):2377" \
       --dispatcher-heartbeat 1s --default-addr-pool "$OVERLAY_POOL" --default-addr-pool-mask-length 24 >/dev/null
   fi
-  local manager_token worker_token
-  manager_token="$(ndocker 1 swarm join-token -q manager)"
+  local manager_token="" worker_token
+  # Managers restarted together elect a leader first; join-token fails until then.
+  for _ in $(seq 1 300); do
+    manager_token="$(ndocker 1 swarm join-token -q manager 2>/dev/null)" && break
+    sleep 0.2
+  done
+  if [ -z "$manager_token" ]; then
+    log "the swarm on $(node_ns 1) has no leader after 60 s:"
+    ndocker 1 info --format '{{json .Swarm}}' >&2 || true
+    exit 1
+  fi
   worker_token="$(ndocker 1 swarm join-token -q worker)"
   for i in $(seq 2 "$n"); do
     state="$(swarm_state "$i")"
@@ -328,6 +354,14 @@ mkdir -p "$STATE"
 install_missing
 start_bridge
 for i in $(seq 1 "$n"); do start_link "$i"; done
+# When no engine is running (a new machine, or one whose engines all went down), the swarm is formed
+# afresh: raft state left from an earlier run may name managers that never come back, and the
+# swarm would then have no quorum.
+running=0
+for i in $(seq 1 "$n"); do alive "$(node_dir "$i")/dockerd.pid" && running=$((running + 1)); done
+if [ "$running" -eq 0 ]; then
+  for i in $(seq 1 "$n"); do rm -rf "$(node_dir "$i")/data/swarm"; done
+fi
 # The engines start together (a few seconds each).
 pids=()
 for i in $(seq 1 "$n"); do
