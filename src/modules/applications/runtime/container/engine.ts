@@ -1,11 +1,13 @@
 // The container engine as the container host uses it (dockerode, loaded on first use): labels that
 // name what a container is (for adoption after a restart of Slipway), the one place a container is
 // created (image, command, environment, limits, published port, volumes, network),
-// following a container's output as lines, and pulls with a registry login.
+// following a container's output as lines, pulls with a registry login, and the terminal (`exec`)
+// and usage (stats) of one container, which the swarm host reuses on its nodes' engines.
 import { PassThrough, type Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { lazy } from '../../../../shared/lazy.js';
 import { PROCESS_RESOURCE_TYPE_BY_ID } from '../../../resources/index.js';
+import type { ShellIO, ShellSession, ShellSpec } from '../../../../shared/runtime/shell.js';
 import type { ContainerSettings } from './settings.js';
 
 const load = lazy<typeof Docker>('dockerode');
@@ -60,6 +62,8 @@ export interface ContainerSpec {
   mounts?: { source: string; target: string }[];
   /** The network the container joins, reachable there under `aliases`. */
   network?: { name: string; aliases: string[] };
+  /** `name:address` lines added to the container's /etc/hosts. */
+  hosts?: string[];
 }
 
 /**
@@ -83,6 +87,7 @@ export async function createContainer(docker: Docker, s: ContainerSpec): Promise
       ...(s.hostPort ? { PortBindings: { [port]: [{ HostIp: '127.0.0.1', HostPort: String(s.hostPort) }] } } : {}),
       ...(s.mounts?.length ? { Mounts: s.mounts.map((m) => ({ Type: 'volume' as const, Source: m.source, Target: m.target })) } : {}),
       ...(s.network ? { NetworkMode: s.network.name } : {}),
+      ...(s.hosts?.length ? { ExtraHosts: s.hosts } : {}),
       RestartPolicy: s.restart ? { Name: 'unless-stopped' } : { Name: 'no' },
       LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
     },
@@ -150,3 +155,65 @@ export function registryOf(image: string): string {
 
 /** Whether an error of the engine says the container (or image) is not there. */
 export const missing = (e: unknown) => (e as { statusCode?: number }).statusCode === 404;
+
+/**
+ * `exec` of a shell with a TTY in the container `find` gives (or a message saying why there is
+ * none), with `env` added: the terminal of the container host and of the swarm host (there in a
+ * task's container, through its node's engine).
+ */
+export function execShell(find: () => Promise<Docker.Container | string>, spec: ShellSpec, env: Record<string, string>, io: ShellIO): ShellSession {
+  let stream: NodeJS.ReadWriteStream | null = null;
+  let closed = false;
+  const pending: string[] = [];
+  void (async () => {
+    const c = await find();
+    if (typeof c === 'string') {
+      io.output(`${spec.shell}: ${c}\n`);
+      return io.exit(1);
+    }
+    const shell = spec.shell === 'bash' ? 'if command -v bash >/dev/null; then exec bash; else exec sh; fi' : 'exec sh';
+    const exec = await c.exec({
+      Cmd: ['/bin/sh', '-c', shell],
+      Env: Object.entries({ ...env, PS1: `${spec.hostname}$ `, HOSTNAME: spec.hostname }).map(([k, v]) => `${k}=${v}`),
+      AttachStdin: true,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: true,
+    });
+    const s = (await exec.start({ hijack: true, stdin: true, Tty: true })) as NodeJS.ReadWriteStream;
+    stream = s;
+    s.on('data', (chunk: Buffer) => io.output(chunk.toString()));
+    s.on('end', () => {
+      if (closed) return;
+      void exec
+        .inspect()
+        .then((r) => io.exit(r.ExitCode ?? 0))
+        .catch(() => io.exit(0));
+    });
+    if (closed) s.end();
+    for (const text of pending.splice(0)) s.write(text);
+  })().catch((e: Error) => {
+    io.output(`${spec.shell}: ${e.message}\n`);
+    io.exit(127);
+  });
+  return {
+    input: (text) => (stream ? void stream.write(text) : void pending.push(text)),
+    close: () => {
+      closed = true;
+      stream?.end();
+    },
+  };
+}
+
+/** A container's CPU (cores) and memory (bytes, without the page cache) from one engine stats read; `up` false when it gave no figures (stopped, gone). */
+export async function containerUsage(c: Docker.Container): Promise<{ cpu: number; memory: number; up: boolean }> {
+  const s = await c.stats({ stream: false }).catch(() => null);
+  // A container that stopped meanwhile answers without figures.
+  if (!s?.cpu_stats?.cpu_usage || !s.precpu_stats?.cpu_usage) return { cpu: 0, memory: 0, up: false };
+  const cpuDelta = s.cpu_stats.cpu_usage.total_usage - s.precpu_stats.cpu_usage.total_usage;
+  const systemDelta = (s.cpu_stats.system_cpu_usage ?? 0) - (s.precpu_stats.system_cpu_usage ?? 0);
+  const cpus = s.cpu_stats.online_cpus || s.cpu_stats.cpu_usage.percpu_usage?.length || 1;
+  const cpu = systemDelta > 0 ? (cpuDelta / systemDelta) * cpus : 0;
+  const memory = (s.memory_stats.usage ?? 0) - ((s.memory_stats.stats as { cache?: number } | undefined)?.cache ?? 0);
+  return { cpu: Math.max(0, cpu), memory: Math.max(0, memory), up: true };
+}

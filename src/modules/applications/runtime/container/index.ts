@@ -21,7 +21,7 @@ import type { AppsSettings } from '../settings.js';
 import { appCacheDir } from '../source.js';
 import { UsageSeries } from '../usage-series.js';
 import { buildPhase } from './build.js';
-import { createContainer, engineClient, follow, L, missing } from './engine.js';
+import { containerUsage, createContainer, engineClient, execShell, follow, L, missing } from './engine.js';
 import { Placement } from './placement.js';
 import { TcpProxies } from './proxies.js';
 import { containerSettings, type ContainerSettings } from './settings.js';
@@ -283,48 +283,15 @@ class ContainerHost extends UsageSeries implements InstanceHost {
 
   /** `exec` of a shell with a TTY in a running instance of the release. */
   openShell(release: Release, spec: ShellSpec, env: Record<string, string>, io: ShellIO): ShellSession {
-    let stream: NodeJS.ReadWriteStream | null = null;
-    let closed = false;
-    const pending: string[] = [];
-    void (async () => {
-      const [running] = await this.docker.listContainers({ filters: { label: [`${L.release}=${release.id}`], status: ['running'] } });
-      if (!running) {
-        io.output(`${spec.shell}: no instance of release ${release.id} is running\n`);
-        return io.exit(1);
-      }
-      const c = this.docker.getContainer(running.Id);
-      const shell = spec.shell === 'bash' ? 'if command -v bash >/dev/null; then exec bash; else exec sh; fi' : 'exec sh';
-      const exec = await c.exec({
-        Cmd: ['/bin/sh', '-c', shell],
-        Env: Object.entries({ ...env, PS1: `${spec.hostname}$ `, HOSTNAME: spec.hostname }).map(([k, v]) => `${k}=${v}`),
-        AttachStdin: true,
-        AttachStdout: true,
-        AttachStderr: true,
-        Tty: true,
-      });
-      const s = (await exec.start({ hijack: true, stdin: true, Tty: true })) as NodeJS.ReadWriteStream;
-      stream = s;
-      s.on('data', (chunk: Buffer) => io.output(chunk.toString()));
-      s.on('end', () => {
-        if (closed) return;
-        void exec
-          .inspect()
-          .then((r) => io.exit(r.ExitCode ?? 0))
-          .catch(() => io.exit(0));
-      });
-      if (closed) s.end();
-      for (const text of pending.splice(0)) s.write(text);
-    })().catch((e: Error) => {
-      io.output(`${spec.shell}: ${e.message}\n`);
-      io.exit(127);
-    });
-    return {
-      input: (text) => (stream ? void stream.write(text) : void pending.push(text)),
-      close: () => {
-        closed = true;
-        stream?.end();
+    return execShell(
+      async () => {
+        const [running] = await this.docker.listContainers({ filters: { label: [`${L.release}=${release.id}`], status: ['running'] } });
+        return running ? this.docker.getContainer(running.Id) : `no instance of release ${release.id} is running`;
       },
-    };
+      spec,
+      env,
+      io,
+    );
   }
 
   /** CPU (cores) and memory (bytes, without the page cache) of every instance and run, from the engine's stats. */
@@ -341,22 +308,7 @@ class ContainerHost extends UsageSeries implements InstanceHost {
       const container = (r.run as ContainerRun).container;
       if (container) targets.push({ processId: r.processId, container });
     }
-    void Promise.all(
-      targets.map(async (t) => {
-        const s = await this.docker
-          .getContainer(t.container)
-          .stats({ stream: false })
-          .catch(() => null);
-        // A container that stopped meanwhile answers without figures.
-        if (!s?.cpu_stats?.cpu_usage || !s.precpu_stats?.cpu_usage) return { ...t, cpu: 0, memory: 0, up: false };
-        const cpuDelta = s.cpu_stats.cpu_usage.total_usage - s.precpu_stats.cpu_usage.total_usage;
-        const systemDelta = (s.cpu_stats.system_cpu_usage ?? 0) - (s.precpu_stats.system_cpu_usage ?? 0);
-        const cpus = s.cpu_stats.online_cpus || s.cpu_stats.cpu_usage.percpu_usage?.length || 1;
-        const cpu = systemDelta > 0 ? (cpuDelta / systemDelta) * cpus : 0;
-        const memory = (s.memory_stats.usage ?? 0) - ((s.memory_stats.stats as { cache?: number } | undefined)?.cache ?? 0);
-        return { ...t, cpu: Math.max(0, cpu), memory: Math.max(0, memory), up: true };
-      }),
-    )
+    void Promise.all(targets.map(async (t) => ({ ...t, ...(await containerUsage(this.docker.getContainer(t.container))) })))
       .then((rows) => {
         const now = Date.now();
         const byProcess = new Map<string, { cpu: number; memory: number; instances: number }>();
