@@ -1,11 +1,12 @@
 // Polling, for repositories whose provider sends no webhook (a self-hosted server, a `file://`
 // repository): one durable job ('git.poll', a single chain however many servers run) lists the
 // heads of every watched repository with `git ls-remote` every SLIPWAY_GIT_POLL_SECONDS, once per
-// repository however many services and companies watch it, and hands a changed head to the same
-// path as a pushed webhook (push.ts) with its files unknown (so it deploys; a real static site
-// build still compares with the lane's previous release). Webhooks and polls record the heads
-// they see in one table, so a push learnt both ways deploys once. The first look at a repository
-// only records its heads.
+// repository however many services and companies watch it. When a followed head moved, it fetches
+// the moved branches into the repository's mirror (mirror.ts; one fetch per repository), reads the
+// files changed since the head it knew (a new branch or a force-push: all of them) and hands the
+// push to the same path as a pushed webhook (push.ts), so static sites' deploy paths apply.
+// Webhooks and polls record the heads they see in one table, so a push learnt both ways deploys
+// once. The first look at a repository only records its heads.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { intSetting } from '../../shared/config.js';
@@ -15,6 +16,7 @@ import { newId } from '../../shared/ids.js';
 import { enqueue, pendingSubjects, type JobKind } from '../../shared/jobs.js';
 import { autoDeployAppRows } from '../applications/index.js';
 import { autoDeploySiteRows } from '../static-sites/index.js';
+import { fetchMirror, gitEnv, pruneMirrors } from './mirror.js';
 import { normalizeRepo } from './repo.js';
 import { receive } from './service.js';
 import { advanceHead, headsOf } from './storage.js';
@@ -43,7 +45,7 @@ async function lsRemote(app: AppContext, url: string): Promise<Map<string, strin
     const { stdout } = await run('git', ['ls-remote', '--heads', url], {
       timeout: 30_000,
       maxBuffer: 16 * 1024 * 1024,
-      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' },
+      env: gitEnv(),
     });
     const heads = new Map<string, string>();
     for (const line of stdout.split('\n')) {
@@ -87,29 +89,36 @@ async function watched(app: AppContext): Promise<Map<string, Watch>> {
 /** One poll of every watched repository. */
 export async function pollOnce(app: AppContext): Promise<void> {
   const db = app.database.db;
-  for (const [key, w] of await watched(app)) {
+  const repos = await watched(app);
+  for (const [key, w] of repos) {
     const heads = await lsRemote(app, w.url);
     if (!heads) continue;
     const seen = await headsOf(db, key);
+    // Per company, the followed branches whose head moved since it last looked (with the head it knew).
+    const moved: { companyId: string; branch: string; sha: string; old: string | undefined }[] = [];
     for (const [companyId, c] of w.companies) {
       const known = new Map(seen.filter((h) => h.company_id === companyId).map((h) => [h.branch, h.sha]));
       for (const [branch, sha] of heads) {
         if (!c.anyBranch && !c.branches.has(branch)) continue;
         if (known.get(branch) === sha) continue;
         // The first look at the repository for this company records where it is, and deploys nothing.
-        if (!known.size) {
-          await advanceHead(db, companyId, key, branch, sha);
-          continue;
-        }
-        await receive(app, companyId, {
-          provider: 'poll',
-          event: 'push',
-          deliveryId: `poll:${newId()}`,
-          events: [{ kind: 'push', repos: [w.url], branch, commit: { sha, message: null, author: null }, changed: null }],
-        });
+        if (!known.size) await advanceHead(db, companyId, key, branch, sha);
+        else moved.push({ companyId, branch, sha, old: known.get(branch) });
       }
     }
+    if (!moved.length) continue;
+    const mirror = await fetchMirror(app, key, w.url, [...new Set(moved.map((m) => m.branch))]);
+    for (const m of moved) {
+      const about = (await mirror?.describe(m.sha)) ?? { message: null, author: null };
+      await receive(app, m.companyId, {
+        provider: 'poll',
+        event: 'push',
+        deliveryId: `poll:${newId()}`,
+        events: [{ kind: 'push', repos: [w.url], branch: m.branch, commit: { sha: m.sha, ...about }, changed: (await mirror?.changed(m.old, m.sha)) ?? null }],
+      });
+    }
   }
+  await pruneMirrors(app, repos.keys());
 }
 
 export function pollJob(app: AppContext): JobKind<typeof POLL_JOB> {

@@ -1,0 +1,78 @@
+// The poller's copies of the watched repositories: one bare mirror per repository under the data
+// directory (`<data dir>/git-mirrors/<hash of the normalised address>`), fetched once per poll that
+// saw a followed head move, however many services and companies watch the repository. They tell
+// what a polled push changed (`git diff --name-only old new`), so static sites' deploy paths apply
+// to polled pushes as to webhook ones, and give the new head's message and author.
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { AppContext } from '../../shared/context.js';
+
+const exec = promisify(execFile);
+
+/** Git with no terminal prompt and no credential helper asking (a repository that needs credentials fails). */
+export const gitEnv = () => ({ ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' });
+
+const git = async (cwd: string, args: string[], timeout = 30_000) =>
+  (await exec('git', args, { cwd, timeout, maxBuffer: 64 * 1024 * 1024, env: gitEnv() })).stdout;
+
+export const mirrorsRoot = (app: AppContext) => join(app.config.dataDir, 'git-mirrors');
+const dirName = (key: string) => createHash('sha256').update(key).digest('hex').slice(0, 32);
+
+export interface Mirror {
+  /** The files changed from `old` to `next`; null when they cannot be told (no `old`, or `old` is not an ancestor of `next`: a force-push). */
+  changed(old: string | undefined, next: string): Promise<string[] | null>;
+  /** The commit's message and author (nulls when unknown). */
+  describe(sha: string): Promise<{ message: string | null; author: string | null }>;
+}
+
+/**
+ * Fetches `branches` of the repository at `url` (normalised `key`) into its mirror, made on first
+ * use; undefined when the fetch fails (logged), whose pushes then count as changing everything.
+ */
+export async function fetchMirror(app: AppContext, key: string, url: string, branches: string[]): Promise<Mirror | undefined> {
+  const dir = join(mirrorsRoot(app), dirName(key));
+  try {
+    if (!existsSync(join(dir, 'HEAD'))) {
+      await mkdir(dir, { recursive: true });
+      await git(dir, ['init', '-q', '--bare']);
+    }
+    // The address is given on each fetch (no remote kept): services may name the repository in another form.
+    const specs = branches.map((b) => `+refs/heads/${b}:refs/heads/${b}`);
+    await git(dir, ['fetch', '-q', '--no-tags', '--no-write-fetch-head', url, ...specs], 300_000);
+  } catch (e) {
+    app.log.warn({ repo: url, err: (e as Error).message.split('\n')[0] }, 'git poll: cannot fetch the repository; its pushes count as changing every file');
+    return undefined;
+  }
+  return {
+    async changed(old, next) {
+      if (!old) return null;
+      try {
+        // Exit status 1: not an ancestor (a force-push); an error: `old` is not in the mirror. Either way: everything.
+        await git(dir, ['merge-base', '--is-ancestor', old, next]);
+        return (await git(dir, ['diff', '--name-only', '--no-renames', '-z', old, next])).split('\0').filter(Boolean);
+      } catch {
+        return null;
+      }
+    },
+    async describe(sha) {
+      try {
+        const [message, author] = (await git(dir, ['log', '-1', '--format=%B%x00%an', sha])).split('\0');
+        return { message: message?.trim() || null, author: author?.trim() || null };
+      } catch {
+        return { message: null, author: null };
+      }
+    },
+  };
+}
+
+/** Removes the mirrors of repositories nobody watches any more. */
+export async function pruneMirrors(app: AppContext, watchedKeys: Iterable<string>): Promise<void> {
+  const keep = new Set([...watchedKeys].map(dirName));
+  const root = mirrorsRoot(app);
+  const names = await readdir(root).catch(() => [] as string[]);
+  for (const name of names) if (!keep.has(name)) await rm(join(root, name), { recursive: true, force: true });
+}
