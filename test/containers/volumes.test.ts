@@ -1,6 +1,7 @@
 // Persistent volumes on the container runtime: an engine volume per volume, mounted at its path in
 // every instance; a file written there survives a redeploy, a clone starts without it, and
-// deleting the application leaves no engine volume.
+// deleting the application leaves no engine volume. A volume deleted through the API leaves the
+// engine as soon as no container mounts it.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GENEROUS, useServer } from '../helpers/server.js';
@@ -61,5 +62,32 @@ describe('container runtime: volumes (sqlite)', { skip: await engineSkip() }, ()
     expectStatus(await s.delete(`/applications/${a.id}`), 200);
     expectStatus(await s.delete(`/applications/${c.id}`), 200);
     await waitFor('the volume to go', async () => ((await volumesOf(a.id)).length === 0 && (await containersOf(c.id, true)).length === 0) || undefined, 30_000);
+  });
+
+  it('a deleted volume leaves the engine at once when no container mounts it, else once its container goes', async () => {
+    const a = await createRealApp(s, repoOf(pythonHandler(HANDLE)).url, 'box-volume-delete');
+    expectStatus(await s.patch(`/applications/${a.id}`, { build_type: 'dockerfile' }), 200);
+    const kept = expectStatus(await s.post(`/applications/${a.id}/volumes`, { name: 'data', mount_path: '/data', size_gb: 1 }), 201);
+    const mounted = expectStatus(await s.post(`/applications/${a.id}/volumes`, { name: 'more', mount_path: '/more', size_gb: 1 }), 201);
+    assert.equal((await deploy(s, a.id)).status, 'success');
+    const names = async () => (await volumesOf(a.id)).map((v) => v.Name).sort();
+    assert.deepEqual(await names(), [`slipway-${kept.id}`, `slipway-${mounted.id}`].sort());
+
+    // Mounted by the running instance: the engine keeps it until the container goes.
+    expectStatus(await s.delete(`/applications/${a.id}/volumes/${mounted.id}`), 200);
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.deepEqual(await names(), [`slipway-${kept.id}`, `slipway-${mounted.id}`].sort());
+    expectStatus(await s.post(`/applications/${a.id}/suspend`), 200);
+    await waitFor('the containers to go', async () => (await containersOf(a.id, true)).length === 0 || undefined, 30_000);
+    // No container is created meanwhile (suspended): the deletion's job removes it.
+    await waitFor('the unmounted volume to go', async () => (await names()).length === 1 || undefined, 30_000);
+    assert.deepEqual(await names(), [`slipway-${kept.id}`]);
+
+    // Mounted by no container: gone right after the DELETE.
+    const t0 = Date.now();
+    expectStatus(await s.delete(`/applications/${a.id}/volumes/${kept.id}`), 200);
+    await waitFor('the volume to go', async () => (await names()).length === 0 || undefined, 10_000, 50);
+    assert.ok(Date.now() - t0 < 5000, `removed after ${Date.now() - t0} ms`);
+    expectStatus(await s.delete(`/applications/${a.id}`), 200);
   });
 });

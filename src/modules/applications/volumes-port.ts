@@ -24,3 +24,10 @@ declare module '../../shared/context.js' {
     volumes: VolumesPort;
   }
 }
+
+declare module '../../shared/events.js' {
+  interface SignalMap {
+    /** A volume was deleted through the API (in its transaction): a driver removes what holds its content. */
+    'volume.deleted': { appId: string; volumeId: string };
+  }
+}

@@ -266,6 +266,17 @@ export async function listServedDatabases(tx: Tx): Promise<DatabasesTable[]> {
   return tx.selectFrom('databases').selectAll().where('runtime', 'is not', null).where('status', '!=', 'deleting').execute();
 }
 
+/** A company's databases on a real server that are not being deleted: where each one listens. */
+export async function listServedDatabasesOf(tx: Tx, companyId: string) {
+  return tx
+    .selectFrom('databases')
+    .select(['id', 'runtime', 'internal_port'])
+    .where('company_id', '=', companyId)
+    .where('runtime', 'is not', null)
+    .where('status', '!=', 'deleting')
+    .execute();
+}
+
 /** Every database's id and status (the daily backup schedule at start). */
 export async function listDatabaseStatuses(tx: Tx) {
   return tx.selectFrom('databases').select(['id', 'status']).execute();

@@ -147,6 +147,7 @@ export async function deleteVolume(ctx: CallContext, appId: string, volumeId: st
   await liveApp(ctx, appId);
   const v = await findVolume(ctx.tx, appId, volumeId);
   await deleteVolumeRow(ctx.tx, v.id);
+  await ctx.app.events.signal(ctx.tx, 'volume.deleted', { appId, volumeId: v.id });
   return { message: 'Volume deleted' };
 }
 

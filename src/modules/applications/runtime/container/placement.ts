@@ -4,14 +4,20 @@
 // engine's isolation between bridges keeps other companies' containers out). Both are labelled
 // with this Slipway's owner mark, so what a deleted volume or application leaves is found by label.
 import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 import type Docker from 'dockerode';
 import type { AppContext } from '../../../../shared/context.js';
+import { enqueue } from '../../../../shared/jobs.js';
+import { internalEndpoints, internalHostnames } from '../../../databases/index.js';
 import { appById } from '../../storage.js';
-import { L } from './engine.js';
+import { bridges, DatabaseForwarders } from './databases.js';
+import { L, missing } from './engine.js';
 
 export interface Placed {
   mounts: { source: string; target: string }[];
   network?: { name: string; aliases: string[] };
+  /** `name:address` lines of the container's /etc/hosts: its company's databases at its bridge's gateway. */
+  hosts?: string[];
 }
 
 /** The engine volume holding a persistent volume. */
@@ -20,17 +26,61 @@ export const volumeName = (volumeId: string) => `slipway-${volumeId}`;
 /** How often the volumes' sizes are measured (the engine's disk usage walks every volume). */
 const USAGE_EVERY_MS = 30_000;
 
+/** Removes a deleted volume's engine volume, again later while a container still mounts it. */
+export const VOLUME_REMOVE_JOB = 'container.volume.remove';
+/** The longest wait between two tries of a volume still in use (doubling from 2 s). */
+const IN_USE_MAX_WAIT_MS = 300_000;
+
+declare module '../../../../shared/jobs.js' {
+  interface JobMap {
+    'container.volume.remove': { volumeId: string; waitMs?: number };
+  }
+}
+
 export class Placement {
   private networks = new Map<string, Promise<string>>();
   private measured = 0;
   /** Containers being placed: a network is not pruned meanwhile (it may be about to be joined). */
   private placing = 0;
+  private forwarders: DatabaseForwarders;
+  private swept = false;
 
   constructor(
     private app: AppContext,
     private docker: Docker,
     private owner: string,
-  ) {}
+  ) {
+    this.forwarders = new DatabaseForwarders(app, docker, owner);
+    // A volume deleted through the API: its engine volume goes as soon as no container mounts it,
+    // through a job queued in the deletion's transaction (so a crash does not forget it).
+    app.jobs.register(VOLUME_REMOVE_JOB, { transactional: false, io: true, run: async (_db, job) => this.removeDeleted(job.payload) });
+    app.events.on(
+      'volume.deleted',
+      async (tx, { volumeId }) => void (await enqueue(tx, { kind: VOLUME_REMOVE_JOB, payload: { volumeId }, subjectId: volumeId })),
+    );
+  }
+
+  private async removeDeleted(p: { volumeId: string; waitMs?: number }) {
+    try {
+      await this.docker.getVolume(volumeName(p.volumeId)).remove();
+    } catch (e) {
+      if (missing(e)) return;
+      // 409: a container (of the release still serving) mounts it; the next deployment or stop frees it.
+      if ((e as { statusCode?: number }).statusCode !== 409) throw e;
+      const waitMs = Math.min(IN_USE_MAX_WAIT_MS, (p.waitMs ?? 1000) * 2);
+      return { rescheduleAt: new Date(Date.now() + waitMs), payload: { ...p, waitMs } };
+    }
+  }
+
+  /** Removes the engine volumes whose volume is gone (deleted while Slipway was down or ran another runtime), once after start. */
+  private async sweep(): Promise<void> {
+    const { Volumes } = await this.docker.listVolumes({ filters: { label: [`${L.owner}=${this.owner}`] } });
+    const apps = new Set((Volumes ?? []).flatMap((v) => v.Labels?.[L.app] ?? []));
+    for (const appId of apps) {
+      const kept = await this.app.ports.volumes.of(this.app.database.db, appId);
+      await this.removeVolumes(appId, new Set(kept.map((v) => volumeName(v.id))));
+    }
+  }
 
   private labels(more: Record<string, string>): Record<string, string> {
     return { [L.managed]: '1', [L.owner]: this.owner, ...more };
@@ -43,7 +93,10 @@ export class Placement {
   async create<T>(appId: string, processKey: string | null, make: (placed: Placed) => Promise<T>): Promise<T> {
     this.placing++;
     try {
-      return await make(await this.of(appId, processKey));
+      const placed = await this.of(appId, processKey);
+      // The company's databases answer on its bridge before the container starts.
+      await this.forwarders.sync();
+      return await make(placed);
     } finally {
       this.placing--;
     }
@@ -65,7 +118,21 @@ export class Placement {
     await this.removeVolumes(appId, new Set(volumes.map((v) => volumeName(v.id))));
     const internal = processKey ? `${a.name}-${processKey}` : null;
     const aliases = internal ? [internal, `${internal}.${a.namespace}.svc.cluster.local`] : [];
-    return { mounts, network: { name: await this.network(a.company_id), aliases } };
+    const network = await this.network(a.company_id);
+    return { mounts, network: { name: network, aliases }, hosts: await this.databaseHosts(a.company_id) };
+  }
+
+  /**
+   * The internal hostnames of the company's databases, and those the configured engines give new
+   * ones (a database created later resolves too), at the company bridge's gateway, where
+   * DatabaseForwarders listens.
+   */
+  private async databaseHosts(companyId: string): Promise<string[]> {
+    const bridge = (await bridges(this.docker, this.owner)).find((b) => b.companyId === companyId);
+    if (!bridge) return [];
+    const endpoints = await internalEndpoints(this.app, this.app.database.db, companyId);
+    const names = new Set([...internalHostnames(this.app), ...endpoints.map((e) => e.host).filter((h) => !isIP(h))]);
+    return [...names].map((n) => `${n}:${bridge.gateway}`);
   }
 
   /** The company's network, created on first use. */
@@ -121,6 +188,8 @@ export class Placement {
         .remove()
         .catch(() => {});
     }
+    // A removed network's database listeners close (also at Slipway's stop, its last prune).
+    await this.forwarders.sync();
   }
 
   /**
@@ -128,6 +197,12 @@ export class Placement {
    * local engine enforces no size: this is what the volume's `used_bytes` reports.
    */
   measure(): void {
+    // The listeners follow the company's databases (created and deleted meanwhile) at each sample.
+    void this.forwarders.sync();
+    if (!this.swept) {
+      this.swept = true;
+      void this.sweep().catch(() => (this.swept = false));
+    }
     const now = Date.now();
     if (now - this.measured < USAGE_EVERY_MS) return;
     this.measured = now;
