@@ -11,6 +11,7 @@ import { liveBlobs } from './objects-storage.js';
 import { createRuntime, runtime } from './runtime.js';
 import { registerS3, rewriteUrl as rewriteS3Url } from './s3.js';
 import { registerEdge } from './edge.js';
+import { presignObject } from './presign.js';
 import * as c from './schemas.js';
 import * as svc from './service.js';
 
@@ -102,6 +103,13 @@ export const operations = [
     permission: 'OBJECT_STORAGE:UPDATE',
     tier: 'service_mutation',
     handler: async (r) => svc.deleteObjects(r, r.params.id, r.body.keys),
+  }),
+  defineOperation({
+    contract: c.presignObjectStorageContract,
+    // GET and HEAD URLs need this; PUT and DELETE URLs also OBJECT_STORAGE:UPDATE (checked by presignObject).
+    permission: 'OBJECT_STORAGE:READ',
+    tier: 'service_mutation',
+    handler: async (r) => presignObject(r, r.params.id, r.body, typeof r.headers.host === 'string' ? r.headers.host : undefined),
   }),
 ];
 

@@ -313,3 +313,52 @@ export const rotateObjectStorageCredentialsContract = {
   }),
   errors: [400, 401, 403, 404, 429, 500],
 } as const;
+
+// --- Operations this project added (x-decided; docs/api-behaviour.md, "Object storage") ---------
+
+const decided = { 'x-decided': true } as const;
+export const PRESIGN_METHODS = ['GET', 'PUT', 'DELETE', 'HEAD'] as const;
+/** S3's limits: a presigned URL lives 1 second to 7 days; a key is at most 1024 bytes of UTF-8. */
+export const MAX_PRESIGN_EXPIRY = 604800;
+export const MAX_OBJECT_KEY_BYTES = 1024;
+
+export const presignObjectStorageContract = {
+  operationId: 'presignObjectStorageObjectV3',
+  method: 'POST',
+  path: '/object-storage/{id}/presign',
+  summary: 'Presign a URL for one object operation on the S3 data plane',
+  tags: ['Object storages'],
+  decided: true,
+  params: IdParams,
+  body: Type.Object(
+    {
+      method: StringEnum(PRESIGN_METHODS, { ...decided, description: 'The S3 request the URL allows: GET (download), PUT (upload), DELETE or HEAD.' }),
+      key: Type.String({ ...decided, minLength: 1, maxLength: MAX_OBJECT_KEY_BYTES, description: 'The object key (at most 1024 bytes of UTF-8).' }),
+      expires_in: Type.Optional(
+        Type.Integer({ ...decided, minimum: 1, maximum: MAX_PRESIGN_EXPIRY, default: 900, description: 'Seconds the URL stays valid (1 to 604800).' }),
+      ),
+      content_type: Type.Optional(
+        Type.String({
+          ...decided,
+          minLength: 1,
+          maxLength: 255,
+          description: 'PUT only: the Content-Type the upload must send (signed, so another is refused) and the object keeps.',
+        }),
+      ),
+    },
+    { ...decided, additionalProperties: false },
+  ),
+  bodyRequired: true,
+  success: 200,
+  response: Type.Object(
+    {
+      url: Type.String({ description: 'The path-style data-plane URL (SigV4 query form), on the host the API was reached at.' }),
+      method: StringEnum(PRESIGN_METHODS),
+      headers: Type.Record(Type.String(), Type.String(), { description: 'Headers the request must send as given (signed).' }),
+      access_key: Type.String({ description: 'The bucket key that signed the URL: rotating it away ends the URL early.' }),
+      expires_at: DateTime(),
+    },
+    { ...decided, additionalProperties: false },
+  ),
+  errors: [400, 401, 403, 404, 409, 429, 500],
+} as const;

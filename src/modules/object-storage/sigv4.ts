@@ -147,6 +147,50 @@ export async function verifyPresigned(app: AppContext, req: SignedRequest): Prom
   return { accessKey: cred.accessKey, bucketId, seed: null, payloadHash };
 }
 
+/** RFC 3986 encoding as SigV4 canonicalizes it (encodeURIComponent leaves !'()* alone). */
+const escape = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
+/**
+ * A SigV4 presigned URL (query form, payload unsigned) that `verifyPresigned` accepts: `path` is
+ * sent as given (already encoded), `headers` (lower-case names) are signed with the host and must be
+ * sent as given.
+ */
+export async function presignUrl(opts: {
+  origin: URL;
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  accessKey: string;
+  secret: string;
+  expiresIn: number;
+  signingDate: Date;
+}): Promise<string> {
+  const { origin, accessKey, secret } = opts;
+  const region = 'us-east-1';
+  const headers = { ...opts.headers, host: origin.host };
+  const signed = await signerFor(accessKey, secret, region).presign(
+    {
+      method: opts.method,
+      protocol: origin.protocol,
+      hostname: origin.host,
+      path: opts.path,
+      query: {},
+      headers: { ...headers, 'x-amz-content-sha256': UNSIGNED_PAYLOAD },
+    },
+    {
+      signingDate: opts.signingDate,
+      signingRegion: region,
+      expiresIn: opts.expiresIn,
+      unsignableHeaders: new Set(['x-amz-content-sha256']),
+      unhoistableHeaders: new Set([...Object.keys(headers), 'x-amz-content-sha256']),
+    },
+  );
+  const query = Object.entries(signed.query ?? {})
+    .flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x) => `${escape(k)}=${escape(String(x))}`))
+    .join('&');
+  return `${origin.protocol}//${origin.host}${opts.path}?${query}`;
+}
+
 /** The signature of one chunk of a STREAMING-AWS4-HMAC-SHA256-PAYLOAD body, chained from `previous`. */
 export async function chunkSignature(seed: NonNullable<Caller['seed']>, previous: string, chunkSha256: string): Promise<string> {
   const longDate = seed.date

@@ -267,6 +267,17 @@ export async function findCurrentKey(tx: Tx, bucketId: string): Promise<string |
   );
 }
 
+/** The bucket's newest current key with its sealed secret (what the presign operation signs with). */
+export async function findCurrentKeyPair(tx: Tx, bucketId: string): Promise<{ access_key: string; secret_enc: string } | undefined> {
+  return tx
+    .selectFrom('object_storage_keys')
+    .select(['access_key', 'secret_enc'])
+    .where('bucket_id', '=', bucketId)
+    .where('expires_at', 'is', null)
+    .orderBy('created_at', 'desc')
+    .executeTakeFirst();
+}
+
 /** A key by its access key id (the data plane's signature check). */
 export async function findKey(tx: Tx, accessKey: string) {
   return tx.selectFrom('object_storage_keys').select(['bucket_id', 'secret_enc', 'expires_at']).where('access_key', '=', accessKey).executeTakeFirst();
