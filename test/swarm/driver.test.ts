@@ -4,7 +4,8 @@
 // service's spec; a redeploy under continuous requests loses none; scaling 3 -> 1 -> 3 through the
 // processes API (applied by the next deployment); an app of the same company reaches every task of
 // another by its internal name over the company's overlay, across nodes, and one of another company
-// cannot resolve it; a lost node's tasks run elsewhere while the app keeps answering (failed
+// cannot resolve it; CPU and memory from each task's container and the terminal in one, through
+// the engine of the task's node; a lost node's tasks run elsewhere while the app keeps answering (failed
 // requests during the loss are counted and printed); cron runs as one-off services; deletion
 // leaves nothing on any node.
 import assert from 'node:assert/strict';
@@ -14,7 +15,7 @@ import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { GENEROUS, useServer } from '../helpers/server.js';
 import { expectStatus, sleep, waitFor } from '../helpers/util.js';
 import { createProcess, cron, exitCodes, processPath, RT, runtimeLogs } from '../processes/support.js';
-import { createRealApp, deploy, edgeGet, LOCAL_ENV, underLoad } from '../apps-real/support.js';
+import { createRealApp, deploy, edgeGet, LOCAL_ENV, openTerminal, underLoad } from '../apps-real/support.js';
 import { repoOf } from '../containers/support.js';
 import { killNode, restartNodes, runningTasks, swarmClient, swarmNodes, swarmSkip, holdSwarm } from '../support/swarm.js';
 
@@ -86,6 +87,8 @@ describe('swarm runtime', { skip: await swarmSkip() }, () => {
     const services = await docker.listServices({ filters: { label: [`slipway.app=${appId}`] } });
     return (await Promise.all(services.map((svc) => runningTasks(docker, svc.ID)))).flat();
   };
+  /** The overlay networks of a company on the swarm. */
+  const companyNetworks = async (companyId: string) => docker.listNetworks({ filters: { label: [`slipway.company=${companyId}`] } });
   const scale = async (n: number) =>
     expectStatus(await s.patch(`/applications/${appId}/processes/${webId}`, { scaling_strategy: { type: 'manual', config: { instanceCount: n } } }), 200);
   const deployed = async () => {
@@ -139,6 +142,29 @@ describe('swarm runtime', { skip: await swarmSkip() }, () => {
     const spec = JSON.stringify(svc!.Spec);
     assert.doesNotMatch(spec, /kept-secret/);
     assert.match(spec, /"Order":"start-first"/);
+  });
+
+  it("CPU and memory come from the stats of each task's container on its node's engine; the terminal is a TTY in a task's container there", async () => {
+    const containers = (await tasks()).map(
+      (t) => (t as unknown as { Status: { ContainerStatus?: { ContainerID?: string } } }).Status.ContainerStatus?.ContainerID?.slice(0, 12) ?? '',
+    );
+    assert.equal(containers.length, 3);
+    const now = Date.now();
+    const q = `from=${new Date(now - 60_000).toISOString()}&to=${new Date(now + 120_000).toISOString()}&interval_in_seconds=1`;
+    const metric = async (name: string) =>
+      expectStatus<{ value: number }[]>(await s.get(`/applications/${appId}/processes/${webId}/metrics/${name}?${q}`), 200);
+    // Three Python servers hold several MiB each; the sum of the three tasks' is above any one's.
+    const memory = await waitFor('a measured memory point', async () => (await metric('memory-usage')).find((p) => p.value > 3 * 5 * 1024 * 1024), 30_000);
+    assert.ok(memory.value < 3 * 256 * 1024 * 1024, `${memory.value} bytes within three hobby limits`);
+    assert.ok((await metric('instance-count')).some((p) => p.value === 3));
+
+    const t = await openTerminal(s, appId, webId);
+    t.send('echo "env=$FROM_ENV host=$(hostname) tty=$(tty)"\n');
+    const [, host] = await waitFor('the shell output', () => /env=kept-secret host=(\w+) tty=\/dev\/pts\/\d+/.exec(t.text) ?? undefined, 30_000);
+    assert.ok(containers.includes(host!), `${host} is one of the tasks' containers (${containers.join(', ')})`);
+    t.send('exit 3\n');
+    await waitFor('the session to close', () => t.closed !== undefined || undefined);
+    assert.equal(t.closed, 4003);
   });
 
   it('a redeploy under continuous requests loses none', async () => {
@@ -218,6 +244,9 @@ describe('swarm runtime', { skip: await swarmSkip() }, () => {
       `one from another node than ${peerNode}: ${reached}`,
     );
     assert.match(answers['swarm-stranger']!, /^[^:]+: error:gaierror$/, 'the name does not resolve on another overlay');
+    // The other company's last service is gone: so is its overlay; this company's stays for swarm-web.
+    await waitFor("the other company's overlay to go", async () => !(await companyNetworks(other.companyId)).length || undefined, 90_000);
+    assert.equal((await companyNetworks(s.companyId)).length, 1);
   });
 
   it("a lost node's tasks run on the other node of the region and the app keeps answering", async () => {
@@ -278,18 +307,19 @@ describe('swarm runtime', { skip: await swarmSkip() }, () => {
     );
   });
 
-  it('deleting the application removes its services, secrets and images from the manager and the nodes', async () => {
+  it("deleting the application removes its services, secrets and images from the manager and the nodes, and its company's overlay", async () => {
     await restartNodes();
     expectStatus(await s.delete(`/applications/${appId}`), 200);
     const label = { filters: { label: [`slipway.app=${appId}`] } };
     await waitFor(
       'the services, secrets and images to go',
       async () => {
-        const [services, secrets] = await Promise.all([docker.listServices(label), docker.listSecrets(label)]);
+        const [services, secrets, networks] = await Promise.all([docker.listServices(label), docker.listSecrets(label), companyNetworks(s.companyId)]);
         const images = await Promise.all(swarmNodes().map((n) => swarmClient(n.dockerHost).listImages({ filters: { reference: [`slipway/${appId}`] } })));
-        return (!services.length && !secrets.length && images.every((i) => !i.length)) || undefined;
+        // The company's last application: its overlay goes too.
+        return (!services.length && !secrets.length && !networks.length && images.every((i) => !i.length)) || undefined;
       },
-      60_000,
+      90_000,
     );
   });
 });

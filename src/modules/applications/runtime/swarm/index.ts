@@ -8,7 +8,9 @@
 // Services are the state: a Slipway that starts again adopts each application's current release's
 // services by their labels and removes the rest. Cron and job runs are replicated-job services,
 // removed when replaced or at their maximum run time. Each company's services share an overlay
-// network of its own, where internal hostnames resolve across nodes.
+// network of its own, where internal hostnames resolve across nodes, removed with their last
+// service. A task's terminal and CPU and memory are its container's `exec` and stats on its node's
+// own engine (SLIPWAY_SWARM_NODES): the manager's API proxies neither.
 import { createHash, randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import type Docker from 'dockerode';
@@ -18,7 +20,7 @@ import type { ShellIO, ShellSession, ShellSpec } from '../../../../shared/runtim
 import { CLUSTER_BY_ID } from '../../../resources/index.js';
 import { appById, type ApplicationsTable } from '../../storage.js';
 import { buildPhase } from '../container/build.js';
-import { engineClient, follow, imageTag, L } from '../container/engine.js';
+import { containerUsage, engineClient, execShell, follow, imageTag, L } from '../container/engine.js';
 import { newInstance, type Group, type HostOutput, type Instance, type InstanceHost, type InstanceSpec, type OneOff, type RunSpec } from '../host.js';
 import { setupRealRuntime, type RealRuntime } from '../real.js';
 import { appReleasesDir, type Release } from '../release.js';
@@ -40,9 +42,33 @@ interface Task {
     Timestamp?: string;
     State: string;
     Err?: string;
-    ContainerStatus?: { ExitCode?: number };
+    ContainerStatus?: { ContainerID?: string; ExitCode?: number };
     PortStatus?: { Ports?: { TargetPort: number; PublishedPort: number }[] };
   };
+}
+
+/** Where a task runs: its node (the swarm's id) and its container there. */
+interface Where {
+  node: string;
+  container: string;
+}
+
+/** A run's service (its task's container once running: usage is sampled from it). */
+interface SwarmRun extends OneOff {
+  where?: Where;
+}
+
+/** What a service of an application is made of. */
+interface ServiceInput {
+  image: string;
+  command: string;
+  env: Record<string, string>;
+  labels: Record<string, string>;
+  key: string;
+  /** A process's replicas; null for a run. */
+  replicas: number | null;
+  web: boolean;
+  resourceTypeId?: string;
 }
 
 interface SwarmNode {
@@ -88,14 +114,25 @@ class SwarmHost extends UsageSeries implements InstanceHost {
   private settings: SwarmSettings;
   /** The nodes' own engines (images are copied there without a registry). */
   private nodes: Map<string, Docker>;
+  /** The same engines by the nodes' addresses (a node whose hostname is not its name there). */
+  private nodeAt: Map<string, Docker>;
   private owner: string;
   private left: Left[] = [];
   private live = new Map<Group, Live>();
   private networks = new Map<string, Promise<string>>();
+  /** Company networks being removed (prune()), by company. */
+  private removing = new Map<string, Promise<unknown>>();
+  /** Services being created: no network is removed meanwhile (one may be about to be joined). */
+  private placing = 0;
+  private pruning: Promise<void> | null = null;
+  private pruneAgain = false;
   private poller: NodeJS.Timeout | null = null;
   private refreshing: Promise<void> | null = null;
   /** Running tasks per process at the last listing (instance counts). */
   private running = new Map<string, number>();
+  /** The swarm's nodes by id at the last listing: their hostname and address name their engine in SLIPWAY_SWARM_NODES. */
+  private nodeInfo = new Map<string, SwarmNode>();
+  private sampling = false;
 
   constructor(
     private app: AppContext,
@@ -106,6 +143,7 @@ class SwarmHost extends UsageSeries implements InstanceHost {
     this.settings = swarmSettings(app.config);
     this.docker = engineClient(this.settings.manager);
     this.nodes = new Map(this.settings.nodes.map((n) => [n.name, engineClient({ ...this.settings.manager, engine: n.engine })]));
+    this.nodeAt = new Map(this.settings.nodes.map((n) => [n.address, this.nodes.get(n.name)!]));
     this.owner = createHash('sha256').update(app.config.dataDir).digest('hex').slice(0, 16);
   }
 
@@ -133,12 +171,17 @@ class SwarmHost extends UsageSeries implements InstanceHost {
     return imageRef(this.settings.registry, tag);
   }
 
-  /** The company's overlay network (created once): its services reach each other there, other companies' not. */
+  /**
+   * The company's overlay network (created on first use, removed with its last service: prune()):
+   * its services reach each other there, other companies' not.
+   */
   private network(companyId: string): Promise<string> {
     let found = this.networks.get(companyId);
     if (!found) {
       const name = `slipway-company-${companyId}`;
       found = (async () => {
+        // A removal under way ends first: the network is then made again rather than found gone.
+        await this.removing.get(companyId);
         const existing = (await this.docker.listNetworks({ filters: { name: [name] } })).find((n) => n.Name === name);
         if (existing) return existing.Id;
         const created = await this.docker.createNetwork({
@@ -174,19 +217,20 @@ class SwarmHost extends UsageSeries implements InstanceHost {
   }
 
   /** Creates a service of the application's release image (a process's, or a run's when `replicas` is null). */
-  private async createService(
-    a: ApplicationsTable,
-    o: {
-      image: string;
-      command: string;
-      env: Record<string, string>;
-      labels: Record<string, string>;
-      key: string;
-      replicas: number | null;
-      web: boolean;
-      resourceTypeId?: string;
-    },
-  ): Promise<string> {
+  private async createService(a: ApplicationsTable, o: ServiceInput): Promise<string> {
+    this.placing++;
+    try {
+      return await this.placeService(a, o);
+    } catch (e) {
+      // A network removed behind Slipway's back is looked up again next time.
+      this.networks.delete(a.company_id);
+      throw e;
+    } finally {
+      this.placing--;
+    }
+  }
+
+  private async placeService(a: ApplicationsTable, o: ServiceInput): Promise<string> {
     const [network, constraints, secret, config] = await Promise.all([
       this.network(a.company_id),
       this.constraints(a),
@@ -321,6 +365,7 @@ class SwarmHost extends UsageSeries implements InstanceHost {
         this.docker.listTasks({ filters: { service: ids } }) as Promise<Task[]>,
         this.docker.listNodes() as Promise<SwarmNode[]>,
       ]);
+      this.learnNodes(nodes);
       const addresses = new Map(nodes.filter((n) => n.Status?.State === 'ready').map((n) => [n.ID, nodeAddress(n)]));
       let moved = false;
       this.running.clear();
@@ -333,6 +378,8 @@ class SwarmHost extends UsageSeries implements InstanceHost {
               .filter((t) => t.DesiredState === 'running' && t.Status.State === 'running' && addresses.get(t.NodeID ?? ''))
               .sort((x, y) => (y.Status.Timestamp ?? '').localeCompare(x.Status.Timestamp ?? ''))[0];
             if (task) this.running.set(i.processId, (this.running.get(i.processId) ?? 0) + 1);
+            const container = task?.Status.ContainerStatus?.ContainerID;
+            i.meta = task && container ? ({ node: task.NodeID!, container } satisfies Where) : undefined;
             for (const t of slot.filter((x) => ['failed', 'rejected'].includes(x.Status.State) && !live.failed.has(x.ID))) {
               live.failed.add(t.ID);
               if (!live.seen || i.stopping) continue;
@@ -367,6 +414,61 @@ class SwarmHost extends UsageSeries implements InstanceHost {
     await svc.remove().catch(() => {});
     const secret = info?.Spec?.Labels?.['slipway.secret'];
     if (secret) void this.removeSecret(secret);
+    this.prune();
+  }
+
+  /** Removes the company networks no service of this Slipway uses any more (in the background; asked again while running, it runs again). */
+  private prune(): void {
+    this.pruneAgain = true;
+    this.pruning ??= (async () => {
+      while (this.pruneAgain) {
+        this.pruneAgain = false;
+        await this.pruneOnce().catch(() => {});
+      }
+    })().finally(() => (this.pruning = null));
+  }
+
+  /**
+   * A network is in use until the tasks of its removed services are gone (their stop grace period):
+   * its removal is tried again every second for a while, each time only if no service joined it
+   * meanwhile.
+   */
+  private async pruneOnce(): Promise<void> {
+    const mine = [`${L.managed}=1`, `${L.owner}=${this.owner}`];
+    for (let attempt = 0; attempt < 90; attempt++) {
+      if (attempt) await sleep(1000);
+      if (this.placing) continue;
+      const [networks, services] = await Promise.all([
+        this.docker.listNetworks({ filters: { label: mine, driver: ['overlay'] } }),
+        this.docker.listServices({ filters: { label: mine } }),
+      ]);
+      const used = new Set(
+        services
+          .flatMap((svc) => (svc as unknown as { Spec: { TaskTemplate?: { Networks?: { Target: string }[] } } }).Spec.TaskTemplate?.Networks ?? [])
+          .map((n) => n.Target),
+      );
+      const idle = networks.filter((n) => !used.has(n.Id) && !used.has(n.Name));
+      if (!idle.length) return;
+      let left = false;
+      for (const n of idle) {
+        const company = n.Labels?.['slipway.company'] ?? n.Name;
+        // Created meanwhile: the service is about to join it.
+        if (this.placing) {
+          left = true;
+          break;
+        }
+        this.networks.delete(company);
+        const removal = this.docker
+          .getNetwork(n.Id)
+          .remove()
+          .then(() => true)
+          .catch((e: { statusCode?: number }) => e.statusCode === 404);
+        this.removing.set(company, removal);
+        if (!(await removal)) left = true;
+        if (this.removing.get(company) === removal) this.removing.delete(company);
+      }
+      if (!left) return;
+    }
   }
 
   /** A secret in use by a task that is still stopping cannot be removed yet: tried again for a while. */
@@ -396,7 +498,7 @@ class SwarmHost extends UsageSeries implements InstanceHost {
     await Promise.all(g.instances.map((i) => i.exited));
   }
 
-  runOnce(o: RunSpec): OneOff {
+  runOnce(o: RunSpec): SwarmRun {
     let id: string | undefined;
     let ended: 'killed' | 'timedOut' | null = null;
     const end = (why: 'killed' | 'timedOut') => {
@@ -404,7 +506,8 @@ class SwarmHost extends UsageSeries implements InstanceHost {
       if (id) void this.removeService(id);
     };
     const logs = new AbortController();
-    const done = (async () => {
+    const run: SwarmRun = { done: Promise.resolve({ code: 0, timedOut: false }), kill: () => end('killed') };
+    run.done = (async () => {
       let timer: NodeJS.Timeout | null = null;
       try {
         const a = await appById(this.app.database.db, o.appId);
@@ -428,6 +531,9 @@ class SwarmHost extends UsageSeries implements InstanceHost {
           await sleep(500);
           const tasks = (await this.docker.listTasks({ filters: { service: [id] } }).catch(() => [])) as Task[];
           task = tasks.find((t) => ENDED.includes(t.Status.State));
+          // Where it runs, for its usage.
+          const up = tasks.find((t) => t.Status.State === 'running' && t.NodeID && t.Status.ContainerStatus?.ContainerID);
+          run.where = up ? { node: up.NodeID!, container: up.Status.ContainerStatus!.ContainerID! } : undefined;
         }
         // The output of a task that ended has reached the manager within a moment.
         await Promise.race([output, sleep(1000)]);
@@ -446,7 +552,7 @@ class SwarmHost extends UsageSeries implements InstanceHost {
         logs.abort();
       }
     })();
-    return { done, kill: () => end('killed') };
+    return run;
   }
 
   /** Lists what a previous Slipway left: its runs' services are removed, its processes' kept for adoption. */
@@ -495,22 +601,86 @@ class SwarmHost extends UsageSeries implements InstanceHost {
     }
   }
 
-  /** Not yet on a swarm: a terminal needs `exec` on the engine of the node a task runs on. */
-  openShell(release: Release, spec: ShellSpec, _env: Record<string, string>, io: ShellIO): ShellSession {
-    io.output(`${spec.shell}: the terminal is not available on the swarm runtime yet (release ${release.id})\n`);
-    io.exit(1);
-    return { input: () => {}, close: () => {} };
+  /** Keeps the swarm's nodes of a listing (their engines are found by hostname or address). */
+  private learnNodes(nodes: SwarmNode[]): void {
+    this.nodeInfo = new Map(nodes.map((n) => [n.ID, n]));
+  }
+
+  /** The engine of a node (by its swarm id), from SLIPWAY_SWARM_NODES: by hostname, else by address. */
+  private engineOn(nodeId: string): Docker | undefined {
+    const n = this.nodeInfo.get(nodeId);
+    if (!n) return undefined;
+    return this.nodes.get(n.Description?.Hostname ?? '') ?? this.nodeAt.get(nodeAddress(n) ?? '');
+  }
+
+  /** The task's container on its node's engine (undefined when that node's engine is not known). */
+  private containerOf(where: Where | undefined): Docker.Container | undefined {
+    return where ? this.engineOn(where.node)?.getContainer(where.container) : undefined;
+  }
+
+  /** `exec` of a shell with a TTY in a running task of the release, through the engine of the task's node. */
+  openShell(release: Release, spec: ShellSpec, env: Record<string, string>, io: ShellIO): ShellSession {
+    return execShell(
+      async () => {
+        const services = (await this.docker.listServices({ filters: { label: [`${L.release}=${release.id}`, `${L.owner}=${this.owner}`] } })).filter(
+          (svc) => !(svc as unknown as { Spec: { Labels?: Record<string, string> } }).Spec.Labels?.[L.run],
+        );
+        const none = `no instance of release ${release.id} is running`;
+        if (!services.length) return none;
+        const [tasks, nodes] = await Promise.all([
+          this.docker.listTasks({ filters: { service: services.map((svc) => svc.ID), 'desired-state': ['running'] } }) as Promise<Task[]>,
+          this.docker.listNodes() as Promise<SwarmNode[]>,
+        ]);
+        this.learnNodes(nodes);
+        const running = tasks.filter((t) => t.Status.State === 'running' && t.NodeID && t.Status.ContainerStatus?.ContainerID);
+        for (const t of running) {
+          const c = this.containerOf({ node: t.NodeID!, container: t.Status.ContainerStatus!.ContainerID! });
+          if (c) return c;
+        }
+        return running.length ? `the engine of the node running release ${release.id} is not known (SLIPWAY_SWARM_NODES)` : none;
+      },
+      spec,
+      env,
+      io,
+    );
   }
 
   /**
-   * Running instances per process from the last task listing. CPU and memory are not measured on
-   * a swarm yet (the engines' stats are per node): their series stay 0.
+   * CPU (cores) and memory (bytes, without the page cache) of every task of the serving groups and
+   * the runs, from the stats of their containers on their nodes' engines; running instances from
+   * the last task listing.
    */
-  sample(): void {
-    const now = Date.now();
-    for (const live of this.live.values())
-      for (const s of live.services) this.record(s.processId, { t: now, cpu: 0, memory: 0, instances: this.running.get(s.processId) ?? 0 });
-    this.sampled(now);
+  sample(_serving: Iterable<Group>, runs: Iterable<{ processId: string; run: OneOff }>): void {
+    if (this.sampling) return;
+    this.sampling = true;
+    const byProcess = new Map<string, { cpu: number; memory: number; instances: number }>();
+    const targets: { processId: string; c: Docker.Container; run: boolean }[] = [];
+    for (const live of this.live.values()) {
+      for (const svc of live.services) byProcess.set(svc.processId, { cpu: 0, memory: 0, instances: this.running.get(svc.processId) ?? 0 });
+      for (const i of live.group.instances) {
+        const c = i.stopping ? undefined : this.containerOf(i.meta as Where | undefined);
+        if (c) targets.push({ processId: i.processId, c, run: false });
+      }
+    }
+    for (const r of runs) {
+      const c = this.containerOf((r.run as SwarmRun).where);
+      if (c) targets.push({ processId: r.processId, c, run: true });
+    }
+    void Promise.all(targets.map(async (t) => ({ ...t, ...(await containerUsage(t.c)) })))
+      .then((rows) => {
+        const now = Date.now();
+        for (const r of rows) {
+          const p = byProcess.get(r.processId) ?? { cpu: 0, memory: 0, instances: 0 };
+          p.cpu += r.cpu;
+          p.memory += r.memory;
+          if (r.run && r.up) p.instances++;
+          byProcess.set(r.processId, p);
+        }
+        for (const [processId, p] of byProcess) this.record(processId, { t: now, ...p });
+        this.sampled(now);
+      })
+      .catch(() => {})
+      .finally(() => (this.sampling = false));
   }
 }
 
