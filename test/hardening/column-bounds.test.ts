@@ -77,6 +77,7 @@ const TABLES: Record<string, string[]> = {
   '/load-balancers': ['load_balancers'],
   '/load-balancers/{id}': ['load_balancers'],
   '/load-balancers/{id}/destinations': ['load_balancer_destinations'],
+  '/load-balancers/{id}/destinations/{destination_id}': ['load_balancer_destinations'],
   '/load-balancers/{id}/domains': ['domains'],
   '/load-balancers/{id}/domains/{domain_id}': ['domains'],
   '/object-storage': ['object_storages'],

@@ -72,6 +72,12 @@ export const operations = [
     handler: async (r) => svc.deleteDestination(r, r.params.id, r.params.destination_id),
   }),
   defineOperation({
+    contract: c.updateLoadBalancerDestinationContract,
+    permission: 'LOAD_BALANCER:UPDATE',
+    tier: 'service_mutation',
+    handler: async (r) => svc.updateDestination(r, r.params.id, r.params.destination_id, r.body),
+  }),
+  defineOperation({
     contract: c.toggleLoadBalancerDestinationContract,
     permission: 'LOAD_BALANCER:UPDATE',
     tier: 'service_mutation',

@@ -183,6 +183,39 @@ export const deleteLoadBalancerDestinationContract = {
   errors: [401, 403, 404, 429, 500],
 } as const;
 
+const decided = { 'x-decided': true } as const;
+
+/**
+ * Changing a destination in place (the contract can only delete and re-create it, which loses its
+ * id and enabled state): its weight and its location. What it points at (service_type, service_id,
+ * url) is its identity and stays; a different target is another destination.
+ */
+export const updateLoadBalancerDestinationContract = {
+  operationId: 'updateLoadBalancerDestinationV3',
+  method: 'PATCH',
+  path: '/load-balancers/{id}/destinations/{destination_id}',
+  summary: 'Update load balancer destination (weight, location)',
+  tags,
+  decided: true,
+  params: DestinationParams,
+  body: Type.Object(
+    {
+      weight: Type.Optional(Weight('New share of traffic under DEFAULT routing')),
+      latitude: Type.Optional(
+        Nullable(Latitude('New location for GEO routing; given together with longitude; null (both) removes it, refused on a GEO load balancer')),
+      ),
+      longitude: Type.Optional(
+        Nullable(Longitude('New location for GEO routing; given together with latitude; null (both) removes it, refused on a GEO load balancer')),
+      ),
+    },
+    { ...decided, additionalProperties: false },
+  ),
+  bodyRequired: true,
+  success: 200,
+  response: LoadBalancerDestination,
+  errors: [400, 401, 403, 404, 429, 500],
+} as const;
+
 export const toggleLoadBalancerDestinationContract = {
   operationId: 'toggleLoadBalancerDestinationV3',
   method: 'POST',

@@ -10,7 +10,8 @@
 //   not, since a toggle may enable them): adding such an edge is a 400 naming the loop; the
 //   company's edges between load balancers are serialized (lockRoutingGraph);
 // - DEFAULT routing uses the weight (100 when omitted); GEO routing needs latitude and longitude
-//   on every destination (given together, or not at all on a DEFAULT load balancer);
+//   on every destination (given together, or not at all on a DEFAULT load balancer); weight and
+//   location change in place (updateDestination), the target never does;
 // - a service that is removed stops being a destination anywhere (removeDestinationsTo, called on
 //   the application's `application.removed` signal and when a load balancer is deleted).
 //
@@ -48,6 +49,7 @@ import {
   lockRoutingGraph,
   lockTarget,
   setDestinationEnabled,
+  updateDestinationRow,
   updateLoadBalancerRow,
   type DestinationType,
   type LoadBalancerDestinationsTable,
@@ -146,7 +148,7 @@ export async function updateLoadBalancer(ctx: CallContext, id: string, input: { 
     const n = await countUnlocatedDestinations(tx, lb.id);
     if (n)
       throw badRequest(
-        `GEO routing needs a location on every destination: ${n} destination(s) of this load balancer have no latitude and longitude; delete and re-create them with a location first`,
+        `GEO routing needs a location on every destination: ${n} destination(s) of this load balancer have no latitude and longitude; give them one first (PATCH /load-balancers/{id}/destinations/{destination_id})`,
       );
   }
   const patch: Partial<LoadBalancersTable> = { updated_at: now() };
@@ -300,6 +302,35 @@ export async function toggleDestination(ctx: CallContext, id: string, destinatio
   await setDestinationEnabled(ctx.tx, d.id, enabled, now());
   servingChanged(ctx.app, ctx.tx);
   return { message: enabled ? 'Destination enabled' : 'Destination disabled' };
+}
+
+export interface DestinationPatch {
+  weight?: number;
+  latitude?: number | null;
+  longitude?: number | null;
+}
+
+/**
+ * Changes a destination's weight and location in place (its target stays: another target is
+ * another destination). Latitude and longitude go together, as at creation; removing them (both
+ * null) is refused on a GEO load balancer, whose destinations all need one. An empty body changes
+ * nothing and answers the destination as it is.
+ */
+export async function updateDestination(ctx: CallContext, id: string, destinationId: string, input: DestinationPatch) {
+  const lb = await requireLocked(ctx, id);
+  const d = await requireDestination(ctx.tx, lb.id, destinationId);
+  if ((input.latitude === undefined) !== (input.longitude === undefined) || (input.latitude === null) !== (input.longitude === null))
+    throw badRequest('latitude and longitude must be given together (both numbers, or both null to remove the location)');
+  if (input.latitude === null && lb.type === 'GEO')
+    throw badRequest('A destination of a GEO load balancer needs latitude and longitude; they cannot be removed');
+  const patch: Parameters<typeof updateDestinationRow>[2] = {};
+  if (input.weight !== undefined) patch.weight = input.weight;
+  if (input.latitude !== undefined) [patch.latitude, patch.longitude] = [input.latitude, input.longitude!];
+  if (!Object.keys(patch).length) return destinationView(d);
+  patch.updated_at = now();
+  await updateDestinationRow(ctx.tx, d.id, patch);
+  servingChanged(ctx.app, ctx.tx);
+  return destinationView({ ...d, ...patch });
 }
 
 /**

@@ -224,6 +224,15 @@ export async function setDestinationEnabled(tx: Tx, id: string, enabled: number,
   await tx.updateTable('load_balancer_destinations').set({ is_enabled: enabled, updated_at: at }).where('id', '=', id).execute();
 }
 
+/** Weight, location and updated_at of a destination. */
+export async function updateDestinationRow(
+  tx: Tx,
+  id: string,
+  patch: Partial<Pick<LoadBalancerDestinationsTable, 'weight' | 'latitude' | 'longitude' | 'updated_at'>>,
+): Promise<void> {
+  await tx.updateTable('load_balancer_destinations').set(patch).where('id', '=', id).execute();
+}
+
 export async function deleteDestinationRow(tx: Tx, id: string): Promise<void> {
   await tx.deleteFrom('load_balancer_destinations').where('id', '=', id).execute();
 }
