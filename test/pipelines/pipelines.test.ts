@@ -8,6 +8,7 @@ import { MISSING, UUID_RE, expectError, expectStatus, listAll, waitFor } from '.
 import { IMMEDIATE_ENV, addToStage, createApp, createPipeline, getPipeline, pipelinePath, stageNamed, stagePath } from './support.js';
 
 const DETAIL_STAGE_FIELDS = [
+  'app_ids',
   'auto_create_app',
   'branch',
   'created_at',

@@ -1,6 +1,7 @@
 // TypeBox contracts of the pipelines area (shapes of the v3 contract), generated with
 // scripts/contract-to-typebox.mjs and tidied: the stage shapes are shared, a preview app is
-// answered with the application representation.
+// answered with the application representation. A stage's `app_ids` is this project's addition
+// (x-decided; docs/api-behaviour.md, "Pipelines").
 import { Type, type TSchema } from '@sinclair/typebox';
 import { DateTime, IdParams, MAX_INT4, MessageResponse, Nullable, PageQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 import { Application } from '../applications/index.js';
@@ -59,6 +60,11 @@ export const StageDetail = Type.Object(
     auto_create_app: Type.Boolean(),
     delete_stale_apps: Type.Boolean(),
     stale_app_days: Type.Integer({ minimum: 1, maximum: 365 }),
+    app_ids: Type.Array(Uuid(), {
+      'x-decided': true,
+      description:
+        'The applications in the stage (preview apps in the preview stage), in the order they were placed; only those the key may read. The contract can add and remove them but not read them back.',
+    }),
     created_at: DateTime(),
     updated_at: DateTime(),
   },

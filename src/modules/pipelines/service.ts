@@ -30,6 +30,7 @@ import {
   listPipelinesPage,
   listPlacedApps,
   listPreviewAppIds,
+  listStageMembers,
   listStages,
   listStagesOf,
   lockPipeline,
@@ -46,7 +47,8 @@ const bool = (n: number) => n === 1;
 
 const stageSummary = (s: PipelineStagesTable) => ({ id: s.id, display_name: s.display_name, type: s.type, order: s.position });
 
-function stageDetail(s: PipelineStagesTable) {
+/** A stage as GET and stage creation answer it; `appIds`: its applications the key may read. */
+function stageDetail(s: PipelineStagesTable, appIds: string[]) {
   return {
     id: s.id,
     pipeline_id: s.pipeline_id,
@@ -57,6 +59,7 @@ function stageDetail(s: PipelineStagesTable) {
     auto_create_app: bool(s.auto_create_app),
     delete_stale_apps: bool(s.delete_stale_apps),
     stale_app_days: s.stale_app_days,
+    app_ids: appIds,
     created_at: s.created_at,
     updated_at: s.updated_at,
   };
@@ -131,7 +134,11 @@ export async function createPipeline(ctx: CallContext, body: { display_name: str
 
 export async function getPipeline(ctx: CallContext, id: string) {
   const p = await findPipeline(ctx, id);
-  return { ...head(p), stages: (await listStages(ctx.tx, id)).map(stageDetail), created_at: p.created_at, updated_at: p.updated_at };
+  const stages = await listStages(ctx.tx, id);
+  const members = await listStageMembers(ctx.tx, id);
+  const appIds = new Map(stages.map((s) => [s.id, [] as string[]]));
+  for (const m of members) if (keyMay(ctx, 'APP:READ', m.app_id)) appIds.get(m.stage_id)?.push(m.app_id);
+  return { ...head(p), stages: stages.map((s) => stageDetail(s, appIds.get(s.id)!)), created_at: p.created_at, updated_at: p.updated_at };
 }
 export interface UpdateInput {
   display_name?: string;
@@ -208,7 +215,7 @@ export async function createStage(ctx: CallContext, id: string, body: { display_
   await shiftStagesFrom(tx, id, position, now);
   const stage = newStage(p, { display_name: body.display_name, type: 'standard', position, branch: body.branch ?? null }, now);
   await insertStage(tx, stage);
-  return stageDetail(stage);
+  return stageDetail(stage, []);
 }
 
 /** Deletes a stage (not the preview stage: disable preview for that); its applications are unlinked. */

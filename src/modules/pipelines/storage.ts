@@ -237,6 +237,11 @@ export async function listStageAppIds(tx: Tx, stageId: string): Promise<string[]
   return rows.map((r) => r.app_id);
 }
 
+/** The pipeline's placed applications and their stages, in the order they were placed. */
+export async function listStageMembers(tx: Tx, pipelineId: string) {
+  return tx.selectFrom('pipeline_apps').select(['app_id', 'stage_id']).where('pipeline_id', '=', pipelineId).orderBy('created_at').orderBy('app_id').execute();
+}
+
 /** The applications placed in the pipeline, each with its stage's position and branch. */
 export async function listPlacedApps(tx: Tx, pipelineId: string) {
   return tx
