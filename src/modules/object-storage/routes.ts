@@ -111,6 +111,12 @@ export const operations = [
     tier: 'service_mutation',
     handler: async (r) => presignObject(r, r.params.id, r.body, typeof r.headers.host === 'string' ? r.headers.host : undefined),
   }),
+  defineOperation({
+    contract: c.purgeObjectStorageCacheContract,
+    permission: 'OBJECT_STORAGE:UPDATE',
+    tier: 'service_mutation',
+    handler: async (r) => svc.purgeCache(r, r.params.id),
+  }),
 ];
 
 export function setup(app: AppContext): void {

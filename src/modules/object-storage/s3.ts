@@ -8,6 +8,7 @@
 // handler never see these requests.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../shared/context.js';
+import type { EdgeRequest } from '../../shared/edge/index.js';
 import { ApiError } from '../../shared/errors.js';
 import { verify } from './auth.js';
 import { corsHeaders, findRule } from './cors.js';
@@ -240,7 +241,17 @@ async function handleCdn(app: AppContext, req: FastifyRequest, reply: FastifyRep
   const r: S3Request = { app, req, reply, target: t, bucket: b };
   await applyCors(r);
   if (t.key === '') throw noSuchKey();
-  return getObject(r);
+  // With an edge (SLIPWAY_RUNTIME=local), public reads go through its response cache, which keeps
+  // what an object's Cache-Control lets a shared cache keep, until it expires or the bucket's CDN
+  // cache is purged (a purge writes `updated_at`, the entries' version). A request with an Origin
+  // goes past it: its CORS headers depend on that Origin.
+  const cache = app.runtimes.edge?.cache;
+  if (!cache || headerOf(req, 'origin') !== undefined) return getObject(r);
+  const info: EdgeRequest = { host: t.bucket ?? '', clientIp: req.ip, country: null, location: null };
+  await cache.serve(req.raw, reply.raw, info, { owner: b.id, version: b.updated_at }, async () => void (await getObject(r)));
+  // Answered from the cache on the raw response: Fastify must not answer again.
+  if (!info.cached) return reply;
+  reply.hijack();
 }
 
 // --- Registration -----------------------------------------------------------------------------

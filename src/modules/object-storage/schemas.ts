@@ -362,3 +362,16 @@ export const presignObjectStorageContract = {
   ),
   errors: [400, 401, 403, 404, 409, 429, 500],
 } as const;
+
+export const purgeObjectStorageCacheContract = {
+  operationId: 'purgeObjectStorageCacheV3',
+  method: 'POST',
+  path: '/object-storage/{id}/purge-cache',
+  summary: 'Purge the CDN cache of a bucket',
+  tags: ['Object storages'],
+  decided: true,
+  params: IdParams,
+  success: 200,
+  response: MessageResponse,
+  errors: [401, 403, 404, 429, 500],
+} as const;

@@ -231,6 +231,19 @@ export async function disableDomain(ctx: CallContext, id: string) {
   await touchBucket(tx, id, new Date().toISOString());
 }
 
+/**
+ * Empties the bucket's CDN cache (x-decided). The cache keys a bucket's entries by its
+ * `updated_at`, so the new one this writes makes every process miss what it stored before; this
+ * process also drops them at once.
+ */
+export async function purgeCache(ctx: CallContext, id: string) {
+  const { tx, app } = ctx;
+  await findBucket(ctx, id);
+  await touchBucket(tx, id, new Date().toISOString());
+  app.runtimes.edge?.cache.purge(id);
+  return { message: 'Cache purge started' };
+}
+
 // --- CORS rules -------------------------------------------------------------------------------
 
 export interface CorsRule {
