@@ -144,12 +144,22 @@ class ContainerHost extends UsageSeries implements InstanceHost {
   /**
    * Follows an instance's output into the runtime log until it is stopped; each time the output
    * ends while the instance is not being stopped the container exited, and the engine restarts it.
+   * The engine restarts within milliseconds, so an exit is told by its restart count, and the code
+   * comes from a wait for the next exit (the state of a restarted container no longer has it).
    */
   private watch(g: Group, i: Instance, since: number): void {
     const c = this.docker.getContainer(i.container!);
+    const nextExit = () =>
+      c.wait({ condition: 'next-exit' }).then(
+        (r: { StatusCode: number }) => r.StatusCode,
+        () => null,
+      );
     i.exited = (async () => {
       let from = since;
+      let exit: Promise<number | null> | null = null;
+      let seen = (await c.inspect().catch(() => null))?.RestartCount ?? 0;
       while (!i.stopping) {
+        exit ??= nextExit();
         await follow(this.docker, c, from, (line, stream) => this.out.line(g, i, line, stream)).catch(() => {});
         from = nowSeconds();
         if (i.stopping) break;
@@ -158,9 +168,17 @@ class ContainerHost extends UsageSeries implements InstanceHost {
           this.out.note(g, i, `Instance ${i.key}#${i.index} is gone (its container was removed)`, 'error');
           break;
         }
-        if (state && !state.State.Running) {
-          i.restarts++;
-          this.out.note(g, i, `Instance ${i.key}#${i.index} exited (code ${state.State.ExitCode}); the engine restarts it (restart ${i.restarts})`, 'warning');
+        if (state && (!state.State.Running || state.RestartCount > seen)) {
+          const code = await Promise.race([exit, sleep(2000).then(() => null)]);
+          exit = null;
+          i.restarts += Math.max(1, state.RestartCount - seen);
+          seen = state.RestartCount;
+          this.out.note(
+            g,
+            i,
+            `Instance ${i.key}#${i.index} exited (code ${code ?? state.State.ExitCode}); the engine restarts it (restart ${i.restarts})`,
+            'warning',
+          );
         }
         await sleep(500);
       }
