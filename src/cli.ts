@@ -9,6 +9,7 @@ import { migrate, openDatabase } from './shared/db/index.js';
 import { ApiError } from './shared/errors.js';
 import { createServer } from './server.js';
 import { exportSnapshot, importSnapshot } from './shared/snapshots/index.js';
+import { snapshotObjects } from './modules/object-storage/index.js';
 import * as accounts from './modules/accounts/service.js';
 import * as devices from './modules/device-codes/service.js';
 import { moduleMigrations, modules, resetTables } from './modules/index.js';
@@ -57,7 +58,9 @@ Admin commands (take --data-dir / --database-url like serve):
   admin approve-device --code <code> --company <id> [--role <role>]
   admin deny-device --code <code>
   admin reset                                               removes all state, then bootstraps again
-  admin snapshot export [--company <id>] > state.json       every table's rows (or one company's) as one JSON file
+  admin snapshot export [--company <id>] [--objects] > state.json
+                                                            every table's rows (or one company's) as one JSON file;
+                                                            --objects: with the buckets' objects (else they come back empty)
   admin snapshot import [--replace] < state.json            loads one into an empty server (--replace: over its state);
                                                             needs the exporting server's SLIPWAY_SECRET_KEY
   admin sim-show                                            simulation progression and fault rules
@@ -71,7 +74,7 @@ Simulation at start-up: SLIPWAY_SIM_PROGRESSION (or --sim-progression), e.g.
 fault rules such as [{"operation":"deployment","phase":"build","remaining":1}].
 `;
 
-const BOOLEAN_FLAGS = new Set(['production', 'trust-proxy', 'help', 'replace']);
+const BOOLEAN_FLAGS = new Set(['production', 'trust-proxy', 'help', 'replace', 'objects']);
 
 export function parseArgs(argv: string[]): { positional: string[]; flags: Flags } {
   const positional: string[] = [];
@@ -233,9 +236,11 @@ async function admin(positional: string[], flags: Flags) {
         break;
       case 'snapshot': {
         const what = positional[2];
-        if (what === 'export') out(await exportSnapshot(app, { company: (flags.company as string | undefined) ?? null }));
-        else if (what === 'import') out(await importSnapshot(app, JSON.parse(await readStdin()), { replace: flags.replace === true }));
-        else throw new Error('usage: slipway admin snapshot export [--company <id>] | slipway admin snapshot import [--replace]');
+        const external = snapshotObjects(app);
+        if (what === 'export')
+          out(await exportSnapshot(app, { company: (flags.company as string | undefined) ?? null, external, objects: flags.objects === true }));
+        else if (what === 'import') out(await importSnapshot(app, JSON.parse(await readStdin()), { replace: flags.replace === true, external }));
+        else throw new Error('usage: slipway admin snapshot export [--company <id>] [--objects] | slipway admin snapshot import [--replace]');
         break;
       }
       default:

@@ -5,7 +5,9 @@
 // table's `company_id` column, or else by the foreign key to a parent that has one (a bucket's keys
 // through the bucket). Jobs name no company: a company's jobs are those whose subject or payload
 // names one of its rows. Values are the stored ones (hashed tokens, encrypted secrets): the file is
-// only readable by a server with the same secret key, named by its fingerprint.
+// only readable by a server with the same secret key, named by its fingerprint. Rows whose content
+// is kept outside the database (a bucket's objects) are written only with that content (`blobs`),
+// through the `ExternalBytes` of the module that keeps it, which the callers pass in.
 import { sql, type RawBuilder } from 'kysely';
 import type { AppContext } from '../context.js';
 import type { Db, Tx } from '../db/index.js';
@@ -13,9 +15,31 @@ import { isPostgres } from '../db/dialect.js';
 import { ApiError, badRequest, conflict } from '../errors.js';
 
 export const SNAPSHOT_FORMAT = 'slipway-snapshot';
-export const SNAPSHOT_VERSION = 1;
+export const SNAPSHOT_VERSION = 2;
 
-type Row = Record<string, unknown>;
+export type Row = Record<string, unknown>;
+export type Rows = Record<string, Row[]>;
+
+/**
+ * Rows whose content lives outside the database (object storage's objects in its blob store),
+ * from the module that keeps them (its index.ts). Snapshots carry these rows only together with
+ * their content; without it the stores come back empty.
+ */
+export interface ExternalBytes {
+  /** The tables whose rows name stored content. */
+  readonly tables: readonly string[];
+  /** Refuses (throws) before anything is read when the rows name more content than a snapshot may carry. */
+  checkSize(rows: Rows): void;
+  /** The content the rows name, base64, by the id the rows carry. */
+  read(rows: Rows): Promise<Record<string, string>>;
+  /**
+   * Stores `blobs` for the rows (checking each against its row) and answers the rows naming the
+   * new copies, with `undo` to remove those copies when the import does not commit.
+   */
+  write(rows: Rows, blobs: Record<string, string>): Promise<{ rows: Rows; undo(): Promise<void> }>;
+  /** Removes the content of rows an import removed, once it has committed. */
+  free(rows: Rows): Promise<void>;
+}
 
 export interface Snapshot {
   format: typeof SNAPSHOT_FORMAT;
@@ -27,7 +51,11 @@ export interface Snapshot {
   company: string | null;
   /** The secret key's fingerprint (crypto.ts): the encrypted columns are readable only under that key. */
   key_fingerprint: string;
-  tables: Record<string, Row[]>;
+  /** Whether it holds the content of stored objects (`blobs`) and their rows; false: those tables are left out. */
+  objects: boolean;
+  tables: Rows;
+  /** With `objects`: the content each object (or open upload's part) row names by its `blob`, base64. */
+  blobs?: Record<string, string>;
 }
 
 /**
@@ -47,6 +75,8 @@ interface Table {
   name: string;
   columns: string[];
   parents: ForeignKey[];
+  /** The columns of each unique index and primary key (partial and expression indexes left out). */
+  uniques: string[][];
 }
 
 /** The state tables of each database, read once: the schema changes only with migrations, at start. */
@@ -76,9 +106,34 @@ async function describeTables(db: Tx): Promise<Table[]> {
     : await sql<{ tbl: string; col: string; parent: string; parent_col: string }>`
         SELECT m.name AS tbl, p."from" AS col, p."table" AS parent, p."to" AS parent_col
         FROM sqlite_master m, pragma_foreign_key_list(m.name) p WHERE m.type = 'table'`.execute(db);
+  // Unique indexes, a row per column in the index's order; a partial index (a rule on some rows,
+  // such as one primary domain per service) or an expression index is not a plain set of names.
+  const uniques = isPostgres(db)
+    ? await sql<{ tbl: string; idx: string; col: string | null; plain: boolean }>`
+        SELECT t.relname AS tbl, i.relname AS idx, a.attname AS col, (x.indpred IS NULL AND x.indexprs IS NULL) AS plain
+        FROM pg_index x
+        JOIN pg_class t ON t.oid = x.indrelid
+        JOIN pg_class i ON i.oid = x.indexrelid
+        CROSS JOIN LATERAL unnest(x.indkey) WITH ORDINALITY AS k(attnum, ord)
+        LEFT JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
+        WHERE x.indisunique AND t.relnamespace = current_schema()::regnamespace
+        ORDER BY i.relname, k.ord`.execute(db)
+    : await sql<{ tbl: string; idx: string; col: string | null; plain: number }>`
+        SELECT m.name AS tbl, l.name AS idx, i.name AS col, l.partial = 0 AS plain
+        FROM sqlite_master m, pragma_index_list(m.name) l, pragma_index_xinfo(l.name) i
+        WHERE m.type = 'table' AND l."unique" = 1 AND i."key" = 1
+        ORDER BY l.name, i.seqno`.execute(db);
   const tables = new Map<string, Table>();
-  for (const t of meta) if (!t.isView && !DERIVED.has(t.name)) tables.set(t.name, { name: t.name, columns: t.columns.map((c) => c.name), parents: [] });
+  for (const t of meta)
+    if (!t.isView && !DERIVED.has(t.name)) tables.set(t.name, { name: t.name, columns: t.columns.map((c) => c.name), parents: [], uniques: [] });
   for (const k of keys.rows) tables.get(k.tbl)?.parents.push({ column: k.col, parent: k.parent, parentColumn: k.parent_col });
+  const indexes = new Map<string, { tbl: string; cols: (string | null)[]; plain: boolean }>();
+  for (const u of uniques.rows) {
+    const i = indexes.get(u.idx) ?? { tbl: u.tbl, cols: [], plain: !!u.plain };
+    i.cols.push(u.col);
+    indexes.set(u.idx, i);
+  }
+  for (const i of indexes.values()) if (i.plain && i.cols.every((c) => c !== null)) tables.get(i.tbl)?.uniques.push(i.cols as string[]);
   // Depth-first, parents first; names sorted so every snapshot lists the tables in one order.
   const ordered: Table[] = [];
   const seen = new Set<string>();
@@ -148,11 +203,31 @@ function plain(row: Row): Row {
   return row;
 }
 
-export async function exportSnapshot(app: AppContext, opts: { company?: string | null } = {}): Promise<Snapshot> {
+/** The rows of the `external` tables among `rows` (absent tables as empty lists). */
+const externalRows = (external: ExternalBytes, rows: Rows): Rows => Object.fromEntries(external.tables.map((t) => [t, rows[t] ?? []]));
+
+export interface ExportOptions {
+  company?: string | null;
+  /** The content kept outside the database; `objects` writes it (and the rows naming it) into the snapshot. */
+  external?: ExternalBytes;
+  objects?: boolean;
+}
+
+export async function exportSnapshot(app: AppContext, opts: ExportOptions = {}): Promise<Snapshot> {
   const company = opts.company ?? null;
+  const external = opts.external;
+  if (opts.objects && !external) throw new Error('exporting objects needs the object store (ExternalBytes)');
   return app.database.db.transaction().execute(async (tx) => {
     const tables = await stateTables(app, tx);
     if (company && !(await rowsOf(tx, 'companies', sql`id = ${company}`)).length) throw new ApiError(404, `Company ${company} not found`);
+    const rows = await readRows(tx, tables, company);
+    let blobs: Record<string, string> | undefined;
+    if (external && opts.objects) {
+      const held = externalRows(external, rows);
+      external.checkSize(held);
+      // Read inside the transaction: an object deleted meanwhile fails the export instead of missing from it.
+      blobs = await external.read(held);
+    } else if (external) for (const t of external.tables) delete rows[t];
     return {
       format: SNAPSHOT_FORMAT,
       version: SNAPSHOT_VERSION,
@@ -160,7 +235,9 @@ export async function exportSnapshot(app: AppContext, opts: { company?: string |
       created_at: new Date().toISOString(),
       company,
       key_fingerprint: app.secrets.fingerprint,
-      tables: await readRows(tx, tables, company),
+      objects: !!blobs,
+      tables: rows,
+      ...(blobs ? { blobs } : {}),
     };
   });
 }
@@ -219,51 +296,137 @@ export interface ImportResult {
   rows: number;
 }
 
+export interface ImportOptions {
+  replace?: boolean;
+  /** The content kept outside the database: stores a snapshot's `blobs` and frees what `replace` removed. */
+  external?: ExternalBytes;
+}
+
 /**
  * Loads `doc` in one transaction. A whole-server snapshot needs a server that holds nothing but
  * its bootstrap (one company with its users and keys) and replaces all of it; a company's snapshot
- * needs that company absent. `replace` removes what is there first (everything, or that company's rows).
+ * needs that company absent, and none of its names that are unique across the server (hostnames,
+ * bucket names) held by another company. `replace` removes what is there first (everything, or that
+ * company's rows). The snapshot's stored content is written before the rows and removed again when
+ * the transaction does not commit; the content of rows `replace` removed is freed after it commits.
  */
-export async function importSnapshot(app: AppContext, doc: unknown, opts: { replace?: boolean } = {}): Promise<ImportResult> {
-  const result = await app.database.db.transaction().execute(async (tx) => {
-    const tables = await stateTables(app, tx);
-    const byName = new Map(tables.map((t) => [t.name, t]));
-    const s = checkSnapshot(app, doc, await schemaVersion(tx), byName);
-    await app.keys.changing(tx);
-    if (s.company) {
-      const company = s.company;
-      const held = await readRows(tx, tables, company);
-      if (!opts.replace && held.companies?.length)
-        throw conflict(`Company ${company} exists on this server: import with replace (?replace=1, --replace) to remove its rows first`);
-      await deleteCompanyRows(tx, tables, byName, company, held[JOBS] ?? []);
-    } else {
-      const counts = await rowCounts(tx, tables);
-      if (!opts.replace) {
-        const held = tables.filter((t) => (counts.get(t.name) ?? 0) > beyondBootstrap(t.name)).map((t) => `${counts.get(t.name)} ${t.name}`);
-        if (held.length) throw conflict(`This server holds state already (${held.join(', ')}): import with replace (?replace=1, --replace) to remove it first`);
+export async function importSnapshot(app: AppContext, doc: unknown, opts: ImportOptions = {}): Promise<ImportResult> {
+  const external = opts.external;
+  let written: { undo(): Promise<void> } | undefined;
+  let freed: Rows | undefined;
+  let result: ImportResult;
+  try {
+    result = await app.database.db.transaction().execute(async (tx) => {
+      const tables = await stateTables(app, tx);
+      const byName = new Map(tables.map((t) => [t.name, t]));
+      const s = checkSnapshot(app, doc, await schemaVersion(tx), byName);
+      const incoming: Rows = { ...s.tables };
+      if (external) checkExternal(external, s);
+      await app.keys.changing(tx);
+      if (s.company) {
+        const company = s.company;
+        const held = await readRows(tx, tables, company);
+        if (!opts.replace && held.companies?.length)
+          throw conflict(`Company ${company} exists on this server: import with replace (?replace=1, --replace) to remove its rows first`);
+        await deleteCompanyRows(tx, tables, byName, company, held[JOBS] ?? []);
+        if (external) freed = externalRows(external, held);
+        await refuseTakenNames(tx, tables, company, incoming);
+      } else {
+        const counts = await rowCounts(tx, tables);
+        if (!opts.replace) {
+          const held = tables.filter((t) => (counts.get(t.name) ?? 0) > beyondBootstrap(t.name)).map((t) => `${counts.get(t.name)} ${t.name}`);
+          if (held.length)
+            throw conflict(`This server holds state already (${held.join(', ')}): import with replace (?replace=1, --replace) to remove it first`);
+        }
+        if (external) freed = Object.fromEntries(await Promise.all(external.tables.map(async (t) => [t, counts.get(t) ? await rowsOf(tx, t, null) : []])));
+        for (const t of [...tables].reverse()) if (counts.get(t.name)) await sql`DELETE FROM ${sql.table(t.name)}`.execute(tx);
       }
-      for (const t of [...tables].reverse()) if (counts.get(t.name)) await sql`DELETE FROM ${sql.table(t.name)}`.execute(tx);
-    }
-    let rows = 0;
-    for (const t of tables) {
-      const list = s.tables[t.name];
-      if (!list?.length) continue;
-      try {
-        await insertAll(
-          tx,
-          t,
-          list.map((r) => resumed(t.name, r)),
-        );
-      } catch (e) {
-        throw conflict(`The snapshot's ${t.name} rows do not fit this server's: ${(e as Error).message}`);
+      if (external && s.objects) {
+        const w = await external.write(externalRows(external, incoming), s.blobs ?? {});
+        written = w;
+        Object.assign(incoming, w.rows);
       }
-      rows += list.length;
-    }
-    return { company: s.company, tables: Object.keys(s.tables).length, rows };
-  });
+      let rows = 0;
+      for (const t of tables) {
+        const list = incoming[t.name];
+        if (!list?.length) continue;
+        try {
+          await insertAll(
+            tx,
+            t,
+            list.map((r) => resumed(t.name, r)),
+          );
+        } catch (e) {
+          throw conflict(`The snapshot's ${t.name} rows do not fit this server's: ${(e as Error).message}`);
+        }
+        rows += list.length;
+      }
+      return { company: s.company, tables: Object.keys(s.tables).length, rows };
+    });
+  } catch (e) {
+    await written?.undo().catch((err: unknown) => app.log.warn({ err }, 'snapshot import: could not remove the stored content of a failed import'));
+    throw e;
+  }
   await app.keys.announced();
   app.jobs.wake();
+  if (freed && external)
+    await external.free(freed).catch((err: unknown) => app.log.warn({ err }, 'snapshot import: could not remove the content of replaced objects'));
   return result;
+}
+
+/**
+ * Refuses (409, before any row is written) a company's rows that would take a value another
+ * company holds in a unique index: hostnames, bucket names, ids. Run once the company's own rows
+ * are gone, so what remains is held by others.
+ */
+async function refuseTakenNames(tx: Tx, tables: Table[], company: string, incoming: Rows) {
+  const taken: string[] = [];
+  for (const t of tables) {
+    const rows = incoming[t.name];
+    if (!rows?.length) continue;
+    for (const cols of t.uniques) {
+      const tuples = rows.map((r) => cols.map((c) => r[c])).filter((v) => v.every((x) => x !== null && x !== undefined));
+      const per = cols.length === 1 ? 500 : 100;
+      for (let i = 0; i < tuples.length && taken.length < 10; i += per) {
+        const slice = tuples.slice(i, i + per);
+        const where =
+          cols.length === 1
+            ? sql`${sql.ref(cols[0]!)} IN (${sql.join(slice.map((v) => v[0]))})`
+            : sql.join(
+                slice.map(
+                  (v) =>
+                    sql`(${sql.join(
+                      cols.map((c, k) => sql`${sql.ref(c)} = ${v[k]}`),
+                      sql` AND `,
+                    )})`,
+                ),
+                sql` OR `,
+              );
+        const owner = t.columns.includes('company_id') ? sql`, company_id` : sql``;
+        const found = await sql<Row>`SELECT ${sql.join(cols.map((c) => sql.ref(c)))}${owner} FROM ${sql.table(t.name)} WHERE ${where} LIMIT 10`.execute(tx);
+        for (const r of found.rows)
+          taken.push(`${t.name}.${cols.join('+')} ${cols.map((c) => String(r[c])).join('+')}${r.company_id ? ` (company ${String(r.company_id)})` : ''}`);
+      }
+    }
+  }
+  if (taken.length)
+    throw conflict(
+      `Company ${company} cannot be imported here: values its rows hold are unique across the server and taken by other rows: ${taken.slice(0, 10).join(', ')}. ` +
+        'Nothing was imported: remove or rename those first, or import into another server',
+    );
+}
+
+/** A snapshot's stored-content rows come with their content, or not at all. */
+function checkExternal(external: ExternalBytes, s: Snapshot) {
+  if (typeof s.objects !== 'boolean') throw badRequest('objects must be true or false');
+  if (s.objects) {
+    if (!s.blobs || typeof s.blobs !== 'object' || Array.isArray(s.blobs)) throw badRequest('blobs is missing (the snapshot says it holds objects)');
+    for (const [id, v] of Object.entries(s.blobs)) if (typeof v !== 'string') throw badRequest(`blobs.${id} must be a base64 string`);
+    return;
+  }
+  if (s.blobs !== undefined) throw badRequest('blobs is only read from a snapshot with objects: true');
+  for (const t of external.tables)
+    if (s.tables[t]?.length) throw badRequest(`tables.${t} names stored content, which a snapshot carries only with objects: true and its blobs`);
 }
 
 /** How many rows of a table an empty server may hold: its bootstrap's company, users and keys, and server-wide records. */
