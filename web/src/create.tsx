@@ -5,7 +5,7 @@ import { useQuery } from '@tanstack/react-query';
 import { api, call } from './api.js';
 import { useCan } from './auth.js';
 import { navigate } from './router.js';
-import { rememberSecret } from './presign.js';
+import { rememberSecret } from './bucket-secrets.js';
 import { ProjectPicker } from './projects.js';
 import { ErrorBox, submitWith, useAction } from './ui.js';
 

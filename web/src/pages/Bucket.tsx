@@ -1,12 +1,13 @@
 // A bucket of object storage: an object browser (folders by `/`, upload with progress, download,
-// delete) whose bytes go through presigned URLs on the S3 data plane (presign.ts), its keys with
-// rotation and a grace period for the old pair, CORS rules, and the public CDN domain.
+// delete) whose bytes go through URLs the API presigns (POST /object-storage/{id}/presign) on the
+// S3 data plane of this origin, so the page never needs the bucket's secret; its keys with rotation
+// and a grace period for the old pair, CORS rules, and the public CDN domain with its cache purge.
 import { useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api, call } from '../api.js';
 import { useCan } from '../auth.js';
 import { formatBytes } from '../format.js';
-import { knownSecret, presign, rememberSecret, upload, type BucketKeys } from '../presign.js';
+import { knownSecret, rememberSecret } from '../bucket-secrets.js';
 import { navigate } from '../router.js';
 import { ActionButton, CopyButton, ErrorBox, Loaded, Rows, Secret, Section, submitWith, useAction, When } from '../ui.js';
 
@@ -16,9 +17,6 @@ const getBucket = (id: string) => call(api.GET('/object-storage/{id}', { params:
 export function BucketPage({ id }: { id: string }) {
   const bucket = useQuery({ queryKey: ['object-storage', id], queryFn: () => getBucket(id) });
   const canDelete = useCan('OBJECT_STORAGE:DELETE', id);
-  // Bumped when this tab learns a secret key (sessionStorage is not reactive).
-  const [, setSecrets] = useState(0);
-  const learned = () => setSecrets((n) => n + 1);
   const remove = useAction(
     () => call(api.DELETE('/object-storage/{id}', { params: { path: { id } } })),
     [['object-storage'], ['projects']],
@@ -47,8 +45,8 @@ export function BucketPage({ id }: { id: string }) {
               </div>
             </div>
             <ErrorBox error={remove.error} />
-            <Objects id={id} bucket={b} keys={keysOf(b)} />
-            <Keys id={id} bucket={b} known={!!keysOf(b)} learned={learned} />
+            <Objects id={id} bucket={b} />
+            <Keys id={id} bucket={b} />
             <Cdn id={id} bucket={b} />
           </>
         )}
@@ -58,12 +56,28 @@ export function BucketPage({ id }: { id: string }) {
   );
 }
 
-/** The keys presigning needs, when this tab knows the secret of the bucket's current access key. */
-function keysOf(b: Bucket): BucketKeys | null {
-  const secret = b.secret_key ?? knownSecret(b.access_key);
-  return b.access_key && secret ? { bucket: b.bucket_name, accessKey: b.access_key, secretKey: secret } : null;
+type PresignBody = { method: 'GET' | 'PUT' | 'DELETE' | 'HEAD'; key: string; expires_in?: number; content_type?: string };
+const presign = (id: string, body: PresignBody) => call(api.POST('/object-storage/{id}/presign', { params: { path: { id } }, body }));
+
+/** PUTs `file` to a presigned URL with the headers it was signed with, reporting the bytes sent so far (fetch cannot report upload progress). */
+function upload(url: string, headers: Record<string, string>, file: File, onProgress: (sent: number, total: number) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('PUT', url);
+    for (const [k, v] of Object.entries(headers)) xhr.setRequestHeader(k, v);
+    xhr.upload.onprogress = (e) => onProgress(e.loaded, e.lengthComputable ? e.total : file.size);
+    xhr.onload = () => {
+      if (xhr.status >= 200 && xhr.status < 300) resolve();
+      else {
+        const code = /<Code>([^<]+)<\/Code>/.exec(xhr.responseText)?.[1];
+        const message = /<Message>([^<]+)<\/Message>/.exec(xhr.responseText)?.[1];
+        reject(new Error(`Upload of ${file.name} failed (${xhr.status}${code ? ` ${code}` : ''})${message ? `: ${message}` : ''}`));
+      }
+    };
+    xhr.onerror = () => reject(new Error(`Upload of ${file.name} failed: network error`));
+    xhr.send(file);
+  });
 }
-const NO_SECRET = "This tab does not know the bucket's secret key: enter it under Keys (or rotate the keys) to upload and download here.";
 
 interface Sending {
   name: string;
@@ -72,7 +86,7 @@ interface Sending {
   error?: string;
 }
 
-function Objects({ id, bucket, keys }: { id: string; bucket: Bucket; keys: BucketKeys | null }) {
+function Objects({ id, bucket }: { id: string; bucket: Bucket }) {
   const can = useCan('OBJECT_STORAGE:UPDATE', id);
   const [prefix, setPrefix] = useState('');
   const [pages, setPages] = useState<(string | null)[]>([null]);
@@ -109,7 +123,6 @@ function Objects({ id, bucket, keys }: { id: string; bucket: Bucket; keys: Bucke
   );
   const sendFiles = useAction(
     async (files: File[]) => {
-      if (!keys) throw new Error(NO_SECRET);
       const into = (folder ?? prefix).replace(/^\/+/, '');
       const dir = into && !into.endsWith('/') ? `${into}/` : into;
       setSending(files.map((f) => ({ name: dir + f.name, sent: 0, total: f.size })));
@@ -117,7 +130,9 @@ function Objects({ id, bucket, keys }: { id: string; bucket: Bucket; keys: Bucke
       await Promise.all(
         files.map(async (f, i) => {
           try {
-            await upload(await presign(keys, 'PUT', dir + f.name), f, (sent, total) => update(i, { sent, total }));
+            // The file's type is signed with the URL, so the object keeps it.
+            const signed = await presign(id, { method: 'PUT', key: dir + f.name, expires_in: 3600, ...(f.type ? { content_type: f.type } : {}) });
+            await upload(signed.url, signed.headers, f, (sent, total) => update(i, { sent, total }));
             update(i, { sent: f.size, total: f.size });
           } catch (e) {
             update(i, { error: (e as Error).message });
@@ -129,9 +144,9 @@ function Objects({ id, bucket, keys }: { id: string; bucket: Bucket; keys: Bucke
     [['objects', id]],
   );
   const download = useAction(async (key: string) => {
-    if (!keys) throw new Error(NO_SECRET);
     const name = key.slice(key.lastIndexOf('/') + 1);
-    const url = await presign(keys, 'GET', key, 300, { 'response-content-disposition': `attachment; filename="${name.replace(/["\\]/g, '_')}"` });
+    // Same origin, so the `download` attribute names the file.
+    const { url } = await presign(id, { method: 'GET', key, expires_in: 300 });
     const a = document.createElement('a');
     a.href = url;
     a.download = name;
@@ -168,12 +183,11 @@ function Objects({ id, bucket, keys }: { id: string; bucket: Bucket; keys: Bucke
           <label>
             Into folder <input value={folder ?? prefix} onChange={(e) => setFolder(e.target.value)} placeholder="(top level)" />
           </label>
-          <button type="submit" className="primary" data-write disabled={sendFiles.isPending || !keys}>
+          <button type="submit" className="primary" data-write disabled={sendFiles.isPending}>
             Upload
           </button>
         </form>
       ) : null}
-      {can && !keys ? <p className="hint">{NO_SECRET}</p> : null}
       {sending.length ? (
         <ul className="rows" aria-label="Uploads">
           {sending.map((s, i) => (
@@ -209,7 +223,7 @@ function Objects({ id, bucket, keys }: { id: string; bucket: Bucket; keys: Bucke
               )}
               <span className="actions">
                 {folder ? null : (
-                  <button type="button" onClick={() => download.mutate(o.key)} disabled={!keys} aria-label={`Download ${o.key}`}>
+                  <button type="button" onClick={() => download.mutate(o.key)} disabled={download.isPending} aria-label={`Download ${o.key}`}>
                     Download
                   </button>
                 )}
@@ -230,20 +244,17 @@ function Objects({ id, bucket, keys }: { id: string; bucket: Bucket; keys: Bucke
   );
 }
 
-function Keys({ id, bucket, known, learned }: { id: string; bucket: Bucket; known: boolean; learned: () => void }) {
+function Keys({ id, bucket }: { id: string; bucket: Bucket }) {
   const can = useCan('OBJECT_STORAGE:UPDATE', id);
   const [hours, setHours] = useState('0');
-  const [pasted, setPasted] = useState('');
   const rotate = useAction(
     () => call(api.POST('/object-storage/{id}/rotate-credentials', { params: { path: { id } }, body: { old_keys_ttl_hours: Number(hours) } })),
     [['object-storage', id]],
-    (r) => {
-      rememberSecret(r.access_key, r.secret_key);
-      learned();
-    },
+    (r) => rememberSecret(r.access_key, r.secret_key),
   );
   const r = rotate.data;
-  const secret = bucket.secret_key ?? knownSecret(bucket.access_key);
+  // The API shows a secret only when it issues it: this tab's create or rotate answer.
+  const secret = bucket.secret_key ?? knownSecret(bucket.access_key) ?? (r?.access_key === bucket.access_key ? r.secret_key : null);
   return (
     <Section title="Keys" id="keys">
       <dl className="facts">
@@ -267,7 +278,7 @@ function Keys({ id, bucket, known, learned }: { id: string; bucket: Bucket; know
         </dd>
         <dt>Secret key</dt>
         <dd>
-          {secret && known ? (
+          {secret ? (
             <>
               <Secret value={secret} label="the secret key" /> <CopyButton text={secret} label="the secret key" />
             </>
@@ -276,27 +287,13 @@ function Keys({ id, bucket, known, learned }: { id: string; bucket: Bucket; know
           )}
         </dd>
       </dl>
-      <p className="hint">Use path-style addressing with any region name; see the API documentation for AWS CLI and SDK settings.</p>
-      {can && !known && bucket.access_key ? (
-        <form
-          className="inline-form"
-          aria-label="Use the secret key in this tab"
-          onSubmit={submitWith(() => {
-            rememberSecret(bucket.access_key, pasted.trim());
-            setPasted('');
-            learned();
-          })}
-        >
-          <label>
-            Secret key <input type="password" autoComplete="off" value={pasted} onChange={(e) => setPasted(e.target.value)} required />
-          </label>
-          <button type="submit">Use in this tab</button>
-        </form>
-      ) : null}
+      <p className="hint">
+        For S3 clients: path-style addressing with any region name; see the API documentation for AWS CLI and SDK settings. This page does not need the secret.
+      </p>
       {can ? (
         <form className="inline-form" aria-label="Rotate keys" onSubmit={submitWith(() => rotate.mutate())}>
           <label>
-            Old keys keep working for (hours) <input type="number" min={0} max={720} value={hours} onChange={(e) => setHours(e.target.value)} required />
+            Old keys keep working for (hours) <input type="number" min={0} max={168} value={hours} onChange={(e) => setHours(e.target.value)} required />
           </label>
           <button type="submit" data-write disabled={rotate.isPending}>
             Rotate keys
@@ -323,6 +320,7 @@ function Cdn({ id, bucket }: { id: string; bucket: Bucket }) {
   const inv = [['object-storage', id]];
   const enable = useAction(() => call(api.POST('/object-storage/{id}/domain', { params: { path: { id } } })), inv);
   const disable = useAction(() => call(api.DELETE('/object-storage/{id}/domain', { params: { path: { id } } })), inv);
+  const purge = useAction(() => call(api.POST('/object-storage/{id}/purge-cache', { params: { path: { id } } })), inv);
   return (
     <Section title="Public CDN domain" id="cdn">
       {bucket.domain ? (
@@ -339,8 +337,18 @@ function Cdn({ id, bucket }: { id: string; bucket: Bucket }) {
           <ActionButton label="Turn the CDN domain on" run={() => enable.mutate()} pending={enable.isPending} />
         )
       ) : null}
-      <p className="hint">The API has no purge operation for buckets: an object replaced under the same key is served fresh by its next request.</p>
-      <ErrorBox error={enable.error ?? disable.error} />
+      {can && bucket.domain ? (
+        <>
+          <ActionButton label="Purge CDN cache" run={() => purge.mutate()} pending={purge.isPending} />
+          {purge.isSuccess && !purge.isPending ? (
+            <p role="status" className="notice-line" data-purged>
+              {purge.data.message}: the CDN serves every object afresh.
+            </p>
+          ) : null}
+        </>
+      ) : null}
+      <p className="hint">The CDN keeps an object as long as its Cache-Control allows; purge it after replacing objects under the same keys.</p>
+      <ErrorBox error={enable.error ?? disable.error ?? purge.error} />
     </Section>
   );
 }
