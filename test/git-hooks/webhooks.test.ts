@@ -69,6 +69,32 @@ for (const kind of DB_KINDS) {
       r.commit({ 'feature.js': '1\n' });
       await r.push('feature');
       assert.equal((await appDeployments(a.id)).length, before + 1);
+      // The application's deliveries say why that push did nothing for it.
+      const [latest] = expectStatus(await s.get(`/git/deliveries?service_id=${a.id}`), 200).data;
+      assert.equal(latest.result, 'ignored');
+      assert.deepEqual(
+        latest.triggered.map((t: any) => [t.service_id, t.action, t.deployment_id, t.detail]),
+        [[a.id, 'ignored', null, 'Follows branch main, not feature']],
+      );
+    });
+
+    it('a push of a commit seen already (another delivery of it) deploys nothing and says so on the service', async () => {
+      const repo = uniqueRepo();
+      const a = await gitApp(repo);
+      const { secret, webhook_urls } = await hookSecret(s);
+      const p = pushPayload('github', repo, 'main');
+      const body = JSON.stringify(p.body);
+      const first = await deliver(webhook_urls.github, providerHeaders('github', 'push', body, secret), body);
+      assert.equal(first.body.result, 'deployed');
+      const n = (await appDeployments(a.id)).length;
+      const second = await deliver(webhook_urls.github, providerHeaders('github', 'push', body, secret), body);
+      assert.equal(second.status, 200);
+      assert.equal(second.body.result, 'ignored');
+      assert.equal(second.body.triggered.length, 1);
+      assert.equal(second.body.triggered[0].action, 'ignored');
+      assert.match(second.body.triggered[0].detail, /was seen already/);
+      assert.equal((await appDeployments(a.id)).length, n);
+      assert.equal(expectStatus(await s.get(`/git/deliveries?service_id=${a.id}`), 200).total, 2);
     });
 
     for (const provider of ['gitlab', 'bitbucket', 'gitea'] as const) {

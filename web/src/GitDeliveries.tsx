@@ -23,6 +23,7 @@ const ACTIONS: Record<string, string> = {
   previewAppDeployed: 'preview app deployed',
   previewAppDeleted: 'preview app deleted',
   refused: 'refused',
+  ignored: 'not deployed',
 };
 const PROVIDERS = [
   ['github', 'GitHub'],

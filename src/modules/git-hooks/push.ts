@@ -15,7 +15,7 @@ import { advanceHead } from './storage.js';
 export interface Triggered {
   service_type: 'app' | 'static-site';
   service_id: string;
-  /** deployed, skipped (deploy paths), preview (a static site's branch), previewAppCreated, previewAppDeployed, previewAppDeleted, refused. */
+  /** deployed, skipped (deploy paths), preview (a static site's branch), previewAppCreated, previewAppDeployed, previewAppDeleted, refused, ignored (the detail says why). */
   action: string;
   deployment_id: string | null;
   detail: string | null;
@@ -26,6 +26,14 @@ export interface Outcome {
   /** Why nothing happened, when nothing did. */
   notes: string[];
 }
+
+const ignored = (service_type: Triggered['service_type'], service_id: string): Triggered => ({
+  service_type,
+  service_id,
+  action: 'ignored',
+  deployment_id: null,
+  detail: null,
+});
 
 type Push = Extract<GitEvent, { kind: 'push' }>;
 type PullRequest = Extract<GitEvent, { kind: 'pullRequest' }>;
@@ -62,8 +70,15 @@ async function onPush(ctx: CallContext, e: Push, out: Outcome): Promise<void> {
   }
   const repos = repoSet(e.repos);
   const [apps, sites] = [await autoDeployAppRows(tx, companyId), await autoDeploySiteRows(tx, companyId)];
-  const appsHit = apps.filter((a) => repos.has(normalizeRepo(a.repo_url) ?? '') && (a.default_branch ?? 'main') === e.branch);
-  const sitesHit = sites.filter((s) => repos.has(normalizeRepo(s.repo_url) ?? '') && (s.default_branch === e.branch || s.is_preview_enabled === 1));
+  const appsOfRepo = apps.filter((a) => repos.has(normalizeRepo(a.repo_url) ?? ''));
+  const sitesOfRepo = sites.filter((s) => repos.has(normalizeRepo(s.repo_url) ?? ''));
+  const appsHit = appsOfRepo.filter((a) => (a.default_branch ?? 'main') === e.branch);
+  const sitesHit = sitesOfRepo.filter((s) => s.default_branch === e.branch || s.is_preview_enabled === 1);
+  // The services of the repository that do not follow the branch are told why, on their own pages.
+  for (const a of appsOfRepo.filter((x) => !appsHit.includes(x)))
+    out.triggered.push({ ...ignored('app', a.id), detail: `Follows branch ${a.default_branch ?? 'main'}, not ${e.branch}` });
+  for (const s of sitesOfRepo.filter((x) => !sitesHit.includes(x)))
+    out.triggered.push({ ...ignored('static-site', s.id), detail: `Follows branch ${s.default_branch}, not ${e.branch} (previews of other branches are off)` });
   if (!appsHit.length && !sitesHit.length) {
     out.notes.push(`No application or static site with auto_deploy follows branch ${e.branch} of this repository`);
     return;
@@ -71,7 +86,10 @@ async function onPush(ctx: CallContext, e: Push, out: Outcome): Promise<void> {
   // The head as every service of this repository knows it: a push learnt twice (webhook and poll) deploys once.
   const repo = normalizeRepo([...appsHit.map((a) => a.repo_url), ...sitesHit.map((s) => s.repo_url)][0])!;
   if (!(await advanceHead(tx, companyId, repo, e.branch, e.commit.sha))) {
-    out.notes.push(`Commit ${e.commit.sha.slice(0, 12)} of branch ${e.branch} was seen already`);
+    const why = `Commit ${e.commit.sha.slice(0, 12)} of branch ${e.branch} was seen already (deployed once)`;
+    out.notes.push(why);
+    for (const a of appsHit) out.triggered.push({ ...ignored('app', a.id), detail: why });
+    for (const s of sitesHit) out.triggered.push({ ...ignored('static-site', s.id), detail: why });
     return;
   }
   const commit = e.commit;

@@ -21,7 +21,10 @@ const Triggered = Type.Object(
   {
     service_type: StringEnum(['app', 'static-site']),
     service_id: Uuid(),
-    action: Type.String({ description: 'deployed, skipped, preview, previewAppCreated, previewAppDeployed, previewAppDeleted or refused' }),
+    action: Type.String({
+      description:
+        'deployed, skipped, preview, previewAppCreated, previewAppDeployed, previewAppDeleted, refused, or ignored (the service follows the repository but not that branch, or saw the commit already; detail says which)',
+    }),
     deployment_id: Nullable(Uuid()),
     detail: Nullable(Type.String()),
   },
