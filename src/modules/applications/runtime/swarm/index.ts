@@ -10,7 +10,8 @@
 // removed when replaced or at their maximum run time. Each company's services share an overlay
 // network of its own, where internal hostnames resolve across nodes, removed with their last
 // service. A task's terminal and CPU and memory are its container's `exec` and stats on its node's
-// own engine (SLIPWAY_SWARM_NODES): the manager's API proxies neither.
+// own engine (SLIPWAY_SWARM_NODES): the manager's API proxies neither. An application with
+// volumes is pinned to one node, where its local volumes live (volumes.ts).
 import { createHash, randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import type Docker from 'dockerode';
@@ -30,6 +31,7 @@ import { UsageSeries } from '../usage-series.js';
 import { distribute, imageRef } from './images.js';
 import { envFile, serviceSpec, wrapped } from './services.js';
 import { swarmSettings, type SwarmSettings } from './settings.js';
+import { SwarmVolumes, type SwarmNode } from './volumes.js';
 
 /** What the host reads of a task (dockerode leaves tasks untyped). */
 interface Task {
@@ -69,14 +71,6 @@ interface ServiceInput {
   replicas: number | null;
   web: boolean;
   resourceTypeId?: string;
-}
-
-interface SwarmNode {
-  ID: string;
-  Description?: { Hostname?: string };
-  Status?: { State?: string; Addr?: string };
-  ManagerStatus?: { Addr?: string };
-  Spec?: { Labels?: Record<string, string> };
 }
 
 /** A managed service a previous Slipway left, not yet adopted or removed. */
@@ -133,6 +127,7 @@ class SwarmHost extends UsageSeries implements InstanceHost {
   /** The swarm's nodes by id at the last listing: their hostname and address name their engine in SLIPWAY_SWARM_NODES. */
   private nodeInfo = new Map<string, SwarmNode>();
   private sampling = false;
+  private volumes: SwarmVolumes;
 
   constructor(
     private app: AppContext,
@@ -145,6 +140,7 @@ class SwarmHost extends UsageSeries implements InstanceHost {
     this.nodes = new Map(this.settings.nodes.map((n) => [n.name, engineClient({ ...this.settings.manager, engine: n.engine })]));
     this.nodeAt = new Map(this.settings.nodes.map((n) => [n.address, this.nodes.get(n.name)!]));
     this.owner = createHash('sha256').update(app.config.dataDir).digest('hex').slice(0, 16);
+    this.volumes = new SwarmVolumes(app, this.docker, [...this.nodes.values()], this.owner);
   }
 
   /** The container host's build on the manager's engine, then the image on every node. */
@@ -231,9 +227,10 @@ class SwarmHost extends UsageSeries implements InstanceHost {
   }
 
   private async placeService(a: ApplicationsTable, o: ServiceInput): Promise<string> {
-    const [network, constraints, secret, config] = await Promise.all([
+    const region = await this.constraints(a);
+    const [network, placed, secret, config] = await Promise.all([
       this.network(a.company_id),
-      this.constraints(a),
+      this.volumes.place(a, region),
       this.secret(a.id, o.env),
       o.command
         ? Promise.resolve({})
@@ -256,7 +253,8 @@ class SwarmHost extends UsageSeries implements InstanceHost {
           web: o.web,
           network,
           aliases: o.replicas === null ? [] : [internal, `${internal}.${a.namespace}.svc.cluster.local`],
-          constraints,
+          constraints: [...region, ...placed.constraints],
+          mounts: placed.mounts,
           graceMs: this.apps.stopGraceMs,
         }) as unknown as Docker.CreateServiceOptions,
       )
@@ -589,6 +587,7 @@ class SwarmHost extends UsageSeries implements InstanceHost {
     await rm(appCacheDir(this.apps.root, appId), { recursive: true, force: true });
     const services = await this.docker.listServices({ filters: { label: [`${L.app}=${appId}`, `${L.owner}=${this.owner}`] } });
     await Promise.all(services.map((s) => this.removeService(s.ID)));
+    await this.volumes.removeApp(appId);
     for (const engine of new Set([this.docker, ...this.nodes.values()])) {
       const images = await engine.listImages({ filters: { reference: [`slipway/${appId}`] } }).catch(() => []);
       for (const img of images)
@@ -651,6 +650,7 @@ class SwarmHost extends UsageSeries implements InstanceHost {
    * the last task listing.
    */
   sample(_serving: Iterable<Group>, runs: Iterable<{ processId: string; run: OneOff }>): void {
+    this.volumes.measure();
     if (this.sampling) return;
     this.sampling = true;
     const byProcess = new Map<string, { cpu: number; memory: number; instances: number }>();

@@ -6,6 +6,7 @@
 // entrypoint wrapper exports them from the mounted file before the command runs.
 import { CONTAINER_PORT } from '../container/engine.js';
 import { PROCESS_RESOURCE_TYPE_BY_ID } from '../../../resources/index.js';
+import type { ServiceMount } from './volumes.js';
 
 /** Where the variables' file is mounted in a task. */
 export const ENV_FILE = '/run/secrets/slipway-env';
@@ -40,6 +41,8 @@ export interface ServiceSpecInput {
   network: string;
   aliases: string[];
   constraints: string[];
+  /** Volumes mounted in every task (an application with volumes is pinned to their node: volumes.ts). */
+  mounts?: ServiceMount[];
   graceMs: number;
 }
 
@@ -59,6 +62,7 @@ export function serviceSpec(s: ServiceSpecInput) {
         Labels: s.labels,
         Secrets: [{ File: { Name: ENV_FILE.split('/').pop()!, UID: '0', GID: '0', Mode: 0o444 }, SecretID: s.secret.id, SecretName: s.secret.name }],
         StopGracePeriod: s.graceMs * 1_000_000,
+        ...(s.mounts?.length ? { Mounts: s.mounts } : {}),
       },
       // Reservations as the limits: a node takes a task only where it has room for it.
       Resources: { Limits: limits, Reservations: limits },
