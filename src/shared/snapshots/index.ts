@@ -381,32 +381,33 @@ export async function importSnapshot(app: AppContext, doc: unknown, opts: Import
  */
 async function refuseTakenNames(tx: Tx, tables: Table[], company: string, incoming: Rows) {
   const taken: string[] = [];
-  for (const t of tables) {
+  // Names (hostnames, bucket names) first, then ids: a clash of names is the one an operator can act on.
+  const isId = (cols: string[]) => cols.length === 1 && cols[0] === 'id';
+  const checks = [false, true].flatMap((ids) => tables.flatMap((t) => t.uniques.filter((cols) => isId(cols) === ids).map((cols) => ({ t, cols }))));
+  for (const { t, cols } of checks) {
     const rows = incoming[t.name];
     if (!rows?.length) continue;
-    for (const cols of t.uniques) {
-      const tuples = rows.map((r) => cols.map((c) => r[c])).filter((v) => v.every((x) => x !== null && x !== undefined));
-      const per = cols.length === 1 ? 500 : 100;
-      for (let i = 0; i < tuples.length && taken.length < 10; i += per) {
-        const slice = tuples.slice(i, i + per);
-        const where =
-          cols.length === 1
-            ? sql`${sql.ref(cols[0]!)} IN (${sql.join(slice.map((v) => v[0]))})`
-            : sql.join(
-                slice.map(
-                  (v) =>
-                    sql`(${sql.join(
-                      cols.map((c, k) => sql`${sql.ref(c)} = ${v[k]}`),
-                      sql` AND `,
-                    )})`,
-                ),
-                sql` OR `,
-              );
-        const owner = t.columns.includes('company_id') ? sql`, company_id` : sql``;
-        const found = await sql<Row>`SELECT ${sql.join(cols.map((c) => sql.ref(c)))}${owner} FROM ${sql.table(t.name)} WHERE ${where} LIMIT 10`.execute(tx);
-        for (const r of found.rows)
-          taken.push(`${t.name}.${cols.join('+')} ${cols.map((c) => String(r[c])).join('+')}${r.company_id ? ` (company ${String(r.company_id)})` : ''}`);
-      }
+    const tuples = rows.map((r) => cols.map((c) => r[c])).filter((v) => v.every((x) => x !== null && x !== undefined));
+    const per = cols.length === 1 ? 500 : 100;
+    for (let i = 0; i < tuples.length && taken.length < 10; i += per) {
+      const slice = tuples.slice(i, i + per);
+      const where =
+        cols.length === 1
+          ? sql`${sql.ref(cols[0]!)} IN (${sql.join(slice.map((v) => v[0]))})`
+          : sql.join(
+              slice.map(
+                (v) =>
+                  sql`(${sql.join(
+                    cols.map((c, k) => sql`${sql.ref(c)} = ${v[k]}`),
+                    sql` AND `,
+                  )})`,
+              ),
+              sql` OR `,
+            );
+      const owner = t.columns.includes('company_id') ? sql`, company_id` : sql``;
+      const found = await sql<Row>`SELECT ${sql.join(cols.map((c) => sql.ref(c)))}${owner} FROM ${sql.table(t.name)} WHERE ${where} LIMIT 10`.execute(tx);
+      for (const r of found.rows)
+        taken.push(`${t.name}.${cols.join('+')} ${cols.map((c) => String(r[c])).join('+')}${r.company_id ? ` (company ${String(r.company_id)})` : ''}`);
     }
   }
   if (taken.length)
