@@ -1,18 +1,21 @@
 // Buckets, load balancers and pipelines in headless Chromium against a real server: an object
 // uploaded through a presigned URL, listed in its folder, downloaded with the same bytes and
-// deleted; a load balancer created from the overview with two destinations and a weight changed;
-// a pipeline created, applications placed in its stages and one promoted with the release it will
-// deploy shown first; a Company Viewer sees these pages without a write control; axe-core finds
-// no serious violation; screenshots at laptop and phone widths go to test-artifacts/dashboard/.
-import { describe, it, before, after } from 'node:test';
+// deleted; a load balancer created from the overview with two destinations and a weight changed in
+// place; a geographic load balancer whose destinations have locations, one moved; a pipeline
+// created, applications placed in its stages (listed from the API in another browser too) and one
+// promoted with the release it will deploy shown first; preview apps turned on, set and one
+// created from the pipeline page; a Company Viewer sees these pages without a write control;
+// axe-core finds no serious violation; screenshots at laptop and phone widths go to
+// test-artifacts/dashboard/.
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { GENEROUS, useServer } from '../helpers/server.js';
 import { expectStatus } from '../helpers/util.js';
 import { createApp, deploy } from '../applications/support.js';
-import { browserSkip, launch, seriousA11yViolations, shots, signIn, watch } from './browser.js';
+import { browserSkip, seriousA11yViolations, shots, signIn, useBrowser } from './browser.js';
 import { expectReadOnly } from './viewer.js';
 
 const skip = browserSkip();
@@ -20,19 +23,11 @@ const TIMEOUT = 30_000;
 
 describe('dashboard: buckets, load balancers and pipelines', { skip }, () => {
   const s = useServer({ env: { SLIPWAY_SIM_PROGRESSION: '*=immediate', SLIPWAY_JOB_POLL_MS: '20' }, rateLimits: GENEROUS });
-  let browser: Browser;
+  const b = useBrowser(TIMEOUT);
   let page: Page;
-  let seen: ReturnType<typeof watch>;
-  const ids = { bucket: '', lb: '', pipeline: '' };
-  before(async () => {
-    browser = await launch();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    page.setDefaultTimeout(TIMEOUT);
-    page.on('dialog', (d) => void d.accept());
-    seen = watch(page);
-  });
-  after(async () => {
-    await browser?.close();
+  const ids = { bucket: '', lb: '', geo: '', pipeline: '' };
+  before(() => {
+    page = b.page;
   });
 
   const a11y = async (what: string) => assert.deepEqual(await seriousA11yViolations(page), [], `accessibility of ${what}`);
@@ -78,9 +73,9 @@ describe('dashboard: buckets, load balancers and pipelines', { skip }, () => {
     await objects.getByText('This folder is empty.').waitFor();
     assert.equal(expectStatus(await s.get(`/object-storage/${ids.bucket}/objects`), 200).data.length, 0);
     // The object's bytes went to /s3 on this origin; nothing left the server.
-    assert.ok(seen.urls.some((u) => u.startsWith(`${s.baseUrl}/s3/`)));
+    assert.ok(b.seen.urls.some((u) => u.startsWith(`${s.baseUrl}/s3/`)));
     assert.deepEqual(
-      seen.urls.filter((u) => !u.startsWith(s.baseUrl) && !u.startsWith('data:')),
+      b.seen.urls.filter((u) => !u.startsWith(s.baseUrl) && !u.startsWith('data:')),
       [],
     );
   });
@@ -94,21 +89,18 @@ describe('dashboard: buckets, load balancers and pipelines', { skip }, () => {
     const after = expectStatus(await s.get(`/object-storage/${ids.bucket}`), 200);
     assert.notEqual(after.access_key, before.access_key);
     await keys.getByText(after.access_key).first().waitFor();
-    // A tab that did not create or rotate the bucket knows no secret until it is entered.
-    await keys.getByRole('button', { name: 'Reveal the secret key' }).click();
-    const secret = (await keys.locator('[data-secret="shown"]').textContent())!;
-    const other = await (await browser.newContext()).newPage();
+    // The rotating tab shows the new secret; another tab never sees it and uploads all the same (the API presigns).
+    await keys.locator('[data-secret="hidden"]').waitFor();
+    const { page: other, close } = await b.open();
     try {
       await signIn(other, s.baseUrl, s.token, `/buckets/${ids.bucket}`);
-      const upload = other.getByRole('button', { name: 'Upload', exact: true });
-      await other.getByText(/does not know the bucket's secret key/).waitFor();
-      assert.equal(await upload.isDisabled(), true);
-      await other.getByLabel('Secret key', { exact: true }).fill(secret);
-      await other.getByRole('button', { name: 'Use in this tab' }).click();
-      await other.locator('[data-section="keys"] [data-secret="hidden"]').waitFor();
-      assert.equal(await upload.isDisabled(), false);
+      await other
+        .locator('[data-section="keys"]')
+        .getByText(/shown only when the bucket is created/)
+        .waitFor();
+      assert.equal(await other.getByRole('button', { name: 'Upload', exact: true }).isDisabled(), false);
     } finally {
-      await other.context().close();
+      await close();
     }
     const cors = page.locator('[data-section="cors"]');
     await cors.getByLabel('PUT').check();
@@ -135,22 +127,75 @@ describe('dashboard: buckets, load balancers and pipelines', { skip }, () => {
     await add.getByRole('button', { name: 'Add destination' }).click();
     const external = dest.locator('[data-destination="https://origin.example.com"]');
     await external.locator('[data-share]').getByText('weight 300 · 75% of requests').waitFor();
-    // A new weight for the application: 100 → 900, so it takes 75%.
-    await dest.getByRole('form', { name: 'Change web eu' }).getByLabel('Weight').fill('900');
-    await dest.getByRole('form', { name: 'Change web eu' }).getByRole('button', { name: 'Save' }).click();
-    await dest.locator('[data-destination="web eu"] [data-share]').getByText('weight 900 · 75% of requests').waitFor();
+    const before = expectStatus(await s.get(`/load-balancers/${ids.lb}/destinations`), 200).data as { id: string; service_id: string | null }[];
+    // A disabled destination's new weight keeps it disabled (changed in place, not re-created).
     await external.getByRole('button', { name: 'Disable' }).click();
     await external.locator('[data-status="disabled"]').waitFor();
+    // A new weight for the application: 100 → 900; with the external URL disabled it takes everything.
+    await dest.getByRole('form', { name: 'Change web eu' }).getByLabel('Weight').fill('900');
+    await dest.getByRole('form', { name: 'Change web eu' }).getByRole('button', { name: 'Save' }).click();
+    await dest.locator('[data-destination="web eu"] [data-share]').getByText('weight 900 · 100% of requests').waitFor();
+    await dest.getByRole('form', { name: 'Change https://origin.example.com' }).getByLabel('Weight').fill('100');
+    await dest.getByRole('form', { name: 'Change https://origin.example.com' }).getByRole('button', { name: 'Save' }).click();
+    await external.locator('[data-share]').getByText('weight 100', { exact: true }).waitFor();
+    await external.locator('[data-status="disabled"]').waitFor();
     const list = expectStatus(await s.get(`/load-balancers/${ids.lb}/destinations`), 200);
+    assert.deepEqual(
+      list.data.map((d: { id: string }) => d.id),
+      before.map((d) => d.id),
+      'the same destinations, changed in place',
+    );
     const byTarget = Object.fromEntries(
       list.data.map((d: { service_id: string | null; url: string | null; weight: number; is_enabled: boolean }) => [
         d.service_id ?? d.url,
         [d.weight, d.is_enabled],
       ]),
     );
-    assert.deepEqual(byTarget, { [app.id]: [900, true], 'https://origin.example.com': [300, false] });
+    assert.deepEqual(byTarget, { [app.id]: [900, true], 'https://origin.example.com': [100, false] });
     await a11y('the load balancer page');
     await shots(page, 'load-balancer');
+  });
+
+  it('a geographic load balancer: nearest-destination mode, destinations with locations, one moved', async () => {
+    ids.geo = await createFromOverview('load balancer', 'Worldwide');
+    // The radio follows the saved mode, so it is clicked, not checked.
+    await page.getByLabel(/Nearest: each client goes to the closest enabled destination/).click();
+    await page.locator('[data-lb-type="GEO"]').waitFor();
+    const dest = page.locator('[data-section="destinations"]');
+    const add = page.getByRole('form', { name: 'Add destination' });
+    for (const [url, lat, lon] of [
+      ['https://paris.example.com', '48.85', '2.35'],
+      ['https://sydney.example.com', '-33.86', '151.21'],
+    ] as const) {
+      await add.getByLabel('Kind').selectOption('EXTERNAL');
+      await add.getByRole('textbox', { name: 'URL' }).fill(url);
+      await add.getByLabel('Latitude').fill(lat);
+      await add.getByLabel('Longitude').fill(lon);
+      await add.getByRole('button', { name: 'Add destination' }).click();
+      await dest.locator(`[data-destination="${url}"]`).waitFor();
+    }
+    await dest.locator('[data-destination="https://paris.example.com"] [data-location]').getByText('at 48.85° N, 2.35° E').waitFor();
+    await dest.locator('[data-destination="https://sydney.example.com"] [data-location]').getByText('at 33.86° S, 151.21° E').waitFor();
+    // No weight in this mode: each client goes to the nearest.
+    assert.equal(await dest.locator('[data-share]').count(), 0);
+    // Sydney's destination moves to New York.
+    const change = dest.getByRole('form', { name: 'Change https://sydney.example.com' });
+    await change.getByLabel('Latitude').fill('40.71');
+    await change.getByLabel('Longitude').fill('-74.01');
+    await change.getByRole('button', { name: 'Save' }).click();
+    await dest.locator('[data-destination="https://sydney.example.com"] [data-location]').getByText('at 40.71° N, 74.01° W').waitFor();
+    expectStatus(await s.get(`/load-balancers/${ids.geo}`), 200);
+    assert.equal(expectStatus(await s.get(`/load-balancers/${ids.geo}`), 200).type, 'GEO');
+    const list = expectStatus(await s.get(`/load-balancers/${ids.geo}/destinations`), 200);
+    assert.deepEqual(
+      list.data.map((d: { url: string; latitude: number; longitude: number }) => [d.url, d.latitude, d.longitude]),
+      [
+        ['https://paris.example.com', 48.85, 2.35],
+        ['https://sydney.example.com', 40.71, -74.01],
+      ],
+    );
+    await a11y('the geographic load balancer page');
+    await shots(page, 'load-balancer-geo');
   });
 
   it('creates a pipeline, places applications in its stages and promotes with a preview of the release', async () => {
@@ -170,6 +215,23 @@ describe('dashboard: buckets, load balancers and pipelines', { skip }, () => {
       await form.getByLabel('Application').selectOption({ label: app! });
       await form.getByRole('button', { name: `Add to ${stage}` }).click();
       await page.locator(`[data-stage="${stage}"] [data-stage-app="${app}"]`).waitFor();
+    }
+    // The stages' applications are the API's: a browser that placed nothing lists them too.
+    const stages = expectStatus(await s.get(`/pipelines/${ids.pipeline}`), 200).stages as { display_name: string; app_ids: string[] }[];
+    assert.deepEqual(
+      stages.map((x) => [x.display_name, x.app_ids]),
+      [
+        ['Dev', [dev.id]],
+        ['Production', [prod.id]],
+      ],
+    );
+    const other = await b.open();
+    try {
+      await signIn(other.page, s.baseUrl, s.token, `/pipelines/${ids.pipeline}`);
+      await other.page.locator('[data-stage="Dev"] [data-stage-app="shop dev"]').waitFor();
+      await other.page.locator('[data-stage="Production"] [data-stage-app="shop prod"]').waitFor();
+    } finally {
+      await other.close();
     }
     const promote = page.getByRole('form', { name: 'Promote' });
     await promote.getByLabel('From').selectOption({ label: 'shop dev (Dev)' });
@@ -191,12 +253,63 @@ describe('dashboard: buckets, load balancers and pipelines', { skip }, () => {
     await shots(page, 'pipeline');
   });
 
+  it('removes an application from a stage; turns preview apps on, sets them and creates one from the pipeline page', async () => {
+    const git = await createApp(s, { display_name: 'shop web' });
+    await page.reload();
+    const add = page.getByRole('form', { name: 'Add application to Dev' });
+    await add.getByLabel('Application').selectOption({ label: 'shop web' });
+    await add.getByRole('button', { name: 'Add to Dev' }).click();
+    await page.locator('[data-stage="Dev"] [data-stage-app="shop web"]').waitFor();
+    await page.getByRole('button', { name: 'Remove shop dev from Dev' }).click();
+    await page.locator('[data-stage="Dev"] [data-stage-app="shop dev"]').waitFor({ state: 'detached' });
+
+    const previews = page.locator('[data-section="previews"]');
+    await previews.locator('[data-previews="off"]').waitFor();
+    assert.equal(await page.getByRole('form', { name: 'New preview app' }).count(), 0);
+    const settings = page.getByRole('form', { name: 'Preview app settings' });
+    await settings.getByLabel('Repository URL').fill('https://github.com/example/shop');
+    await settings.getByLabel(/Delete preview apps/).check();
+    await settings.getByLabel('Days before a preview app is stale').fill('3');
+    await settings.getByRole('button', { name: 'Turn preview apps on' }).click();
+    await previews.locator('[data-previews="on"]').waitFor();
+    await page.locator('[data-stage="Preview"]').getByText('No preview apps yet').waitFor();
+
+    const create = page.getByRole('form', { name: 'New preview app' });
+    await create.getByLabel('From').selectOption({ label: 'shop web (Dev)' });
+    await create.getByLabel('Branch').fill('feature-x');
+    await create.getByLabel(/Pull request/).fill('12');
+    await create.getByRole('button', { name: 'Create preview app' }).click();
+    await page.locator('[data-stage="Preview"] [data-stage-app="shop web PR #12"]').waitFor();
+    // Preview apps cannot be taken out of their stage, nor be a preview app's source.
+    assert.equal(await page.getByRole('button', { name: /^Remove shop web PR #12/ }).count(), 0);
+    assert.deepEqual(await create.getByLabel('From').locator('option').allTextContents(), [
+      'Choose an application',
+      'shop web (Dev)',
+      'shop prod (Production)',
+    ]);
+
+    await settings.getByLabel('Days before a preview app is stale').fill('9');
+    await settings.getByRole('button', { name: 'Save preview settings' }).click();
+    await page.waitForFunction(() => (document.querySelector('#preview-days') as HTMLInputElement | null)?.value === '9');
+    const p = expectStatus(await s.get(`/pipelines/${ids.pipeline}`), 200);
+    const byName = Object.fromEntries(p.stages.map((x: { display_name: string }) => [x.display_name, x]));
+    assert.deepEqual(Object.keys(byName), ['Preview', 'Dev', 'Production']);
+    assert.deepEqual([byName.Preview.delete_stale_apps, byName.Preview.stale_app_days, byName.Preview.auto_create_app], [true, 9, false]);
+    assert.deepEqual(byName.Dev.app_ids, [git.id]);
+    assert.equal(byName.Preview.app_ids.length, 1);
+    const made = expectStatus(await s.get(`/applications/${byName.Preview.app_ids[0]}`), 200);
+    assert.deepEqual([made.type, made.display_name, made.default_branch], ['previewApp', 'shop web PR #12', 'feature-x']);
+    await a11y('the pipeline page with preview apps');
+    await shots(page, 'pipeline-previews');
+  });
+
   it('shows a Company Viewer these pages without a write control', async () => {
     const { token } = await s.newKey({ role: 'Company Viewer' });
-    await expectReadOnly(browser, s.baseUrl, token, [
+    await expectReadOnly(b.browser, s.baseUrl, token, [
       [`/buckets/${ids.bucket}`, '[data-section="cors"] [data-cors]', 'bucket-viewer'],
       [`/load-balancers/${ids.lb}`, '[data-destination="web eu"]', 'load-balancer-viewer'],
-      [`/pipelines/${ids.pipeline}`, '[data-stage="Production"]', 'pipeline-viewer'],
+      [`/load-balancers/${ids.geo}`, '[data-destination="https://paris.example.com"] [data-location]', 'load-balancer-geo-viewer'],
+      [`/pipelines/${ids.pipeline}`, '[data-stage="Preview"] [data-stage-app="shop web PR #12"]', 'pipeline-viewer'],
     ]);
   });
 });

@@ -1,7 +1,7 @@
 // A load balancer: its balancing mode (weights, or the nearest destination by location), its
 // destinations of every kind (an application, static site, bucket, another load balancer, an
-// external URL) with weights and enable/disable, its domains and settings. The contract has no
-// operation that changes a destination, so a new weight or location replaces the destination.
+// external URL) with weights and enable/disable, its domains and settings. A new weight or
+// location changes the destination in place (PATCH, x-decided): same id, enabled state kept.
 import { useState } from 'react';
 import { useQueries, useQuery } from '@tanstack/react-query';
 import { api, call, untyped } from '../api.js';
@@ -123,6 +123,9 @@ function useServiceNames() {
   return { byKind, names };
 }
 
+/** A location in words: 48.85° N, 2.35° E. */
+const place = (lat: number, lon: number) => `${Math.abs(lat)}° ${lat < 0 ? 'S' : 'N'}, ${Math.abs(lon)}° ${lon < 0 ? 'W' : 'E'}`;
+
 const numberOr = (s: string) => (s.trim() === '' ? undefined : Number(s));
 
 function Destinations({ id, geo }: { id: string; geo: boolean }) {
@@ -137,20 +140,9 @@ function Destinations({ id, geo }: { id: string; geo: boolean }) {
   const create = (body: DestinationInput) => call(api.POST('/load-balancers/{id}/destinations', { params: { path: { id } }, body }));
   const toggle = useAction((d: string) => call(api.POST('/load-balancers/{id}/destinations/{destination_id}/toggle', one(d))), [key]);
   const remove = useAction((d: string) => call(api.DELETE('/load-balancers/{id}/destinations/{destination_id}', one(d))), [key]);
-  // A target appears once per load balancer, so the old destination goes before the new one
-  // comes; a disabled one stays disabled.
-  const replace = useAction(
-    async ({ d, weight, latitude, longitude }: { d: Destination; weight?: number; latitude?: number; longitude?: number }) => {
-      await call(api.DELETE('/load-balancers/{id}/destinations/{destination_id}', one(d.id)));
-      const made = await create({
-        service_type: d.service_type,
-        ...(d.service_id ? { service_id: d.service_id } : { url: d.url ?? undefined }),
-        weight,
-        latitude,
-        longitude,
-      });
-      if (!d.is_enabled) await call(api.POST('/load-balancers/{id}/destinations/{destination_id}/toggle', one(made.id)));
-    },
+  const change = useAction(
+    ({ d, ...body }: { d: Destination; weight?: number; latitude?: number; longitude?: number }) =>
+      call(api.PATCH('/load-balancers/{id}/destinations/{destination_id}', { ...one(d.id), body })),
     [key],
   );
   const label = (d: Destination) => (d.service_type === 'EXTERNAL' ? (d.url ?? '') : (names.get(d.service_id ?? '') ?? d.service_id ?? ''));
@@ -158,7 +150,7 @@ function Destinations({ id, geo }: { id: string; geo: boolean }) {
   const total = rows.filter((d) => d.is_enabled).reduce((n, d) => n + (d.weight ?? 100), 0);
   return (
     <Section title="Destinations" id="destinations">
-      <ErrorBox error={toggle.error ?? remove.error ?? replace.error} />
+      <ErrorBox error={toggle.error ?? remove.error ?? change.error} />
       <Rows q={list} label="destinations" empty="No destinations: requests are answered 503 until one is added.">
         {(raw) => {
           const d = raw as Destination;
@@ -170,7 +162,9 @@ function Destinations({ id, geo }: { id: string; geo: boolean }) {
                 <span className="muted small">{kind.label}</span>
                 <Badge status={d.is_enabled ? 'enabled' : 'disabled'} />
                 {geo ? (
-                  <span className="small">{d.latitude == null ? 'no location' : `at ${d.latitude}, ${d.longitude}`}</span>
+                  <span className="small" data-location>
+                    {d.latitude == null || d.longitude == null ? 'no location' : `at ${place(d.latitude, d.longitude)}`}
+                  </span>
                 ) : (
                   <span className="small" data-share>
                     weight {d.weight ?? 100}
@@ -184,7 +178,7 @@ function Destinations({ id, geo }: { id: string; geo: boolean }) {
                   </span>
                 ) : null}
               </div>
-              {can ? <ChangeDestination d={d} geo={geo} name={label(d)} run={(v) => replace.mutate({ d, ...v })} pending={replace.isPending} /> : null}
+              {can ? <ChangeDestination d={d} geo={geo} name={label(d)} run={(v) => change.mutate({ d, ...v })} pending={change.isPending} /> : null}
             </li>
           );
         }}
@@ -210,12 +204,10 @@ function ChangeDestination(props: {
     <form
       className="inline-form"
       aria-label={`Change ${props.name}`}
-      onSubmit={submitWith(() =>
-        props.run({ weight: numberOr(weight) ?? d.weight ?? undefined, latitude: numberOr(lat) ?? undefined, longitude: numberOr(lon) ?? undefined }),
-      )}
+      onSubmit={submitWith(() => props.run(geo ? { latitude: numberOr(lat), longitude: numberOr(lon) } : { weight: numberOr(weight) }))}
     >
       {geo ? (
-        <LocationFields lat={lat} lon={lon} setLat={setLat} setLon={setLon} />
+        <LocationFields lat={lat} lon={lon} setLat={setLat} setLon={setLon} required />
       ) : (
         <label>
           Weight <input type="number" min={0} max={10000} value={weight} onChange={(e) => setWeight(e.target.value)} required />

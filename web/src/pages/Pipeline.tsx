@@ -1,11 +1,9 @@
 // A pipeline: its stages in order with their applications (add, remove), promotion of one
 // application's current release onto applications of later stages with a preview of what will
 // deploy (the source's newest successful deployment: commit, branch, image), stages added and
-// removed, and preview apps (enable, settings, disable, create one for a branch).
-//
-// The contract's stage representation lists no applications, so the applications shown in a stage
-// are the ones placed or promoted from this browser (kept in localStorage per pipeline; no secret).
-import { useState, useSyncExternalStore } from 'react';
+// removed, and preview apps (enable, settings, disable, create one for a branch). A stage's
+// applications are the API's (`app_ids` of GET /pipelines/{id}, x-decided).
+import { useState } from 'react';
 import { useQueries, useQuery } from '@tanstack/react-query';
 import { api, call } from '../api.js';
 import { useCan } from '../auth.js';
@@ -16,43 +14,6 @@ import { ActionButton, Badge, Empty, ErrorBox, Loaded, Section, submitWith, useA
 type Pipeline = Awaited<ReturnType<typeof getPipeline>>;
 type Stage = Pipeline['stages'][number];
 const getPipeline = (id: string) => call(api.GET('/pipelines/{id}', { params: { path: { id } } }));
-
-// --- Stage membership as this browser knows it ----------------------------------------------
-
-type Placement = Record<string, string[]>;
-const storeKey = (id: string) => `slipway.pipeline.${id}`;
-const listeners = new Set<() => void>();
-const cache = new Map<string, Placement>();
-function readPlacement(id: string): Placement {
-  if (!cache.has(id)) {
-    let v: Placement = {};
-    try {
-      v = JSON.parse(localStorage.getItem(storeKey(id)) ?? '{}') as Placement;
-    } catch {
-      // a damaged entry starts over
-    }
-    cache.set(id, v);
-  }
-  return cache.get(id)!;
-}
-function place(id: string, stage: string, app: string, on: boolean) {
-  const old = readPlacement(id);
-  const next: Placement = {};
-  for (const [s, apps] of Object.entries(old)) next[s] = apps.filter((a) => a !== app);
-  if (on) next[stage] = [...(next[stage] ?? []), app];
-  cache.set(id, next);
-  localStorage.setItem(storeKey(id), JSON.stringify(next));
-  listeners.forEach((l) => l());
-}
-function usePlacement(id: string) {
-  return useSyncExternalStore(
-    (l) => {
-      listeners.add(l);
-      return () => listeners.delete(l);
-    },
-    () => readPlacement(id),
-  );
-}
 
 function useApps() {
   return useQuery({ queryKey: ['applications'], queryFn: () => call(api.GET('/applications', { params: { query: { limit: 100 } } })) });
@@ -65,10 +26,7 @@ export function PipelinePage({ id }: { id: string }) {
   const remove = useAction(
     () => call(api.DELETE('/pipelines/{id}', { params: { path: { id } } })),
     [['pipelines'], ['projects']],
-    () => {
-      localStorage.removeItem(storeKey(id));
-      navigate('/');
-    },
+    () => navigate('/'),
   );
   return (
     <main>
@@ -106,21 +64,19 @@ export function PipelinePage({ id }: { id: string }) {
 
 function Stages({ pipeline, stages, can }: { pipeline: Pipeline; stages: Stage[]; can: boolean }) {
   const id = pipeline.id;
-  const placement = usePlacement(id);
   const apps = useApps();
   const byId = new Map((apps.data?.data ?? []).map((a) => [a.id, a]));
   const inv = [['pipelines', id]];
   const add = useAction(
-    async ({ stage, app }: { stage: string; app: string }) => {
-      await call(api.POST('/pipelines/{id}/stages/{stage_id}/apps', { params: { path: { id, stage_id: stage } }, body: { app_id: app } }));
-      place(id, stage, app, true);
-    },
+    ({ stage, app }: { stage: string; app: string }) =>
+      call(api.POST('/pipelines/{id}/stages/{stage_id}/apps', { params: { path: { id, stage_id: stage } }, body: { app_id: app } })),
     [...inv, ['projects']],
   );
-  const removeApp = useAction(async ({ stage, app }: { stage: string; app: string }) => {
-    await call(api.DELETE('/pipelines/{id}/stages/{stage_id}/apps/{app_id}', { params: { path: { id, stage_id: stage, app_id: app } } }));
-    place(id, stage, app, false);
-  }, inv);
+  const removeApp = useAction(
+    ({ stage, app }: { stage: string; app: string }) =>
+      call(api.DELETE('/pipelines/{id}/stages/{stage_id}/apps/{app_id}', { params: { path: { id, stage_id: stage, app_id: app } } })),
+    inv,
+  );
   const [newStage, setNewStage] = useState('');
   const [branch, setBranch] = useState('');
   const addStage = useAction(
@@ -139,13 +95,14 @@ function Stages({ pipeline, stages, can }: { pipeline: Pipeline; stages: Stage[]
     },
   );
   const removeStage = useAction((stage: string) => call(api.DELETE('/pipelines/{id}/stages/{stage_id}', { params: { path: { id, stage_id: stage } } })), inv);
-  const placed = new Set(Object.values(placement).flat());
+  // An application sits in at most one stage of any pipeline: the API refuses the others.
+  const placed = new Set(stages.flatMap((s) => s.app_ids));
   return (
     <Section title="Stages" id="stages">
       <ErrorBox error={add.error ?? removeApp.error ?? removeStage.error} />
       <ol className="stages">
         {stages.map((s) => {
-          const here = (placement[s.id] ?? []).filter((a) => byId.has(a) || apps.isPending);
+          const here = s.app_ids;
           const free = (apps.data?.data ?? []).filter((a) => !placed.has(a.id) && a.type !== 'previewApp');
           return (
             <li key={s.id} className="card" data-stage={s.display_name}>
@@ -168,15 +125,13 @@ function Stages({ pipeline, stages, can }: { pipeline: Pipeline; stages: Stage[]
                   />
                 ) : null}
               </div>
-              {s.type === 'preview' ? (
-                <p className="muted small">Preview apps, one per branch (below).</p>
-              ) : here.length ? (
+              {here.length ? (
                 <ul className="rows">
                   {here.map((a) => (
                     <li key={a} className="row" data-stage-app={byId.get(a)?.display_name ?? a}>
                       <Link to={`/apps/${a}`}>{byId.get(a)?.display_name ?? a}</Link>
                       <Badge status={byId.get(a)?.status} />
-                      {can ? (
+                      {can && s.type !== 'preview' ? (
                         <ActionButton
                           label={`Remove ${byId.get(a)?.display_name ?? 'application'} from ${s.display_name}`}
                           run={() => removeApp.mutate({ stage: s.id, app: a })}
@@ -186,14 +141,13 @@ function Stages({ pipeline, stages, can }: { pipeline: Pipeline; stages: Stage[]
                   ))}
                 </ul>
               ) : (
-                <Empty>No applications placed from this browser.</Empty>
+                <Empty>{s.type === 'preview' ? 'No preview apps yet: create one below.' : 'No applications in this stage.'}</Empty>
               )}
               {can && s.type !== 'preview' ? <AddApp stage={s} free={free} run={(app) => add.mutate({ stage: s.id, app })} pending={add.isPending} /> : null}
             </li>
           );
         })}
       </ol>
-      <p className="hint">The API does not list a stage's applications; this page shows the ones placed from this browser.</p>
       {can ? (
         <form className="inline-form" aria-label="Add stage" onSubmit={submitWith(() => addStage.mutate())}>
           <label>
@@ -245,14 +199,11 @@ function AddApp({ stage, free, run, pending }: { stage: Stage; free: { id: strin
 
 function Promote({ pipeline, stages }: { pipeline: Pipeline; stages: Stage[] }) {
   const id = pipeline.id;
-  const placement = usePlacement(id);
   const apps = useApps();
   const canPromote = useCan('PIPELINE:UPDATE', id);
   const names = new Map((apps.data?.data ?? []).map((a) => [a.id, a.display_name]));
   const order = new Map(stages.map((s) => [s.id, s.order]));
-  const members = stages
-    .filter((s) => s.type !== 'preview')
-    .flatMap((s) => (placement[s.id] ?? []).filter((a) => names.has(a)).map((a) => ({ app: a, stage: s })));
+  const members = stages.filter((s) => s.type !== 'preview').flatMap((s) => s.app_ids.filter((a) => names.has(a)).map((a) => ({ app: a, stage: s })));
   const [source, setSource] = useState('');
   const [targets, setTargets] = useState<string[]>([]);
   const from = members.find((m) => m.app === source);
@@ -380,6 +331,9 @@ function Promoted({ started, names }: { started: { target_app_id: string; deploy
   );
 }
 
+/** The API's stale_app_days when enabling preview apps without one. */
+const STALE_DAYS = 5;
+
 function Previews({ pipeline, stages, can }: { pipeline: Pipeline; stages: Stage[]; can: boolean }) {
   const id = pipeline.id;
   const preview = stages.find((s) => s.type === 'preview');
@@ -392,7 +346,7 @@ function Previews({ pipeline, stages, can }: { pipeline: Pipeline; stages: Stage
     repo_url: repo || undefined,
     auto_create_app: autoCreate ?? preview?.auto_create_app ?? false,
     delete_stale_apps: stale ?? preview?.delete_stale_apps ?? false,
-    stale_app_days: Number(days ?? preview?.stale_app_days ?? 7),
+    stale_app_days: Number(days ?? preview?.stale_app_days ?? STALE_DAYS),
   });
   const reset = () => {
     setRepo('');
@@ -413,7 +367,7 @@ function Previews({ pipeline, stages, can }: { pipeline: Pipeline; stages: Stage
     <Section title="Preview apps" id="previews">
       <p data-previews={preview ? 'on' : 'off'}>
         {preview
-          ? 'On: an application of this pipeline can get a preview app per branch (on its application page).'
+          ? 'On: an application of this pipeline can get a preview app per branch (below, or on its application page).'
           : 'Off: turn them on with the repository the preview apps build from.'}
       </p>
       {can ? (
@@ -432,7 +386,13 @@ function Previews({ pipeline, stages, can }: { pipeline: Pipeline; stages: Stage
           </label>
           <div>
             <label htmlFor="preview-days">Days before a preview app is stale</label>
-            <input id="preview-days" type="number" min={1} value={days ?? String(preview?.stale_app_days ?? 7)} onChange={(e) => setDays(e.target.value)} />
+            <input
+              id="preview-days"
+              type="number"
+              min={1}
+              value={days ?? String(preview?.stale_app_days ?? STALE_DAYS)}
+              onChange={(e) => setDays(e.target.value)}
+            />
           </div>
           <div className="wide">
             <button type="submit" data-write disabled={save.isPending}>
@@ -451,6 +411,58 @@ function Previews({ pipeline, stages, can }: { pipeline: Pipeline; stages: Stage
           <ErrorBox error={save.error ?? disable.error} />
         </form>
       ) : null}
+      {preview ? <NewPreviewApp pipeline={pipeline} stages={stages} /> : null}
     </Section>
+  );
+}
+
+/** A preview app of one of the pipeline's applications, for a branch (and pull request). */
+function NewPreviewApp({ pipeline, stages }: { pipeline: Pipeline; stages: Stage[] }) {
+  const canCreate = useCan('APP:CREATE');
+  const apps = useApps();
+  const names = new Map((apps.data?.data ?? []).map((a) => [a.id, a.display_name]));
+  const sources = stages.filter((s) => s.type !== 'preview').flatMap((s) => s.app_ids.filter((a) => names.has(a)).map((a) => ({ app: a, stage: s })));
+  const [source, setSource] = useState('');
+  const [branch, setBranch] = useState('');
+  const [pr, setPr] = useState('');
+  const create = useAction(
+    () =>
+      call(
+        api.POST('/applications/{id}/preview-apps', {
+          params: { path: { id: source } },
+          body: { branch, pull_request_number: pr ? Number(pr) : null },
+        }),
+      ),
+    [['pipelines', pipeline.id], ['applications']],
+    () => {
+      setBranch('');
+      setPr('');
+    },
+  );
+  if (!canCreate) return null;
+  return (
+    <form className="inline-form" aria-label="New preview app" onSubmit={submitWith(() => create.mutate())}>
+      <label>
+        From{' '}
+        <select value={source} onChange={(e) => setSource(e.target.value)} required>
+          <option value="">{sources.length ? 'Choose an application' : 'No application in a stage'}</option>
+          {sources.map((m) => (
+            <option key={m.app} value={m.app}>
+              {names.get(m.app)} ({m.stage.display_name})
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Branch <input value={branch} onChange={(e) => setBranch(e.target.value)} required />
+      </label>
+      <label>
+        Pull request (optional) <input type="number" min={1} value={pr} onChange={(e) => setPr(e.target.value)} />
+      </label>
+      <button type="submit" data-write disabled={create.isPending}>
+        Create preview app
+      </button>
+      <ErrorBox error={create.error} />
+    </form>
   );
 }
