@@ -4,7 +4,10 @@
 // poll. (Static sites take a `file://` repository only on the local runtime; they are polled the
 // same way, through the same list of watched repositories.)
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { git } from '../apps-real/support.js';
 import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { createApp } from '../pipelines/support.js';
@@ -59,6 +62,24 @@ for (const kind of DB_KINDS) {
       await pollAfter(Date.now());
       assert.equal((await list(`/applications/${a.id}/deployments`)).filter((x) => x.commit_sha === sha).length, 1);
       assert.equal((await polled(a.id)).length, 0);
+    });
+
+    it('a repository address that reads as a git option is never passed to git as one', async () => {
+      // In a directory whose repository has a remote (a server run from a clone), git would run this
+      // "upload-pack" through a shell and create the marker file there.
+      const cwd = process.cwd();
+      const here = makeSiteRepo();
+      git(here.dir, 'remote', 'add', 'origin', here.url);
+      const marker = join(here.dir, 'ran');
+      process.chdir(here.dir);
+      try {
+        const a = await createApp(s, { extra: { repo_url: '--upload-pack=touch${IFS}ran;:x', default_branch: 'main' } });
+        await pollAfter(Date.now());
+        assert.equal(existsSync(marker), false, 'git ran the address as --upload-pack');
+        assert.equal((await list(`/applications/${a.id}/deployments`)).filter((d) => d.trigger === 'push').length, 0);
+      } finally {
+        process.chdir(cwd);
+      }
     });
 
     /** The time the next poll is due (the poll job's run_at). */

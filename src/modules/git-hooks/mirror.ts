@@ -42,7 +42,7 @@ export async function fetchMirror(app: AppContext, key: string, url: string, bra
     }
     // The address is given on each fetch (no remote kept): services may name the repository in another form.
     const specs = branches.map((b) => `+refs/heads/${b}:refs/heads/${b}`);
-    await git(dir, ['fetch', '-q', '--no-tags', '--no-write-fetch-head', url, ...specs], 300_000);
+    await git(dir, ['fetch', '-q', '--no-tags', '--no-write-fetch-head', '--', url, ...specs], 300_000);
   } catch (e) {
     app.log.warn({ repo: url, err: (e as Error).message.split('\n')[0] }, 'git poll: cannot fetch the repository; its pushes count as changing every file');
     return undefined;

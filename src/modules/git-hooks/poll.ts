@@ -8,6 +8,7 @@
 // Webhooks and polls record the heads they see in one table, so a push learnt both ways deploys
 // once. The first look at a repository only records its heads.
 import { execFile } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
 import { intSetting } from '../../shared/config.js';
 import type { AppContext } from '../../shared/context.js';
@@ -42,7 +43,9 @@ const run = promisify(execFile);
 /** The branch heads of a repository, or undefined when it cannot be listed (logged). */
 async function lsRemote(app: AppContext, url: string): Promise<Map<string, string> | undefined> {
   try {
-    const { stdout } = await run('git', ['ls-remote', '--heads', url], {
+    // `--`: the address is never an option; cwd: not the repository the server may be run from.
+    const { stdout } = await run('git', ['ls-remote', '--heads', '--', url], {
+      cwd: tmpdir(),
       timeout: 30_000,
       maxBuffer: 16 * 1024 * 1024,
       env: gitEnv(),

@@ -8,6 +8,8 @@
 export function normalizeRepo(url: string | null | undefined): string | undefined {
   if (!url) return undefined;
   const text = url.trim();
+  // An address git would read as an option (`--upload-pack=...`) is no repository.
+  if (text.startsWith('-')) return undefined;
   const tidy = (path: string) =>
     path
       .replace(/\/+$/, '')
