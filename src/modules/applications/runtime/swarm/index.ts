@@ -532,6 +532,8 @@ class SwarmHost extends UsageSeries implements InstanceHost {
           // Where it runs, for its usage.
           const up = tasks.find((t) => t.Status.State === 'running' && t.NodeID && t.Status.ContainerStatus?.ContainerID);
           run.where = up ? { node: up.NodeID!, container: up.Status.ContainerStatus!.ContainerID! } : undefined;
+          // A node not listed yet (no serving group lists them): its engine is found once it is.
+          if (up && !this.nodeInfo.has(up.NodeID!)) void (this.docker.listNodes() as Promise<SwarmNode[]>).then((n) => this.learnNodes(n)).catch(() => {});
         }
         // The output of a task that ended has reached the manager within a moment.
         await Promise.race([output, sleep(1000)]);
