@@ -1,9 +1,10 @@
 // The dashboard's "Deploy on push" section in headless Chromium against a real server: deliveries
 // posted to the company's webhook URLs show on the application's and the static site's pages with
-// their result and what they did (a deployment, a push skipped by deploy paths); one with a bad
-// signature (401) and a redelivery (duplicate) add no row; "Connect a repository" shows the payload
-// URLs and the secret (revealed on request) and rotates it; a Company Viewer sees the section
-// without the rotate button; axe-core finds no serious violation; screenshots.
+// their result and what they did (a deployment, a push skipped by deploy paths, a branch not
+// followed); one with a bad signature (401) and a redelivery (duplicate) add no row; "Connect a
+// repository" shows the payload URLs and the secret (revealed on request) and rotates it; a
+// Company Viewer sees the section without the rotate button; axe-core finds no serious violation;
+// no horizontal scrolling on a phone; screenshots.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { before, describe, it } from 'node:test';
@@ -65,6 +66,14 @@ describe('dashboard: deploy on push (git deliveries)', { skip }, () => {
     // Only the accepted delivery is listed: the refused one and the redelivery left no record.
     assert.equal(await section().locator('li[data-delivery]').count(), 1);
     assert.equal(expectStatus(await s.get(`/git/deliveries?service_id=${appId}`), 200).total, 1);
+    // A push to a branch the application does not follow is listed with the reason.
+    const other = await push(repo, { branch: 'feature/x' });
+    assert.equal(other.body.result, 'ignored');
+    await page.reload();
+    const ignored = section().locator(`li[data-delivery="${other.deliveryId}"]`);
+    await ignored.waitFor();
+    assert.equal((await ignored.locator('.badge').textContent())?.trim(), 'Nothing to do');
+    assert.match((await ignored.textContent()) ?? '', /not deployed: Follows branch main, not feature\/x/);
     await a11y('the application page with a delivery');
     await shots(page, 'git-deliveries-app');
   });
