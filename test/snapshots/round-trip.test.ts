@@ -1,6 +1,6 @@
 // State snapshots (GET/POST /_admin/snapshots, src/shared/snapshots): a server with one of every
-// resource exported and imported into a fresh server on the other database answers every GET of
-// the contract with the same status and body; the refusals (a server with state, another secret
+// resource (a bucket's object with its bytes too) exported and imported into a fresh server on the
+// other database answers every GET of the contract with the same status and body; the refusals (a server with state, another secret
 // key), replace, the company filter, and a job in flight that finishes on the importing server.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,6 +25,15 @@ function unused(path: string, v: unknown): unknown {
         : x;
   return strip(v);
 }
+
+/** The tables with the objects' blob names left out: an import stores the bytes under new names. */
+const unnamed = (tables: unknown): unknown =>
+  Object.fromEntries(
+    Object.entries(tables as Record<string, Record<string, unknown>[]>).map(([t, rows]) => [
+      t,
+      t.startsWith('object_storage_') ? rows.map(({ blob: _blob, ...r }) => r) : rows,
+    ]),
+  );
 
 const serverOf = (db: DbKind, env: Record<string, string> = {}, port = '0') =>
   startServer({ db, rateLimits: GENEROUS, env: { ...SNAPSHOT_ENV, ...env }, flags: { port } });
@@ -54,9 +63,10 @@ for (const [from, to] of [
     it('every GET of the contract answers the same on the importing server', async () => {
       const paths = await getPaths(src, ids);
       const before = await readAll(src, paths, src.token);
-      snapshot = expectStatus(await src.admin('GET', '/snapshots'), 200);
+      snapshot = expectStatus(await src.admin('GET', '/snapshots?objects=true'), 200);
       assert.equal(snapshot.format, 'slipway-snapshot');
       assert.equal(snapshot.company, null);
+      assert.equal(snapshot.objects, true);
       // The importing server listens where the exporting one did: URLs in bodies (object storage
       // endpoints, hook URLs) are built from the server's own address.
       const port = new URL(src.baseUrl).port;
@@ -69,9 +79,11 @@ for (const [from, to] of [
       for (const p of paths) assert.deepEqual(unused(p, after[p]), unused(p, before[p]), `GET ${p}`);
       // The importing server's own bootstrap key went with the state it had.
       expectError(await dst.get('/projects'), 401);
-      // And its export is the same rows (but for the keys' last use, above).
-      const again = expectStatus(await dst.admin('GET', '/snapshots'), 200);
-      assert.deepEqual(unused('/api-keys', again.tables), unused('/api-keys', snapshot.tables));
+      // And its export is the same rows (but for the keys' last use, above, and the names the
+      // objects' bytes were stored under), with the same bytes.
+      const again = expectStatus(await dst.admin('GET', '/snapshots?objects=true'), 200);
+      assert.deepEqual(unnamed(unused('/api-keys', again.tables)), unnamed(unused('/api-keys', snapshot.tables)));
+      assert.deepEqual(Object.values(again.blobs).sort(), Object.values(snapshot.blobs).sort());
     });
 
     it('refuses a server with state unless replacing it, and replaces it', async () => {

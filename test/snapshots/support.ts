@@ -2,7 +2,8 @@
 // and every GET of the contract over those resources.
 import { createProcess, deploy, createApp } from '../processes/support.js';
 import { createSite } from '../static-sites/support.js';
-import { createBucket } from '../object-storage/support.js';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { client, createBucket } from '../object-storage/support.js';
 import { createPipeline } from '../pipelines/support.js';
 import type { Receiver } from '../webhooks/support.js';
 import { createDb } from '../databases/support.js';
@@ -18,7 +19,7 @@ export type Ids = Record<string, string>;
 let labels = 0;
 const label = () => `${process.pid}-${++labels}`;
 
-/** One of every resource of the API in `s`'s first company; webhook deliveries go to `rx`. Returns the ids. */
+/** One of every resource of the API (a bucket with an object) in `s`'s first company; webhook deliveries go to `rx`. Returns the ids. */
 export async function populate(s: TestServer, rx: Receiver): Promise<Ids> {
   const ids: Ids = {};
   ids['webhooks'] = expectStatus(await s.post('/webhooks', { allowed_events: ['APP_CREATE', 'APP_UPDATE', 'APP_DEPLOY'], endpoint: rx.url }), 201).id;
@@ -60,6 +61,9 @@ export async function populate(s: TestServer, rx: Receiver): Promise<Ids> {
 
   const bucket = await createBucket(s);
   ids['object-storage'] = bucket.id;
+  await client(bucket, bucket).send(
+    new PutObjectCommand({ Bucket: bucket.bucket_name, Key: 'fixtures/hello.txt', Body: 'hello', ContentType: 'text/plain', Metadata: { from: 'populate' } }),
+  );
   expectStatus(await s.post(`/object-storage/${bucket.id}/cors-policies`, { methods: ['GET'], origins: ['*'] }), 201);
   expectStatus(await s.post(`/databases/${db.id}/backup-targets`, { object_storage_id: bucket.id }), 202);
 
