@@ -86,6 +86,7 @@ const TABLES: Record<string, string[]> = {
   '/object-storage/{id}/cors-policies': ['object_storage_cors'],
   '/object-storage/{id}/cors-policies/{cors_policy_id}': ['object_storage_cors'],
   '/object-storage/{id}/objects': [],
+  '/object-storage/{id}/presign': [],
 };
 
 /**
@@ -134,6 +135,11 @@ const FIELDS: Record<string, string | null> = {
   // integer column's range by their own schemas (a percentage, a stage order).
   triggers: null,
   stage_order: null,
+  // What a presigned URL signs: nothing is stored (the key's length is S3's bound, as for uploads).
+  'POST /object-storage/{id}/presign method': null,
+  'POST /object-storage/{id}/presign key': null,
+  'POST /object-storage/{id}/presign expires_in': null,
+  'POST /object-storage/{id}/presign content_type': null,
 };
 
 interface Column {
