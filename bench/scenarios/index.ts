@@ -3,6 +3,7 @@
 // Slipway server).
 import { type Scenario } from '../lib/bench.js';
 import { coldStart } from './cold-start.js';
+import { containers } from './containers.js';
 import { deepOffset } from './deep-offset.js';
 import { deployments } from './deployments.js';
 import { edgeIdle } from './edge-idle.js';
@@ -28,4 +29,5 @@ export const scenarios: Scenario[] = [
   edgeProxy,
   edgeStatic,
   edgeIdle,
+  containers,
 ];
