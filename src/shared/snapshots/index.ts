@@ -322,6 +322,7 @@ export async function importSnapshot(app: AppContext, doc: unknown, opts: Import
       const s = checkSnapshot(app, doc, await schemaVersion(tx), byName);
       const incoming: Rows = { ...s.tables };
       if (external) checkExternal(external, s);
+      else if (s.objects) throw badRequest('This import cannot store objects: import with the CLI or /_admin/snapshots');
       await app.keys.changing(tx);
       if (s.company) {
         const company = s.company;
