@@ -35,3 +35,24 @@ export function privateGitProvider(repoUrl: string, given: GitType | null | unde
   if (!provider) throw badRequest(`git_type is required for a private repository whose provider cannot be told from its host (${repoUrl})`);
   return provider;
 }
+
+/**
+ * What is wrong with a repository address a client gave, or null. Git reads an argument starting
+ * with `-` as an option (`--upload-pack=<command>` runs a command), and a local path or `file://`
+ * reads any repository on this machine (another company's checkouts): in production only network
+ * addresses (http(s), ssh, git, scp-like `user@host:path`) are accepted.
+ */
+export function repoAddressProblem(repoUrl: string, production: boolean): string | null {
+  // eslint-disable-next-line no-control-regex -- control characters are what is refused
+  if (repoUrl.startsWith('-') || /[\s\x00-\x1f\x7f]/.test(repoUrl)) return `repo_url ${JSON.stringify(repoUrl)} is not a repository address`;
+  if (!production) return null;
+  if (/^[^@/\s]+@[^:/\s]+:/.test(repoUrl)) return null;
+  let u: URL | undefined;
+  try {
+    u = new URL(repoUrl);
+  } catch {
+    u = undefined;
+  }
+  if (u && ['https:', 'http:', 'ssh:', 'git:'].includes(u.protocol) && u.hostname) return null;
+  return `repo_url ${JSON.stringify(repoUrl)} must be a network repository address (https://, ssh://, git:// or user@host:path); local repositories are refused in production`;
+}

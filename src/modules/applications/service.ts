@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
 import { badRequest } from '../../shared/errors.js';
-import { gitProviderOf, privateGitProvider, type GitType } from '../../shared/git.js';
+import { gitProviderOf, privateGitProvider, repoAddressProblem, type GitType } from '../../shared/git.js';
 import { newId } from '../../shared/ids.js';
 import { enqueue, type JobKind } from '../../shared/jobs.js';
 import { servingChanged } from '../../shared/edge/index.js';
@@ -116,9 +116,11 @@ function gitTypeOf(a: Pick<ApplicationsTable, 'source' | 'repo_url'>, given: Git
   return a.source === 'privateGit' ? privateGitProvider(a.repo_url, given) : (given ?? gitProviderOf(a.repo_url));
 }
 
-function checkSource(a: Pick<ApplicationsTable, 'source' | 'repo_url' | 'docker_image'>) {
+function checkSource(a: Pick<ApplicationsTable, 'source' | 'repo_url' | 'docker_image'>, production: boolean) {
   if (a.source === 'dockerImage' && !a.docker_image) throw badRequest('docker_image is required when source is dockerImage');
   if ((a.source === 'privateGit' || a.source === 'publicGit') && !a.repo_url) throw badRequest(`repo_url is required when source is ${a.source}`);
+  const problem = a.repo_url ? repoAddressProblem(a.repo_url, production) : null;
+  if (problem) throw badRequest(problem);
 }
 
 export function assertMutable(a: ApplicationsTable) {
@@ -197,7 +199,7 @@ export async function createApp(ctx: CallContext, input: CreateInput) {
     created_at: now,
     updated_at: now,
   };
-  checkSource(fields);
+  checkSource(fields, ctx.app.config.production);
   fields.git_type = gitTypeOf(fields, input.git_type);
   const row = await insertApp(ctx, fields);
   await placeService(ctx, row.id, 'app', row.project_id);
@@ -260,7 +262,7 @@ export async function updateApp(ctx: CallContext, id: string, u: UpdateInput) {
     git_lfs_enabled: b(u.git_lfs_enabled, a.git_lfs_enabled),
     updated_at: new Date().toISOString(),
   };
-  checkSource(next);
+  checkSource(next, ctx.app.config.production);
   // The provider: given, or told anew when the source or the repository changes.
   if (u.git_type !== undefined || u.source !== undefined || u.repo_url !== undefined) next.git_type = gitTypeOf(next, u.git_type);
   // Only the columns an update sets: the status, suspension, hook token and project have writers of

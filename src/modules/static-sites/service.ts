@@ -80,7 +80,8 @@ const bit = (v: boolean | undefined, dflt: boolean) => ((v ?? dflt) ? 1 : 0);
 export async function createSite(ctx: CallContext, input: CreateInput) {
   const { tx, app, companyId } = ctx;
   const source = input.source ?? 'privateGit';
-  const local = app.config.realRuntime;
+  // Local repositories (file://) are for development and tests: production takes network addresses only.
+  const local = app.config.realRuntime && !app.config.production;
   checkRepoUrl(input.repo_url, local);
   const branch = checkBranch(input.default_branch);
   if (!branch) throw badRequest('default_branch must name a branch');
@@ -174,7 +175,8 @@ export async function updateSite(ctx: CallContext, id: string, u: UpdateInput) {
   const b = (v: boolean | undefined, cur: number) => (v === undefined ? cur : v ? 1 : 0);
   const source = u.source ?? s.source;
   const repoUrl = u.repo_url ?? s.repo_url;
-  const local = app.config.realRuntime;
+  // Local repositories (file://) are for development and tests: production takes network addresses only.
+  const local = app.config.realRuntime && !app.config.production;
   if (u.repo_url !== undefined) checkRepoUrl(u.repo_url, local);
   if (u.default_branch !== undefined) checkBranch(u.default_branch);
   const allow = u.allow_deploy_paths ?? (JSON.parse(s.allow_deploy_paths) as string[]);

@@ -103,7 +103,7 @@ export interface CloneSpec {
 export async function cloneBranch(dir: string, s: CloneSpec): Promise<{ sha: string; message: string }> {
   const o = { env: { ...gitEnv(), ...s.env }, deadline: s.deadline, signal: s.signal };
   await s.log([{ message: `Cloning ${s.repoUrl} (branch ${s.branch})` }]);
-  await runStreamed('git', ['clone', '--depth', '1', '--branch', s.branch, '--single-branch', s.repoUrl, 'src'], { ...o, cwd: dir, log: s.log });
+  await runStreamed('git', ['clone', '--depth', '1', '--branch', s.branch, '--single-branch', '--', s.repoUrl, 'src'], { ...o, cwd: dir, log: s.log });
   const src = join(dir, 'src');
   const sha = (await quietly('git', ['rev-parse', 'HEAD'], { ...o, cwd: src })).trim();
   const message = (await quietly('git', ['log', '-1', '--format=%s'], { ...o, cwd: src })).trim();
