@@ -57,8 +57,9 @@ export class DatabaseForwarders {
   /** Opens a listener for each internal port of each company's databases on its bridge, closes the others; resolves once done. */
   sync(): Promise<void> {
     if (this.syncing) {
+      // The one running may have listed the networks before the caller's was made: the caller waits for the next.
       this.again = true;
-      return this.syncing;
+      return this.syncing.then(() => this.syncing ?? undefined);
     }
     this.syncing = this.apply()
       .catch(() => {})
