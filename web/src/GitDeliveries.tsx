@@ -1,7 +1,7 @@
 // The git webhook deliveries (and polled pushes) that concerned one service: what each push or
 // pull request did, or why it did nothing (docs/deploy-on-push.md), and how to connect a
-// repository (the company's payload URLs and secret, which WEBHOOK:UPDATE may rotate). Shown on
-// the application and static site pages to readers with WEBHOOK:READ. Deliveries that fail their
+// repository (the company's payload URLs and secret, for WEBHOOK:UPDATE, which may read and rotate
+// it). Shown on the application and static site pages to readers with WEBHOOK:READ. Deliveries that fail their
 // signature are refused without a record, so they never show here.
 import { Fragment, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
@@ -35,6 +35,7 @@ const SECRET_KEY = ['git-webhook-secret'];
 
 export function GitDeliveries({ serviceId }: { serviceId: string }) {
   const can = useCan('WEBHOOK:READ');
+  const canConnect = useCan('WEBHOOK:UPDATE');
   const list = useQuery({
     queryKey: ['git-deliveries', serviceId],
     queryFn: () => call(api.GET('/git/deliveries', { params: { query: { service_id: serviceId, limit: 10 } } })),
@@ -44,7 +45,7 @@ export function GitDeliveries({ serviceId }: { serviceId: string }) {
   if (!can) return null;
   return (
     <Section title="Deploy on push" id="git-deliveries">
-      <Connect />
+      {canConnect ? <Connect /> : null}
       <h3 className="small">Latest deliveries</h3>
       <Rows
         q={list}
@@ -81,7 +82,6 @@ export function GitDeliveries({ serviceId }: { serviceId: string }) {
 
 /** The payload URLs and the secret, read when opened (the first read makes the secret). */
 function Connect() {
-  const canRotate = useCan('WEBHOOK:UPDATE');
   const [open, setOpen] = useState(false);
   const secret = useQuery({ queryKey: SECRET_KEY, queryFn: () => call(api.GET('/git/webhook-secret')), enabled: open });
   const rotate = useAction(() => call(api.POST('/git/webhook-secret/rotate')), [SECRET_KEY]);
@@ -121,15 +121,13 @@ function Connect() {
                   <When iso={s.updated_at} />
                 </dd>
               </dl>
-              {canRotate ? (
-                <ActionButton
-                  label="Rotate secret"
-                  run={() => rotate.mutate()}
-                  pending={rotate.isPending}
-                  confirm="Deliveries signed with the current secret will be refused: every repository's webhook must then be given the new one. Rotate?"
-                  danger
-                />
-              ) : null}
+              <ActionButton
+                label="Rotate secret"
+                run={() => rotate.mutate()}
+                pending={rotate.isPending}
+                confirm="Deliveries signed with the current secret will be refused: every repository's webhook must then be given the new one. Rotate?"
+                danger
+              />
               <ErrorBox error={rotate.error} />
             </>
           )}

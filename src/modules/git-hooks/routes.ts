@@ -16,7 +16,9 @@ export { migrations, tables } from './storage.js';
 export const operations = [
   defineOperation({
     contract: c.getGitWebhookSecretContract,
-    permission: 'WEBHOOK:READ',
+    // The secret signs deliveries that deploy: reading it is for those who may replace it, not for
+    // every reader of the deliveries (a Company Viewer could otherwise forge pushes).
+    permission: 'WEBHOOK:UPDATE',
     tier: 'read',
     handler: async (r) => svc.getSecret(r),
   }),
