@@ -2,7 +2,7 @@
 // or those whose path (relative to test/) contains one of the arguments.
 //
 // Files run SLIPWAY_TEST_CONCURRENCY at a time (default 2), each in its own process, and fail
-// after SLIPWAY_TEST_TIMEOUT_MS (default 10 minutes). They are independent: every suite starts
+// after SLIPWAY_TEST_TIMEOUT_MS (default 20 minutes). They are independent: every suite starts
 // its own servers on port 0, in its own mkdtemp directory or on a fresh PostgreSQL database with
 // a random name, and child-process suites do the same; nothing uses a fixed port, a fixed path or
 // state shared between processes. SLIPWAY_TEST_CONCURRENCY=1 runs them one at a time.
@@ -45,7 +45,7 @@ if (!Number.isInteger(concurrency) || concurrency < 1) {
   process.exit(1);
 }
 
-const timeout = Number(process.env.SLIPWAY_TEST_TIMEOUT_MS ?? 600_000);
+const timeout = Number(process.env.SLIPWAY_TEST_TIMEOUT_MS ?? 1_200_000);
 if (!Number.isInteger(timeout) || timeout < 1) {
   console.error(`SLIPWAY_TEST_TIMEOUT_MS must be a positive integer (got ${process.env.SLIPWAY_TEST_TIMEOUT_MS})`);
   process.exit(1);
@@ -64,7 +64,9 @@ try {
       '--test',
       `--test-concurrency=${concurrency}`,
       // A test file that hangs (a promise nothing settles) fails after this long instead of
-      // holding the run until CI's own limit; the longest file takes under two minutes.
+      // holding the run until CI's own limit. The longest files (image builds, the swarm suites,
+      // which also wait for each other's hold on the one test swarm) take up to ~10 minutes on a
+      // loaded machine, waiting included.
       `--test-timeout=${timeout}`,
       '--test-reporter=spec',
       '--test-reporter-destination=stdout',
