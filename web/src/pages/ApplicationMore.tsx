@@ -11,6 +11,7 @@ import { IpRestriction } from '../IpRestriction.js';
 import { navigate } from '../router.js';
 import { SettingsForm } from '../SettingsForm.js';
 import { ActionButton, Badge, CopyButton, Empty, ErrorBox, Loaded, Rows, Section, submitWith, useAction } from '../ui.js';
+import { PreviewAppForm } from '../PreviewAppForm.js';
 
 export function ApplicationExtras({ id }: { id: string }) {
   const can = useCan('APP:UPDATE', id);
@@ -310,35 +311,11 @@ function EgressIps({ id }: { id: string }) {
 
 function PreviewApps({ id }: { id: string }) {
   const canCreate = useCan('APP:CREATE');
-  const [branch, setBranch] = useState('');
-  const [pr, setPr] = useState('');
-  const create = useAction(
-    () =>
-      call(
-        api.POST('/applications/{id}/preview-apps', {
-          params: { path: { id } },
-          body: { branch, pull_request_number: pr ? Number(pr) : null },
-        }),
-      ),
-    [['applications']],
-    (a) => navigate(`/apps/${a.id}`),
-  );
   if (!canCreate) return null;
   return (
     <Section title="Preview apps" id="preview-apps">
       <p className="hint">A copy of this application deploying another branch, for an application in a pipeline with preview apps on.</p>
-      <form className="inline-form" aria-label="New preview app" onSubmit={submitWith(() => create.mutate())}>
-        <label>
-          Branch <input value={branch} onChange={(e) => setBranch(e.target.value)} required />
-        </label>
-        <label>
-          Pull request (optional) <input type="number" min={1} value={pr} onChange={(e) => setPr(e.target.value)} />
-        </label>
-        <button type="submit" data-write disabled={create.isPending}>
-          Create preview app
-        </button>
-        <ErrorBox error={create.error} />
-      </form>
+      <PreviewAppForm appId={id} invalidate={[['applications']]} onCreated={(a) => navigate(`/apps/${a.id}`)} />
     </Section>
   );
 }

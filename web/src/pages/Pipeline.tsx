@@ -8,6 +8,7 @@ import { useQueries, useQuery } from '@tanstack/react-query';
 import { api, call } from '../api.js';
 import { useCan } from '../auth.js';
 import { running } from '../Deployments.js';
+import { PreviewAppForm } from '../PreviewAppForm.js';
 import { Link, navigate } from '../router.js';
 import { ActionButton, Badge, Empty, ErrorBox, Loaded, Section, submitWith, useAction, When } from '../ui.js';
 
@@ -423,25 +424,9 @@ function NewPreviewApp({ pipeline, stages }: { pipeline: Pipeline; stages: Stage
   const names = new Map((apps.data?.data ?? []).map((a) => [a.id, a.display_name]));
   const sources = stages.filter((s) => s.type !== 'preview').flatMap((s) => s.app_ids.filter((a) => names.has(a)).map((a) => ({ app: a, stage: s })));
   const [source, setSource] = useState('');
-  const [branch, setBranch] = useState('');
-  const [pr, setPr] = useState('');
-  const create = useAction(
-    () =>
-      call(
-        api.POST('/applications/{id}/preview-apps', {
-          params: { path: { id: source } },
-          body: { branch, pull_request_number: pr ? Number(pr) : null },
-        }),
-      ),
-    [['pipelines', pipeline.id], ['applications']],
-    () => {
-      setBranch('');
-      setPr('');
-    },
-  );
   if (!canCreate) return null;
   return (
-    <form className="inline-form" aria-label="New preview app" onSubmit={submitWith(() => create.mutate())}>
+    <PreviewAppForm appId={source} invalidate={[['pipelines', pipeline.id], ['applications']]}>
       <label>
         From{' '}
         <select value={source} onChange={(e) => setSource(e.target.value)} required>
@@ -453,16 +438,6 @@ function NewPreviewApp({ pipeline, stages }: { pipeline: Pipeline; stages: Stage
           ))}
         </select>
       </label>
-      <label>
-        Branch <input value={branch} onChange={(e) => setBranch(e.target.value)} required />
-      </label>
-      <label>
-        Pull request (optional) <input type="number" min={1} value={pr} onChange={(e) => setPr(e.target.value)} />
-      </label>
-      <button type="submit" data-write disabled={create.isPending}>
-        Create preview app
-      </button>
-      <ErrorBox error={create.error} />
-    </form>
+    </PreviewAppForm>
   );
 }

@@ -206,14 +206,17 @@ export class Placement {
     const now = Date.now();
     if (now - this.measured < USAGE_EVERY_MS) return;
     this.measured = now;
-    void (async () => {
-      const df = (await this.docker.df()) as { Volumes?: { Labels?: Record<string, string> | null; UsageData?: { Size: number } | null }[] };
-      for (const v of df.Volumes ?? []) {
-        const id = v.Labels?.[L.volume];
-        if (!id || v.Labels?.[L.owner] !== this.owner) continue;
-        const size = v.UsageData?.Size ?? -1;
-        await this.app.ports.volumes.recordUsage(this.app.database.db, id, size >= 0 ? size : null);
-      }
-    })().catch(() => {});
+    void recordVolumeUsage(this.app, this.docker, this.owner).catch(() => {});
+  }
+}
+
+/** Records the bytes each of this Slipway's volumes on one engine holds, from the engine's disk usage. */
+export async function recordVolumeUsage(app: AppContext, docker: Docker, owner: string): Promise<void> {
+  const df = (await docker.df()) as { Volumes?: { Labels?: Record<string, string> | null; UsageData?: { Size: number } | null }[] };
+  for (const v of df.Volumes ?? []) {
+    const id = v.Labels?.[L.volume];
+    if (!id || v.Labels?.[L.owner] !== owner) continue;
+    const size = v.UsageData?.Size ?? -1;
+    await app.ports.volumes.recordUsage(app.database.db, id, size >= 0 ? size : null);
   }
 }

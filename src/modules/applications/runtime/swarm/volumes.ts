@@ -11,7 +11,7 @@ import type Docker from 'dockerode';
 import type { AppContext } from '../../../../shared/context.js';
 import type { ApplicationsTable } from '../../storage.js';
 import { L } from '../container/engine.js';
-import { volumeName } from '../container/placement.js';
+import { recordVolumeUsage, volumeName } from '../container/placement.js';
 
 /** What the host reads of a node (dockerode leaves nodes untyped). */
 export interface SwarmNode {
@@ -163,15 +163,6 @@ export class SwarmVolumes {
     const now = Date.now();
     if (now - this.measured < USAGE_EVERY_MS) return;
     this.measured = now;
-    for (const engine of this.engines)
-      void (async () => {
-        const df = (await engine.df()) as { Volumes?: { Labels?: Record<string, string> | null; UsageData?: { Size: number } | null }[] };
-        for (const v of df.Volumes ?? []) {
-          const id = v.Labels?.[L.volume];
-          if (!id || v.Labels?.[L.owner] !== this.owner) continue;
-          const size = v.UsageData?.Size ?? -1;
-          await this.app.ports.volumes.recordUsage(this.app.database.db, id, size >= 0 ? size : null);
-        }
-      })().catch(() => {});
+    for (const engine of this.engines) void recordVolumeUsage(this.app, engine, this.owner).catch(() => {});
   }
 }
