@@ -238,7 +238,7 @@ load_images() {
       pids+=($!)
     done
     for pid in "${pids[@]}"; do wait "$pid"; done
-    [ -n "$tar" ] && rm -f "$tar"
+    if [ -n "$tar" ]; then rm -f "$tar"; fi
   done
 }
 
