@@ -1,6 +1,7 @@
 // SIGKILL of Slipway with the container runtime: the application's container keeps serving through
 // the edge while Slipway is down, and the restarted Slipway adopts it by its labels (the same
-// container, no duplicate); a graceful stop then removes it.
+// container, no duplicate); a graceful stop leaves it running (adopted again) unless
+// SLIPWAY_APPS_STOP_ON_EXIT=1, which removes it.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,8 +15,8 @@ import { engineSkip } from '../support/container-engine.js';
 import { edgeGet } from '../apps-real/support.js';
 import { CONTAINER_ENV, containersOf, pythonDockerfile, repoOf } from './support.js';
 
-describe('container runtime after SIGKILL (sqlite)', { skip: await engineSkip() }, () => {
-  it('the restarted server adopts the running container: served throughout, no duplicate', async () => {
+describe('container runtime after SIGKILL and after a graceful stop (sqlite)', { skip: await engineSkip() }, () => {
+  it('the restarted server adopts the running container: served throughout, no duplicate; kept on a graceful stop unless told', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'slipway-container-crash-'));
     const edgePort = await freePort();
     const token = `svl_${'c'.repeat(64)}`;
@@ -46,18 +47,27 @@ describe('container runtime after SIGKILL (sqlite)', { skip: await engineSkip() 
       await server.stop('SIGKILL');
       const [during] = await containersOf(a.id);
       assert.equal(during?.Id, before.Id, 'the container outlives the SIGKILLed server');
-      server = await startChild([], env, 120_000);
-      await waitFor('the application to serve again', async () => (await edgeGet(edgePort, host).catch(() => undefined))?.status === 200 || undefined);
-      // Once start settled (leftovers removed), still exactly the adopted container.
-      await new Promise((r) => setTimeout(r, 1500));
-      const after = await containersOf(a.id, true);
-      assert.deepEqual(
-        after.map((c) => c.Id),
-        [before.Id],
-      );
-      assert.match((await edgeGet(edgePort, host)).body, /^crash /);
+      // Without SLIPWAY_APPS_STOP_ON_EXIT (production's default), a graceful stop leaves the
+      // container running too: a restart or an upgrade of Slipway does not take applications down.
+      const serving = async () => {
+        await waitFor('the application to serve again', async () => (await edgeGet(edgePort, host).catch(() => undefined))?.status === 200 || undefined);
+        // Once start settled (leftovers removed), still exactly the adopted container.
+        await new Promise((r) => setTimeout(r, 1500));
+        assert.deepEqual(
+          (await containersOf(a.id, true)).map((c) => c.Id),
+          [before.Id],
+        );
+        assert.match((await edgeGet(edgePort, host)).body, /^crash /);
+      };
+      server = await startChild([], { ...env, SLIPWAY_APPS_STOP_ON_EXIT: '' }, 120_000);
+      await serving();
       await server.stop();
-      assert.deepEqual(await containersOf(a.id, true), [], 'a graceful stop removes its containers');
+      const [kept] = await containersOf(a.id);
+      assert.equal(kept?.Id, before.Id, 'a graceful stop without SLIPWAY_APPS_STOP_ON_EXIT leaves the container running');
+      server = await startChild([], env, 120_000);
+      await serving();
+      await server.stop();
+      assert.deepEqual(await containersOf(a.id, true), [], 'with SLIPWAY_APPS_STOP_ON_EXIT=1 a graceful stop removes its containers');
     } finally {
       await server.stop();
     }

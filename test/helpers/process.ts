@@ -26,8 +26,9 @@ export interface ChildServer {
  */
 export function startChild(args: string[], env: Record<string, string>, timeoutMs = 30_000, keepOutput = true, bin = BIN): Promise<ChildServer> {
   const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--log-level', 'warn', ...args], {
-    // The edge's nginx stops with the child (unless the child is killed: then the test stops it).
-    env: { ...process.env, SLIPWAY_EDGE_STOP_ON_EXIT: '1', ...edgeEnv(), ...env },
+    // The edge's nginx and the applications' containers stop with the child (unless the child is
+    // killed: then the test stops them).
+    env: { ...process.env, SLIPWAY_EDGE_STOP_ON_EXIT: '1', SLIPWAY_APPS_STOP_ON_EXIT: '1', ...edgeEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -272,6 +272,8 @@ export async function startServer(opts: TestServerOptions = {}): Promise<TestSer
     // picks the driver of a run (SLIPWAY_EDGE=node: the in-process edge), and SLIPWAY_REQUIRE_NGINX=1
     // makes a missing nginx fail the start instead of falling back to it.
     SLIPWAY_EDGE_STOP_ON_EXIT: '1',
+    // Containers and swarm services stop with it too (in production they outlive a stop).
+    SLIPWAY_APPS_STOP_ON_EXIT: '1',
     ...edgeEnv(),
     ...(opts.env ?? {}),
   };

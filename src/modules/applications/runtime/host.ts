@@ -86,6 +86,12 @@ export interface RunSpec {
 
 export interface InstanceHost {
   /**
+   * Whether instances keep running when Slipway stops (containers, swarm services: a restart or an
+   * upgrade of the control plane does not take applications down; the next start adopts them).
+   * Host processes stop with Slipway. SLIPWAY_APPS_STOP_ON_EXIT overrides either way.
+   */
+  readonly outlivesSlipway: boolean;
+  /**
    * The work of a deployment's build phase (for an image source: its checkout phase), read inside
    * the step's transaction and run outside it; it leaves the release (release.ts) behind.
    */

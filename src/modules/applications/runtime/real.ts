@@ -437,7 +437,9 @@ export class RealRuntime implements ApplicationsRuntime {
     this.hibernation.stop();
     if (this.usageTimer) clearInterval(this.usageTimer);
     this.runs.stop();
-    await Promise.all([...this.serving.values()].map((g) => this.host.stopGroup(g, this.settings.stopGraceMs)));
+    // Instances that outlive Slipway are left running and adopted by the next start, as after a kill.
+    if (this.settings.stopOnExit ?? !this.host.outlivesSlipway)
+      await Promise.all([...this.serving.values()].map((g) => this.host.stopGroup(g, this.settings.stopGraceMs)));
     this.serving.clear();
     await this.logs.stop();
   }

@@ -16,6 +16,8 @@ export interface AppsSettings {
   cancelCheckMs: number;
   /** How often CPU and memory of the processes are sampled from /proc (SLIPWAY_APPS_METRICS_INTERVAL_MS; default 10 s). */
   metricsIntervalMs: number;
+  /** Whether a stopping Slipway stops the applications' instances (SLIPWAY_APPS_STOP_ON_EXIT=1|0; default: the host's, InstanceHost.outlivesSlipway). */
+  stopOnExit: boolean | undefined;
 }
 
 export function appsSettings(config: Config): AppsSettings {
@@ -27,5 +29,6 @@ export function appsSettings(config: Config): AppsSettings {
     stopGraceMs: intSetting(env, 'SLIPWAY_APPS_STOP_GRACE_MS', 10_000),
     cancelCheckMs: intSetting(env, 'SLIPWAY_APPS_CANCEL_CHECK_MS', 500),
     metricsIntervalMs: intSetting(env, 'SLIPWAY_APPS_METRICS_INTERVAL_MS', 10_000),
+    stopOnExit: env.SLIPWAY_APPS_STOP_ON_EXIT === undefined || env.SLIPWAY_APPS_STOP_ON_EXIT === '' ? undefined : env.SLIPWAY_APPS_STOP_ON_EXIT === '1',
   };
 }

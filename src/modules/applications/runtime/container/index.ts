@@ -43,6 +43,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 class ContainerHost extends UsageSeries implements InstanceHost {
+  readonly outlivesSlipway = true;
   private docker: Docker;
   private settings: ContainerSettings;
   private left: Left[] = [];

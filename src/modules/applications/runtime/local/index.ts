@@ -28,6 +28,7 @@ export function setupLocalRuntime(app: AppContext): RealRuntime {
     const supervisor = new Supervisor(root, out);
     const usage = new UsageSampler();
     return {
+      outlivesSlipway: false,
       async buildPhase(_ctx, d, a, spec) {
         const refuse = (message: string) => async () => {
           throw new BuildError(message);

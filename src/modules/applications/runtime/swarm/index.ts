@@ -104,6 +104,7 @@ function nodeAddress(n: SwarmNode): string | undefined {
 }
 
 class SwarmHost extends UsageSeries implements InstanceHost {
+  readonly outlivesSlipway = true;
   private docker: Docker;
   private settings: SwarmSettings;
   /** The nodes' own engines (images are copied there without a registry). */
