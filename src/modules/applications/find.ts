@@ -1,13 +1,20 @@
 // Finding the caller's application: the company's application by id, or 404 (applications being
 // deleted are still found, status `deleting`).
 import type { CallContext } from '../../shared/context.js';
-import { notFound } from '../../shared/errors.js';
+import { badRequest, notFound } from '../../shared/errors.js';
 import { appOfCompanyById, appOfCompanyWithActive, type ActiveDeployment, type ApplicationsTable } from './storage.js';
 
 /** The caller's company's application `id`, or 404. */
 export async function findApp({ tx, companyId }: CallContext, id: string): Promise<ApplicationsTable> {
   const a = await appOfCompanyById(tx, companyId, id);
   if (!a) throw notFound('Application');
+  return a;
+}
+
+/** `findApp`, refusing (400) an application being deleted: for changes to what belongs to it. */
+export async function findLiveApp(ctx: CallContext, id: string): Promise<ApplicationsTable> {
+  const a = await findApp(ctx, id);
+  if (a.status === 'deleting') throw badRequest('The application is being deleted');
   return a;
 }
 

@@ -12,7 +12,7 @@ import { cancelJobs, enqueue } from '../../shared/jobs.js';
 import { refuseIfTaken } from '../../shared/naming.js';
 import type { Page } from '../../shared/pagination.js';
 import { writeLogs } from '../../shared/runtime/logs.js';
-import { findApp, type ApplicationsTable, type ServingProcess } from '../applications/index.js';
+import { findApp, findLiveApp, type ApplicationsTable, type ServingProcess } from '../applications/index.js';
 import { PROCESS_RESOURCE_TYPE_BY_ID, PROCESS_RESOURCE_TYPES, type ProcessResourceType } from '../resources/index.js';
 import { armCron, JOB_TRIGGER } from './cron.js';
 import { canonicalTimeZone, validateSchedule } from './schedule.js';
@@ -230,12 +230,6 @@ export async function findProcess(tx: Tx, appId: string, processId: string): Pro
   return p;
 }
 
-async function liveApp(ctx: CallContext, appId: string): Promise<ApplicationsTable> {
-  const a = await findApp(ctx, appId);
-  if (a.status === 'deleting') throw badRequest('The application is being deleted');
-  return a;
-}
-
 export async function listProcesses(ctx: CallContext, appId: string, page: Page) {
   const { tx } = ctx;
   const app = await findApp(ctx, appId);
@@ -255,7 +249,7 @@ export async function createProcess(
   body: ProcessInput & { type: ProcessType; display_name: string; resource_type_id: string; scaling_strategy: ScalingStrategy },
 ) {
   const { tx, companyId } = ctx;
-  const app = await liveApp(ctx, appId);
+  const app = await findLiveApp(ctx, appId);
   const type = body.type;
   if (type === 'web')
     await refuseIfTaken(
@@ -303,7 +297,7 @@ export async function createProcess(
 
 export async function updateProcess(ctx: CallContext, appId: string, processId: string, body: ProcessInput) {
   const { tx, companyId } = ctx;
-  const appRow = await liveApp(ctx, appId);
+  const appRow = await findLiveApp(ctx, appId);
   const p = await findProcess(tx, appId, processId);
   const fields = applyInput(p, body, false);
   // Only the columns an update sets: the cron chain's token and the rollout time have writers of
@@ -323,7 +317,7 @@ export async function updateProcess(ctx: CallContext, appId: string, processId: 
 
 export async function deleteProcess(ctx: CallContext, appId: string, processId: string) {
   const { tx, companyId } = ctx;
-  await liveApp(ctx, appId);
+  await findLiveApp(ctx, appId);
   const p = await findProcess(tx, appId, processId);
   if (p.type === 'web') throw badRequest('The web process cannot be deleted');
   await cancelJobs(tx, p.id);

@@ -12,7 +12,7 @@ import { badRequest, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { refuseIfTaken } from '../../shared/naming.js';
 import type { Page } from '../../shared/pagination.js';
-import { findApp, type ApplicationsTable } from '../applications/index.js';
+import { findApp, findLiveApp, type ApplicationsTable } from '../applications/index.js';
 import { deleteVolumeRow, insertVolume, listVolumesPage, updateVolumeRow, volumeRow, volumesOfApp, type VolumesTable } from './storage.js';
 
 /** How many volumes one application may have. */
@@ -43,12 +43,6 @@ export function normaliseMountPath(input: string): string {
   const reserved = RESERVED.find((r) => inside(path, r));
   if (reserved) throw badRequest(`mount_path cannot be ${reserved} or under it: the runtime mounts a kernel file system there`);
   return path;
-}
-
-async function liveApp(ctx: CallContext, appId: string): Promise<ApplicationsTable> {
-  const a = await findApp(ctx, appId);
-  if (a.status === 'deleting') throw badRequest('The application is being deleted');
-  return a;
 }
 
 async function findVolume(tx: Tx, appId: string, volumeId: string): Promise<VolumesTable> {
@@ -103,7 +97,7 @@ interface VolumeInput {
 
 export async function createVolume(ctx: CallContext, appId: string, input: VolumeInput) {
   const { tx, companyId } = ctx;
-  const a = await liveApp(ctx, appId);
+  const a = await findLiveApp(ctx, appId);
   const next = { name: input.name, mount_path: normaliseMountPath(input.mount_path) };
   await refuseClashes(tx, appId, next);
   const now = new Date().toISOString();
@@ -123,7 +117,7 @@ export async function createVolume(ctx: CallContext, appId: string, input: Volum
 
 export async function updateVolume(ctx: CallContext, appId: string, volumeId: string, input: Partial<VolumeInput>) {
   const { tx } = ctx;
-  const a = await liveApp(ctx, appId);
+  const a = await findLiveApp(ctx, appId);
   const v = await findVolume(tx, appId, volumeId);
   const set: Partial<VolumesTable> = {};
   if (input.size_gb !== undefined && input.size_gb !== v.size_gb) {
@@ -144,7 +138,7 @@ export async function updateVolume(ctx: CallContext, appId: string, volumeId: st
 }
 
 export async function deleteVolume(ctx: CallContext, appId: string, volumeId: string) {
-  await liveApp(ctx, appId);
+  await findLiveApp(ctx, appId);
   const v = await findVolume(ctx.tx, appId, volumeId);
   await deleteVolumeRow(ctx.tx, v.id);
   await ctx.app.events.signal(ctx.tx, 'volume.deleted', { appId, volumeId: v.id });
