@@ -101,8 +101,18 @@ export async function buildPhase(
       dockerfile = GENERATED;
       await spec.log([{ message: `${found.kind} project detected; building from ${found.dockerfile.split('\n')[0]!.slice(5)}` }]);
     }
+    // The cache is the application's own: only layers of its earlier images are reused (the
+    // engine's shared layer cache would build one company's image from another's layers). An
+    // application without an image yet names one that does not exist, so nothing is reused.
+    const own = a.build_cache_enabled ? await ownImages(docker, a.id) : [];
     await spec.log([
-      { message: a.build_cache_enabled ? 'Build cache: the engine reuses unchanged layers' : 'Build cache disabled: every layer is built anew' },
+      {
+        message: !a.build_cache_enabled
+          ? 'Build cache disabled: every layer is built anew'
+          : own.length
+            ? `Build cache: unchanged layers of this application's ${own.length === 1 ? 'last image' : `last ${own.length} images`} are reused`
+            : 'Build cache: no earlier image of this application yet, every layer is built',
+      },
     ]);
     const declared = [...(await readFile(join(context, dockerfile), 'utf8')).matchAll(/^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)/gim)].map((m) => m[1]!);
     const buildargs = Object.fromEntries(declared.filter((k) => k in spec.env).map((k) => [k, spec.env[k]!]));
@@ -117,6 +127,7 @@ export async function buildPhase(
           t: tag,
           dockerfile,
           nocache: !a.build_cache_enabled,
+          ...(a.build_cache_enabled ? { cachefrom: JSON.stringify(own.length ? own : [imageTag(a.id, 'none')]) } : {}),
           buildargs,
           rm: true,
           forcerm: true,
@@ -142,4 +153,13 @@ export async function buildPhase(
     await rm(buildDir(root, d.id), { recursive: true, force: true });
     await spec.log([{ message: `Image ${tag} ready` }]);
   };
+}
+
+/** The application's images on the engine, newest first (at most 5): the sources of its build cache. */
+async function ownImages(docker: Docker, appId: string): Promise<string[]> {
+  const images = await docker.listImages({ filters: { reference: [imageTag(appId, '*')] } }).catch(() => []);
+  return images
+    .sort((x, y) => y.Created - x.Created)
+    .flatMap((i) => i.RepoTags ?? [])
+    .slice(0, 5);
 }
