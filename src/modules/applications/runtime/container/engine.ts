@@ -112,8 +112,16 @@ function lines(stream: Readable, line: (text: string) => void): void {
  * Follows a container's output from `since` (unix seconds; 0: from its start) as lines, until it
  * stops; resolves when the output ended (the container stopped or was removed).
  */
-export async function follow(docker: Docker, c: Docker.Container, since: number, line: (text: string, stream: 'stdout' | 'stderr') => void): Promise<void> {
+export async function follow(
+  docker: Docker,
+  c: Docker.Container,
+  since: number,
+  line: (text: string, stream: 'stdout' | 'stderr') => void,
+  signal?: AbortSignal,
+): Promise<void> {
   const stream = (await c.logs({ follow: true, stdout: true, stderr: true, since })) as unknown as Readable;
+  if (signal?.aborted) stream.destroy();
+  else signal?.addEventListener('abort', () => stream.destroy(), { once: true });
   const out = new PassThrough();
   const err = new PassThrough();
   lines(out, (l) => line(l, 'stdout'));

@@ -181,7 +181,17 @@ class ContainerHost extends UsageSeries implements InstanceHost {
       let seen = (await c.inspect().catch(() => null))?.RestartCount ?? 0;
       while (!i.stopping) {
         exit ??= nextExit();
-        await follow(this.docker, c, from, (line, stream) => this.out.line(g, i, line, stream)).catch(() => {});
+        // The output ends when the container exits; should the engine keep the stream open across
+        // a fast restart, the exit itself ends it (after a moment for the last lines).
+        const ac = new AbortController();
+        const followed = follow(this.docker, c, from, (line, stream) => this.out.line(g, i, line, stream), ac.signal).catch(() => {});
+        const ended = exit;
+        const exited = await Promise.race([followed.then(() => false), ended.then((code) => code !== null)]);
+        if (exited) {
+          await Promise.race([followed, sleep(2000)]);
+          ac.abort();
+        }
+        await followed;
         from = nowSeconds();
         if (i.stopping) break;
         const state = await c.inspect().catch((e: unknown) => (missing(e) ? null : undefined));
