@@ -70,7 +70,11 @@ describe('container runtime: hibernation and crashes (sqlite)', { skip: await en
       'the restart in the runtime log',
       async () => /exited \(code 3\); the engine restarts it \(restart 1\)/.test(await logs(a.id)) || undefined,
       30_000,
-    );
+    ).catch(async (e: Error) => {
+      // What the log said instead, and the container's state, for the failure's message.
+      const [c] = await containersOf(a.id, true);
+      throw new Error(`${e.message}; container ${c?.State} (${c?.Status}); runtime log: ${(await logs(a.id)).slice(-3000)}`);
+    });
     await waitFor('a second start line', async () => ((await logs(a.id)).match(/server started/g) ?? []).length >= 2 || undefined, 30_000);
     const after = await edgeGet(port, host);
     assert.equal(after.status, 200);
