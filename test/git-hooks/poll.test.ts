@@ -73,7 +73,11 @@ for (const kind of DB_KINDS) {
       const marker = join(here.dir, 'ran');
       process.chdir(here.dir);
       try {
-        const a = await createApp(s, { extra: { repo_url: '--upload-pack=touch${IFS}ran;:x', default_branch: 'main' } });
+        const evil = '--upload-pack=touch${IFS}ran;:x';
+        const a = await createApp(s, { extra: { default_branch: 'main' } });
+        // The API refuses such an address (400); one stored before it did is still never an option.
+        assert.equal((await s.patch(`/applications/${a.id}`, { repo_url: evil })).status, 400);
+        await s.app.database.db.updateTable('applications').set({ repo_url: evil }).where('id', '=', a.id).execute();
         await pollAfter(Date.now());
         assert.equal(existsSync(marker), false, 'git ran the address as --upload-pack');
         assert.equal((await list(`/applications/${a.id}/deployments`)).filter((d) => d.trigger === 'push').length, 0);
