@@ -19,6 +19,8 @@ const ENV = { SLIPWAY_SIM_PROGRESSION: '*=immediate', SLIPWAY_JOB_POLL_MS: '20' 
 
 /** A request body property that names what it creates (or a key of it). */
 const NAMING = /(^|_)name$|^key$/;
+/** POSTs whose body names something they do not create (a presigned URL names an object's key). */
+const CREATE_NOTHING = new Set(['POST /object-storage/{id}/presign']);
 
 /**
  * What 20 identical creates must give: `distinct`, all succeed under different `name`s; `one`,
@@ -238,7 +240,7 @@ for (const kind of DB_KINDS) {
         const variants = body?.anyOf ?? body?.oneOf ?? [body];
         if (variants.some((v: any) => Object.keys(resolve(v)?.properties ?? {}).some((k) => NAMING.test(k)))) naming.push(`POST ${path.replace(/^\/v3/, '')}`);
       }
-      assert.deepEqual(naming.sort(), Object.keys(CASES).sort());
+      assert.deepEqual(naming.filter((op) => !CREATE_NOTHING.has(op)).sort(), Object.keys(CASES).sort());
     });
 
     for (const [op, c] of Object.entries({ ...CASES, ...OTHER_CASES }))
