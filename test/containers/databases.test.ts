@@ -10,7 +10,7 @@ import { expectStatus, waitFor } from '../helpers/util.js';
 import { engineSkip } from '../support/container-engine.js';
 import { createRealApp, deploy, edgeGet } from '../apps-real/support.js';
 import { body, create, MYSQL_ADMIN_URL, mysqlAvailable, removeDatabases } from '../databases-real/support.js';
-import { CONTAINER_ENV, containersOf, docker, pythonHandler, repoOf } from './support.js';
+import { CONTAINER_ENV, containersOf, docker, pythonHandler, repoOf, asCompany } from './support.js';
 
 // GET /connect/<host>:<port>: what the server sends first (its greeting), as text.
 const HANDLE = [
@@ -27,14 +27,6 @@ const HANDLE = [
 ].join('\n');
 
 const NAME = 'mysql.db.internal';
-
-const as = (s: TestServer, token: string) =>
-  ({
-    ...s,
-    get: (path: string) => s.get(path, { token }),
-    post: (path: string, body?: unknown) => s.post(path, body, { token }),
-    patch: (path: string, body?: unknown) => s.patch(path, body, { token }),
-  }) as unknown as TestServer;
 
 const mysql = await mysqlAvailable();
 
@@ -63,7 +55,7 @@ describe('container runtime: databases by internal hostname (sqlite)', { skip: (
   it("an application reaches its company's database by internal hostname; another company's does not", async () => {
     const port = s.app.runtimes.edge!.port;
     const repo = repoOf(pythonHandler(HANDLE));
-    const other = as(s, (await s.newCompany()).token);
+    const other = asCompany(s, (await s.newCompany()).token);
     const d = await create(s, body('mariadb', '10.11'));
     assert.equal(d.status, 'ready');
     assert.equal(d.internal_hostname, NAME);

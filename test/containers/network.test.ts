@@ -8,7 +8,7 @@ import { GENEROUS, useServer, type TestServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { engineSkip } from '../support/container-engine.js';
 import { createRealApp, deploy, edgeGet } from '../apps-real/support.js';
-import { CONTAINER_ENV, containersOf, docker, pythonHandler, repoOf } from './support.js';
+import { CONTAINER_ENV, containersOf, docker, pythonHandler, repoOf, asCompany } from './support.js';
 
 const HANDLE = [
   'def handle(path):',
@@ -21,14 +21,6 @@ const HANDLE = [
 ].join('\n');
 
 /** The server as seen with another company's key. */
-const as = (s: TestServer, token: string) =>
-  ({
-    ...s,
-    get: (path: string) => s.get(path, { token }),
-    post: (path: string, body?: unknown) => s.post(path, body, { token }),
-    patch: (path: string, body?: unknown) => s.patch(path, body, { token }),
-  }) as unknown as TestServer;
-
 describe('container runtime: networks (sqlite)', { skip: await engineSkip() }, () => {
   // Frequent samples: the TCP proxies' listeners follow the proxies at each.
   const s = useServer({ db: 'sqlite', rateLimits: GENEROUS, env: { ...CONTAINER_ENV, SLIPWAY_APPS_METRICS_INTERVAL_MS: '300' } });
@@ -36,7 +28,7 @@ describe('container runtime: networks (sqlite)', { skip: await engineSkip() }, (
   it('an application reaches another of its company by internal hostname and no container of another company', async () => {
     const port = s.app.runtimes.edge!.port;
     const repo = repoOf(pythonHandler(HANDLE));
-    const other = as(s, (await s.newCompany()).token);
+    const other = asCompany(s, (await s.newCompany()).token);
     const start = async (api: TestServer, name: string) => {
       const a = await createRealApp(api, repo.url, `box-net-${name}`);
       expectStatus(await api.patch(`/applications/${a.id}`, { build_type: 'dockerfile' }), 200);

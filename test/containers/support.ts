@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { git, LOCAL_ENV } from '../apps-real/support.js';
 import { engineAddress } from '../support/container-engine.js';
+import type { TestServer } from '../helpers/server.js';
 
 export const CONTAINER_ENV = { ...LOCAL_ENV, SLIPWAY_RUNTIME: 'container', SLIPWAY_APPS_READY_TIMEOUT_MS: '60000', DOCKER_HOST: process.env.DOCKER_HOST ?? '' };
 
@@ -78,3 +79,12 @@ export const pythonHandler = (handle: string) => ({
     "http.server.ThreadingHTTPServer(('0.0.0.0', int(os.environ['PORT'])), H).serve_forever()",
   ].join('\n'),
 });
+
+/** The server's harness with another key's token on GET, POST and PATCH (another company's, say). */
+export const asCompany = (s: TestServer, token: string) =>
+  ({
+    ...s,
+    get: (path: string) => s.get(path, { token }),
+    post: (path: string, body?: unknown) => s.post(path, body, { token }),
+    patch: (path: string, body?: unknown) => s.patch(path, body, { token }),
+  }) as unknown as TestServer;
