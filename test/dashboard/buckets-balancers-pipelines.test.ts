@@ -14,6 +14,7 @@ import { readFile } from 'node:fs/promises';
 import type { Page } from 'playwright-core';
 import { GENEROUS, useServer } from '../helpers/server.js';
 import { expectStatus } from '../helpers/util.js';
+import { setProgression } from '../helpers/simulation.js';
 import { createApp, deploy } from '../applications/support.js';
 import { browserSkip, seriousA11yViolations, shots, signIn, useBrowser } from './browser.js';
 import { expectReadOnly } from './viewer.js';
@@ -278,8 +279,13 @@ describe('dashboard: buckets, load balancers and pipelines', { skip }, () => {
     await create.getByLabel('From').selectOption({ label: 'shop web (Dev)' });
     await create.getByLabel('Branch').fill('feature-x');
     await create.getByLabel(/Pull request/).fill('12');
+    // The preview app's deployment takes 3 s: its badge follows it to Deployed without a reload.
+    await setProgression(s, 'deployment', { mode: 'duration', ms: 3000 });
     await create.getByRole('button', { name: 'Create preview app' }).click();
-    await page.locator('[data-stage="Preview"] [data-stage-app="shop web PR #12"]').waitFor();
+    const previewApp = page.locator('[data-stage="Preview"] [data-stage-app="shop web PR #12"]');
+    await previewApp.waitFor();
+    await previewApp.locator('[data-status="deploymentSuccess"]').waitFor({ timeout: 15_000 });
+    await setProgression(s, 'deployment', { mode: 'immediate' });
     // Preview apps cannot be taken out of their stage, nor be a preview app's source.
     assert.equal(await page.getByRole('button', { name: /^Remove shop web PR #12/ }).count(), 0);
     assert.deepEqual(await create.getByLabel('From').locator('option').allTextContents(), [

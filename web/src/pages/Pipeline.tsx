@@ -9,6 +9,7 @@ import { api, call } from '../api.js';
 import { useCan } from '../auth.js';
 import { running } from '../Deployments.js';
 import { PreviewAppForm } from '../PreviewAppForm.js';
+import { statusWords } from '../status.js';
 import { Link, navigate } from '../router.js';
 import { ActionButton, Badge, Empty, ErrorBox, Loaded, Section, submitWith, useAction, When } from '../ui.js';
 
@@ -16,8 +17,13 @@ type Pipeline = Awaited<ReturnType<typeof getPipeline>>;
 type Stage = Pipeline['stages'][number];
 const getPipeline = (id: string) => call(api.GET('/pipelines/{id}', { params: { path: { id } } }));
 
+/** The company's applications (names and status badges of the stages' apps), read again while one is busy (a preview app deploying). */
 function useApps() {
-  return useQuery({ queryKey: ['applications'], queryFn: () => call(api.GET('/applications', { params: { query: { limit: 100 } } })) });
+  return useQuery({
+    queryKey: ['applications'],
+    queryFn: () => call(api.GET('/applications', { params: { query: { limit: 100 } } })),
+    refetchInterval: (q) => ((q.state.data?.data ?? []).some((a) => statusWords(a.status).tone === 'busy') ? 2_000 : 15_000),
+  });
 }
 
 export function PipelinePage({ id }: { id: string }) {
