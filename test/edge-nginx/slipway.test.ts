@@ -226,7 +226,29 @@ describe('a static site on nginx while Slipway is SIGKILLed and restarted (sqlit
       });
       assert.equal(done.status, 'success');
       const host = site.hostname as string;
+      // From nginx's own configuration (a root for the host), not through the default server and
+      // Slipway's origin, which answers too until the site's block is applied: killed, that origin
+      // is gone, and a request still taking that path got a 502.
+      await waitFor(
+        "the site's block in nginx's configuration",
+        async () => {
+          const conf = (() => {
+            try {
+              return readFileSync(findFile(dataDir, 'nginx.conf'), 'utf8');
+            } catch {
+              return '';
+            }
+          })();
+          const at = conf.indexOf(`server_name ${host};`);
+          const block = at < 0 ? '' : conf.slice(at, conf.indexOf('\nserver {', at) >>> 0);
+          return /\n\s*root '/.test(block) || undefined;
+        },
+        20_000,
+        50,
+      );
       await waitFor('nginx to serve the release', async () => /home v1/.test((await edgeGet(edgePort, host)).body), 10_000, 50);
+      // The reload that applied it has finished in the workers.
+      await new Promise((r) => setTimeout(r, 300));
       const load = hammer(edgePort, host);
       await new Promise((r) => setTimeout(r, 300));
       await server.stop('SIGKILL');
