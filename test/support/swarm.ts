@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import { engineAddress } from './container-engine.js';
+import { LOCAL_ENV } from '../apps-real/support.js';
 
 const exec = promisify(execFile);
 const script = fileURLToPath(new URL('../../scripts/start-swarm.sh', import.meta.url));
@@ -137,3 +138,13 @@ function alive(pid: number): boolean {
     return false;
   }
 }
+
+/** A server's environment on the test swarm (scripts/start-swarm.sh's variables). */
+export const SWARM_ENV = {
+  ...LOCAL_ENV,
+  SLIPWAY_RUNTIME: 'swarm',
+  // Builds, image copies to every node and tasks starting on a loaded machine.
+  SLIPWAY_APPS_READY_TIMEOUT_MS: '120000',
+  SLIPWAY_SWARM_DOCKER_HOST: process.env.SLIPWAY_SWARM_DOCKER_HOST ?? '',
+  SLIPWAY_SWARM_NODES: process.env.SLIPWAY_SWARM_NODES ?? '',
+};

@@ -12,9 +12,9 @@ import { freePort } from '../../src/modules/applications/runtime/host.js';
 import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { ok, startChild, type ChildServer } from '../helpers/process.js';
 import { sleep, waitFor } from '../helpers/util.js';
-import { edgeGet, LOCAL_ENV } from '../apps-real/support.js';
+import { edgeGet } from '../apps-real/support.js';
 import { pythonHandler, repoOf } from '../containers/support.js';
-import { holdSwarm, runningTasks, swarmClient, swarmSkip } from '../support/swarm.js';
+import { holdSwarm, runningTasks, swarmClient, swarmSkip, SWARM_ENV } from '../support/swarm.js';
 
 const HANDLE = ['def handle(path):', '    import socket', "    return 'adopted ' + socket.gethostname()"].join('\n');
 
@@ -32,11 +32,7 @@ describe('swarm runtime after SIGKILL', { skip: await swarmSkip() }, () => {
       const edgePort = await freePort();
       const token = `svl_${'s'.repeat(64)}`;
       const env = {
-        ...LOCAL_ENV,
-        SLIPWAY_RUNTIME: 'swarm',
-        SLIPWAY_APPS_READY_TIMEOUT_MS: '120000',
-        SLIPWAY_SWARM_DOCKER_HOST: process.env.SLIPWAY_SWARM_DOCKER_HOST ?? '',
-        SLIPWAY_SWARM_NODES: process.env.SLIPWAY_SWARM_NODES ?? '',
+        ...SWARM_ENV,
         SLIPWAY_EDGE_PORT: String(edgePort),
         SLIPWAY_BOOTSTRAP_TOKEN: token,
         SLIPWAY_SECRET_KEY: 'k',

@@ -15,18 +15,9 @@ import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { GENEROUS, useServer } from '../helpers/server.js';
 import { expectStatus, sleep, waitFor } from '../helpers/util.js';
 import { createProcess, cron, exitCodes, processPath, RT, runtimeLogs } from '../processes/support.js';
-import { createRealApp, deploy, edgeGet, LOCAL_ENV, openTerminal, underLoad } from '../apps-real/support.js';
+import { createRealApp, deploy, edgeGet, openTerminal, underLoad } from '../apps-real/support.js';
 import { repoOf } from '../containers/support.js';
-import { killNode, restartNodes, runningTasks, swarmClient, swarmNodes, swarmSkip, holdSwarm } from '../support/swarm.js';
-
-const SWARM_ENV = {
-  ...LOCAL_ENV,
-  SLIPWAY_RUNTIME: 'swarm',
-  // Builds, image copies to every node and tasks starting on a loaded machine.
-  SLIPWAY_APPS_READY_TIMEOUT_MS: '120000',
-  SLIPWAY_SWARM_DOCKER_HOST: process.env.SLIPWAY_SWARM_DOCKER_HOST ?? '',
-  SLIPWAY_SWARM_NODES: process.env.SLIPWAY_SWARM_NODES ?? '',
-};
+import { killNode, restartNodes, runningTasks, swarmClient, swarmNodes, swarmSkip, holdSwarm, SWARM_ENV } from '../support/swarm.js';
 
 /** A Python server answering `<ANSWER> <container hostname> <FROM_ENV>`. */
 const app = (answer: string) => ({

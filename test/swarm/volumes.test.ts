@@ -8,17 +8,9 @@ import { after, before, describe, it } from 'node:test';
 import type Docker from 'dockerode';
 import { GENEROUS, useServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
-import { createRealApp, deploy, edgeGet, LOCAL_ENV } from '../apps-real/support.js';
+import { createRealApp, deploy, edgeGet } from '../apps-real/support.js';
 import { pythonHandler, repoOf } from '../containers/support.js';
-import { holdSwarm, runningTasks, swarmClient, swarmNodes, swarmSkip } from '../support/swarm.js';
-
-const SWARM_ENV = {
-  ...LOCAL_ENV,
-  SLIPWAY_RUNTIME: 'swarm',
-  SLIPWAY_APPS_READY_TIMEOUT_MS: '120000',
-  SLIPWAY_SWARM_DOCKER_HOST: process.env.SLIPWAY_SWARM_DOCKER_HOST ?? '',
-  SLIPWAY_SWARM_NODES: process.env.SLIPWAY_SWARM_NODES ?? '',
-};
+import { holdSwarm, runningTasks, swarmClient, swarmNodes, swarmSkip, SWARM_ENV } from '../support/swarm.js';
 
 /** Writes /data/f at /put; answers what it holds (`none` without it) and `version` elsewhere. */
 const handler = (version: string) =>
