@@ -4,7 +4,7 @@ import type { AppContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
 import { runtimes } from './runtime/index.js';
 import { runtimeState } from './runtime/state.js';
-import { listServedDatabasesOf } from './storage.js';
+import { listServedDatabases } from './storage.js';
 
 /** Where a company's clients are told a database is (its internal hostname and port) and where its server really listens. */
 export interface InternalEndpoint {
@@ -18,7 +18,7 @@ export interface InternalEndpoint {
 export async function internalEndpoints(app: AppContext, tx: Tx, companyId: string): Promise<InternalEndpoint[]> {
   const settings = runtimes(app).settings;
   const out: InternalEndpoint[] = [];
-  for (const d of await listServedDatabasesOf(tx, companyId)) {
+  for (const d of await listServedDatabases(tx, companyId)) {
     const s = runtimeState(d);
     const port = Number(d.internal_port);
     if (!s || !port) continue;

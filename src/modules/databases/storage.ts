@@ -261,20 +261,11 @@ export async function listRuntimeRecords(tx: Tx) {
 /** The claims of real-server resources (a Redis port) take turns across the installation. */
 export const lockRuntimeClaim = (tx: Tx) => lockFor(tx, 'databases:runtime-claim');
 
-/** The databases on a real server that are not being deleted. */
-export async function listServedDatabases(tx: Tx): Promise<DatabasesTable[]> {
-  return tx.selectFrom('databases').selectAll().where('runtime', 'is not', null).where('status', '!=', 'deleting').execute();
-}
-
-/** A company's databases on a real server that are not being deleted: where each one listens. */
-export async function listServedDatabasesOf(tx: Tx, companyId: string) {
-  return tx
-    .selectFrom('databases')
-    .select(['id', 'runtime', 'internal_port'])
-    .where('company_id', '=', companyId)
-    .where('runtime', 'is not', null)
-    .where('status', '!=', 'deleting')
-    .execute();
+/** The databases on a real server that are not being deleted (of one company when given). */
+export async function listServedDatabases(tx: Tx, companyId?: string): Promise<DatabasesTable[]> {
+  let q = tx.selectFrom('databases').selectAll().where('runtime', 'is not', null).where('status', '!=', 'deleting');
+  if (companyId) q = q.where('company_id', '=', companyId);
+  return q.execute();
 }
 
 /** Every database's id and status (the daily backup schedule at start). */
