@@ -1,12 +1,12 @@
 // The presign operation (x-decided): a URL on the S3 data plane that allows one request on one
 // object for a while, signed with SigV4 by the bucket's newest current key, so that a client of
 // the v3 API (the dashboard) moves object bytes without ever holding the bucket's secret.
-import { missingPermissionMessage } from '../../shared/auth/rbac.js';
+import { grantsAllow, missingPermissionMessage } from '../../shared/auth/rbac.js';
 import type { CallContext } from '../../shared/context.js';
 import { badRequest, conflict, forbidden, notFound } from '../../shared/errors.js';
 import { MAX_OBJECT_KEY_BYTES, type PRESIGN_METHODS } from './schemas.js';
 import { PATH_PREFIX } from './settings.js';
-import { presignUrl } from './sigv4.js';
+import { escape, presignUrl } from './sigv4.js';
 import { findCompanyBucket, findCurrentKeyPair } from './storage.js';
 
 type PresignMethod = (typeof PRESIGN_METHODS)[number];
@@ -17,9 +17,6 @@ export interface PresignInput {
   expires_in?: number;
   content_type?: string;
 }
-
-/** RFC 3986 encoding of one path segment (what SigV4 signs and browsers send unchanged). */
-const escape = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /**
  * Where the URL points: the host the API request came in at, with the public URL's scheme. The
@@ -44,10 +41,8 @@ export async function presignObject(ctx: CallContext, id: string, input: Presign
   if (!b) throw notFound('Object storage');
   // Reading needs OBJECT_STORAGE:READ (the route's permission); writing and deleting objects need
   // OBJECT_STORAGE:UPDATE, as the API's own object delete does.
-  if (input.method === 'PUT' || input.method === 'DELETE') {
-    const g = grants?.get('OBJECT_STORAGE:UPDATE');
-    if (grants && !(g && (g.all || g.ids.has(id)))) throw forbidden(missingPermissionMessage('OBJECT_STORAGE:UPDATE'));
-  }
+  if ((input.method === 'PUT' || input.method === 'DELETE') && !grantsAllow(grants, 'OBJECT_STORAGE:UPDATE', id))
+    throw forbidden(missingPermissionMessage('OBJECT_STORAGE:UPDATE'));
   if (Buffer.byteLength(input.key) > MAX_OBJECT_KEY_BYTES) throw badRequest(`key is longer than ${MAX_OBJECT_KEY_BYTES} bytes of UTF-8`);
   if (input.content_type !== undefined && input.method !== 'PUT') throw badRequest('content_type applies to PUT only');
   if (input.content_type !== undefined && !/^[\x20-\x7e]+$/.test(input.content_type)) throw badRequest('content_type must be printable ASCII');

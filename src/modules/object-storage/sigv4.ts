@@ -147,8 +147,8 @@ export async function verifyPresigned(app: AppContext, req: SignedRequest): Prom
   return { accessKey: cred.accessKey, bucketId, seed: null, payloadHash };
 }
 
-/** RFC 3986 encoding as SigV4 canonicalizes it (encodeURIComponent leaves !'()* alone). */
-const escape = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+/** RFC 3986 encoding as SigV4 canonicalizes it (encodeURIComponent leaves !'()* alone); also of a presigned URL's path segments. */
+export const escape = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /**
  * A SigV4 presigned URL (query form, payload unsigned) that `verifyPresigned` accepts: `path` is

@@ -5,7 +5,7 @@
 // deleteApp through previews.ts, setAppProject, deployReleaseOnto).
 import type { CallContext } from '../../shared/context.js';
 import type { Tx } from '../../shared/db/index.js';
-import { missingPermissionMessage, type Permission } from '../../shared/auth/rbac.js';
+import { grantsAllow, missingPermissionMessage, type Permission } from '../../shared/auth/rbac.js';
 import { badRequest, forbidden, notFound } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { cancelJobs } from '../../shared/jobs.js';
@@ -76,11 +76,7 @@ const pipelineView = (p: PipelinesTable, stages: PipelineStagesTable[]) => ({
 });
 
 /** Whether the calling key holds `permission` for application `appId` (system calls hold everything). */
-function keyMay(ctx: CallContext, permission: Permission, appId: string): boolean {
-  if (!ctx.grants) return true;
-  const g = ctx.grants.get(permission);
-  return !!g && (g.all || g.ids.has(appId));
-}
+const keyMay = (ctx: CallContext, permission: Permission, appId: string) => grantsAllow(ctx.grants, permission, appId);
 
 /** The application, if the key may see it (404 otherwise, as for any application it cannot see). */
 async function visibleApp(ctx: CallContext, appId: string) {

@@ -121,6 +121,13 @@ export function computeGrants(roleIds: string[], capabilities: Capability[]): Gr
   return grants;
 }
 
+/** Whether `grants` hold `permission` for resource `id` (no grants: a system call, which holds everything). */
+export function grantsAllow(grants: Grants | null, permission: Permission, id: string): boolean {
+  if (!grants) return true;
+  const g = grants.get(permission);
+  return !!g && (g.all || g.ids.has(id));
+}
+
 /** True when `holder` has every permission in `wanted` at least as broadly. */
 export function grantsCover(holder: Grants, wanted: Grants): boolean {
   for (const [p, w] of wanted) {
