@@ -8,6 +8,8 @@ import type Docker from 'dockerode';
 import { lazy } from '../../../../shared/lazy.js';
 import { PROCESS_RESOURCE_TYPE_BY_ID } from '../../../resources/index.js';
 import type { ShellIO, ShellSession, ShellSpec } from '../../../../shared/runtime/shell.js';
+import { BuildError } from '../../../../shared/runtime/build.js';
+import type { Release } from '../release.js';
 import type { ContainerSettings } from './settings.js';
 
 const load = lazy<typeof Docker>('dockerode');
@@ -42,6 +44,12 @@ export const L = {
 
 /** The immutable tag of a release's image. */
 export const imageTag = (appId: string, deploymentId: string) => `slipway/${appId}:${deploymentId}`;
+
+/** The image a release runs (a release of the local runtime has none: it must be deployed again). */
+export function releaseImage(release: Release): string {
+  if (!release.info.image) throw new BuildError(`Release ${release.id} is not an image (built by the local runtime); deploy again`);
+  return release.info.image;
+}
 
 export interface ContainerSpec {
   image: string;

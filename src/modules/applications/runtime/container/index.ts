@@ -12,7 +12,6 @@ import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import type Docker from 'dockerode';
 import type { AppContext } from '../../../../shared/context.js';
-import { BuildError } from '../../../../shared/runtime/build.js';
 import type { ShellIO, ShellSession, ShellSpec } from '../../../../shared/runtime/shell.js';
 import { freePort, newInstance, type Group, type HostOutput, type Instance, type InstanceHost, type InstanceSpec, type OneOff, type RunSpec } from '../host.js';
 import { setupRealRuntime, type RealRuntime } from '../real.js';
@@ -21,7 +20,7 @@ import type { AppsSettings } from '../settings.js';
 import { appCacheDir } from '../source.js';
 import { UsageSeries } from '../usage-series.js';
 import { buildPhase } from './build.js';
-import { CONTAINER_PORT, containerUsage, createContainer, engineClient, execShell, follow, L, missing } from './engine.js';
+import { CONTAINER_PORT, containerUsage, createContainer, engineClient, execShell, follow, L, missing, releaseImage } from './engine.js';
 import { Placement } from './placement.js';
 import { TcpProxies } from './proxies.js';
 import { containerSettings, type ContainerSettings } from './settings.js';
@@ -73,13 +72,8 @@ class ContainerHost extends UsageSeries implements InstanceHost {
     return { ...vars };
   }
 
-  private image(release: Release): string {
-    if (!release.info.image) throw new BuildError(`Release ${release.id} is not an image (built by the local runtime); deploy again`);
-    return release.info.image;
-  }
-
   async startGroup(g: Omit<Group, 'instances' | 'next'>, specs: InstanceSpec[], release: Release, env: Record<string, string>, adopt = false): Promise<Group> {
-    const image = this.image(release);
+    const image = releaseImage(release);
     const group: Group = { ...g, instances: [], next: 0 };
     for (const s of specs) {
       const found = adopt
@@ -261,7 +255,7 @@ class ContainerHost extends UsageSeries implements InstanceHost {
           const made = await createContainer(this.docker, {
             ...placed,
             owner: this.owner,
-            image: this.image(o.release),
+            image: releaseImage(o.release),
             command: o.command,
             env: o.env,
             resourceTypeId: o.resourceTypeId,

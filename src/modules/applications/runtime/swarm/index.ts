@@ -21,7 +21,7 @@ import type { ShellIO, ShellSession, ShellSpec } from '../../../../shared/runtim
 import { CLUSTER_BY_ID } from '../../../resources/index.js';
 import { appById, type ApplicationsTable } from '../../storage.js';
 import { buildPhase } from '../container/build.js';
-import { containerUsage, engineClient, execShell, follow, imageTag, L } from '../container/engine.js';
+import { containerUsage, engineClient, execShell, follow, imageTag, L, releaseImage } from '../container/engine.js';
 import { newInstance, type Group, type HostOutput, type Instance, type InstanceHost, type InstanceSpec, type OneOff, type RunSpec } from '../host.js';
 import { setupRealRuntime, type RealRuntime } from '../real.js';
 import { appReleasesDir, type Release } from '../release.js';
@@ -157,11 +157,6 @@ class SwarmHost extends UsageSeries implements InstanceHost {
     return { ...vars };
   }
 
-  private image(release: Release): string {
-    if (!release.info.image) throw new BuildError(`Release ${release.id} is not an image (built by the local runtime); deploy again`);
-    return release.info.image;
-  }
-
   /** The image on every node (a node added since the build, a rollback's older image); the reference services name. */
   private async ensureImage(tag: string, say: (message: string) => void = () => {}): Promise<string> {
     await distribute(this.docker, this.settings.registry, this.nodes, tag, say);
@@ -270,7 +265,7 @@ class SwarmHost extends UsageSeries implements InstanceHost {
     const a = await appById(this.app.database.db, g.appId);
     if (!a) throw new BuildError('The application is gone');
     // Instances have no port until their task runs and its node published one (refresh()).
-    const image = await this.ensureImage(this.image(release));
+    const image = await this.ensureImage(releaseImage(release));
     const group: Group = { ...g, instances: specs.map((s) => newInstance(s, null, { startedAt: Date.now() })), next: 0 };
     const live: Live = { group, services: [], failed: new Set(), seen: false, logs: new AbortController() };
     this.live.set(group, live);
@@ -511,7 +506,7 @@ class SwarmHost extends UsageSeries implements InstanceHost {
       try {
         const a = await appById(this.app.database.db, o.appId);
         if (!a) throw new Error('the application is gone');
-        const image = await this.ensureImage(this.image(o.release));
+        const image = await this.ensureImage(releaseImage(o.release));
         id = await this.createService(a, {
           image,
           command: o.command,
