@@ -106,8 +106,8 @@ export function registerAdmin(fastify: FastifyInstance, app: AppContext): void {
         if (!j) throw new ApiError(404, 'The request journal is off: start the server with SLIPWAY_JOURNAL=on');
         return j;
       };
-      r.get('/requests', async (req) => ({ data: journal().query(req.query as JournalQuery) }));
-      r.delete('/requests', async () => ({ deleted: journal().clear() }));
+      r.get('/requests', async (req) => ({ data: await journal().query(req.query as JournalQuery) }));
+      r.delete('/requests', async () => ({ deleted: await journal().clear() }));
       registerSnapshots(r, app);
       r.post('/reset', async () => {
         const boot = await accounts.resetAll(app, resetTables());

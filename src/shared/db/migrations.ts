@@ -3,6 +3,7 @@
 import { countAtCommit, countDeltas, countedTable, createListCounts, type CountedTable } from '../pagination.js';
 import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import { isPostgres } from './dialect.js';
+import { journalMigration } from '../observability/journal-storage.js';
 
 const m001: Migration = {
   async up(db: Kysely<any>) {
@@ -306,6 +307,8 @@ export const coreMigrations: Record<string, Migration> = {
   '202_list_count_deltas': m202,
   '203_job_lease_check': m203,
   '220_jobs_traceparent': m220,
+  /** The request journal (src/shared/observability/journal-storage.ts). */
+  '240_request_journal': journalMigration,
 };
 
 export function migrationProvider(extra: Record<string, Migration> = {}): MigrationProvider {

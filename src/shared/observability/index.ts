@@ -42,7 +42,7 @@ export function deliveryOutcome(app: AppContext, outcome: DeliveryOutcome): void
 export async function observe(fastify: FastifyInstance, app: AppContext): Promise<Observability> {
   const settings = observabilitySettings(app.config.observability.env);
   const metrics = settings.metrics ? new Metrics(app.database) : undefined;
-  const journal = settings.journal.enabled ? new Journal(settings.journal) : undefined;
+  const journal = settings.journal.enabled ? new Journal(settings.journal, app.database, app.log) : undefined;
   const tracer = await startTracing(settings, (e) => app.log.warn({ err: e.message }, 'sending spans failed'));
   // Off, it is still a route of the API (not a page of the dashboard).
   if (!metrics) fastify.get('/metrics', async () => Promise.reject(new ApiError(404, 'Metrics are off (SLIPWAY_METRICS=off)')));
@@ -61,11 +61,28 @@ export async function observe(fastify: FastifyInstance, app: AppContext): Promis
     });
   }
   // Hooks only for what is on: each costs every request.
-  const sent = new WeakMap<FastifyRequest, unknown>();
+  // The journal's entry of a request is committed before its response is sent (journal.ts);
+  // `completed` records those that bypass onSend (a hijacked reply) once they end.
+  const journaled = new WeakSet<FastifyRequest>();
+  const record = (j: Journal, req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    journaled.add(req);
+    const idem = req.headers['idempotency-key'];
+    return j.record({
+      method: req.method,
+      url: req.url,
+      status: reply.statusCode,
+      durationMs: reply.elapsedTime,
+      keyId: req.auth?.key.id ?? null,
+      requestId: String(req.id),
+      idempotencyKey: typeof idem === 'string' ? idem : null,
+      body: req.body,
+      payload,
+    });
+  };
   if (journal) {
-    fastify.addHook('onSend', (req, _reply, payload, done) => {
-      if (req.url.startsWith('/v3/')) sent.set(req, payload);
-      done(null, payload);
+    fastify.addHook('onSend', async (req, reply, payload) => {
+      if (req.url.startsWith('/v3/')) await record(journal, req, reply, payload);
+      return payload;
     });
   }
   if (tracer) {
@@ -90,22 +107,12 @@ export async function observe(fastify: FastifyInstance, app: AppContext): Promis
         }
       }
       tracer?.endRequest(req, status);
-      if (journal && req.url.startsWith('/v3/')) {
-        const idem = req.headers['idempotency-key'];
-        journal.record({
-          method: req.method,
-          url: req.url,
-          status,
-          durationMs: reply.elapsedTime,
-          keyId: req.auth?.key.id ?? null,
-          requestId: String(req.id),
-          idempotencyKey: typeof idem === 'string' ? idem : null,
-          body: req.body,
-          payload: sent.get(req),
-        });
-      }
+      if (journal && req.url.startsWith('/v3/') && !journaled.has(req)) void record(journal, req, reply, undefined);
     },
-    close: () => (tracer ? stopTracing() : Promise.resolve()),
+    close: async () => {
+      await journal?.close();
+      if (tracer) await stopTracing();
+    },
   };
   byApp.set(app, o);
   return o;

@@ -1,13 +1,24 @@
-// The request journal: every /v3 request this process answered, kept in memory (the last
-// SLIPWAY_JOURNAL_MAX, and none older than SLIPWAY_JOURNAL_MINUTES), for a test to read back what
-// its client sent (`GET /_admin/requests`). Per process: several processes on one PostgreSQL each
-// keep their own. Bodies are cut to SLIPWAY_JOURNAL_BODY_BYTES, and secrets in them masked.
+// The request journal: every /v3 request the server answered, for a test to read back what its
+// client sent (`GET /_admin/requests`), kept in the database (`request_journal`,
+// journal-storage.ts): every process of a server records into, reads and clears the same entries.
+// Bounded as SLIPWAY_JOURNAL_MAX (the newest kept) and SLIPWAY_JOURNAL_MINUTES (none older) say:
+// every read applies the bounds, and rows past them are deleted in batches. Bodies are cut to
+// SLIPWAY_JOURNAL_BODY_BYTES, and secrets in them masked.
+//
+// An entry is committed before its response is sent (`record`, awaited by the onSend hook), so a
+// client that got a response and then asks any process finds that request: the entries of one
+// turn of the event loop are written together, one INSERT, while the previous batch is being
+// written the next one gathers (a response waits for one batch, not for a write of its own).
 import picomatch from 'picomatch';
+import { AsyncResource } from 'node:async_hooks';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Database } from '../db/index.js';
 import { badRequest } from '../errors.js';
+import { deleteRows, insertRows, selectRows, trimRows, type Bounds, type JournalRow, type NewJournalRow, type RowFilter } from './journal-storage.js';
 import type { ObservabilitySettings } from './settings.js';
 
 export interface JournalEntry {
-  /** Increasing within the process: a client can ask for what came after an entry it saw. */
+  /** Increasing in the order entries were committed, across processes: a client can ask for what came after an entry it saw. */
   seq: number;
   time: string;
   method: string;
@@ -15,6 +26,7 @@ export interface JournalEntry {
   /** The query string's parameters (a name given twice: its values in order). */
   query: Record<string, string | string[]>;
   status: number;
+  /** Until the response was ready to be sent. */
   duration_ms: number;
   /** The API key's id (never its token), or null when the request was not authenticated. */
   key_id: string | null;
@@ -92,13 +104,50 @@ export interface JournalQuery {
   limit?: string;
 }
 
+/** Entries a glob reads per page while it looks for `limit` matches. */
+const SCAN_PAGE = 500;
+
+const entryOf = (r: JournalRow): JournalEntry => ({
+  seq: Number(r.seq),
+  time: r.time,
+  method: r.method,
+  path: r.path,
+  query: JSON.parse(r.query) as Record<string, string | string[]>,
+  status: Number(r.status),
+  duration_ms: Number(r.duration_ms),
+  key_id: r.key_id,
+  request_id: r.request_id,
+  idempotency_key: r.idempotency_key,
+  request_body: r.request_body === null ? null : JSON.parse(r.request_body),
+  response_body: r.response_body === null ? null : JSON.parse(r.response_body),
+  request_truncated: !!r.request_truncated,
+  response_truncated: !!r.response_truncated,
+});
+
 export class Journal {
-  private entries: JournalEntry[] = [];
-  private seq = 0;
+  /** Entries of the batch still gathering. */
+  private pending: NewJournalRow[] = [];
+  /** The batch still gathering: written after the one before it, at the end of a turn. */
+  private batch: Promise<void> | undefined;
+  /** The last batch (and trim) started: batches are written one after another. */
+  private chain: Promise<void> = Promise.resolve();
+  private sinceTrim = 0;
+  /** Rows this process writes between two trims. */
+  private readonly trimEvery: number;
+  /** Runs in the context the journal was made in, never a request's (a pure operation's checked scope). */
+  private readonly write: (rows: NewJournalRow[]) => Promise<void>;
 
-  constructor(private settings: ObservabilitySettings['journal']) {}
+  constructor(
+    private settings: ObservabilitySettings['journal'],
+    private database: Database,
+    private log: FastifyBaseLogger,
+  ) {
+    this.trimEvery = Math.max(10, Math.ceil(settings.max / 10));
+    this.write = AsyncResource.bind((rows: NewJournalRow[]) => this.insert(rows));
+  }
 
-  record(r: Recorded): void {
+  /** Records a request; resolves once its entry is committed (never rejects: a failed write is logged). */
+  record(r: Recorded): Promise<void> {
     const q = r.url.indexOf('?');
     const query: Record<string, string | string[]> = {};
     if (q >= 0) {
@@ -109,36 +158,66 @@ export class Journal {
     }
     const req = kept(r.body, this.settings.bodyBytes);
     const res = kept(r.payload, this.settings.bodyBytes);
-    this.entries.push({
-      seq: ++this.seq,
+    this.pending.push({
       // When it arrived.
       time: new Date(Date.now() - r.durationMs).toISOString(),
       method: r.method,
       path: q >= 0 ? r.url.slice(0, q) : r.url,
-      query: masked(query) as Record<string, string | string[]>,
+      query: JSON.stringify(masked(query)),
       status: r.status,
       duration_ms: Math.round(r.durationMs * 1000) / 1000,
       key_id: r.keyId,
       request_id: r.requestId,
       idempotency_key: r.idempotencyKey,
-      request_body: req.body,
-      response_body: res.body,
-      request_truncated: req.truncated,
-      response_truncated: res.truncated,
+      request_body: req.body === null ? null : JSON.stringify(req.body),
+      response_body: res.body === null ? null : JSON.stringify(res.body),
+      request_truncated: req.truncated ? 1 : 0,
+      response_truncated: res.truncated ? 1 : 0,
     });
-    if (this.entries.length > this.settings.max) this.entries.splice(0, this.entries.length - this.settings.max);
+    return (this.batch ??= this.nextBatch());
   }
 
-  /** Drops what is older than the age limit. */
-  private prune(): void {
-    if (this.settings.maxAgeMs === undefined) return;
-    const oldest = new Date(Date.now() - this.settings.maxAgeMs).toISOString();
-    const keep = this.entries.findIndex((e) => e.time >= oldest);
-    this.entries = keep < 0 ? [] : this.entries.slice(keep);
+  private nextBatch(): Promise<void> {
+    const written = this.chain
+      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      .then(() => {
+        this.batch = undefined;
+        const rows = this.pending;
+        this.pending = [];
+        return this.write(rows);
+      });
+    this.chain = written.then(() => this.trimIfDue());
+    return written;
   }
 
-  query(q: JournalQuery): JournalEntry[] {
-    this.prune();
+  private async insert(rows: NewJournalRow[]): Promise<void> {
+    if (!rows.length) return;
+    try {
+      await insertRows(this.database.db, rows);
+      this.sinceTrim += rows.length;
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message, lost: rows.length }, 'request journal entries lost');
+    }
+  }
+
+  /** Deletes the rows past the bounds once this process wrote `trimEvery` since the last time. */
+  private async trimIfDue(): Promise<void> {
+    if (this.sinceTrim < this.trimEvery) return;
+    this.sinceTrim = 0;
+    await trimRows(this.database.db, this.bounds()).catch((e: Error) => this.log.warn({ err: e.message }, 'request journal trim failed'));
+  }
+
+  private bounds(): Bounds {
+    const { max, maxAgeMs } = this.settings;
+    return { max, oldest: maxAgeMs === undefined ? undefined : new Date(Date.now() - maxAgeMs).toISOString() };
+  }
+
+  /** Once what this process recorded so far is written. */
+  private written(): Promise<void> {
+    return this.batch ?? this.chain;
+  }
+
+  async query(q: JournalQuery): Promise<JournalEntry[]> {
     const limit = q.limit === undefined ? 100 : Number(q.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw badRequest('limit must be an integer from 1 to 1000');
     const since = q.since === undefined ? undefined : Date.parse(q.since);
@@ -147,26 +226,35 @@ export class Journal {
     if (!Number.isInteger(after)) throw badRequest('after must be an integer');
     const status = q.status?.toLowerCase();
     if (status !== undefined && !/^[1-5](\d\d|xx)$/.test(status)) throw badRequest('status must be a status (404) or a class (4xx)');
-    const method = q.method?.toUpperCase();
+    const filter: RowFilter = {
+      after,
+      since: since === undefined ? undefined : new Date(since).toISOString(),
+      method: q.method?.toUpperCase(),
+      status: status === undefined ? undefined : status.endsWith('xx') ? [Number(status[0]) * 100, Number(status[0]) * 100 + 100] : Number(status),
+    };
+    await this.written();
+    const bounds = this.bounds();
     const path = q.path;
-    const pathMatches = path === undefined ? () => true : path.includes('*') ? picomatch(path, { dot: true }) : (p: string) => p.startsWith(path);
-    const sinceIso = since === undefined ? undefined : new Date(since).toISOString();
+    if (path === undefined || !path.includes('*')) return (await selectRows(this.database.db, bounds, { ...filter, pathPrefix: path }, limit)).map(entryOf);
+    // A glob: pages of the newest entries, matched here, until `limit` match.
+    const matches = picomatch(path, { dot: true });
     const out: JournalEntry[] = [];
-    for (let i = this.entries.length - 1; i >= 0 && out.length < limit; i--) {
-      const e = this.entries[i]!;
-      if (e.seq <= after) break;
-      if (sinceIso !== undefined && e.time < sinceIso) continue;
-      if (method !== undefined && e.method !== method) continue;
-      if (status !== undefined && (status.endsWith('xx') ? String(e.status)[0] !== status[0] : String(e.status) !== status)) continue;
-      if (!pathMatches(e.path)) continue;
-      out.push(e);
+    for (let before: number | undefined; ;) {
+      const rows = await selectRows(this.database.db, bounds, { ...filter, before }, SCAN_PAGE);
+      for (const r of rows) if (matches(r.path) && out.push(entryOf(r)) >= limit) return out;
+      if (rows.length < SCAN_PAGE) return out;
+      before = Number(rows[rows.length - 1]!.seq);
     }
-    return out;
   }
 
-  clear(): number {
-    const n = this.entries.length;
-    this.entries = [];
-    return n;
+  /** Deletes every process's entries; returns how many there were (within the bounds). */
+  async clear(): Promise<number> {
+    await this.written();
+    return deleteRows(this.database.db, this.bounds());
+  }
+
+  /** Writes what is still gathering. */
+  close(): Promise<void> {
+    return this.written();
   }
 }

@@ -14,7 +14,7 @@ export interface ObservabilitySettings {
   /** The OpenTelemetry SDK's own settings (`OTEL_BSP_SCHEDULE_DELAY`, ...). */
   otelEnv: Record<string, string | undefined>;
   journal: {
-    /** Every /v3 request recorded in memory (SLIPWAY_JOURNAL=on; off by default). */
+    /** Every /v3 request recorded in the database, one journal for all processes (SLIPWAY_JOURNAL=on; off by default). */
     enabled: boolean;
     /** Entries kept, the oldest dropped first (SLIPWAY_JOURNAL_MAX, default 1000). */
     max: number;
