@@ -214,15 +214,33 @@ for (const kind of DB_KINDS) {
       assert.equal((await siteDeployments(plain.id)).length, n);
     });
 
-    it('auto_deploy off: a push deploys nothing and the delivery says why', async () => {
+    it('auto_deploy off: a push deploys nothing, and the service’s deliveries say why', async () => {
       const repo = uniqueRepo();
       const a = await gitApp(repo);
       expectStatus(await s.patch(`/applications/${a.id}`, { auto_deploy: false }), 200);
-      const n = (await appDeployments(a.id)).length;
+      const site = await createSite(s, { repo_url: repo });
+      expectStatus(await s.patch(`/static-sites/${site.id}`, { auto_deploy: false }), 200);
+      const [n, m] = [(await appDeployments(a.id)).length, (await siteDeployments(site.id)).length];
       const r = await push('github', repo);
       assert.equal(r.body.result, 'ignored');
-      assert.match(r.body.message, /auto_deploy/);
+      assert.match(r.body.message, /auto_deploy is off/);
       assert.equal((await appDeployments(a.id)).length, n);
+      assert.equal((await siteDeployments(site.id)).length, m);
+      for (const [type, id] of [
+        ['app', a.id],
+        ['static-site', site.id],
+      ]) {
+        const list = expectStatus(await s.get(`/git/deliveries?service_id=${id}`), 200).data;
+        assert.equal(list.length, 1, `${type} ${id}`);
+        assert.equal(list[0].id, r.body.id);
+        assert.deepEqual(
+          list[0].triggered.filter((t: any) => t.service_id === id).map((t: any) => [t.service_type, t.action, t.deployment_id, t.detail]),
+          [[type, 'ignored', null, 'auto_deploy is off']],
+        );
+      }
+      // A push to a branch it would not follow anyway says nothing to it.
+      await push('github', repo, 'other');
+      assert.equal(expectStatus(await s.get(`/git/deliveries?service_id=${a.id}`), 200).total, 1);
     });
 
     it('pull requests open, update and close a preview app of the pipeline', async () => {

@@ -87,6 +87,7 @@ const TABLES: Record<string, string[]> = {
   '/object-storage/{id}/cors-policies/{cors_policy_id}': ['object_storage_cors'],
   '/object-storage/{id}/objects': [],
   '/object-storage/{id}/presign': [],
+  '/git/credentials': ['git_repo_credentials'],
 };
 
 /**

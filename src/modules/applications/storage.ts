@@ -314,16 +314,17 @@ export async function appByHookToken(tx: Tx, token: string): Promise<Application
 
 /**
  * The git applications that deploy on push (auto_deploy, not preview apps, not being deleted): of
- * one company, or of all (the git poller). Preview apps follow their pull request instead.
+ * one company, or of all (the git poller). Preview apps follow their pull request instead. With
+ * `includeOff`, those with auto_deploy off too (a push's delivery names them, saying why nothing deployed).
  */
-export async function autoDeployAppRows(tx: Tx, companyId?: string): Promise<ApplicationsTable[]> {
+export async function autoDeployAppRows(tx: Tx, companyId?: string, o: { includeOff?: boolean } = {}): Promise<ApplicationsTable[]> {
   let q = tx
     .selectFrom('applications')
     .selectAll()
-    .where('auto_deploy', '=', 1)
     .where('type', '=', 'app')
     .where('source', 'in', ['privateGit', 'publicGit'])
     .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', ['deleting', 'appDeletionFailed'])]));
+  if (!o.includeOff) q = q.where('auto_deploy', '=', 1);
   if (companyId) q = q.where('company_id', '=', companyId);
   return q.execute();
 }

@@ -1,8 +1,9 @@
-// The poller's copies of the watched repositories: one bare mirror per repository under the data
-// directory (`<data dir>/git-mirrors/<hash of the normalised address>`), fetched once per poll that
-// saw a followed head move, however many services and companies watch the repository. They tell
-// what a polled push changed (`git diff --name-only old new`), so static sites' deploy paths apply
-// to polled pushes as to webhook ones, and give the new head's message and author.
+// Copies of the watched repositories: one bare mirror per repository under the data directory
+// (`<data dir>/git-mirrors/<hash of the normalised address>`), fetched once per poll that saw a
+// followed head move (however many services and companies watch the repository), and by a webhook
+// push whose payload does not list its files (changes.ts). They tell what a push changed
+// (`git diff --name-only old new`), so static sites' deploy paths apply to every push, and give
+// the new head's message and author. Fetches into one mirror run one at a time.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -16,8 +17,8 @@ const exec = promisify(execFile);
 /** Git with no terminal prompt and no credential helper asking (a repository that needs credentials fails). */
 export const gitEnv = () => ({ ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' });
 
-const git = async (cwd: string, args: string[], timeout = 30_000) =>
-  (await exec('git', args, { cwd, timeout, maxBuffer: 64 * 1024 * 1024, env: gitEnv() })).stdout;
+const git = async (cwd: string, args: string[], timeout = 30_000, access: Record<string, string> = {}) =>
+  (await exec('git', args, { cwd, timeout, maxBuffer: 64 * 1024 * 1024, env: { ...gitEnv(), ...access } })).stdout;
 
 export const mirrorsRoot = (app: AppContext) => join(app.config.dataDir, 'git-mirrors');
 const dirName = (key: string) => createHash('sha256').update(key).digest('hex').slice(0, 32);
@@ -29,12 +30,38 @@ export interface Mirror {
   describe(sha: string): Promise<{ message: string | null; author: string | null }>;
 }
 
+/** The fetch running into each mirror (by directory): the next one waits for it. */
+const fetching = new Map<string, Promise<unknown>>();
+
+/** Runs `fn` once the fetches into `dir` queued before it ended. */
+async function inTurn<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+  const prior = fetching.get(dir) ?? Promise.resolve();
+  const mine = prior.catch(() => {}).then(fn);
+  fetching.set(dir, mine);
+  try {
+    return await mine;
+  } finally {
+    if (fetching.get(dir) === mine) fetching.delete(dir);
+  }
+}
+
 /**
  * Fetches `branches` of the repository at `url` (normalised `key`) into its mirror, made on first
  * use; undefined when the fetch fails (logged), whose pushes then count as changing everything.
  */
-export async function fetchMirror(app: AppContext, key: string, url: string, branches: string[]): Promise<Mirror | undefined> {
+export async function fetchMirror(
+  app: AppContext,
+  key: string,
+  url: string,
+  branches: string[],
+  o: { timeoutMs?: number; access?: Record<string, string> } = {},
+): Promise<Mirror | undefined> {
   const dir = join(mirrorsRoot(app), dirName(key));
+  const fetched = await inTurn(dir, () => fetchInto(app, dir, url, branches, o.timeoutMs ?? 300_000, o.access ?? {}));
+  return fetched ? mirrorAt(dir) : undefined;
+}
+
+async function fetchInto(app: AppContext, dir: string, url: string, branches: string[], timeoutMs: number, access: Record<string, string>): Promise<boolean> {
   try {
     if (!existsSync(join(dir, 'HEAD'))) {
       await mkdir(dir, { recursive: true });
@@ -42,11 +69,16 @@ export async function fetchMirror(app: AppContext, key: string, url: string, bra
     }
     // The address is given on each fetch (no remote kept): services may name the repository in another form.
     const specs = branches.map((b) => `+refs/heads/${b}:refs/heads/${b}`);
-    await git(dir, ['fetch', '-q', '--no-tags', '--no-write-fetch-head', '--', url, ...specs], 300_000);
+    // A private repository's token reaches git through its environment (credentials.ts), never the command line.
+    await git(dir, ['fetch', '-q', '--no-tags', '--no-write-fetch-head', '--', url, ...specs], timeoutMs, access);
+    return true;
   } catch (e) {
-    app.log.warn({ repo: url, err: (e as Error).message.split('\n')[0] }, 'git poll: cannot fetch the repository; its pushes count as changing every file');
-    return undefined;
+    app.log.warn({ repo: url, err: (e as Error).message.split('\n')[0] }, 'git mirror: cannot fetch the repository; its pushes count as changing every file');
+    return false;
   }
+}
+
+function mirrorAt(dir: string): Mirror {
   return {
     async changed(old, next) {
       if (!old) return null;

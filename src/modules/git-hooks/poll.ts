@@ -6,7 +6,9 @@
 // files changed since the head it knew (a new branch or a force-push: all of them) and hands the
 // push to the same path as a pushed webhook (push.ts), so static sites' deploy paths apply.
 // Webhooks and polls record the heads they see in one table, so a push learnt both ways deploys
-// once. The first look at a repository only records its heads.
+// once. The first look at a repository only records its heads. A company that set an access token
+// for a repository (credentials.ts) polls it on its own, with its token and its own mirror: what a
+// private repository holds reaches only the companies that can read it.
 import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
@@ -17,10 +19,12 @@ import { newId } from '../../shared/ids.js';
 import { enqueue, pendingSubjects, type JobKind } from '../../shared/jobs.js';
 import { autoDeployAppRows } from '../applications/index.js';
 import { autoDeploySiteRows } from '../static-sites/index.js';
+import { UNKNOWN } from './changes.js';
+import { accessEnv, mirrorKey } from './credentials.js';
 import { fetchMirror, gitEnv, pruneMirrors } from './mirror.js';
 import { normalizeRepo } from './repo.js';
 import { receive } from './service.js';
-import { advanceHead, headsOf } from './storage.js';
+import { advanceHead, credentialsOfRepos, headsOf } from './storage.js';
 
 export const POLL_JOB = 'git.poll';
 const SUBJECT = 'git-poll';
@@ -41,14 +45,14 @@ export const pollSeconds = (app: AppContext): number => intSetting(app.config.ap
 const run = promisify(execFile);
 
 /** The branch heads of a repository, or undefined when it cannot be listed (logged). */
-async function lsRemote(app: AppContext, url: string): Promise<Map<string, string> | undefined> {
+async function lsRemote(app: AppContext, url: string, access: Record<string, string>): Promise<Map<string, string> | undefined> {
   try {
     // `--`: the address is never an option; cwd: not the repository the server may be run from.
     const { stdout } = await run('git', ['ls-remote', '--heads', '--', url], {
       cwd: tmpdir(),
       timeout: 30_000,
       maxBuffer: 16 * 1024 * 1024,
-      env: gitEnv(),
+      env: { ...gitEnv(), ...access },
     });
     const heads = new Map<string, string>();
     for (const line of stdout.split('\n')) {
@@ -63,21 +67,32 @@ async function lsRemote(app: AppContext, url: string): Promise<Map<string, strin
 }
 
 interface Watch {
+  /** The normalised repository. */
+  repo: string;
   /** An address to list it by (one of its services'). */
   url: string;
+  /** Git's access (the token of the one company of this watch), {} for the companies without one. */
+  access: Record<string, string>;
   /** Per company: the branches it follows, and whether any branch counts (a static site with previews). */
   companies: Map<string, { branches: Set<string>; anyBranch: boolean }>;
 }
 
-/** The watched repositories, by normalised address. */
+/**
+ * The watched repositories, by mirror key (credentials.ts `mirrorKey`): one watch per repository for
+ * the companies without a token for it, and one per company that has one.
+ */
 async function watched(app: AppContext): Promise<Map<string, Watch>> {
   const db = app.database.db;
   const [apps, sites] = [await autoDeployAppRows(db), await autoDeploySiteRows(db)];
+  const repoKeys = [...new Set([...apps, ...sites].map((x) => normalizeRepo(x.repo_url)).filter((x): x is string => !!x))];
+  const tokens = new Map((await credentialsOfRepos(db, repoKeys)).map((c) => [`${c.company_id} ${c.repo}`, c]));
   const repos = new Map<string, Watch>();
   const add = (url: string | null, companyId: string, branch: string, anyBranch: boolean) => {
-    const key = normalizeRepo(url);
-    if (!key || !url) return;
-    const w = repos.get(key) ?? { url, companies: new Map() };
+    const repo = normalizeRepo(url);
+    if (!repo || !url) return;
+    const token = tokens.get(`${companyId} ${repo}`);
+    const key = mirrorKey(repo, token && companyId);
+    const w = repos.get(key) ?? { repo, url, access: token ? accessEnv(url, token, app.secrets.decrypt(token.token)) : {}, companies: new Map() };
     const c = w.companies.get(companyId) ?? { branches: new Set<string>(), anyBranch: false };
     c.branches.add(branch);
     c.anyBranch ||= anyBranch;
@@ -94,9 +109,9 @@ export async function pollOnce(app: AppContext): Promise<void> {
   const db = app.database.db;
   const repos = await watched(app);
   for (const [key, w] of repos) {
-    const heads = await lsRemote(app, w.url);
+    const heads = await lsRemote(app, w.url, w.access);
     if (!heads) continue;
-    const seen = await headsOf(db, key);
+    const seen = await headsOf(db, w.repo);
     // Per company, the followed branches whose head moved since it last looked (with the head it knew).
     const moved: { companyId: string; branch: string; sha: string; old: string | undefined }[] = [];
     for (const [companyId, c] of w.companies) {
@@ -105,19 +120,21 @@ export async function pollOnce(app: AppContext): Promise<void> {
         if (!c.anyBranch && !c.branches.has(branch)) continue;
         if (known.get(branch) === sha) continue;
         // The first look at the repository for this company records where it is, and deploys nothing.
-        if (!known.size) await advanceHead(db, companyId, key, branch, sha);
+        if (!known.size) await advanceHead(db, companyId, w.repo, branch, sha);
         else moved.push({ companyId, branch, sha, old: known.get(branch) });
       }
     }
     if (!moved.length) continue;
-    const mirror = await fetchMirror(app, key, w.url, [...new Set(moved.map((m) => m.branch))]);
+    const mirror = await fetchMirror(app, key, w.url, [...new Set(moved.map((m) => m.branch))], { access: w.access });
     for (const m of moved) {
       const about = (await mirror?.describe(m.sha)) ?? { message: null, author: null };
+      const changed = (await mirror?.changed(m.old, m.sha)) ?? null;
+      const unknownChanges = changed ? undefined : !mirror ? UNKNOWN.fetchFailed : !m.old ? UNKNOWN.newBranch : UNKNOWN.forcePush;
       await receive(app, m.companyId, {
         provider: 'poll',
         event: 'push',
         deliveryId: `poll:${newId()}`,
-        events: [{ kind: 'push', repos: [w.url], branch: m.branch, commit: { sha: m.sha, ...about }, changed: (await mirror?.changed(m.old, m.sha)) ?? null }],
+        events: [{ kind: 'push', repos: [w.url], branch: m.branch, commit: { sha: m.sha, ...about }, before: m.old ?? null, changed, unknownChanges }],
       });
     }
   }

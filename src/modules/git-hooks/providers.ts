@@ -26,8 +26,15 @@ export type GitEvent =
       branch: string;
       /** The new head; null when the branch was deleted. */
       commit: Commit | null;
-      /** Files the push added, changed or removed; null when the payload does not say (all of them). */
+      /** The head before the push, as the payload names it; null for a new branch (or when it does not say). */
+      before: string | null;
+      /**
+       * Files the push added, changed or removed; null when they cannot be told (all of them). The
+       * payload's list, or read from the repository's mirror when the payload names none (changes.ts).
+       */
       changed: string[] | null;
+      /** Why `changed` is null (said in the delivery's record of the static sites with deploy paths). */
+      unknownChanges?: string;
     }
   | {
       kind: 'pullRequest';
@@ -90,6 +97,11 @@ const branchOf = (ref: unknown): string | null => {
   return r?.startsWith('refs/heads/') ? r.slice('refs/heads/'.length) : null;
 };
 const ZERO = /^0+$/;
+/** A commit id that names a commit (not the zeros of a new or deleted branch). */
+const commitId = (v: unknown): string | null => {
+  const x = str(v);
+  return x && !ZERO.test(x) ? x : null;
+};
 
 /** Files named by commits as GitHub, Gitea and GitLab list them; null when the list may be cut short. */
 function changedFiles(commits: unknown, complete: boolean): string[] | null {
@@ -121,7 +133,7 @@ function githubLike(event: string, b: any): GitEvent[] {
     const branch = branchOf(b.ref);
     if (!branch) return [];
     const after = str(b.after);
-    if (b.deleted === true || !after || ZERO.test(after)) return [{ kind: 'push', repos, branch, commit: null, changed: null }];
+    if (b.deleted === true || !after || ZERO.test(after)) return [{ kind: 'push', repos, branch, commit: null, before: null, changed: null }];
     const head = b.head_commit ?? (Array.isArray(b.commits) ? b.commits[b.commits.length - 1] : null) ?? {};
     // GitHub lists at most 20 commits (Gitea its configured maximum): a longer push is not listed whole.
     const commits = Array.isArray(b.commits) ? b.commits : [];
@@ -132,6 +144,7 @@ function githubLike(event: string, b: any): GitEvent[] {
         repos,
         branch,
         commit: { sha: after, message: str(head.message), author: str(head.author?.username) ?? str(head.author?.name) ?? str(b.pusher?.name) },
+        before: b.created === true ? null : commitId(b.before),
         changed: changedFiles(commits, complete),
       },
     ];
@@ -166,7 +179,7 @@ function gitlab(event: string, b: any): GitEvent[] {
     const branch = branchOf(b.ref);
     if (!branch) return [];
     const after = str(b.after) ?? str(b.checkout_sha);
-    if (!after || ZERO.test(after)) return [{ kind: 'push', repos, branch, commit: null, changed: null }];
+    if (!after || ZERO.test(after)) return [{ kind: 'push', repos, branch, commit: null, before: null, changed: null }];
     const commits = Array.isArray(b.commits) ? b.commits : [];
     const head = commits.find((c: any) => c?.id === after) ?? commits[commits.length - 1] ?? {};
     // GitLab lists at most 20 commits; total_commits_count says how many the push had.
@@ -177,6 +190,7 @@ function gitlab(event: string, b: any): GitEvent[] {
         repos,
         branch,
         commit: { sha: after, message: str(head.message), author: str(b.user_username) ?? str(head.author?.name) },
+        before: commitId(b.before),
         changed: changedFiles(commits, complete),
       },
     ];
@@ -218,7 +232,7 @@ function bitbucket(event: string, b: any): GitEvent[] {
   const repos = strs(r.links?.html?.href, full ? `https://bitbucket.org/${full}` : null);
   if (event === 'repo:push') {
     const out: GitEvent[] = [];
-    // Bitbucket names no files: every push counts as changing all of them.
+    // Bitbucket names no files: they are read from the repository (changes.ts) with the old head it names.
     for (const c of Array.isArray(b.push?.changes) ? b.push.changes : []) {
       const ref = c?.new ?? c?.old;
       if (ref?.type !== 'branch' || !str(ref.name)) continue;
@@ -228,6 +242,7 @@ function bitbucket(event: string, b: any): GitEvent[] {
         repos,
         branch: ref.name,
         commit: c.new && str(t?.hash) ? { sha: t.hash, message: str(t.message), author: str(t.author?.user?.nickname) ?? str(t.author?.raw) } : null,
+        before: commitId(c.old?.target?.hash),
         changed: null,
       });
     }

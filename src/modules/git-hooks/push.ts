@@ -8,6 +8,7 @@ import { ApiError } from '../../shared/errors.js';
 import { autoDeployAppRows, deployPushedCommit } from '../applications/index.js';
 import { closePullRequestApp, listPreviewPipelines, openPullRequestApp, updatePullRequestApp } from '../pipelines/index.js';
 import { autoDeploySiteRows, deployPush } from '../static-sites/index.js';
+import { hasDeployPaths } from './changes.js';
 import type { GitEvent } from './providers.js';
 import { normalizeRepo } from './repo.js';
 import { advanceHead } from './storage.js';
@@ -69,11 +70,18 @@ async function onPush(ctx: CallContext, e: Push, out: Outcome): Promise<void> {
     return;
   }
   const repos = repoSet(e.repos);
-  const [apps, sites] = [await autoDeployAppRows(tx, companyId), await autoDeploySiteRows(tx, companyId)];
-  const appsOfRepo = apps.filter((a) => repos.has(normalizeRepo(a.repo_url) ?? ''));
-  const sitesOfRepo = sites.filter((s) => repos.has(normalizeRepo(s.repo_url) ?? ''));
-  const appsHit = appsOfRepo.filter((a) => (a.default_branch ?? 'main') === e.branch);
-  const sitesHit = sitesOfRepo.filter((s) => s.default_branch === e.branch || s.is_preview_enabled === 1);
+  const ofRepo = (x: { repo_url: string | null }) => repos.has(normalizeRepo(x.repo_url) ?? '');
+  const apps = (await autoDeployAppRows(tx, companyId, { includeOff: true })).filter(ofRepo);
+  const sites = (await autoDeploySiteRows(tx, companyId, { includeOff: true })).filter(ofRepo);
+  const followsApp = (a: (typeof apps)[number]) => (a.default_branch ?? 'main') === e.branch;
+  const followsSite = (s: (typeof sites)[number]) => s.default_branch === e.branch || s.is_preview_enabled === 1;
+  // Those with auto_deploy off that the push would have deployed are told why nothing did, on their own pages.
+  for (const a of apps.filter((x) => !x.auto_deploy && followsApp(x))) out.triggered.push({ ...ignored('app', a.id), detail: 'auto_deploy is off' });
+  for (const s of sites.filter((x) => !x.auto_deploy && followsSite(x))) out.triggered.push({ ...ignored('static-site', s.id), detail: 'auto_deploy is off' });
+  const appsOfRepo = apps.filter((a) => a.auto_deploy);
+  const sitesOfRepo = sites.filter((s) => s.auto_deploy);
+  const appsHit = appsOfRepo.filter(followsApp);
+  const sitesHit = sitesOfRepo.filter(followsSite);
   // The services of the repository that do not follow the branch are told why, on their own pages.
   for (const a of appsOfRepo.filter((x) => !appsHit.includes(x)))
     out.triggered.push({ ...ignored('app', a.id), detail: `Follows branch ${a.default_branch ?? 'main'}, not ${e.branch}` });
@@ -103,7 +111,9 @@ async function onPush(ctx: CallContext, e: Push, out: Outcome): Promise<void> {
     const d = await each(out, what, () => deployPush(ctx, s, { branch: e.branch, commit, changed: e.changed }));
     if (!d) continue;
     const action = d.status === 'skipped' ? 'skipped' : d.is_preview ? 'preview' : 'deployed';
-    out.triggered.push({ ...what, action, deployment_id: d.id, detail: null });
+    // A site with deploy paths is told when they could not apply (the push's files unknown).
+    const unknown = e.changed === null && hasDeployPaths(s) ? (e.unknownChanges ?? null) : null;
+    out.triggered.push({ ...what, action, deployment_id: d.id, detail: unknown });
   }
 }
 

@@ -1,5 +1,6 @@
-// Git provider webhooks and polling (deploy on push): the decided operations on the secret and the
-// deliveries, the public webhook URL, and the poll job.
+// Git provider webhooks and polling (deploy on push): the decided operations on the secret, the
+// deliveries and the access tokens of private repositories, the public webhook URL, the poll job,
+// and the port that gives builds their access to a private repository.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { assertCompanyAllows, companyById } from '../../shared/auth/authenticate.js';
 import type { AppContext } from '../../shared/context.js';
@@ -9,6 +10,7 @@ import { pageOf } from '../../shared/pagination.js';
 import { headersFor } from '../../shared/ratelimit.js';
 import { armPoll, pollJob, POLL_JOB, pollSeconds } from './poll.js';
 import { parse, PROVIDERS, type Provider } from './providers.js';
+import * as credentials from './credentials.js';
 import * as c from './schemas.js';
 import * as svc from './service.js';
 export { migrations, tables } from './storage.js';
@@ -35,11 +37,33 @@ export const operations = [
     pure: true,
     handler: async (r) => svc.listDeliveries(r, r.query.service_id, pageOf(r.query)),
   }),
+  // Tokens that open private repositories: set and removed by those who manage the deploy-on-push
+  // settings; read back (without the token) by those who see the deliveries.
+  defineOperation({
+    contract: c.setGitCredentialContract,
+    permission: 'WEBHOOK:UPDATE',
+    tier: 'general_write',
+    handler: async (r) => credentials.setCredential(r, r.body),
+  }),
+  defineOperation({
+    contract: c.listGitCredentialsContract,
+    permission: 'WEBHOOK:READ',
+    tier: 'read',
+    pure: true,
+    handler: async (r) => credentials.listCredentials(r, pageOf(r.query)),
+  }),
+  defineOperation({
+    contract: c.deleteGitCredentialContract,
+    permission: 'WEBHOOK:UPDATE',
+    tier: 'general_write',
+    handler: async (r) => credentials.removeCredential(r, r.params.id),
+  }),
 ];
 
 export function setup(app: AppContext): void {
   pollSeconds(app); // a bad setting stops the start
   app.jobs.register(POLL_JOB, pollJob(app));
+  app.ports.gitAccess = { env: (ctx, repoUrl) => credentials.accessFor(app, ctx.tx, ctx.companyId, repoUrl) };
 }
 
 export const start = (app: AppContext) => armPoll(app);

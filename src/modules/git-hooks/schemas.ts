@@ -1,8 +1,9 @@
 // Contracts of the git hooks operations. The contract defines none of them: they are this
 // project's (decided: served with x-decided), to read and rotate the secret that the providers'
-// webhooks are set up with, and to see what each delivery did.
+// webhooks are set up with, to see what each delivery did, and to set the access tokens of private
+// repositories (write-only).
 import { Type } from '@sinclair/typebox';
-import { DateTime, Nullable, PaginationQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
+import { DateTime, IdParams, Nullable, PageQuery, PaginationQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 const WebhookSecret = Type.Object(
   {
@@ -74,5 +75,68 @@ export const listGitDeliveriesContract = {
   success: 200,
   response: Paginated(GitDelivery),
   errors: [400, 401, 403, 500],
+  decided: true,
+} as const;
+
+const decided = { 'x-decided': true } as const;
+
+const GitCredential = Type.Object(
+  {
+    id: Uuid(),
+    repo_url: Type.String({ description: 'The repository the token opens (one credential per repository, however its address is written).' }),
+    username: Type.String({ description: 'The user name the token is sent with (HTTP basic authentication).' }),
+    created_at: DateTime(),
+    updated_at: DateTime(),
+  },
+  { ...decided, additionalProperties: false, description: 'An access token of a private repository; the token itself is never answered.' },
+);
+
+export const setGitCredentialContract = {
+  operationId: 'setGitCredentialV3',
+  method: 'PUT',
+  path: '/git/credentials',
+  summary: "Set the access token of a private repository (replaces the repository's token)",
+  tags: ['Git'],
+  body: Type.Object(
+    {
+      repo_url: Type.String({ minLength: 1, maxLength: 2048, description: 'The http(s) address of the repository, as the services name it.' }),
+      username: Type.Optional(
+        Type.String({
+          maxLength: 255,
+          description: 'The user name sent with the token: `x-access-token` when omitted (GitHub); `oauth2` for GitLab; `x-token-auth` for Bitbucket.',
+        }),
+      ),
+      token: Type.String({ minLength: 1, maxLength: 4096, description: 'The access token (write-only: sealed at rest, never answered).' }),
+    },
+    { ...decided, additionalProperties: false },
+  ),
+  success: 200,
+  response: GitCredential,
+  errors: [400, 401, 403, 500],
+  decided: true,
+} as const;
+
+export const listGitCredentialsContract = {
+  operationId: 'listGitCredentialsV3',
+  method: 'GET',
+  path: '/git/credentials',
+  summary: "List the company's repository access tokens (without the tokens)",
+  tags: ['Git'],
+  querystring: PageQuery,
+  success: 200,
+  response: Paginated(GitCredential),
+  errors: [400, 401, 403, 500],
+  decided: true,
+} as const;
+
+export const deleteGitCredentialContract = {
+  operationId: 'deleteGitCredentialV3',
+  method: 'DELETE',
+  path: '/git/credentials/{id}',
+  summary: 'Delete a repository access token',
+  tags: ['Git'],
+  params: IdParams,
+  success: 204,
+  errors: [401, 403, 404, 500],
   decided: true,
 } as const;

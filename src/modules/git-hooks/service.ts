@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { systemCall, type AppContext, type CallContext } from '../../shared/context.js';
 import { newId } from '../../shared/ids.js';
 import type { Page } from '../../shared/pagination.js';
+import { withChangedFiles } from './changes.js';
 import { deliveryOf, verify, type GitEvent, type Provider } from './providers.js';
 import { actOn, type Outcome } from './push.js';
 import { claimDelivery, findSecret, listDeliveriesPage, recordDelivery, trimDeliveries, upsertSecret, type GitDeliveriesTable } from './storage.js';
@@ -85,6 +86,8 @@ export interface Received {
  * `duplicate` and does nothing. The record says what it triggered, or why nothing.
  */
 export async function receive(app: AppContext, companyId: string, r: Received): Promise<ReturnType<typeof deliveryView>> {
+  // Before the transaction: reading a push's files may fetch the repository.
+  const events = await withChangedFiles(app, companyId, r.events);
   const d = await app.database.db.transaction().execute(async (tx) => {
     const row: GitDeliveriesTable = {
       id: newId(),
@@ -99,7 +102,7 @@ export async function receive(app: AppContext, companyId: string, r: Received): 
       created_at: new Date().toISOString(),
     };
     if (!(await claimDelivery(tx, row))) return { ...row, result: 'duplicate', message: 'This delivery was received already; ignored' };
-    const out = await actOn(systemCall(app, tx, companyId), r.events);
+    const out = await actOn(systemCall(app, tx, companyId), events);
     const done = {
       result: out.triggered.some((t) => DEPLOYED.has(t.action)) ? 'deployed' : 'ignored',
       message: (out.triggered.length

@@ -1,7 +1,8 @@
 // Tables of the git hooks area: each company's webhook secret (sealed at rest), the deliveries
-// received (the latest DELIVERIES_KEPT per company), and the last head seen per repository and
-// branch (shared by webhooks and the poller, so a push seen by both deploys once). Also the
-// migration and every query of the area.
+// received (the latest DELIVERIES_KEPT per company), the last head seen per repository and
+// branch (shared by webhooks and the poller, so a push seen by both deploys once), and the access
+// tokens of private repositories (sealed at rest; credentials.ts). Also the migrations and every
+// query of the area.
 import { sql, type Kysely, type Migration } from 'kysely';
 import type { Tx } from '../../shared/db/index.js';
 import { paginate, type Page } from '../../shared/pagination.js';
@@ -41,11 +42,26 @@ export interface GitHeadsTable {
   updated_at: string;
 }
 
+export interface GitRepoCredentialsTable {
+  id: string;
+  company_id: string;
+  /** The normalised repository (repo.ts): one credential per company and repository. */
+  repo: string;
+  /** The address as given. */
+  repo_url: string;
+  username: string;
+  /** The access token, sealed with the server's secret box; never answered. */
+  token: string;
+  created_at: string;
+  updated_at: string;
+}
+
 declare module '../../shared/db/schema.js' {
   interface DB {
     git_hook_secrets: GitHookSecretsTable;
     git_deliveries: GitDeliveriesTable;
     git_heads: GitHeadsTable;
+    git_repo_credentials: GitRepoCredentialsTable;
   }
 }
 
@@ -88,10 +104,26 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '250_git_credentials': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('git_repo_credentials')
+        .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+        .addColumn('company_id', 'varchar(36)', (c) => c.notNull().references('companies.id').onDelete('cascade'))
+        .addColumn('repo', 'text', (c) => c.notNull())
+        .addColumn('repo_url', 'text', (c) => c.notNull())
+        .addColumn('username', 'varchar(255)', (c) => c.notNull())
+        .addColumn('token', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('git_repo_credentials_once').on('git_repo_credentials').columns(['company_id', 'repo']).unique().execute();
+    },
+  },
 };
 
 /** Tables of this area (for reset). */
-export const tables = ['git_heads', 'git_deliveries', 'git_hook_secrets'] as const;
+export const tables = ['git_repo_credentials', 'git_heads', 'git_deliveries', 'git_hook_secrets'] as const;
 
 export async function findSecret(tx: Tx, companyId: string): Promise<GitHookSecretsTable | undefined> {
   return tx.selectFrom('git_hook_secrets').selectAll().where('company_id', '=', companyId).executeTakeFirst();
@@ -167,4 +199,42 @@ export async function advanceHead(tx: Tx, companyId: string, repo: string, branc
 /** The heads recorded for a repository, per company and branch (the poller's last view). */
 export async function headsOf(tx: Tx, repo: string) {
   return tx.selectFrom('git_heads').select(['company_id', 'branch', 'sha']).where('repo', '=', repo).execute();
+}
+
+/** Sets the company's credential of a repository (a first one, or a new token); the row as written. */
+export async function upsertCredential(tx: Tx, row: GitRepoCredentialsTable): Promise<GitRepoCredentialsTable> {
+  return tx
+    .insertInto('git_repo_credentials')
+    .values(row)
+    .onConflict((oc) =>
+      oc.columns(['company_id', 'repo']).doUpdateSet({ repo_url: row.repo_url, username: row.username, token: row.token, updated_at: row.updated_at }),
+    )
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The company's credentials, oldest first. */
+export async function listCredentialsPage(tx: Tx, companyId: string, page: Page) {
+  return paginate(tx.selectFrom('git_repo_credentials').selectAll().where('company_id', '=', companyId), page, {
+    column: 'created_at',
+    id: 'id',
+    direction: 'asc',
+  });
+}
+
+/** Deletes one of the company's credentials; false when it has no such one. */
+export async function deleteCredential(tx: Tx, companyId: string, id: string): Promise<boolean> {
+  const r = await tx.deleteFrom('git_repo_credentials').where('company_id', '=', companyId).where('id', '=', id).returning('id').executeTakeFirst();
+  return r !== undefined;
+}
+
+/** The company's credential of a normalised repository. */
+export async function credentialOf(tx: Tx, companyId: string, repo: string): Promise<GitRepoCredentialsTable | undefined> {
+  return tx.selectFrom('git_repo_credentials').selectAll().where('company_id', '=', companyId).where('repo', '=', repo).executeTakeFirst();
+}
+
+/** Every credential of the repositories `repos` (normalised), of every company (the poller's). */
+export async function credentialsOfRepos(tx: Tx, repos: string[]): Promise<GitRepoCredentialsTable[]> {
+  if (!repos.length) return [];
+  return tx.selectFrom('git_repo_credentials').selectAll().where('repo', 'in', repos).execute();
 }

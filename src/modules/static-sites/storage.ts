@@ -243,13 +243,16 @@ export async function updateSiteColumns(tx: Tx, id: string, changes: Partial<Omi
   return tx.updateTable('static_sites').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
-/** The sites that deploy on push (auto_deploy, not being deleted): of one company, or of all (the git poller). */
-export async function autoDeploySiteRows(tx: Tx, companyId?: string): Promise<StaticSitesTable[]> {
+/**
+ * The sites that deploy on push (auto_deploy, not being deleted): of one company, or of all (the git
+ * poller). With `includeOff`, those with auto_deploy off too (a push's delivery names them).
+ */
+export async function autoDeploySiteRows(tx: Tx, companyId?: string, o: { includeOff?: boolean } = {}): Promise<StaticSitesTable[]> {
   let q = tx
     .selectFrom('static_sites')
     .selectAll()
-    .where('auto_deploy', '=', 1)
     .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', ['deleting', 'deletionFailed'])]));
+  if (!o.includeOff) q = q.where('auto_deploy', '=', 1);
   if (companyId) q = q.where('company_id', '=', companyId);
   return q.execute();
 }

@@ -4,6 +4,7 @@
 // database transaction.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import type { CallContext } from '../context.js';
 import type { LogLine } from './logs.js';
 
 /** Writes build log lines (streamed). */
@@ -97,13 +98,35 @@ export interface CloneSpec {
   signal: AbortSignal;
   /** Added to git's environment. */
   env?: Record<string, string>;
+  /**
+   * Git's access to a private repository (`app.ports.gitAccess`): added to the environment of the
+   * clone only, never to a build command's, so the token is in no command line, address or log.
+   */
+  access?: Record<string, string>;
+}
+
+/** The access git needs to clone a company's private repository (the git-hooks module answers). */
+export interface GitAccessPort {
+  /** Variables for git's environment that authenticate to `repoUrl` for the company ({} when it set none). */
+  env(ctx: CallContext, repoUrl: string): Promise<Record<string, string>>;
+}
+
+declare module '../context.js' {
+  interface Ports {
+    gitAccess: GitAccessPort;
+  }
 }
 
 /** Clones the branch's latest commit into `<dir>/src` (`dir` must exist and be empty); returns the commit. */
 export async function cloneBranch(dir: string, s: CloneSpec): Promise<{ sha: string; message: string }> {
   const o = { env: { ...gitEnv(), ...s.env }, deadline: s.deadline, signal: s.signal };
   await s.log([{ message: `Cloning ${s.repoUrl} (branch ${s.branch})` }]);
-  await runStreamed('git', ['clone', '--depth', '1', '--branch', s.branch, '--single-branch', '--', s.repoUrl, 'src'], { ...o, cwd: dir, log: s.log });
+  await runStreamed('git', ['clone', '--depth', '1', '--branch', s.branch, '--single-branch', '--', s.repoUrl, 'src'], {
+    ...o,
+    env: { ...o.env, ...s.access },
+    cwd: dir,
+    log: s.log,
+  });
   const src = join(dir, 'src');
   const sha = (await quietly('git', ['rev-parse', 'HEAD'], { ...o, cwd: src })).trim();
   const message = (await quietly('git', ['log', '-1', '--format=%s'], { ...o, cwd: src })).trim();

@@ -159,6 +159,7 @@ export class RealRuntime implements ApplicationsRuntime {
         log,
         signal,
         cacheDir: a.build_cache_enabled ? appCacheDir(root, a.id) : null,
+        access: phase === 'checkout' && d.repo_url ? await this.app.ports.gitAccess.env(ctx, d.repo_url) : undefined,
       };
       if (phase === 'checkout' && !image) {
         return async () => {

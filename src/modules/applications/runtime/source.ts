@@ -20,6 +20,8 @@ export interface BuildSpec {
   signal: AbortSignal;
   /** The application's build cache (build_cache_enabled), or null. */
   cacheDir: string | null;
+  /** Git's access to a private repository (the clone's environment only). */
+  access?: Record<string, string>;
 }
 
 export const buildDir = (root: string, deploymentId: string) => join(root, 'builds', deploymentId);
@@ -30,5 +32,5 @@ export async function checkout(root: string, s: BuildSpec): Promise<{ sha: strin
   const dir = buildDir(root, s.deploymentId);
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
-  return cloneBranch(dir, { repoUrl: s.repoUrl ?? '', branch: s.branch, log: s.log, deadline: Date.now() + s.timeoutMs, signal: s.signal });
+  return cloneBranch(dir, { repoUrl: s.repoUrl ?? '', branch: s.branch, log: s.log, deadline: Date.now() + s.timeoutMs, signal: s.signal, access: s.access });
 }

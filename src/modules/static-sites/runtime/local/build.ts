@@ -43,6 +43,8 @@ export interface SiteBuild {
   lfs: boolean;
   /** The build environment (resolved variables). */
   env: Record<string, string>;
+  /** Git's access to a private repository (the clone's environment only). */
+  access?: Record<string, string>;
   /** The commit of the lane's previous release (deploy paths compare with it), or null. */
   previousSha: string | null;
   allow: string[];
