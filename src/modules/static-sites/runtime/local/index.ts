@@ -81,6 +81,7 @@ export class StaticRuntime implements StaticSitesRuntime {
     const system = ctx.app.ports.environment.system(ctx.app.config.brandPrefix, s, { ...d, docker_image_url: null });
     const env = phase === 'build' ? (await ctx.app.ports.environment.site(ctx, s, { is_preview: d.is_preview === 1, branch: d.branch }, system)).vars : {};
     const previous = phase === 'checkout' ? await latestRelease(ctx.tx, s.id, d.lane) : undefined;
+    const access = phase === 'checkout' ? await ctx.app.ports.gitAccess.env(ctx, d.repo_url) : undefined;
     const spec: SiteBuild = {
       siteId: s.id,
       deploymentId: d.id,
@@ -94,6 +95,7 @@ export class StaticRuntime implements StaticSitesRuntime {
       lfs: s.git_lfs_enabled === 1,
       env,
       previousSha: previous?.commit_sha ?? null,
+      access,
       allow: JSON.parse(s.allow_deploy_paths) as string[],
       ignore: JSON.parse(s.ignore_deploy_paths) as string[],
       timeoutMs: this.settings.buildTimeoutMs,
