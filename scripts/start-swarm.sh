@@ -6,9 +6,16 @@
 # (SLIPWAY_SWARM_NET.0.0/16, default 10.220.0.0/16) apart from the container engine's
 # (scripts/start-container-engine.sh), with which it shares the machine. The host reaches every
 # node's address through a veth into the bridge (slswarm0, <net>.0.1), so host-mode published
-# ports answer from the host, where the edge runs. Running it again reuses what is running and
-# restarts a node whose engine is gone. stdout is only `export` lines, for
+# ports answer from the host, where the edge runs. A registry (Debian's docker-registry, no auth:
+# only the bridge reaches it) listens on that host-side address, <net>.0.1:SLIPWAY_SWARM_REGISTRY_PORT
+# (default 5100), and every node's daemon.json lists it in insecure-registries (plain HTTP): the
+# registry path of the swarm runtime (SLIPWAY_SWARM_REGISTRY) pushes there from the manager and
+# every node pulls from it. Running it again reuses what is running, restarts a node's engine or
+# the registry when gone, and reloads (SIGHUP) a running engine whose daemon.json changed.
+# stdout is only `export` lines, for
 #   eval "$(scripts/start-swarm.sh [nodes])"
+# (SLIPWAY_SWARM_DOCKER_HOST, SLIPWAY_SWARM_NODES and SLIPWAY_SWARM_TEST_REGISTRY, the registry's
+# host:port: given to Slipway as SLIPWAY_SWARM_REGISTRY it turns the registry path on.)
 # `scripts/start-swarm.sh load <image>...` copies images from the container engine into every node;
 # `scripts/start-swarm.sh kill <i>` kills every process of node i (a lost machine; starting again
 # brings it back); `scripts/start-swarm.sh stop` tears everything down.
@@ -19,7 +26,7 @@
 # SLIPWAY_SWARM_REGIONS (comma-separated, node i takes entry i, cycling).
 #
 # Settings: SLIPWAY_SWARM_DIR (state directory), SLIPWAY_SWARM_NET (the first two octets of the
-# /16), SLIPWAY_SWARM_REGIONS, SLIPWAY_ENGINE_DIR (where the container engine's socket is, for load
+# /16), SLIPWAY_SWARM_REGIONS, SLIPWAY_SWARM_REGISTRY_PORT, SLIPWAY_ENGINE_DIR (where the container engine's socket is, for load
 # when DOCKER_HOST is not set).
 set -euo pipefail
 
@@ -32,6 +39,8 @@ BRNS=${PREFIX}br
 BRIDGE=swbr0
 HOSTIF=slswarm0
 HOSTADDR="$NET.0.1"
+REGISTRY="$HOSTADDR:${SLIPWAY_SWARM_REGISTRY_PORT:-5100}"
+REG="$STATE/registry"
 # Overlay networks come from the upper half of the /16, a /24 each; node i's own bridges from
 # $NET.<8i>.0/21 (docker0 the first /24, docker_gwbridge and others from the next four).
 OVERLAY_POOL="$NET.128.0/17"
@@ -65,6 +74,7 @@ install_missing() {
   [ -x /usr/sbin/dockerd ] || need+=(docker.io)
   command -v ip >/dev/null || need+=(iproute2)
   command -v iptables >/dev/null || need+=(iptables)
+  command -v docker-registry >/dev/null || need+=(docker-registry)
   [ ${#need[@]} -eq 0 ] && return 0
   log "installing ${need[*]}"
   # The package's postinst must not start the system dockerd (it would take docker0): a
@@ -112,9 +122,25 @@ start_link() {
 node_ok() { [ -S "$(node_dir "$1")/docker.sock" ] && ndocker "$1" version >/dev/null 2>&1; }
 
 start_engine() {
-  local i="$1" dir ns attempt pid
+  local i="$1" dir ns attempt pid config
   dir="$(node_dir "$i")"
   ns="$(node_ns "$i")"
+  mkdir -p "$dir"
+  # Its own config file and identity key: otherwise every engine reads /etc/docker and takes the
+  # same /etc/docker/key.json, and the swarm sees one engine three times. The swarm's registry
+  # speaks plain HTTP: listed in insecure-registries, which a running engine rereads on SIGHUP.
+  config="$(printf '{"deprecated-key-path": "%s/key.json", "insecure-registries": ["%s"]}' "$dir" "$REGISTRY")"
+  if [ "$(cat "$dir/daemon.json" 2>/dev/null)" != "$config" ]; then
+    echo "$config" >"$dir/daemon.json"
+    if alive "$dir/dockerd.pid" && node_ok "$i"; then
+      log "reloading the configuration of the engine of $ns"
+      kill -HUP "$(cat "$dir/dockerd.pid")"
+      for _ in $(seq 1 50); do
+        ndocker "$i" info --format '{{json .RegistryConfig.IndexConfigs}}' 2>/dev/null | grep -qF "\"$REGISTRY\"" && break
+        sleep 0.2
+      done
+    fi
+  fi
   alive "$dir/dockerd.pid" && node_ok "$i" && return 0
   # Three tries: after its node was killed, an engine's containerd now and then dies before it
   # logs anything, and dockerd gives up ("timeout waiting for containerd to start").
@@ -122,9 +148,6 @@ start_engine() {
     if ! alive "$dir/dockerd.pid"; then
       mkdir -p "$dir/data" "$dir/exec"
       rm -f "$dir/docker.sock"
-      # Its own config file and identity key: otherwise every engine reads /etc/docker and takes the
-      # same /etc/docker/key.json, and the swarm sees one engine three times.
-      printf '{"deprecated-key-path": "%s/key.json"}\n' "$dir" >"$dir/daemon.json"
       log "starting the engine of $ns (log: $dir/dockerd.log)"
       # nsenter --net, not `ip netns exec`, which remounts /sys and hides the cgroup mounts from
       # dockerd. A UTS namespace gives the node its own hostname, the swarm's name for it. The
@@ -167,6 +190,39 @@ block_smtp() {
   nexec "$ns" iptables -N "$SMTP_CHAIN" 2>/dev/null || nexec "$ns" iptables -F "$SMTP_CHAIN"
   nexec "$ns" iptables -A "$SMTP_CHAIN" -p tcp -m multiport --dports "$SMTP_PORTS" -j REJECT --reject-with tcp-reset
   nexec "$ns" iptables -C DOCKER-USER -j "$SMTP_CHAIN" 2>/dev/null || nexec "$ns" iptables -I DOCKER-USER 1 -j "$SMTP_CHAIN"
+}
+
+# The registry every node pulls from, on the host's address on the bridge (the nodes have no other
+# route out). No auth: only the swarm's bridge reaches it.
+registry_ok() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$REGISTRY/v2/" || true)" = 200 ]; }
+
+start_registry() {
+  mkdir -p "$REG/data"
+  if alive "$REG/registry.pid" && registry_ok; then return 0; fi
+  if alive "$REG/registry.pid"; then kill "$(cat "$REG/registry.pid")" 2>/dev/null || true; fi
+  cat >"$REG/config.yml" <<EOF
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $REG/data
+  delete:
+    enabled: true
+http:
+  addr: $REGISTRY
+EOF
+  log "starting docker-registry on $REGISTRY (log: $REG/registry.log)"
+  setsid docker-registry serve "$REG/config.yml" >>"$REG/registry.log" 2>&1 </dev/null &
+  echo $! >"$REG/registry.pid"
+  for _ in $(seq 1 100); do
+    if registry_ok; then return 0; fi
+    if ! alive "$REG/registry.pid"; then break; fi
+    sleep 0.1
+  done
+  log "docker-registry did not start on $REGISTRY (port taken? SLIPWAY_SWARM_REGISTRY_PORT picks another); its log:"
+  tail -n 20 "$REG/registry.log" >&2
+  exit 1
 }
 
 swarm_state() { ndocker "$1" info --format '{{.Swarm.LocalNodeState}}' 2>/dev/null || echo unknown; }
@@ -255,6 +311,7 @@ print_exports() {
   done
   echo "export SLIPWAY_SWARM_DOCKER_HOST=$(node_host 1)"
   echo "export SLIPWAY_SWARM_NODES='$nodes'"
+  echo "export SLIPWAY_SWARM_TEST_REGISTRY=$REGISTRY"
 }
 
 # Every process of node i at once, as if the machine were lost: the engine, its containerd, shims
@@ -293,6 +350,7 @@ stop_all() {
     remove_cgroups "$i"
     ip netns del "$ns"
   done
+  if alive "$REG/registry.pid"; then kill "$(cat "$REG/registry.pid")" 2>/dev/null || true; fi
   [ -e "/run/netns/$BRNS" ] && ip netns del "$BRNS"
   ip link del "$HOSTIF" 2>/dev/null || true
   # libnetwork writes resolv.conf/hosts copies under /var/lib/docker whatever the data root: its
@@ -353,6 +411,7 @@ require_root
 mkdir -p "$STATE"
 install_missing
 start_bridge
+start_registry
 for i in $(seq 1 "$n"); do start_link "$i"; done
 # When no engine is running (a new machine, or one whose engines all went down), the swarm is formed
 # afresh: raft state left from an earlier run may name managers that never come back, and the

@@ -255,6 +255,8 @@ export function loadConfig(flags: Flags = {}, env: NodeJS.ProcessEnv = process.e
         ...pickEnv(env, 'SLIPWAY_SWARM_'),
         ...pickEnv(env, 'SLIPWAY_GIT_'),
         DOCKER_HOST: env.DOCKER_HOST,
+        DOCKER_TLS_VERIFY: env.DOCKER_TLS_VERIFY,
+        DOCKER_CERT_PATH: env.DOCKER_CERT_PATH,
         SLIPWAY_BASE_DOMAIN: env.SLIPWAY_BASE_DOMAIN,
       },
     },

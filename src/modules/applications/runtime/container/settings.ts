@@ -4,8 +4,11 @@
 import type { Config } from '../../../../shared/config.js';
 
 export interface ContainerSettings {
-  /** The engine's API (DOCKER_HOST): a unix socket or tcp://host:port. */
-  engine: { socketPath: string } | { host: string; port: number; protocol: 'http' };
+  /** The engine's API (DOCKER_HOST): a unix socket or tcp://host:port (https: TLS, given by the swarm host's settings). */
+  engine:
+    | { socketPath: string }
+    | { host: string; port: number; protocol: 'http' }
+    | { host: string; port: number; protocol: 'https'; ca: string; cert?: string; key?: string };
   images: { node: string; python: string; go: string; static: string };
 }
 

@@ -21,7 +21,8 @@ export async function distribute(
   if (registry) {
     const [repo, version] = imageRef(registry, tag).split(/:(?=[^:/]+$)/) as [string, string];
     await manager.getImage(tag).tag({ repo, tag: version });
-    await progress(manager, await manager.getImage(`${repo}:${version}`).push({}), () => {});
+    // An empty login (anonymous): an engine may refuse a push without the X-Registry-Auth header.
+    await progress(manager, await manager.getImage(`${repo}:${version}`).push({ authconfig: {} }), () => {});
     say(`Image pushed to ${repo}:${version}`);
     return;
   }

@@ -586,13 +586,17 @@ class SwarmHost extends UsageSeries implements InstanceHost {
     const services = await this.docker.listServices({ filters: { label: [`${L.app}=${appId}`, `${L.owner}=${this.owner}`] } });
     await Promise.all(services.map((s) => this.removeService(s.ID)));
     await this.volumes.removeApp(appId);
+    // Its tags, and with a registry the registry's name of them: tagged on the manager for the push,
+    // and on a node that pulled, a digest (a service names its image by digest).
+    const repos = [imageRef(null, `slipway/${appId}`), ...(this.settings.registry ? [imageRef(this.settings.registry, `slipway/${appId}`)] : [])];
+    const ours = (ref: string) => repos.some((repo) => ref.startsWith(`${repo}:`) || ref.startsWith(`${repo}@`));
     for (const engine of new Set([this.docker, ...this.nodes.values()])) {
-      const images = await engine.listImages({ filters: { reference: [`slipway/${appId}`] } }).catch(() => []);
+      const images = await engine.listImages({ filters: { reference: repos } }).catch(() => []);
       for (const img of images)
-        for (const tag of img.RepoTags ?? [])
+        for (const ref of [...(img.RepoTags ?? []), ...(img.RepoDigests ?? [])].filter(ours))
           // A tag still used by a task that is stopping is removed by force: the layers go with the container.
           await engine
-            .getImage(tag)
+            .getImage(ref)
             .remove({ force: true })
             .catch(() => {});
     }

@@ -3,7 +3,12 @@
 // registry the nodes pull release images from (SLIPWAY_SWARM_REGISTRY) or, without one, the nodes'
 // own engines (SLIPWAY_SWARM_NODES, `<name>=<address>=<docker host>` space-separated, what
 // scripts/start-swarm.sh prints: images are copied there, and a task's terminal and usage are read
-// from its node's engine), and how often tasks are listed.
+// from its node's engine), TLS to the tcp:// ones (Docker's convention: SLIPWAY_SWARM_TLS_VERIFY
+// and SLIPWAY_SWARM_CERT_PATH, else DOCKER_TLS_VERIFY and DOCKER_CERT_PATH), and how often tasks
+// are listed.
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import type { Config } from '../../../../shared/config.js';
 import { intSetting } from '../../../../shared/config.js';
 import { containerSettings, type ContainerSettings } from '../container/settings.js';
@@ -23,9 +28,39 @@ export interface SwarmSettings {
   pollMs: number;
 }
 
-/** The container host's parsing of a DOCKER_HOST, for another engine. */
-const engineAt = (config: Config, dockerHost: string) =>
-  containerSettings({ ...config, apps: { ...config.apps, env: { ...config.apps.env, DOCKER_HOST: dockerHost } } });
+/**
+ * TLS to an engine at tcp:// as the docker CLI does it: with DOCKER_TLS_VERIFY set (any non-empty
+ * value) the engine's certificate must be signed by `<cert path>/ca.pem` and name the host,
+ * and `cert.pem`/`key.pem` there, when present, are the client's certificate (an engine started with
+ * --tlsverify refuses a client without one); the cert path is DOCKER_CERT_PATH, else ~/.docker.
+ * The SLIPWAY_SWARM_ variables, when set, win over DOCKER_'s (as SLIPWAY_SWARM_DOCKER_HOST over
+ * DOCKER_HOST). A unix socket is left as it is.
+ */
+export function engineTls(env: Record<string, string | undefined>, engine: ContainerSettings['engine']): ContainerSettings['engine'] {
+  if ('socketPath' in engine) return engine;
+  if (!(env.SLIPWAY_SWARM_TLS_VERIFY || env.DOCKER_TLS_VERIFY)) return engine;
+  const dir = env.SLIPWAY_SWARM_CERT_PATH || env.DOCKER_CERT_PATH || join(homedir(), '.docker');
+  const read = (file: string, required: boolean) => {
+    try {
+      return readFileSync(join(dir, file), 'utf8');
+    } catch (e) {
+      if (!required && (e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw new Error(`TLS to the engine at ${engine.host}:${engine.port}: cannot read ${join(dir, file)} (${(e as Error).message})`, { cause: e });
+    }
+  };
+  const ca = read('ca.pem', true)!;
+  const cert = read('cert.pem', false);
+  const key = read('key.pem', false);
+  if (!cert !== !key) throw new Error(`TLS to the engine at ${engine.host}:${engine.port}: ${dir} holds one of cert.pem and key.pem without the other`);
+  return { host: engine.host, port: engine.port, protocol: 'https', ca, ...(cert && key ? { cert, key } : {}) };
+}
+
+/** The container host's parsing of a DOCKER_HOST, for another engine, with TLS as configured. */
+function engineAt(config: Config, dockerHost: string): ContainerSettings {
+  const env = config.apps.env;
+  const s = containerSettings({ ...config, apps: { ...config.apps, env: { ...env, DOCKER_HOST: dockerHost } } });
+  return { ...s, engine: engineTls(env, s.engine) };
+}
 
 export function swarmSettings(config: Config): SwarmSettings {
   const env = config.apps.env;

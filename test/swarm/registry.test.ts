@@ -1,0 +1,124 @@
+// The swarm runtime's registry path (SLIPWAY_SWARM_REGISTRY) on the swarm of scripts/start-swarm.sh,
+// whose registry listens on the host's address on the swarm's bridge (SLIPWAY_SWARM_TEST_REGISTRY):
+// an application built from source on the manager is pushed there, and the nodes that run its tasks
+// pull it by the registry's name (nothing copies it to them: no node holds the bare tag the build
+// made); it answers through the edge, and deleting it removes the registry's name of it from every
+// node. Node 3 joins the default cluster's region for the suite (restored after), so the 3 tasks
+// spread over all three nodes and the two that did not build the image both pull it.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import type Docker from 'dockerode';
+import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
+import { GENEROUS, useServer } from '../helpers/server.js';
+import { expectStatus, waitFor } from '../helpers/util.js';
+import { createRealApp, deploy, edgeGet } from '../apps-real/support.js';
+import { repoOf } from '../containers/support.js';
+import { holdSwarm, runningTasks, swarmClient, swarmNodes, swarmSkip, SWARM_ENV } from '../support/swarm.js';
+
+const exec = promisify(execFile);
+const registry = process.env.SLIPWAY_SWARM_TEST_REGISTRY ?? '';
+
+const files = {
+  Dockerfile: ['FROM python:3.11-slim-bookworm', 'WORKDIR /srv', 'COPY server.py .', 'CMD ["python3", "server.py"]'].join('\n'),
+  'server.py': [
+    'import http.server, os, socket',
+    'class H(http.server.BaseHTTPRequestHandler):',
+    '    def do_GET(self):',
+    "        body = ('pulled ' + socket.gethostname()).encode()",
+    "        self.send_response(200); self.send_header('Content-Length', str(len(body))); self.end_headers(); self.wfile.write(body)",
+    '    def log_message(self, *a):',
+    '        pass',
+    "http.server.ThreadingHTTPServer(('0.0.0.0', int(os.environ['PORT'])), H).serve_forever()",
+  ].join('\n'),
+};
+
+const REGION = 'slipway.region';
+
+/** The references of a node engine's images naming `repo` (tags and digests). */
+async function refs(docker: Docker, repo: string): Promise<string[]> {
+  const images = await docker.listImages({ filters: { reference: [repo] } });
+  return images.flatMap((i) => [...(i.RepoTags ?? []), ...(i.RepoDigests ?? [])]).filter((r) => r.startsWith(`${repo}:`) || r.startsWith(`${repo}@`));
+}
+
+describe(
+  'swarm runtime: release images through a registry',
+  { skip: (await swarmSkip()) || (registry ? false : 'SLIPWAY_SWARM_TEST_REGISTRY is not set (eval "$(scripts/start-swarm.sh)")') },
+  () => {
+    let release: () => void = () => {};
+    before(async () => void (release = await holdSwarm()), { timeout: 20 * 60_000 });
+    const s = useServer({ db: 'sqlite', rateLimits: GENEROUS, env: { ...SWARM_ENV, SLIPWAY_SWARM_REGISTRY: registry } });
+    let docker: Docker;
+    let appId: string;
+    const third = swarmNodes().find((n) => n.index === 3);
+    let thirdRegion = '';
+
+    before(async () => {
+      docker = swarmClient();
+      if (third) {
+        const node = (await docker.getNode(third.name).inspect()) as { Spec: { Labels?: Record<string, string> } };
+        thirdRegion = node.Spec.Labels?.[REGION] ?? '';
+        await exec('docker', ['node', 'update', '--label-add', `${REGION}=${DEFAULT_CLUSTER.name}`, third.name], {
+          env: { ...process.env, DOCKER_HOST: process.env.SLIPWAY_SWARM_DOCKER_HOST },
+        });
+      }
+    });
+
+    after(async () => {
+      if (third && thirdRegion)
+        await exec('docker', ['node', 'update', '--label-add', `${REGION}=${thirdRegion}`, third.name], {
+          env: { ...process.env, DOCKER_HOST: process.env.SLIPWAY_SWARM_DOCKER_HOST },
+        }).catch(() => {});
+      release();
+    });
+
+    it('a source build is pushed to the registry and the nodes running its tasks pulled it from there', async () => {
+      const a = await createRealApp(s, repoOf(files).url, 'swarm-registry');
+      appId = a.id;
+      expectStatus(await s.patch(`/applications/${appId}`, { build_type: 'dockerfile' }), 200);
+      const [web] = expectStatus(await s.get(`/applications/${appId}/processes`), 200).data;
+      expectStatus(await s.patch(`/applications/${appId}/processes/${web.id}`, { scaling_strategy: { type: 'manual', config: { instanceCount: 3 } } }), 200);
+      const d = await deploy(s, appId, 'deployments', {}, 300_000);
+      const logs = JSON.stringify(expectStatus(await s.get(`/applications/${appId}/deployments/${d.id}/logs`), 200));
+      assert.equal(d.status, 'success', logs);
+      assert.ok(logs.includes(`Image pushed to ${registry}/slipway/${appId}:${d.id}`), logs);
+      assert.doesNotMatch(logs, /copied to node/);
+
+      const [svc] = await docker.listServices({ filters: { label: [`slipway.app=${appId}`] } });
+      const image = (svc!.Spec as { TaskTemplate: { ContainerSpec: { Image: string } } }).TaskTemplate.ContainerSpec.Image;
+      assert.ok(image.startsWith(`${registry}/slipway/${appId}:${d.id}`), image);
+
+      const tasks = await runningTasks(docker, svc!.ID);
+      assert.equal(tasks.length, 3);
+      const manager = swarmNodes().find((n) => n.dockerHost === process.env.SLIPWAY_SWARM_DOCKER_HOST)!;
+      const pullers = [...new Set(tasks.map((t) => t.node))].filter((n) => n !== manager.name);
+      assert.ok(pullers.length >= 2, `tasks on ${tasks.map((t) => t.node).join(', ')}: at least 2 nodes besides the manager that built the image`);
+      for (const name of pullers) {
+        const node = swarmClient(swarmNodes().find((n) => n.name === name)!.dockerHost);
+        const pulled = await refs(node, `${registry}/slipway/${appId}`);
+        // A digest: pulled from the registry (an image loaded from a file has none).
+        assert.ok(
+          pulled.some((r) => r.startsWith(`${registry}/slipway/${appId}@sha256:`)),
+          `${name} holds the image by the registry's name and digest: ${pulled.join(', ')}`,
+        );
+        assert.deepEqual(await refs(node, `slipway/${appId}`), [], `${name} has no copy of the build's own tag`);
+      }
+      const r = await edgeGet(s.app.runtimes.edge!.port, `${a.name}.localhost`);
+      assert.equal(r.status, 200);
+      assert.match(r.body, /^pulled /);
+    });
+
+    it("deleting the application removes the registry's name of its image from every node", async () => {
+      expectStatus(await s.delete(`/applications/${appId}`), 200);
+      await waitFor(
+        'the images to go',
+        async () => {
+          const left = await Promise.all(swarmNodes().map(async (n) => refs(swarmClient(n.dockerHost), `${registry}/slipway/${appId}`)));
+          return left.every((l) => !l.length) || undefined;
+        },
+        90_000,
+      );
+    });
+  },
+);
