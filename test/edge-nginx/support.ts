@@ -9,7 +9,7 @@ import { AccessLogTailer, type AccessLogOptions } from '../../src/shared/edge/ng
 import { nginxFiles, renderNginx, type Listen } from '../../src/shared/edge/nginx/config.js';
 import { brotliStaticModule, nginxBinary, NginxProcess } from '../../src/shared/edge/nginx/process.js';
 import type { Served } from '../../src/shared/edge/index.js';
-import type { EdgeHost, EdgeTarget } from '../../src/shared/edge/table.js';
+import type { EdgeHost, EdgeTable, EdgeTarget } from '../../src/shared/edge/table.js';
 
 /** The describe() skip option: a reason when nginx is missing, unless SLIPWAY_REQUIRE_NGINX=1 (then the tests run and fail). */
 export function nginxSkip(): string | false {
@@ -96,9 +96,9 @@ export class TestEdge {
     await this.receiver.start();
   }
 
-  render(hosts: EdgeHost[], generation = this.generation + 1): string {
+  render(hosts: EdgeHost[], generation = this.generation + 1, unknown?: EdgeTable['unknown']): string {
     return renderNginx(
-      { hosts },
+      { hosts, unknown },
       {
         dir: this.dir,
         http: this.http,
@@ -115,9 +115,10 @@ export class TestEdge {
     );
   }
 
-  async apply(hosts: EdgeHost[]): Promise<void> {
+  /** Applies a table: its hosts and (wildcards) the names it holds unknown. */
+  async apply(hosts: EdgeHost[], unknown?: EdgeTable['unknown']): Promise<void> {
     const generation = this.generation + 1;
-    await this.nginx.apply(this.render(hosts, generation), generation, nginxFiles({ hosts }));
+    await this.nginx.apply(this.render(hosts, generation, unknown), generation, nginxFiles({ hosts }));
     this.generation = generation;
   }
 

@@ -34,6 +34,7 @@ import {
   insertIfFree,
   lockService,
   registeredOf,
+  heldCandidateRows,
   routeRows,
   servedRows,
   serviceHolding,
@@ -228,6 +229,15 @@ function splitPreview(host: string): { preview: string; rest: string } | null {
 /** Every hostname the registry serves with its owner (a proxy's table; preview names and wildcards are routed by `routeOf` alone). */
 export async function routedHosts(db: Kysely<DB>): Promise<RoutedHost[]> {
   return (await servedRows(db)).filter(serving).map((r) => ({ hostname: r.hostname, kind: r.service_type, id: r.service_id, companyId: r.company_id }));
+}
+
+/**
+ * Every hostname the registry records but does not serve (a custom domain not verified or disabled,
+ * a disabled system domain, a bucket's CDN name): routeOf answers none for it, even where a wildcard
+ * covers it, and so must a proxy.
+ */
+export async function heldHosts(db: Kysely<DB>): Promise<string[]> {
+  return (await heldCandidateRows(db)).filter((r) => !serving(r)).map((r) => r.hostname);
 }
 
 /** Whether a registry row is served: an alias, the enabled system domain, or an active, enabled custom domain. */

@@ -7,7 +7,7 @@ import { defineOperation } from '../../shared/http/operation.js';
 import { pageOf } from '../../shared/pagination.js';
 import { domainContracts, type OwnerNames } from './schemas.js';
 import * as svc from './service.js';
-import { registerService, removeServiceDomains, routedHosts, routeOf } from './registry.js';
+import { heldHosts, registerService, removeServiceDomains, routedHosts, routeOf } from './registry.js';
 import { domainSettings } from './settings.js';
 
 export { migrations, tables } from './storage.js';
@@ -147,5 +147,6 @@ export function setup(app: AppContext): void {
   app.runtimes.edge?.routeBy(
     (host) => routeOf(app.database.db, host),
     () => routedHosts(app.database.db),
+    () => heldHosts(app.database.db),
   );
 }

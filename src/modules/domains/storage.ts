@@ -208,6 +208,11 @@ export function servedRows(db: Kysely<DB>): Promise<(RouteRow & { company_id: st
     .execute();
 }
 
+/** The registry rows that may go unserved (all but aliases): the edge's held hostnames are those `serving` refuses. */
+export function heldCandidateRows(db: Kysely<DB>): Promise<RouteRow[]> {
+  return db.selectFrom('domains').select(['hostname', 'service_id', 'service_type', 'type', 'status', 'is_enabled']).where('type', '!=', 'ALIAS').execute();
+}
+
 // --- Claimed (CDN) hostnames ---------------------------------------------------------------------
 
 /** The hostnames the given services claimed (CDN rows). */

@@ -71,7 +71,9 @@ export class AcmeCertificates implements Certificates {
   async forHosts(hostnames: string[]): Promise<Map<string, CertificateFiles>> {
     const out = new Map<string, CertificateFiles>();
     const now = this.now();
-    this.wanted = new Set(hostnames);
+    // HTTP-01 cannot prove a wildcard (an ACME server issues one only through DNS-01): a wildcard
+    // domain is served over HTTP only (certificates.ts says why).
+    this.wanted = new Set(hostnames.filter((h) => !h.startsWith('*.')));
     for (const h of this.wanted) {
       let held = this.held.get(h);
       if (!held) {

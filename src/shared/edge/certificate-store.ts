@@ -20,6 +20,17 @@ export interface Held {
   notAfter: number;
 }
 
+/**
+ * Whether a certificate is good for a hostname of the table: for a wildcard (`*.example.com`) one
+ * that names that wildcard itself in its subjectAltName (it then covers exactly the names the
+ * wildcard serves: one label under its base); else one that names the hostname, directly or by a
+ * wildcard of its own.
+ */
+export function covers(x: X509Certificate, hostname: string): boolean {
+  if (!hostname.startsWith('*.')) return x.checkHost(hostname) !== undefined;
+  return (x.subjectAltName ?? '').split(', ').some((e) => e.toLowerCase() === `dns:${hostname}`);
+}
+
 export const fingerprint = (x: X509Certificate) => createHash('sha256').update(x.raw).digest('hex').slice(0, 16);
 
 /** Writes a file whole (a temporary name, then renamed): nginx never reads half of one. */
@@ -42,7 +53,7 @@ export function keptCertificate(dir: string, hostname: string, accept: (x: X509C
     const keyFile = join(hostDir, f.replace(/\.crt$/, '.key'));
     try {
       const x = new X509Certificate(readFileSync(join(hostDir, f)));
-      if (!existsSync(keyFile) || !x.checkHost(hostname) || !accept(x)) continue;
+      if (!existsSync(keyFile) || !covers(x, hostname) || !accept(x)) continue;
       const notAfter = Date.parse(x.validTo);
       if (!best || notAfter > best.notAfter) best = { files: { certFile: join(hostDir, f), keyFile }, notAfter };
     } catch {

@@ -1,9 +1,21 @@
 // The edge's HTTPS certificates (SLIPWAY_EDGE_HTTPS_PORT; the nginx driver): which hostnames of the
 // table get one, and its files. Every hostname the table names has been decided by the hostname
-// registry (system domains, short names, verified and enabled custom domains), so every one of
-// them gets a certificate; names the table does not hold (unknown hosts, preview names, wildcard
-// domains, which nginx's default server sends to the origin) get none, and nginx refuses their
-// handshake.
+// registry (system domains, short names, verified and enabled custom domains, a static site's
+// preview names), so every one of them gets a certificate; names the table does not hold (unknown
+// hosts, which nginx's default server sends to the origin) get none, and nginx refuses their
+// handshake, as it refuses that of a hostname whose certificate is missing.
+//
+// A wildcard domain (`*.example.com`; nginx serves exactly one label under its base, as the
+// registry routes it): `local` issues a certificate naming the wildcard itself, which covers exactly
+// those names (a name under it that another service holds has its own server and certificate,
+// which nginx chooses by SNI first); `files` uses the operator's certificate when it names that
+// wildcard; `acme` issues none, and the wildcard domain is served over plain HTTP only (its HTTPS
+// handshake refused, no redirect). An ACME server issues a wildcard only through DNS-01, which
+// needs the operator's DNS provider; and issuing a certificate per name on demand, at its first
+// handshake, would need Slipway at handshake time (nginx must keep serving while it is down) and
+// let any client make it order certificates for names of its choosing, up to the CA's rate limits
+// (Let's Encrypt: 50 per registered domain a week), which the installation's other names need.
+// An operator who wants HTTPS there gives a wildcard certificate with `files`.
 //
 // - `local` (the default): one certificate per hostname, issued by Slipway's local CA (tls.ts, the
 //   CA of `--tls self-signed`: `<data dir>/tls/ca.pem` is what clients trust), with a key of its
@@ -29,7 +41,17 @@ import type Forge from 'node-forge';
 import { lazy } from '../lazy.js';
 import { certificateSerial, localCa } from '../tls.js';
 import { AcmeCertificates } from './acme.js';
-import { DAY, fingerprint, keptCertificate, RENEW_BEFORE_DAYS, storeCertificate, writeWhole, type CertificateFiles, type Held } from './certificate-store.js';
+import {
+  covers,
+  DAY,
+  fingerprint,
+  keptCertificate,
+  RENEW_BEFORE_DAYS,
+  storeCertificate,
+  writeWhole,
+  type CertificateFiles,
+  type Held,
+} from './certificate-store.js';
 import type { EdgeSettings } from './settings.js';
 import type { EdgeTable } from './table.js';
 
@@ -80,6 +102,7 @@ export function edgeCertificates(settings: EdgeSettings, dataDir: string, log: A
 export async function withCertificates(table: EdgeTable, certificates: Certificates, redirect: boolean): Promise<EdgeTable> {
   const files = await certificates.forHosts(table.hosts.map((h) => h.hostname));
   return {
+    ...table,
     hosts: table.hosts.map((h) => {
       const tls = files.get(h.hostname) ?? null;
       return { ...h, tls, httpsRedirect: !!tls && redirect };
@@ -199,7 +222,7 @@ export class OperatorCertificates implements Certificates {
       return out;
     }
     if (Date.parse(current.x.validTo) < Date.now()) this.warnOnce(`edge: the certificate ${this.certFile} expired on ${current.x.validTo}`);
-    for (const h of hostnames) if (current.x.checkHost(h)) out.set(h, current.files);
+    for (const h of hostnames) if (covers(current.x, h)) out.set(h, current.files);
     return out;
   }
 

@@ -130,6 +130,8 @@ export class Edge {
   private router: (host: string) => Promise<EdgeRoute | null> = async () => null;
   /** Every routed hostname (the proxy's table is built from it). */
   protected routed: () => Promise<RoutedHost[]> = async () => [];
+  /** The hostnames the router knows but does not serve (unknown even where a wildcard covers them). */
+  protected held: () => Promise<string[]> = async () => [];
   private listeners: ((s: Served) => void)[] = [];
   /** Every answered request, stored in batches for access logs and traffic metrics. */
   readonly traffic: TrafficRecorder;
@@ -151,9 +153,10 @@ export class Edge {
   }
 
   /** Sets what decides which service a hostname names (in setup(); the one owner of every hostname). */
-  routeBy(router: (host: string) => Promise<EdgeRoute | null>, all?: () => Promise<RoutedHost[]>): void {
+  routeBy(router: (host: string) => Promise<EdgeRoute | null>, all?: () => Promise<RoutedHost[]>, held?: () => Promise<string[]>): void {
     this.router = router;
     if (all) this.routed = all;
+    if (held) this.held = held;
   }
 
   /**

@@ -36,6 +36,11 @@ export type EdgeTarget =
       compressedRoot: string | null;
       /** `/about` serves `about.html` or `about/index.html`. */
       prettyUrls: boolean;
+      /**
+       * The file a directory's path (`/docs/`) serves, a name without `/` (default `index.html`):
+       * with pretty URLs `/docs/<indexFile>` redirects to `/docs/` when the name ends in `.html`.
+       */
+      indexFile?: string;
       /** The site's page for 404, a path under root (e.g. `/404.html`), or null for the edge's own. */
       notFoundPage: string | null;
       /** Every path not found serves this file with 200 (single-page applications), or null. */
@@ -73,7 +78,11 @@ export type BalanceDestination =
     };
 
 export interface EdgeHost {
-  /** Lower case, no trailing dot. */
+  /**
+   * Lower case, no trailing dot; or a wildcard `*.<base>`, which names every hostname of exactly one
+   * more label under `<base>` (`a.example.com`, not `a.b.example.com` nor `example.com`) that no
+   * entry of the table names exactly and `unknown` does not hold (the registry's routeOf).
+   */
   hostname: string;
   owner: TableOwner;
   target: EdgeTarget;
@@ -91,6 +100,29 @@ export interface EdgeHost {
 
 export interface EdgeTable {
   hosts: EdgeHost[];
+  /**
+   * Names the registry answers as unknown (404) though a wildcard of `hosts` covers them, so that a
+   * proxy matching the wildcard does not give them to the wildcard's owner: `hostnames` it records
+   * without serving them (a custom domain not yet verified, a disabled one, a bucket's CDN name), and
+   * the preview names `<label>--<hostname>` of each hostname in `previewsOf` (a static site's) whose
+   * label is not one of the site's (those are entries of `hosts`).
+   */
+  unknown?: { hostnames: string[]; previewsOf: string[] };
+}
+
+/**
+ * Whether a proxy serves a static site with this index file: one file name (no `/`) of these
+ * characters, which the proxy's configuration can hold; a site with another is left to the origin.
+ */
+export const servableIndexFile = (name: string) => /^[A-Za-z0-9_~@+-][A-Za-z0-9._~@+-]{0,127}$/.test(name);
+
+/** Whether a hostname of the table is a wildcard (`*.example.com`). */
+export const isWildcard = (hostname: string) => hostname.startsWith('*.');
+
+/** The parent of a hostname (`example.com` of `a.example.com`; of `feat--a.example.com` too), or null for a single label. */
+export function parentOf(hostname: string): string | null {
+  const dot = hostname.indexOf('.');
+  return dot > 0 ? hostname.slice(dot + 1) : null;
 }
 
 /** What a kind's edge service says of one service (EdgeService.describe): a host without its name and owner. */
@@ -116,21 +148,32 @@ const ORIGIN: EdgeDescription = { target: { type: 'origin' }, ipRestriction: nul
 
 /**
  * The table of every routed hostname: each service described once by its kind (`describe`; null,
- * or a failure, leaves it to the origin). `accept` drops hostnames the proxy cannot name (wildcards),
- * which then reach the origin through the proxy's default server.
+ * or a failure, leaves it to the origin). `accept` drops hostnames the proxy cannot name, which
+ * then reach the origin through the proxy's default server. `held` are the hostnames the registry
+ * records without serving them: a preview name among them is not the site's (the registry's own row
+ * of a name decides it), and those a wildcard of the table covers go to `unknown`.
+ *
+ * Entries come in the registry's order of precedence for a hostname: names the registry serves as
+ * such, then preview names, then wildcards (a proxy's exact names win over its patterns anyway; a
+ * service's first entry is the one a load balancer reaches it through).
  */
 export async function buildTable(
   routed: RoutedHost[],
   describe: (r: RoutedHost) => Promise<EdgeDescription | null>,
   accept: (hostname: string) => boolean,
   onError: (r: RoutedHost, e: Error) => void,
+  held: string[] = [],
 ): Promise<EdgeTable> {
   const described = new Map<string, Promise<EdgeDescription>>();
-  const seen = new Set<string>();
+  const seen = new Set<string>(held);
+  const rank = (r: RoutedHost) => (isWildcard(r.hostname) ? 2 : r.preview !== undefined ? 1 : 0);
+  const ordered = routed.map((r, i) => ({ r, i })).sort((a, b) => rank(a.r) - rank(b.r) || a.i - b.i);
   const hosts: EdgeHost[] = [];
-  for (const r of routed) {
+  const previews = new Set<string>();
+  for (const { r } of ordered) {
     if (seen.has(r.hostname) || !accept(r.hostname)) continue;
     seen.add(r.hostname);
+    if (r.preview !== undefined) previews.add(r.hostname);
     const key = `${r.kind}:${r.id}:${r.preview ?? ''}`;
     let d = described.get(key);
     if (!d) {
@@ -143,5 +186,18 @@ export async function buildTable(
     const desc = await d;
     hosts.push({ hostname: r.hostname, owner: { kind: r.kind, id: r.id, companyId: r.companyId }, ...desc, tls: null, httpsRedirect: false });
   }
-  return { hosts };
+  const wildcards = new Set(hosts.filter((h) => isWildcard(h.hostname)).map((h) => h.hostname.slice(2)));
+  if (!wildcards.size) return { hosts };
+  const covered = (name: string) => {
+    const parent = parentOf(name);
+    return parent !== null && wildcards.has(parent);
+  };
+  const unknown = {
+    hostnames: [...new Set(held)].filter((h) => !isWildcard(h) && covered(h) && accept(h)).sort(),
+    // The registry's preview rule: `<label>--<hostname>` of a static site's own served hostname.
+    previewsOf: hosts
+      .filter((h) => h.owner.kind === 'static-site' && !isWildcard(h.hostname) && !previews.has(h.hostname) && covered(h.hostname))
+      .map((h) => h.hostname),
+  };
+  return { hosts, unknown };
 }

@@ -19,8 +19,10 @@ const upstream = (i: Instance) => `${i.address ?? '127.0.0.1'}:${i.port}`;
 /**
  * What a proxy in front serves for an application: its serving group's instances (their ports, on
  * the loopback interface or a swarm node), with the CDN as the proxy's cache; without one
- * (hibernated, starting, stopped) the origin, which wakes it or answers 503. IP restriction and
- * maintenance apply either way.
+ * (hibernated, starting, stopped) the origin, which wakes it or answers 503: waking needs the
+ * control plane (the request is held while Slipway starts the instances), so no proxy can do it
+ * alone, and while Slipway is down such a request answers 502. IP restriction and maintenance
+ * apply either way.
  */
 export function describeGroup(g: Group | undefined, s: Settings): EdgeDescription {
   const checks = checksOf(s.ipRestriction, s.maintenance);

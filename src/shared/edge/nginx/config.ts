@@ -14,7 +14,7 @@
 // `break` ahead of them, taken for that path only, ends the server's rewrite phase there.
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import type { EdgeHost, EdgeTable, EdgeTarget } from '../table.js';
+import { isWildcard, servableIndexFile, type EdgeHost, type EdgeTable, type EdgeTarget } from '../table.js';
 import { balanceHttp, balanceLocation, internalListen, originHost, planBalance, plainHttp, type BalancePlan } from './balance.js';
 import { address, indent, ipEntry, logOwner, originHeaders, PAGES, PROXY_HEADERS, q, safe } from './syntax.js';
 
@@ -83,8 +83,25 @@ const pageFile = (html: string) => `pages/${createHash('sha256').update(html).di
 // Hostnames, owners, addresses and paths come from the control plane. Strings are quoted; a `$`
 // (which nginx would expand, and has no escape for) or a control character is refused.
 const HOSTNAME = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$/;
-/** Whether a hostname can be a server name here (wildcards and odd names are left to the default server). */
-export const nameable = (hostname: string) => HOSTNAME.test(hostname);
+/** Whether a hostname of the table can be a server name here (odd names are left to the default server). */
+export const nameable = (hostname: string) => HOSTNAME.test(isWildcard(hostname) ? hostname.slice(2) : hostname);
+
+/** A hostname as a regular expression of its own characters (a hostname's only special one is the dot). */
+const literal = (hostname: string) => hostname.replace(/\./g, '\\.');
+
+/**
+ * A host's server name. A wildcard is a regular expression of exactly one more label, as the
+ * registry's routeOf matches it (nginx's own `*.example.com` would also take `a.b.example.com`):
+ * exact names win over it, and no two wildcards' expressions match the same name, so their order
+ * does not matter.
+ */
+const serverName = (hostname: string) => (isWildcard(hostname) ? `~^[^.]+\\.${literal(hostname.slice(2))}$` : hostname);
+
+/**
+ * The preview names of `hostname` (`<label>--<hostname>`, the label the part before the first `--`
+ * and with no dot: the registry's splitPreview) as a regular expression.
+ */
+const previewNames = (hostname: string) => `~^(?:[^.-]|-[^.-])+--${literal(hostname)}$`;
 
 const listen = (l: Listen) => `${l.host.includes(':') ? `[${l.host}]` : l.host}:${l.port}`;
 
@@ -152,11 +169,17 @@ const acmeChallenge = (dir: string) =>
 export function renderNginx(table: EdgeTable, o: NginxOptions): string {
   const dir = safe('directory', o.dir.replace(/\/+$/, ''));
   const seen = new Set<string>();
-  for (const h of table.hosts) {
-    if (!HOSTNAME.test(h.hostname)) throw new Error(`edge: invalid hostname ${JSON.stringify(h.hostname)}`);
-    if (seen.has(h.hostname)) throw new Error(`edge: hostname ${h.hostname} is given twice (one owner per hostname)`);
-    seen.add(h.hostname);
+  const unknown = table.unknown ?? { hostnames: [], previewsOf: [] };
+  const names = [
+    ...table.hosts.map((h) => ({ name: h.hostname, ok: nameable })),
+    ...unknown.hostnames.map((name) => ({ name, ok: HOSTNAME.test.bind(HOSTNAME) })),
+  ];
+  for (const { name, ok } of names) {
+    if (!ok(name)) throw new Error(`edge: invalid hostname ${JSON.stringify(name)}`);
+    if (seen.has(name)) throw new Error(`edge: hostname ${name} is given twice (one owner per hostname)`);
+    seen.add(name);
   }
+  for (const name of unknown.previewsOf) if (!HOSTNAME.test(name)) throw new Error(`edge: invalid hostname ${JSON.stringify(name)}`);
   const workers = o.workers ?? 1;
   const connections = o.workerConnections ?? 16384;
   const cached = table.hosts.some((h) => h.cache && h.target.type !== 'static');
@@ -231,7 +254,7 @@ export function renderNginx(table: EdgeTable, o: NginxOptions): string {
   table.hosts.forEach((h, i) => http.push(...hostHttp(h, i)));
   const plan = planBalance(table, dir);
   http.push(...balanceHttp(table, plan, o));
-  http.push(...defaultServer(o, dir), ...statusServer(dir, o.generation));
+  http.push(...defaultServer(o, dir), ...statusServer(dir, o.generation), ...unknownServer(unknown, o, dir));
   table.hosts.forEach((h, i) => http.push(...server(h, i, o, dir, plan)));
   return [
     `# Written by Slipway from its edge table, generation ${o.generation}. Changes here are overwritten.`,
@@ -301,6 +324,26 @@ function defaultServer(o: NginxOptions, dir: string): string[] {
   ];
 }
 
+/**
+ * The names a wildcard would otherwise take that the registry answers as unknown (table.ts
+ * `unknown`): 404 here, and no handshake on HTTPS. Written before the hosts' servers, so that its
+ * expressions (preview names) are tried before the wildcards'.
+ */
+function unknownServer(unknown: NonNullable<EdgeTable['unknown']>, o: NginxOptions, dir: string): string[] {
+  const names = [...unknown.hostnames, ...unknown.previewsOf.map(previewNames)];
+  if (!names.length) return [];
+  return [
+    `server {`,
+    `  listen ${listen(o.http)};`,
+    ...(o.https ? [`  listen ${listen(o.https)} ssl http2;`, `  ssl_reject_handshake on;`] : []),
+    `  server_name ${names.join(' ')};`,
+    `  access_log off;`,
+    `  ${acmeChallenge(dir)}`,
+    `  location / { ${PAGES.unknown} }`,
+    `}`,
+  ];
+}
+
 function statusServer(dir: string, generation: number): string[] {
   if (!Number.isSafeInteger(generation) || generation < 0) throw new Error(`edge: invalid generation ${generation}`);
   return [
@@ -317,15 +360,18 @@ function statusServer(dir: string, generation: number): string[] {
 function server(h: EdgeHost, i: number, o: NginxOptions, dir: string, plan: BalancePlan): string[] {
   const tls = h.tls && o.https ? h.tls : null;
   const lines: string[] = [`listen ${listen(o.http)};`, ...internalListen(plan, i, h)];
-  if (tls && o.https) {
+  if (o.https) {
+    // A hostname without a certificate refuses the handshake here, rather than leave it to the
+    // default server: a wildcard's server would otherwise answer a name under it with its own.
     lines.push(
       `listen ${listen(o.https)} ssl http2;`,
-      `ssl_certificate ${q(safe('certificate file', tls.certFile))};`,
-      `ssl_certificate_key ${q(safe('key file', tls.keyFile))};`,
+      ...(tls
+        ? [`ssl_certificate ${q(safe('certificate file', tls.certFile))};`, `ssl_certificate_key ${q(safe('key file', tls.keyFile))};`]
+        : [`ssl_reject_handshake on;`]),
     );
   }
   lines.push(
-    `server_name ${h.hostname};`,
+    `server_name ${serverName(h.hostname)};`,
     ...logOwner(h.owner),
     // ACME's HTTP-01 requests skip the checks below (the header comment says how).
     `if ($uri ~ ^/\\.well-known/acme-challenge/) { break; }`,
@@ -380,9 +426,12 @@ function target(h: EdgeHost, t: EdgeTarget, i: number, o: NginxOptions, plan: Ba
   return [`location / {`, indent([`proxy_pass http://${pass};`, ...(t.type === 'origin' ? originHeaders(o, originHost(plan, i)) : []), ...cache]), `}`];
 }
 
-/** serve.ts's rules: pretty URLs, directory redirects, the site's 404 page or the edge's, a fallback. */
+/** serve.ts's rules: pretty URLs, directory redirects, the site's index file, the site's 404 page or the edge's, a fallback. */
 function staticSite(t: Extract<EdgeTarget, { type: 'static' }>, brotli: boolean): string[] {
   const pretty = t.prettyUrls;
+  const index = t.indexFile ?? 'index.html';
+  if (!servableIndexFile(index)) throw new Error(`edge: index file ${JSON.stringify(index)} cannot be written into the nginx configuration`);
+  const indexPattern = index.replace(/[.+]/g, '\\$&');
   const sitePage = (p: string) => `/${safe('page', p).replace(/^\/+/, '')}`;
   const out = [
     `root ${q(safe('static root', t.compressedRoot ?? t.root))};`,
@@ -416,18 +465,21 @@ function staticSite(t: Extract<EdgeTarget, { type: 'static' }>, brotli: boolean)
       `location ~ \\.(?:gz|br)$ { root ${q(safe('static root', t.root))}; gzip_static off; ${brotli ? 'brotli_static off; ' : ''}try_files $uri =404; }`,
     );
   if (pretty) {
-    // `/about.html` → `/about`, `/docs/index.html` → `/docs/`, when the file is there.
+    // `/about.html` → `/about`, `/docs/index.html` → `/docs/` (an index file ending in .html), when the file is there.
+    if (index.endsWith('.html'))
+      out.push(
+        `location ~ ^(?<slipway_base>.*/)${indexPattern}$ { if (-f $request_filename) { return 301 $slipway_base$is_args$args; } try_files $uri @slipway_dir; }`,
+      );
     out.push(
-      `location ~ ^(?<slipway_base>.*/)index\\.html$ { if (-f $request_filename) { return 301 $slipway_base$is_args$args; } try_files $uri @slipway_dir; }`,
       `location ~ ^(?<slipway_base>.+)\\.html$ { if (-f $request_filename) { return 301 $slipway_base$is_args$args; } try_files $uri $uri.html @slipway_dir; }`,
     );
   }
   out.push(
     // A path ending in / serves its index file (never nginx's index module, which would redirect internally).
-    `location ~ /$ { try_files \${uri}index.html =404; }`,
+    `location ~ /$ { try_files \${uri}${index} =404; }`,
     `location / { try_files $uri${pretty ? ' $uri.html' : ''} @slipway_dir; }`,
     // A directory named without its slash: redirected when it has an index file.
-    `location @slipway_dir { if (-f $request_filename/index.html) { return 301 $uri/$is_args$args; } return 404; }`,
+    `location @slipway_dir { if (-f $request_filename/${index}) { return 301 $uri/$is_args$args; } return 404; }`,
     `location @slipway_404 { ${PAGES.missing} }`,
     `location @slipway_405 { ${PAGES.notAllowed} }`,
   );

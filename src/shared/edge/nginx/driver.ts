@@ -1,8 +1,9 @@
 // The `nginx` edge driver: nginx (its own process, started and reloaded from here) serves the public
 // port, and the in-process edge runs behind it on the loopback interface as the *origin* of what
-// nginx cannot serve alone (waking a hibernated application, wildcard domains, a load balancer
-// whose destination has no hostname). Slipway is the control plane: it renders the table of every
-// routed hostname (each kind's `describe`) into a configuration and applies it when something
+// nginx cannot serve alone (waking a hibernated application, which needs the control plane; a load
+// balancer's GEO choice by coordinates, computed per request). Slipway is the control plane: it
+// renders the table of every routed hostname (each kind's `describe`; wildcard domains, and the
+// names the registry holds unknown under them) into a configuration and applies it when something
 // changed (`changed()`, debounced) and every 30 s as a safety net, only when the rendered text
 // differs. nginx outlives Slipway: a new Slipway adopts the running master, which kept serving the
 // last configuration meanwhile.
@@ -24,7 +25,7 @@ import type { Config } from '../../config.js';
 import type { Database } from '../../db/index.js';
 import { Edge, type RoutedHost } from '../index.js';
 import { edgeCertificates, withCertificates, type Certificates } from '../certificates.js';
-import { buildTable, type EdgeTable } from '../table.js';
+import { buildTable, isWildcard, type EdgeTable } from '../table.js';
 import { AccessLogTailer } from './access-log.js';
 import { acmeChallengeDir, nameable, nginxFiles, renderNginx, type NginxOptions } from './config.js';
 import { ORIGIN_SECRET_HEADER } from './syntax.js';
@@ -199,7 +200,8 @@ export class NginxEdge extends Edge {
     const previews: RoutedHost[] = [];
     for (const r of routed) {
       const kind = this.services.find((s) => s.kind === r.kind);
-      if (!kind?.previews || r.preview) continue;
+      // A wildcard has no preview names: `<label>--x.example.com` is the wildcard's own (the registry's routeOf).
+      if (!kind?.previews || r.preview || isWildcard(r.hostname)) continue;
       let l = labels.get(r.id);
       if (!l) labels.set(r.id, (l = kind.previews(r.id).catch(() => [])));
       for (const label of await l) previews.push({ ...r, hostname: `${label}--${r.hostname}`, preview: label });
@@ -209,12 +211,13 @@ export class NginxEdge extends Edge {
 
   /** The table nginx serves (tests and the admin may look). */
   async table(): Promise<EdgeTable> {
-    const routed = await this.withPreviews(await this.routed());
+    const [routed, held] = await Promise.all([this.routed().then((r) => this.withPreviews(r)), this.held()]);
     const table = await buildTable(
       routed,
       async (r) => (await this.services.find((s) => s.kind === r.kind)?.describe?.(r.id, r.preview)) ?? null,
       nameable,
       (r, e) => this.log.warn({ err: e.message, kind: r.kind, id: r.id }, 'edge: a service could not be described; the origin serves it'),
+      held,
     );
     // HTTPS: every hostname of the table gets its certificate (issued here when missing or due).
     return this.certificates ? withCertificates(table, this.certificates, this.settings.httpsRedirect) : table;

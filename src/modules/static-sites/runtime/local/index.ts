@@ -15,7 +15,7 @@ import type { CompiledQuery } from 'kysely';
 import type { AppContext, CallContext } from '../../../../shared/context.js';
 import { registerExisting } from '../../../domains/index.js';
 import type { EdgeSite } from '../../../../shared/edge/index.js';
-import type { EdgeDescription } from '../../../../shared/edge/table.js';
+import { servableIndexFile, type EdgeDescription } from '../../../../shared/edge/table.js';
 import { resolve } from 'node:path';
 import { page, sendPage } from '../../../../shared/edge/pages.js';
 import type { PhaseRequest, PhaseResult } from '../../../../shared/runtime/driver.js';
@@ -150,13 +150,15 @@ export class StaticRuntime implements StaticSitesRuntime {
 
   /**
    * What a proxy in front serves for a site's lane: its release's public directory, with the site's
-   * pretty URLs and error file. The origin serves what the proxy's rules do not cover (another
-   * index file) and lanes without a release on this machine (its 503).
+   * pretty URLs, index file and error file. The origin serves what the proxy's rules do not cover (an
+   * index file in a subdirectory or with characters a proxy's configuration cannot hold) and lanes
+   * without a release on this machine (its 503).
    */
   private async describe(s: StaticSitesTable | undefined, preview?: string): Promise<EdgeDescription | null> {
     if (!s || s.status === 'deleting' || s.status === 'deletionFailed') return null;
     const lane = preview === undefined ? PRODUCTION : await this.previewLane(s.id, preview);
-    if (!lane || (s.index_file && s.index_file !== 'index.html')) return null;
+    const indexFile = s.index_file || 'index.html';
+    if (!lane || !servableIndexFile(indexFile)) return null;
     const latest = await latestRelease(this.app.database.db, s.id, lane);
     const releaseId = latest && (latest.build_of ?? latest.id);
     if (!releaseId || !isPublished(this.settings.root, s.id, releaseId)) return null;
@@ -167,6 +169,7 @@ export class StaticRuntime implements StaticSitesRuntime {
       root: publicDir(release),
       compressedRoot: existsSync(beside) ? beside : null,
       prettyUrls: s.pretty_urls === 1,
+      indexFile,
       notFoundPage: s.error_file,
       fallback: null,
     };
