@@ -1,5 +1,6 @@
 // The `slipway` command: `serve` runs the API server; `admin ...` runs operator actions
 // directly against the configured database.
+import { pipeline } from 'node:stream/promises';
 import { setFlagsFromString } from 'node:v8';
 import pino from 'pino';
 import { loadConfig, type Flags } from './shared/config.js';
@@ -60,7 +61,8 @@ Admin commands (take --data-dir / --database-url like serve):
   admin reset                                               removes all state, then bootstraps again
   admin snapshot export [--company <id>] [--objects] > state.json
                                                             every table's rows (or one company's) as one JSON file;
-                                                            --objects: with the buckets' objects (else they come back empty)
+                                                            --objects: with the buckets' objects (else they come back empty),
+                                                            streamed: memory does not grow with their size
   admin snapshot import [--replace] < state.json            loads one into an empty server (--replace: over its state);
                                                             needs the exporting server's SLIPWAY_SECRET_KEY
   admin sim-show                                            simulation progression and fault rules
@@ -237,9 +239,13 @@ async function admin(positional: string[], flags: Flags) {
       case 'snapshot': {
         const what = positional[2];
         const external = snapshotObjects(app);
+        // Both stream: the document is written as it is read, and read as it arrives.
         if (what === 'export')
-          out(await exportSnapshot(app, { company: (flags.company as string | undefined) ?? null, external, objects: flags.objects === true }));
-        else if (what === 'import') out(await importSnapshot(app, JSON.parse(await readStdin()), { replace: flags.replace === true, external }));
+          await pipeline(
+            await exportSnapshot(app, { company: (flags.company as string | undefined) ?? null, external, objects: flags.objects === true }),
+            process.stdout,
+          );
+        else if (what === 'import') out(await importSnapshot(app, process.stdin, { replace: flags.replace === true, external }));
         else throw new Error('usage: slipway admin snapshot export [--company <id>] [--objects] | slipway admin snapshot import [--replace]');
         break;
       }
@@ -250,12 +256,6 @@ async function admin(positional: string[], flags: Flags) {
     app.simulation.stop();
     await database.close();
   }
-}
-
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 export async function main(argv: string[]) {

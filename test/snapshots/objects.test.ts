@@ -1,11 +1,14 @@
 // Bucket objects in state snapshots (GET /_admin/snapshots?objects=true): exported with their bytes
 // and imported into a fresh server on the other database, where the S3 data plane serves the same
 // bytes, content types, metadata and ETags, and an open multipart upload completes; without objects
-// the buckets come back empty; the size limit; a snapshot whose bytes do not match its rows changes
-// nothing; replacing a server's state frees the bytes it held.
+// the buckets come back empty; the documents of versions 1 and 2 still import; a document cut short,
+// or out of the order a stream is read in, is refused, and so is an export an object's deletion cut short; the size limit; a snapshot whose bytes do not
+// match its rows changes nothing; replacing a server's state frees the bytes it held.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
@@ -15,9 +18,11 @@ import {
   UploadPartCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { GENEROUS, skipUnless, startServer, type DbKind, type TestServer } from '../helpers/server.js';
+import { GENEROUS, OPERATOR_TOKEN, skipUnless, startServer, type DbKind, type TestServer } from '../helpers/server.js';
 import { expectError, expectStatus } from '../helpers/util.js';
 import { bucketFiles, client, createBucket, type Bucket } from '../object-storage/support.js';
+import { exportSnapshot } from '../../src/shared/snapshots/index.js';
+import { snapshotObjects } from '../../src/modules/object-storage/index.js';
 import { SNAPSHOT_ENV } from './support.js';
 
 const serverOf = (db: DbKind, env: Record<string, string> = {}) => startServer({ db, rateLimits: GENEROUS, env: { ...SNAPSHOT_ENV, ...env } });
@@ -39,6 +44,10 @@ const PUTS: Put[] = [
 ];
 const PART = randomBytes(70 * 1024);
 const UPLOAD_KEY = 'uploads/open.bin';
+
+/** POST /_admin/snapshots with `text` as the body, as it is. */
+const postText = (s: TestServer, text: string) =>
+  s.request('POST', '/_admin/snapshots', { raw: text, token: null, headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } });
 
 /** A client of bucket `b` on server `s` (the same keys on every server holding the snapshot). */
 const s3Of = (s: TestServer, b: Bucket): S3Client => client({ endpoint: `${s.baseUrl}/s3` }, b);
@@ -91,7 +100,7 @@ for (const [from, to] of [
     it('exports every object with its bytes, and the importing server serves the same objects', async () => {
       withObjects = expectStatus(await src.admin('GET', '/snapshots?objects=true'), 200);
       assert.equal(withObjects.objects, true);
-      assert.equal(withObjects.version, 2);
+      assert.equal(withObjects.version, 3);
       const rows = withObjects.tables.object_storage_objects as { key: string; blob: string; content_type: string }[];
       assert.deepEqual(rows.map((r) => r.key).sort(), [...PUTS.map((p) => p.key), 'other.txt'].sort());
       // One entry of bytes per object and per part of the open upload.
@@ -151,6 +160,59 @@ for (const [from, to] of [
       // A hand-made document naming objects without their bytes is refused.
       const partial = { ...plain, tables: { ...plain.tables, object_storage_objects: withObjects.tables.object_storage_objects } };
       expectError(await dst.admin('POST', '/snapshots?replace=1', partial), 400, /object_storage_objects names stored content.*objects: true/);
+    });
+
+    it('imports the documents of versions 1 and 2 as their exports wrote them', async () => {
+      // Version 2 had version 3's members in the same order; the CLI wrote it indented.
+      const v2 = JSON.stringify({ ...withObjects, version: 2 }, null, 2);
+      const dst = await fresh(to);
+      expectStatus(await postText(dst, v2), 201);
+      const s3 = s3Of(dst, bucket);
+      assert.deepEqual(await keys(s3, bucket.bucket_name), [...PUTS.map((p) => p.key)].sort());
+      for (const p of PUTS) assert.ok((await read(s3, bucket.bucket_name, p.key)).body.equals(p.body), `bytes of ${p.key}`);
+      // Version 1 had no objects: neither the member nor the rows naming bytes.
+      const { objects: _objects, blobs: _blobs, ...v1 } = withObjects;
+      const tables = Object.fromEntries(
+        Object.entries(v1.tables as object).filter(([t]) => !['object_storage_objects', 'object_storage_uploads', 'object_storage_parts'].includes(t)),
+      );
+      const old = await fresh(to);
+      expectStatus(await postText(old, JSON.stringify({ ...v1, version: 1, tables })), 201);
+      expectStatus(await old.get(`/object-storage/${bucket.id}`, { token: src.token }), 200);
+      assert.deepEqual(await keys(s3Of(old, bucket), bucket.bucket_name), []);
+      expectError(await postText(old, JSON.stringify({ ...v1, version: 4, tables })), 400, /version 4 is not supported \(this server reads versions 1, 2, 3\)/);
+    });
+
+    it('refuses a document cut short or whose blobs come before its rows, and leaves no bytes behind', async () => {
+      const dst = await fresh(to);
+      const text = JSON.stringify(withObjects);
+      const at = text.indexOf('"blobs"') + 2000;
+      expectError(await postText(dst, text.slice(0, at)), 400, /not valid JSON: it ends inside a string/);
+      expectError(await postText(dst, text.slice(0, text.length - 1)), 400, /not valid JSON/);
+      const { tables, blobs, ...head } = withObjects;
+      expectError(await postText(dst, JSON.stringify({ ...head, blobs, tables })), 400, /"blobs" must come after "tables"/);
+      expectError(await postText(dst, JSON.stringify({ ...head, tables, blobs, extra: 1 })), 400, /"blobs" must be its last member/);
+      expectStatus(await dst.get('/projects'), 200);
+      expectError(await dst.get(`/object-storage/${bucket.id}`, { token: src.token }), 401);
+      assert.deepEqual(bucketFiles(dst.app.config.dataDir, bucket.id), []);
+    });
+
+    it('an object whose bytes go while the export is written fails the export, and what was written does not import', async () => {
+      const s = await fresh(from);
+      const b = await createBucket(s);
+      for (const key of ['a.bin', 'b.bin']) await s3Of(s, b).send(new PutObjectCommand({ Bucket: b.bucket_name, Key: key, Body: randomBytes(512 * 1024) }));
+      const stream = await exportSnapshot(s.app, { external: snapshotObjects(s.app), objects: true });
+      // The rows are read; the bytes are read as the document is written.
+      for (const blob of bucketFiles(s.app.config.dataDir, b.id)) rmSync(join(s.app.config.dataDir, 'object-storage', b.id, blob));
+      const pieces: Buffer[] = [];
+      await assert.rejects(
+        (async () => {
+          for await (const p of stream) pieces.push(p as Buffer);
+        })(),
+        /The bytes of object_storage_objects a\.bin .* are gone: it changed during the export; export again/,
+      );
+      const dst = await fresh(to);
+      expectError(await postText(dst, Buffer.concat(pieces).toString()), 400, /not valid JSON: it ends inside a string/);
+      assert.deepEqual(bucketFiles(dst.app.config.dataDir, b.id), []);
     });
 
     it('refuses bytes that do not match their rows and changes nothing', async () => {

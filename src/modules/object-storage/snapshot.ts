@@ -1,7 +1,8 @@
 // Objects in state snapshots (src/shared/snapshots): the bytes that object rows and the parts of
-// open multipart uploads name, read from the blob store as base64 and written back as new blobs
-// (fresh ids, so an import never overwrites a blob the importing server holds). A snapshot carries
-// the bytes in memory, so it carries at most SLIPWAY_OBJECT_STORAGE_SNAPSHOT_MAX_BYTES of them.
+// open multipart uploads name, streamed from the blob store into the document and from the
+// document into new blobs (fresh ids, so an import never overwrites a blob the importing server
+// holds), checked against their rows (size, MD5 ETag) as they are written. Nothing holds a whole
+// object: SLIPWAY_OBJECT_STORAGE_SNAPSHOT_MAX_BYTES (unset: no limit) bounds what a snapshot carries.
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { AppContext } from '../../shared/context.js';
@@ -14,12 +15,6 @@ import { runtime } from './runtime.js';
 const OBJECTS = 'object_storage_objects';
 const UPLOADS = 'object_storage_uploads';
 const PARTS = 'object_storage_parts';
-
-/** Default bytes a snapshot carries: its JSON (base64, a third larger) stays far below V8's ~512 MiB string limit. */
-export const SNAPSHOT_MAX_BYTES_DEFAULT = 64 * 1024 * 1024;
-/** The largest setting: 256 MiB of bytes are ~342 MiB of base64, beside the rows. */
-const SNAPSHOT_MAX_BYTES_CEILING = 256 * 1024 * 1024;
-const CONCURRENCY = 8;
 
 /** One stored blob a row names: the bucket it lives in, its id and its size (and MD5 when the row's ETag is one). */
 interface BlobRef {
@@ -53,38 +48,12 @@ function refs(rows: Rows): BlobRef[] {
   return out;
 }
 
-/** Runs `fn` over `items`, `CONCURRENCY` at a time; after a failure starts no more, and settles every running call before throwing it. */
-async function each<T>(items: readonly T[], fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failed = false;
-  const results = await Promise.allSettled(
-    Array.from({ length: Math.min(CONCURRENCY, items.length) }, async () => {
-      while (!failed && next < items.length)
-        await fn(items[next++]!).catch((e: unknown) => {
-          failed = true;
-          throw e;
-        });
-    }),
-  );
-  const failure = results.find((r) => r.status === 'rejected');
-  if (failure) throw failure.reason;
-}
-
-async function readAll(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
-}
-
-/** The snapshot limit from the operator's environment (checked when the snapshot surface is set up). */
+/** The snapshot limit from the operator's environment (checked when the snapshot surface is set up); unset: no limit. */
 export function snapshotMaxBytes(app: AppContext): number {
-  const name = 'SLIPWAY_OBJECT_STORAGE_SNAPSHOT_MAX_BYTES';
-  const v = intSetting(app.config.objectStorage.env, name, SNAPSHOT_MAX_BYTES_DEFAULT, 0);
-  if (v > SNAPSHOT_MAX_BYTES_CEILING) throw new Error(`${name} must be at most ${SNAPSHOT_MAX_BYTES_CEILING} (a snapshot is one JSON document)`);
-  return v;
+  return intSetting(app.config.objectStorage.env, 'SLIPWAY_OBJECT_STORAGE_SNAPSHOT_MAX_BYTES', Infinity, 0);
 }
 
-/** Object storage's part of state snapshots: its objects' bytes. */
+/** Object storage's part of state snapshots: its objects' bytes, streamed from and into the blob store. */
 export function snapshotObjects(app: AppContext): ExternalBytes {
   const limit = snapshotMaxBytes(app);
   const store = () => runtime(app).store;
@@ -101,50 +70,65 @@ export function snapshotObjects(app: AppContext): ExternalBytes {
         );
     },
 
-    async read(rows) {
-      const out: Record<string, string> = {};
-      await each(refs(rows), async (r) => {
-        let bytes: Buffer;
-        try {
-          bytes = await readAll(await store().read(r.bucket, r.blob));
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as { name?: string }).name === 'NoSuchKey')
-            throw conflict(`The bytes of ${r.table} ${r.key} (bucket ${r.bucket}) are gone: it changed during the export; export again`);
-          throw e;
-        }
-        out[r.blob] = bytes.toString('base64');
-      });
-      return out;
+    contents(rows) {
+      const seen = new Set<string>();
+      return refs(rows)
+        .filter((r) => !seen.has(r.blob) && !!seen.add(r.blob))
+        .map((r) => ({
+          id: r.blob,
+          size: r.size,
+          async open() {
+            try {
+              return await store().read(r.bucket, r.blob);
+            } catch (e) {
+              if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as { name?: string }).name === 'NoSuchKey')
+                throw conflict(`The bytes of ${r.table} ${r.key} (bucket ${r.bucket}) are gone: it changed during the export; export again`);
+              throw e;
+            }
+          },
+        }));
     },
 
-    async write(rows, blobs) {
-      const all = refs(rows);
+    receiver(rows) {
+      const byBlob = new Map<string, BlobRef>();
+      for (const r of refs(rows)) if (!byBlob.has(r.blob)) byBlob.set(r.blob, r);
       const fresh = new Map<string, string>();
       const made: { bucket: string; blob: string }[] = [];
-      const undo = async () => {
-        const byBucket = new Map<string, string[]>();
-        for (const m of made) byBucket.set(m.bucket, (byBucket.get(m.bucket) ?? []).concat(m.blob));
-        for (const [bucket, list] of byBucket) await store().remove(bucket, list);
-      };
-      try {
-        await each(all, async (r) => {
-          const b64 = blobs[r.blob];
-          if (b64 === undefined) throw badRequest(`blobs holds no bytes for ${r.table} ${r.key} (blob ${r.blob})`);
-          const bytes = Buffer.from(b64, 'base64');
-          if (bytes.length !== r.size) throw badRequest(`blobs.${r.blob} holds ${bytes.length} bytes; ${r.table} ${r.key} has size ${r.size}`);
-          if (r.md5 && createHash('md5').update(bytes).digest('hex') !== r.md5)
-            throw badRequest(`blobs.${r.blob} does not match the ETag of ${r.table} ${r.key}`);
+      return {
+        async put(id, body) {
+          const r = byBlob.get(id);
+          if (!r) throw badRequest(`blobs.${id} is named by no object or part of the snapshot's rows`);
+          if (fresh.has(id)) throw badRequest(`blobs.${id} appears twice`);
           const blob = newBlobId();
           made.push({ bucket: r.bucket, blob });
-          await store().put(r.bucket, blob, Readable.from([bytes]), bytes.length);
-          fresh.set(r.blob, blob);
-        });
-      } catch (e) {
-        await undo().catch(() => {});
-        throw e;
-      }
-      const renamed = (list: Row[] | undefined) => (list ?? []).map((row) => ({ ...row, blob: fresh.get(String(row.blob)) ?? row.blob }));
-      return { rows: { ...rows, [OBJECTS]: renamed(rows[OBJECTS]), [PARTS]: renamed(rows[PARTS]) }, undo };
+          const hash = r.md5 ? createHash('md5') : null;
+          let n = 0;
+          const tooLong = () => badRequest(`blobs.${id} holds more than ${r.size} bytes; ${r.table} ${r.key} has size ${r.size}`);
+          const counted = async function* () {
+            for await (const c of body) {
+              n += c.length;
+              if (n > r.size) throw tooLong();
+              hash?.update(c);
+              yield c;
+            }
+          };
+          await store().put(r.bucket, blob, Readable.from(counted(), { objectMode: false }), r.size, () => {
+            if (n !== r.size) throw badRequest(`blobs.${id} holds ${n} bytes; ${r.table} ${r.key} has size ${r.size}`);
+            if (hash && hash.digest('hex') !== r.md5) throw badRequest(`blobs.${id} does not match the ETag of ${r.table} ${r.key}`);
+          });
+          fresh.set(id, blob);
+        },
+        finish() {
+          for (const r of byBlob.values()) if (!fresh.has(r.blob)) throw badRequest(`blobs holds no bytes for ${r.table} ${r.key} (blob ${r.blob})`);
+          const renamed = (list: Row[] | undefined) => (list ?? []).map((row) => ({ ...row, blob: fresh.get(String(row.blob)) ?? row.blob }));
+          return { ...rows, [OBJECTS]: renamed(rows[OBJECTS]), [PARTS]: renamed(rows[PARTS]) };
+        },
+        async undo() {
+          const byBucket = new Map<string, string[]>();
+          for (const m of made) byBucket.set(m.bucket, (byBucket.get(m.bucket) ?? []).concat(m.blob));
+          for (const [bucket, list] of byBucket) await store().remove(bucket, list);
+        },
+      };
     },
 
     async free(rows) {

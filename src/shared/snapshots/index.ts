@@ -7,43 +7,63 @@
 // names one of its rows. Values are the stored ones (hashed tokens, encrypted secrets): the file is
 // only readable by a server with the same secret key, named by its fingerprint. Rows whose content
 // is kept outside the database (a bucket's objects) are written only with that content (`blobs`),
-// through the `ExternalBytes` of the module that keeps it, which the callers pass in.
+// through the `ExternalBytes` of the module that keeps it, which the callers pass in. The document
+// is written and read as a stream (stream.ts): the rows are held in memory, the content never is.
+import { Readable } from 'node:stream';
 import { sql, type RawBuilder } from 'kysely';
 import type { AppContext } from '../context.js';
 import type { Db, Tx } from '../db/index.js';
 import { isPostgres } from '../db/dialect.js';
 import { ApiError, badRequest, conflict } from '../errors.js';
+import { readSnapshotStream, type Chunks, type StreamedSnapshot } from './stream.js';
 
 export const SNAPSHOT_FORMAT = 'slipway-snapshot';
-export const SNAPSHOT_VERSION = 2;
+export const SNAPSHOT_VERSION = 3;
+/** The versions an import reads: 1 (no objects), 2 (objects; written whole by older servers, the same members as 3), 3 (written as a stream). */
+export const READABLE_VERSIONS: readonly number[] = [1, 2, 3];
 
 export type Row = Record<string, unknown>;
 export type Rows = Record<string, Row[]>;
 
+/** One piece of content an export writes: the id the rows name it by, its size, and how to read it. */
+export interface Content {
+  id: string;
+  size: number;
+  open(): Promise<AsyncIterable<Buffer>>;
+}
+
+/** Where an import stores the content of a snapshot's rows as it arrives. */
+export interface ContentReceiver {
+  /** Stores the bytes of the content `id` (checked against the rows naming it), reading `body` to its end. */
+  put(id: string, body: AsyncIterable<Buffer>): Promise<void>;
+  /** The rows naming the new copies; refuses rows whose content did not come. */
+  finish(): Rows;
+  /** Removes the copies stored so far (the import did not commit). */
+  undo(): Promise<void>;
+}
+
 /**
  * Rows whose content lives outside the database (object storage's objects in its blob store),
  * from the module that keeps them (its index.ts). Snapshots carry these rows only together with
- * their content; without it the stores come back empty.
+ * their content; without it the stores come back empty. The content is streamed both ways.
  */
 export interface ExternalBytes {
   /** The tables whose rows name stored content. */
   readonly tables: readonly string[];
-  /** Refuses (throws) before anything is read when the rows name more content than a snapshot may carry. */
+  /** Refuses (throws) before anything is read or written when the rows name more content than a snapshot may carry. */
   checkSize(rows: Rows): void;
-  /** The content the rows name, base64, by the id the rows carry. */
-  read(rows: Rows): Promise<Record<string, string>>;
-  /**
-   * Stores `blobs` for the rows (checking each against its row) and answers the rows naming the
-   * new copies, with `undo` to remove those copies when the import does not commit.
-   */
-  write(rows: Rows, blobs: Record<string, string>): Promise<{ rows: Rows; undo(): Promise<void> }>;
+  /** The content the rows name, each piece once. */
+  contents(rows: Rows): Content[];
+  /** A receiver for the content the rows name. */
+  receiver(rows: Rows): ContentReceiver;
   /** Removes the content of rows an import removed, once it has committed. */
   free(rows: Rows): Promise<void>;
 }
 
-export interface Snapshot {
+/** The members of a snapshot before its content, in the order they are written. */
+export interface SnapshotHead {
   format: typeof SNAPSHOT_FORMAT;
-  version: typeof SNAPSHOT_VERSION;
+  version: number;
   /** The last schema migration applied where it was made: an import needs the same schema. */
   schema_version: string;
   created_at: string;
@@ -51,18 +71,31 @@ export interface Snapshot {
   company: string | null;
   /** The secret key's fingerprint (crypto.ts): the encrypted columns are readable only under that key. */
   key_fingerprint: string;
-  /** Whether it holds the content of stored objects (`blobs`) and their rows; false: those tables are left out. */
+  /** Whether it holds the content of stored objects (`blobs`) and their rows; false: those tables are left out. Absent in version 1. */
   objects: boolean;
   tables: Rows;
+}
+
+/** A whole snapshot in memory (a small one, or a document of version 1 or 2 passed as an object). */
+export interface Snapshot extends SnapshotHead {
   /** With `objects`: the content each object (or open upload's part) row names by its `blob`, base64. */
   blobs?: Record<string, string>;
 }
 
 /**
- * Tables that are not state: the migrator's, and those derived from others (list counts, kept by
- * triggers as rows are inserted; the key cache's change counter) or rebuilt by use (rate-limit windows).
+ * Tables that are not state: the migrator's, those derived from others (list counts, kept by
+ * triggers as rows are inserted; the key cache's change counter) or rebuilt by use (rate-limit
+ * windows), and the request journal (a record of the server's own requests, not of what it holds).
  */
-const DERIVED = new Set(['kysely_migration', 'kysely_migration_lock', 'auth_generation', 'list_counts', 'list_count_deltas', 'rate_windows']);
+const DERIVED = new Set([
+  'kysely_migration',
+  'kysely_migration_lock',
+  'auth_generation',
+  'list_counts',
+  'list_count_deltas',
+  'rate_windows',
+  'request_journal',
+]);
 const JOBS = 'jobs';
 
 interface ForeignKey {
@@ -213,41 +246,113 @@ export interface ExportOptions {
   objects?: boolean;
 }
 
-export async function exportSnapshot(app: AppContext, opts: ExportOptions = {}): Promise<Snapshot> {
+/** Rows are written in pieces of about this many characters, the bytes of stored content in base64 pieces of this many bytes. */
+const PIECE = 256 * 1024;
+/** A multiple of 3: each piece of base64 then ends without padding. */
+const BASE64_PIECE = 3 * 64 * 1024;
+
+/**
+ * Reads the state in one transaction and answers the document as a stream of its text: the rows
+ * (held in memory, as the database holds them) and then, with `objects`, each piece of stored
+ * content read from its store and written as base64 while it is read, so the content is never
+ * held whole. Refusals (an unknown company, content over the limit) are thrown before the stream
+ * starts; content gone by the time it is read (an object deleted meanwhile) fails the stream, which
+ * then ends without closing the document, and an import refuses it.
+ */
+export async function exportSnapshot(app: AppContext, opts: ExportOptions = {}): Promise<Readable> {
   const company = opts.company ?? null;
   const external = opts.external;
   if (opts.objects && !external) throw new Error('exporting objects needs the object store (ExternalBytes)');
-  return app.database.db.transaction().execute(async (tx) => {
+  const { head, contents } = await app.database.db.transaction().execute(async (tx) => {
     const tables = await stateTables(app, tx);
     if (company && !(await rowsOf(tx, 'companies', sql`id = ${company}`)).length) throw new ApiError(404, `Company ${company} not found`);
     const rows = await readRows(tx, tables, company);
-    let blobs: Record<string, string> | undefined;
+    let contents: Content[] | null = null;
     if (external && opts.objects) {
       const held = externalRows(external, rows);
       external.checkSize(held);
-      // Read inside the transaction: an object deleted meanwhile fails the export instead of missing from it.
-      blobs = await external.read(held);
+      contents = external.contents(held);
     } else if (external) for (const t of external.tables) delete rows[t];
-    return {
+    const head: SnapshotHead = {
       format: SNAPSHOT_FORMAT,
       version: SNAPSHOT_VERSION,
       schema_version: await schemaVersion(tx),
       created_at: new Date().toISOString(),
       company,
       key_fingerprint: app.secrets.fingerprint,
-      objects: !!blobs,
+      objects: !!contents,
       tables: rows,
-      ...(blobs ? { blobs } : {}),
     };
+    return { head, contents };
   });
+  return Readable.from(documentText(head, contents), { objectMode: false, highWaterMark: PIECE });
+}
+
+/** The document's text, piece by piece: the members in the order of SnapshotHead, then `blobs`. */
+async function* documentText(head: SnapshotHead, contents: Content[] | null): AsyncGenerator<string> {
+  const { tables, ...members } = head;
+  yield JSON.stringify(members).slice(0, -1) + ',\n"tables":{';
+  let firstTable = true;
+  for (const [name, rows] of Object.entries(tables)) {
+    let piece = `${firstTable ? '' : ','}\n${JSON.stringify(name)}:[`;
+    firstTable = false;
+    for (let i = 0; i < rows.length; i++) {
+      piece += (i ? ',\n' : '\n') + JSON.stringify(rows[i]);
+      if (piece.length >= PIECE) {
+        yield piece;
+        piece = '';
+      }
+    }
+    yield piece + ']';
+  }
+  yield '}';
+  if (contents) {
+    yield ',\n"blobs":{';
+    let first = true;
+    for (const c of contents) {
+      yield `${first ? '' : ','}\n${JSON.stringify(c.id)}:"`;
+      first = false;
+      let carry = Buffer.alloc(0);
+      for await (const chunk of await c.open()) {
+        const bytes = carry.length ? Buffer.concat([carry, chunk]) : chunk;
+        const whole = bytes.length - (bytes.length % 3);
+        carry = Buffer.from(bytes.subarray(whole));
+        for (let i = 0; i < whole; i += BASE64_PIECE) yield bytes.subarray(i, Math.min(whole, i + BASE64_PIECE)).toString('base64');
+      }
+      yield carry.toString('base64') + '"';
+    }
+    yield '\n}';
+  }
+  yield '}\n';
+}
+
+const isChunks = (v: unknown): v is Chunks =>
+  v instanceof Readable || (!!v && typeof v === 'object' && typeof (v as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function');
+
+/** A document passed as an object, read like a stream's. */
+function inMemory(doc: unknown): StreamedSnapshot {
+  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) return { head: {}, blobs: null, end: async () => {} };
+  const { blobs, ...head } = doc as Snapshot;
+  if (blobs === undefined) return { head, blobs: null, end: async () => {} };
+  if (!blobs || typeof blobs !== 'object' || Array.isArray(blobs)) throw badRequest('blobs must be an object of base64 strings');
+  for (const [id, v] of Object.entries(blobs)) if (typeof v !== 'string') throw badRequest(`blobs.${id} must be a base64 string`);
+  async function* bytes(v: string) {
+    yield Buffer.from(v, 'base64');
+  }
+  async function* entries() {
+    for (const [id, v] of Object.entries(blobs!)) yield { id, body: bytes(v) };
+  }
+  return { head, blobs: entries(), end: async () => {} };
 }
 
 /** Checks a document read from a file or a request before anything is written. */
-function checkSnapshot(app: AppContext, s: unknown, schema: string, tables: Map<string, Table>): Snapshot {
-  const doc = s as Partial<Snapshot> | null;
+function checkSnapshot(app: AppContext, s: unknown, schema: string, tables: Map<string, Table>): SnapshotHead {
+  const doc = s as Partial<SnapshotHead> | null;
   if (!doc || typeof doc !== 'object' || doc.format !== SNAPSHOT_FORMAT) throw badRequest(`Not a Slipway snapshot (format must be "${SNAPSHOT_FORMAT}")`);
-  if (doc.version !== SNAPSHOT_VERSION)
-    throw badRequest(`Snapshot version ${String(doc.version)} is not supported (this server reads version ${SNAPSHOT_VERSION})`);
+  if (!READABLE_VERSIONS.includes(doc.version as number))
+    throw badRequest(`Snapshot version ${String(doc.version)} is not supported (this server reads versions ${READABLE_VERSIONS.join(', ')})`);
+  // Version 1 had no objects: its buckets come back empty.
+  if (doc.version === 1 && doc.objects === undefined) doc.objects = false;
   if (doc.schema_version !== schema)
     throw badRequest(
       `The snapshot was made on schema ${String(doc.schema_version)} and this server is on ${schema}: export and import with the same Slipway version`,
@@ -268,7 +373,7 @@ function checkSnapshot(app: AppContext, s: unknown, schema: string, tables: Map<
       for (const c of Object.keys(r)) if (!t.columns.includes(c)) throw badRequest(`tables.${name} has a column this server does not have: ${c}`);
     }
   }
-  return doc as Snapshot;
+  return doc as SnapshotHead;
 }
 
 /** A job that was running where the snapshot was made runs again here, as after a restart. */
@@ -303,15 +408,19 @@ export interface ImportOptions {
 }
 
 /**
- * Loads `doc` in one transaction. A whole-server snapshot needs a server that holds nothing but
- * its bootstrap (one company with its users and keys) and replaces all of it; a company's snapshot
- * needs that company absent, and none of its names that are unique across the server (hostnames,
- * bucket names) held by another company. `replace` removes what is there first (everything, or that
- * company's rows). The snapshot's stored content is written before the rows and removed again when
- * the transaction does not commit; the content of rows `replace` removed is freed after it commits.
+ * Loads a snapshot in one transaction: `source` is the document's text as a stream (a request
+ * body, standard input: read as it arrives, see stream.ts) or the document as an object. A
+ * whole-server snapshot needs a server that holds nothing but its bootstrap (one company with its
+ * users and keys) and replaces all of it; a company's snapshot needs that company absent, and none
+ * of its names that are unique across the server (hostnames, bucket names) held by another company.
+ * `replace` removes what is there first (everything, or that company's rows). The rows are read and
+ * checked first; the stored content that follows them is written piece by piece as it arrives,
+ * before the rows are inserted, and removed again when the transaction does not commit; the content
+ * of rows `replace` removed is freed after it commits.
  */
-export async function importSnapshot(app: AppContext, doc: unknown, opts: ImportOptions = {}): Promise<ImportResult> {
+export async function importSnapshot(app: AppContext, source: unknown, opts: ImportOptions = {}): Promise<ImportResult> {
   const external = opts.external;
+  const doc = isChunks(source) ? await readSnapshotStream(source) : inMemory(source);
   let written: { undo(): Promise<void> } | undefined;
   let freed: Rows | undefined;
   let result: ImportResult;
@@ -319,9 +428,9 @@ export async function importSnapshot(app: AppContext, doc: unknown, opts: Import
     result = await app.database.db.transaction().execute(async (tx) => {
       const tables = await stateTables(app, tx);
       const byName = new Map(tables.map((t) => [t.name, t]));
-      const s = checkSnapshot(app, doc, await schemaVersion(tx), byName);
+      const s = checkSnapshot(app, doc.head, await schemaVersion(tx), byName);
       const incoming: Rows = { ...s.tables };
-      if (external) checkExternal(external, s);
+      if (external) checkExternal(external, s, doc.blobs !== null);
       else if (s.objects) throw badRequest('This import cannot store objects: import with the CLI or /_admin/snapshots');
       await app.keys.changing(tx);
       if (s.company) {
@@ -343,10 +452,14 @@ export async function importSnapshot(app: AppContext, doc: unknown, opts: Import
         for (const t of [...tables].reverse()) if (counts.get(t.name)) await sql`DELETE FROM ${sql.table(t.name)}`.execute(tx);
       }
       if (external && s.objects) {
-        const w = await external.write(externalRows(external, incoming), s.blobs ?? {});
-        written = w;
-        Object.assign(incoming, w.rows);
+        const held = externalRows(external, incoming);
+        external.checkSize(held);
+        const receiver = external.receiver(held);
+        written = receiver;
+        for await (const blob of doc.blobs!) await receiver.put(blob.id, blob.body);
+        Object.assign(incoming, receiver.finish());
       }
+      await doc.end();
       let rows = 0;
       for (const t of tables) {
         const list = incoming[t.name];
@@ -419,14 +532,13 @@ async function refuseTakenNames(tx: Tx, tables: Table[], company: string, incomi
 }
 
 /** A snapshot's stored-content rows come with their content, or not at all. */
-function checkExternal(external: ExternalBytes, s: Snapshot) {
+function checkExternal(external: ExternalBytes, s: SnapshotHead, hasBlobs: boolean) {
   if (typeof s.objects !== 'boolean') throw badRequest('objects must be true or false');
   if (s.objects) {
-    if (!s.blobs || typeof s.blobs !== 'object' || Array.isArray(s.blobs)) throw badRequest('blobs is missing (the snapshot says it holds objects)');
-    for (const [id, v] of Object.entries(s.blobs)) if (typeof v !== 'string') throw badRequest(`blobs.${id} must be a base64 string`);
+    if (!hasBlobs) throw badRequest('blobs is missing (the snapshot says it holds objects)');
     return;
   }
-  if (s.blobs !== undefined) throw badRequest('blobs is only read from a snapshot with objects: true');
+  if (hasBlobs) throw badRequest('blobs is only read from a snapshot with objects: true');
   for (const t of external.tables)
     if (s.tables[t]?.length) throw badRequest(`tables.${t} names stored content, which a snapshot carries only with objects: true and its blobs`);
 }
