@@ -24,9 +24,10 @@ import { ask, freePort, nginxSkip } from './support.js';
 const skip = nginxSkip() || gitMissing();
 const NGINX_ENV = { ...LOCAL_ENV, SLIPWAY_EDGE: 'nginx' };
 
-// Answers `<version> <pid>`; /stream sends ten chunks 100 ms apart.
+// Answers `<version> <pid>`; /stream sends a chunk every 100 ms (ten of them, or with
+// ?until=finish until /finish is requested, then `end`).
 const streamingServer = (v: string) =>
-  `require('http').createServer((req, res) => { if (req.url === '/stream') { let n = 0; const t = setInterval(() => { res.write('chunk' + n + '\\n'); if (++n === 10) { clearInterval(t); res.end(); } }, 100); return; } res.end('${v} ' + process.pid); }).listen(process.env.PORT);\n`;
+  `let finished = false; const waiting = []; require('http').createServer((req, res) => { if (req.url === '/finish') { finished = true; waiting.splice(0).forEach((f) => f()); return res.end('finished'); } if (req.url.startsWith('/stream')) { const open = req.url.includes('until=finish'); let n = 0; const t = setInterval(() => { res.write('chunk' + n + '\\n'); if (!open && ++n === 10) { clearInterval(t); res.end(); } }, 100); if (open) { const end = () => { clearInterval(t); res.end('end\\n'); }; if (finished) end(); else waiting.push(end); } return; } res.end('${v} ' + process.pid); }).listen(process.env.PORT);\n`;
 
 /** Requests `host` until `stop()` is called; answers the statuses and errors seen. */
 function hammer(port: number, host: string) {
@@ -60,14 +61,18 @@ function allServed(seen: { statuses: Record<string, number>; errors: string[] })
   assert.ok(seen.statuses[200]! > 20, JSON.stringify(seen.statuses));
 }
 
-/** A streaming GET: resolves with the status and the whole body once it ends. */
-function stream(port: number, host: string): Promise<{ status: number; body: string }> {
+/** A streaming GET of `path`: resolves with the status and the whole body once it ends; `started` once the first chunk arrived. */
+function stream(port: number, host: string, path = '/stream', started?: () => void): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/stream', headers: { host }, agent: false }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path, headers: { host }, agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
+      res.on('data', (c: string) => {
+        if (!body) started?.();
+        body += c;
+      });
       res.on('end', () => resolve({ status: res.statusCode!, body }));
+      res.on('aborted', () => reject(new Error('stream aborted')));
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -113,28 +118,34 @@ describe('Slipway on the nginx edge (sqlite)', { skip }, () => {
     assert.match((await edgeGet(port, host)).body, /^v2 /);
   });
 
-  it('a maintenance toggle and a new hostname apply without dropping a streaming response', async () => {
+  it('a maintenance toggle and a new hostname apply without dropping any of 50 streaming responses', async () => {
     const repo = makeRepo('s1', { 'server.js': streamingServer('s1') });
     const a = await createRealApp(s, repo.url, `nginx-stream-${Date.now() % 100000}`);
     const host = `${a.name}.localhost`;
     assert.equal((await deploy(s, a.id)).status, 'success');
-    const streaming = stream(port, host);
-    await new Promise((r) => setTimeout(r, 150));
-    const generation = await edge.nginx.generation();
+    // 50 connections streaming until the test says so: they span both reloads below.
+    let started = 0;
+    const streams = Array.from({ length: 50 }, () => stream(port, host, '/stream?until=finish', () => started++));
+    await waitFor('every stream to begin', () => started === 50, 15_000);
+    const generation = (await edge.nginx.generation())!;
     expectStatus(await s.put(`/applications/${a.id}/maintenance-mode`, { is_enabled: true }), 200);
+    assert.ok((await edge.nginx.generation())! > generation, 'nginx reloaded for maintenance');
     const m = await edgeGet(port, host);
     assert.equal(m.status, 503);
     assert.equal(m.headers['retry-after'], '60');
-    // Another application: a new hostname in the configuration, while the stream still runs.
+    // Another application: a new hostname in the configuration, while the streams still run.
+    const before = (await edge.nginx.generation())!;
     const other = await createRealApp(s, makeRepo('o1').url, `nginx-other-${Date.now() % 100000}`);
     assert.equal((await deploy(s, other.id)).status, 'success');
-    assert.ok((await edge.nginx.generation())! > generation!, 'nginx reloaded');
-    const done = await streaming;
-    assert.equal(done.status, 200);
-    assert.equal(done.body.split('\n').filter(Boolean).length, 10, done.body);
-    expectStatus(await s.put(`/applications/${a.id}/maintenance-mode`, { is_enabled: false }), 200);
-    assert.equal((await edgeGet(port, host)).status, 200);
+    assert.ok((await edge.nginx.generation())! > before, 'nginx reloaded for the new hostname');
     assert.match((await edgeGet(port, `${other.name}.localhost`)).body, /^o1 /);
+    expectStatus(await s.put(`/applications/${a.id}/maintenance-mode`, { is_enabled: false }), 200);
+    assert.equal((await edgeGet(port, host, {}, '/finish')).body, 'finished');
+    const done = await Promise.all(streams);
+    for (const d of done) {
+      assert.equal(d.status, 200);
+      assert.match(d.body, /^(chunk\d+\n){5,}end\n$/, d.body.slice(-200));
+    }
   });
 
   it('the origin believes X-Real-IP only from nginx (its secret): a direct request with a forged one is not', async () => {
