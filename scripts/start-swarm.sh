@@ -6,16 +6,20 @@
 # (SLIPWAY_SWARM_NET.0.0/16, default 10.220.0.0/16) apart from the container engine's
 # (scripts/start-container-engine.sh), with which it shares the machine. The host reaches every
 # node's address through a veth into the bridge (slswarm0, <net>.0.1), so host-mode published
-# ports answer from the host, where the edge runs. A registry (Debian's docker-registry, no auth:
-# only the bridge reaches it) listens on that host-side address, <net>.0.1:SLIPWAY_SWARM_REGISTRY_PORT
-# (default 5100), and every node's daemon.json lists it in insecure-registries (plain HTTP): the
-# registry path of the swarm runtime (SLIPWAY_SWARM_REGISTRY) pushes there from the manager and
-# every node pulls from it. Running it again reuses what is running, restarts a node's engine or
+# ports answer from the host, where the edge runs. Two registries (Debian's docker-registry) listen
+# on that host-side address: an open one (no auth: only the bridge reaches it) on
+# <net>.0.1:SLIPWAY_SWARM_REGISTRY_PORT (default 5100), and one that asks for a login (htpasswd
+# basic auth, as a private registry does) on <net>.0.1:SLIPWAY_SWARM_AUTH_REGISTRY_PORT (default
+# 5101); every node's daemon.json lists both in insecure-registries (plain HTTP). The registry path
+# of the swarm runtime (SLIPWAY_SWARM_REGISTRY, with SLIPWAY_SWARM_REGISTRY_USER/PASSWORD for the
+# second) pushes there from the manager and every node pulls from it. Running it again reuses what is running, restarts a node's engine or
 # the registry when gone, and reloads (SIGHUP) a running engine whose daemon.json changed.
 # stdout is only `export` lines, for
 #   eval "$(scripts/start-swarm.sh [nodes])"
-# (SLIPWAY_SWARM_DOCKER_HOST, SLIPWAY_SWARM_NODES and SLIPWAY_SWARM_TEST_REGISTRY, the registry's
-# host:port: given to Slipway as SLIPWAY_SWARM_REGISTRY it turns the registry path on.)
+# (SLIPWAY_SWARM_DOCKER_HOST, SLIPWAY_SWARM_NODES, SLIPWAY_SWARM_TEST_REGISTRY, the open registry's
+# host:port: given to Slipway as SLIPWAY_SWARM_REGISTRY it turns the registry path on, and
+# SLIPWAY_SWARM_TEST_AUTH_REGISTRY with its login, SLIPWAY_SWARM_TEST_REGISTRY_USER and
+# SLIPWAY_SWARM_TEST_REGISTRY_PASSWORD.)
 # `scripts/start-swarm.sh load <image>...` copies images from the container engine into every node;
 # `scripts/start-swarm.sh kill <i>` kills every process of node i (a lost machine; starting again
 # brings it back); `scripts/start-swarm.sh stop` tears everything down.
@@ -26,7 +30,8 @@
 # SLIPWAY_SWARM_REGIONS (comma-separated, node i takes entry i, cycling).
 #
 # Settings: SLIPWAY_SWARM_DIR (state directory), SLIPWAY_SWARM_NET (the first two octets of the
-# /16), SLIPWAY_SWARM_REGIONS, SLIPWAY_SWARM_REGISTRY_PORT, SLIPWAY_ENGINE_DIR (where the container engine's socket is, for load
+# /16), SLIPWAY_SWARM_REGIONS, SLIPWAY_SWARM_REGISTRY_PORT,
+# SLIPWAY_SWARM_AUTH_REGISTRY_PORT, SLIPWAY_ENGINE_DIR (where the container engine's socket is, for load
 # when DOCKER_HOST is not set).
 set -euo pipefail
 
@@ -41,6 +46,8 @@ HOSTIF=slswarm0
 HOSTADDR="$NET.0.1"
 REGISTRY="$HOSTADDR:${SLIPWAY_SWARM_REGISTRY_PORT:-5100}"
 REG="$STATE/registry"
+AUTH_REGISTRY="$HOSTADDR:${SLIPWAY_SWARM_AUTH_REGISTRY_PORT:-5101}"
+AUTH_REG="$STATE/auth-registry"
 # Overlay networks come from the upper half of the /16, a /24 each; node i's own bridges from
 # $NET.<8i>.0/21 (docker0 the first /24, docker_gwbridge and others from the next four).
 OVERLAY_POOL="$NET.128.0/17"
@@ -75,6 +82,8 @@ install_missing() {
   command -v ip >/dev/null || need+=(iproute2)
   command -v iptables >/dev/null || need+=(iptables)
   command -v docker-registry >/dev/null || need+=(docker-registry)
+  command -v htpasswd >/dev/null || need+=(apache2-utils)
+  command -v openssl >/dev/null || need+=(openssl)
   [ ${#need[@]} -eq 0 ] && return 0
   log "installing ${need[*]}"
   # The package's postinst must not start the system dockerd (it would take docker0): a
@@ -128,15 +137,15 @@ start_engine() {
   mkdir -p "$dir"
   # Its own config file and identity key: otherwise every engine reads /etc/docker and takes the
   # same /etc/docker/key.json, and the swarm sees one engine three times. The swarm's registry
-  # speaks plain HTTP: listed in insecure-registries, which a running engine rereads on SIGHUP.
-  config="$(printf '{"deprecated-key-path": "%s/key.json", "insecure-registries": ["%s"]}' "$dir" "$REGISTRY")"
+  # registries speak plain HTTP: listed in insecure-registries, which a running engine rereads on SIGHUP.
+  config="$(printf '{"deprecated-key-path": "%s/key.json", "insecure-registries": ["%s", "%s"]}' "$dir" "$REGISTRY" "$AUTH_REGISTRY")"
   if [ "$(cat "$dir/daemon.json" 2>/dev/null)" != "$config" ]; then
     echo "$config" >"$dir/daemon.json"
     if alive "$dir/dockerd.pid" && node_ok "$i"; then
       log "reloading the configuration of the engine of $ns"
       kill -HUP "$(cat "$dir/dockerd.pid")"
       for _ in $(seq 1 50); do
-        ndocker "$i" info --format '{{json .RegistryConfig.IndexConfigs}}' 2>/dev/null | grep -qF "\"$REGISTRY\"" && break
+        ndocker "$i" info --format '{{json .RegistryConfig.IndexConfigs}}' 2>/dev/null | grep -qF "\"$AUTH_REGISTRY\"" && break
         sleep 0.2
       done
     fi
@@ -192,36 +201,63 @@ block_smtp() {
   nexec "$ns" iptables -C DOCKER-USER -j "$SMTP_CHAIN" 2>/dev/null || nexec "$ns" iptables -I DOCKER-USER 1 -j "$SMTP_CHAIN"
 }
 
-# The registry every node pulls from, on the host's address on the bridge (the nodes have no other
-# route out). No auth: only the swarm's bridge reaches it.
-registry_ok() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$REGISTRY/v2/" || true)" = 200 ]; }
+# The registries every node pulls from, on the host's address on the bridge (the nodes have no other
+# route out). The open one has no auth: only the swarm's bridge reaches it. The other asks for a
+# login (htpasswd basic auth, a user `slipway` and a random password kept in its directory's
+# `credentials`, made once), as a private registry does. Both speak plain HTTP and are listed in
+# every node's insecure-registries (an engine sends a login over plain HTTP only to those).
+# /v2/ answers 200 without auth and 401 with it: either way the registry is up and it is ours.
+registry_ok() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$1/v2/" || true)" = "$2" ]; }
 
+# start_registry <directory> <address> [auth]
 start_registry() {
-  mkdir -p "$REG/data"
-  if alive "$REG/registry.pid" && registry_ok; then return 0; fi
-  if alive "$REG/registry.pid"; then kill "$(cat "$REG/registry.pid")" 2>/dev/null || true; fi
-  cat >"$REG/config.yml" <<EOF
+  local dir="$1" addr="$2" auth="${3:-}" expect=200 password
+  mkdir -p "$dir/data"
+  if [ -n "$auth" ]; then
+    expect=401
+    if [ ! -f "$dir/credentials" ] || [ ! -f "$dir/htpasswd" ]; then
+      password="$(openssl rand -hex 16)"
+      printf 'SLIPWAY_SWARM_TEST_REGISTRY_USER=slipway\nSLIPWAY_SWARM_TEST_REGISTRY_PASSWORD=%s\n' "$password" >"$dir/credentials"
+      chmod 600 "$dir/credentials"
+      # The registry reads only bcrypt entries.
+      htpasswd -Bbc "$dir/htpasswd" slipway "$password" 2>/dev/null
+      # A running registry read the former file: started again below.
+      if alive "$dir/registry.pid"; then kill "$(cat "$dir/registry.pid")" 2>/dev/null || true; fi
+    fi
+  fi
+  if alive "$dir/registry.pid" && registry_ok "$addr" "$expect"; then return 0; fi
+  if alive "$dir/registry.pid"; then kill "$(cat "$dir/registry.pid")" 2>/dev/null || true; fi
+  cat >"$dir/config.yml" <<EOF
 version: 0.1
 log:
   level: warn
 storage:
   filesystem:
-    rootdirectory: $REG/data
+    rootdirectory: $dir/data
   delete:
     enabled: true
 http:
-  addr: $REGISTRY
+  addr: $addr
 EOF
-  log "starting docker-registry on $REGISTRY (log: $REG/registry.log)"
-  setsid docker-registry serve "$REG/config.yml" >>"$REG/registry.log" 2>&1 </dev/null &
-  echo $! >"$REG/registry.pid"
+  if [ -n "$auth" ]; then
+    cat >>"$dir/config.yml" <<EOF
+  secret: $(openssl rand -hex 16)
+auth:
+  htpasswd:
+    realm: slipway-swarm-registry
+    path: $dir/htpasswd
+EOF
+  fi
+  log "starting docker-registry on $addr${auth:+ (htpasswd auth)} (log: $dir/registry.log)"
+  setsid docker-registry serve "$dir/config.yml" >>"$dir/registry.log" 2>&1 </dev/null &
+  echo $! >"$dir/registry.pid"
   for _ in $(seq 1 100); do
-    if registry_ok; then return 0; fi
-    if ! alive "$REG/registry.pid"; then break; fi
+    if registry_ok "$addr" "$expect"; then return 0; fi
+    if ! alive "$dir/registry.pid"; then break; fi
     sleep 0.1
   done
-  log "docker-registry did not start on $REGISTRY (port taken? SLIPWAY_SWARM_REGISTRY_PORT picks another); its log:"
-  tail -n 20 "$REG/registry.log" >&2
+  log "docker-registry did not start on $addr (port taken? SLIPWAY_SWARM_REGISTRY_PORT or SLIPWAY_SWARM_AUTH_REGISTRY_PORT picks another); its log:"
+  tail -n 20 "$dir/registry.log" >&2
   exit 1
 }
 
@@ -312,6 +348,8 @@ print_exports() {
   echo "export SLIPWAY_SWARM_DOCKER_HOST=$(node_host 1)"
   echo "export SLIPWAY_SWARM_NODES='$nodes'"
   echo "export SLIPWAY_SWARM_TEST_REGISTRY=$REGISTRY"
+  echo "export SLIPWAY_SWARM_TEST_AUTH_REGISTRY=$AUTH_REGISTRY"
+  sed 's/^/export /' "$AUTH_REG/credentials"
 }
 
 # Every process of node i at once, as if the machine were lost: the engine, its containerd, shims
@@ -350,7 +388,9 @@ stop_all() {
     remove_cgroups "$i"
     ip netns del "$ns"
   done
-  if alive "$REG/registry.pid"; then kill "$(cat "$REG/registry.pid")" 2>/dev/null || true; fi
+  for r in "$REG" "$AUTH_REG"; do
+    if alive "$r/registry.pid"; then kill "$(cat "$r/registry.pid")" 2>/dev/null || true; fi
+  done
   [ -e "/run/netns/$BRNS" ] && ip netns del "$BRNS"
   ip link del "$HOSTIF" 2>/dev/null || true
   # libnetwork writes resolv.conf/hosts copies under /var/lib/docker whatever the data root: its
@@ -411,7 +451,8 @@ require_root
 mkdir -p "$STATE"
 install_missing
 start_bridge
-start_registry
+start_registry "$REG" "$REGISTRY"
+start_registry "$AUTH_REG" "$AUTH_REGISTRY" auth
 for i in $(seq 1 "$n"); do start_link "$i"; done
 # When no engine is running (a new machine, or one whose engines all went down), the swarm is formed
 # afresh: raft state left from an earlier run may name managers that never come back, and the

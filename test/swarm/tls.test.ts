@@ -1,7 +1,8 @@
-// TLS to the swarm's engines (Docker's convention, docs/scaling.md "Running on a swarm"): with
-// DOCKER_TLS_VERIFY (or SLIPWAY_SWARM_TLS_VERIFY) the tcp:// engines of SLIPWAY_SWARM_DOCKER_HOST
-// and SLIPWAY_SWARM_NODES are reached over https with DOCKER_CERT_PATH's ca.pem, cert.pem and key.pem;
-// unix sockets stay as they are. Then a real engine: a dockerd (no swarm, no networks of its own)
+// TLS to the engines (Docker's convention, docs/scaling.md "Running on a swarm", docs/runtimes.md
+// "Containers"): with DOCKER_TLS_VERIFY (or SLIPWAY_SWARM_TLS_VERIFY) the tcp:// engines of
+// SLIPWAY_SWARM_DOCKER_HOST and SLIPWAY_SWARM_NODES are reached over https with DOCKER_CERT_PATH's
+// ca.pem, cert.pem and key.pem; unix sockets stay as they are. The container runtime's DOCKER_HOST
+// goes through the same code (container/settings.ts engineTls). Then a real engine: a dockerd (no swarm, no networks of its own)
 // listening on tcp://127.0.0.1 with --tlsverify and a CA made here with openssl answers Slipway's
 // client built from those settings, and refuses it without the client's certificate, with another
 // CA's, or without TLS.
@@ -15,6 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/shared/config.js';
 import { swarmSettings } from '../../src/modules/applications/runtime/swarm/settings.js';
 import { engineClient } from '../../src/modules/applications/runtime/container/engine.js';
+import { containerSettings } from '../../src/modules/applications/runtime/container/settings.js';
 import { waitFor } from '../helpers/util.js';
 
 const openssl = (cwd: string, ...args: string[]) => execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -69,6 +71,7 @@ const freePort = () =>
   });
 
 const settingsOf = (env: Record<string, string>) => swarmSettings(loadConfig({}, { SLIPWAY_RUNTIME: 'swarm', ...env }));
+const containerOf = (env: Record<string, string>) => containerSettings(loadConfig({}, { SLIPWAY_RUNTIME: 'container', ...env }));
 
 describe('swarm runtime: TLS to the engines (settings)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'slipway-swarm-tls-'));
@@ -106,6 +109,20 @@ describe('swarm runtime: TLS to the engines (settings)', () => {
       DOCKER_CERT_PATH: '/nowhere',
     });
     assert.equal((s.manager.engine as { protocol: string }).protocol, 'https');
+  });
+
+  it("the container runtime's DOCKER_HOST at tcp:// with DOCKER_TLS_VERIFY is https with the ca, cert and key; without it plain http", () => {
+    const s = containerOf({ DOCKER_HOST: 'tcp://10.0.0.9:2376', DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: certs });
+    assert.deepEqual(s.engine, { host: '10.0.0.9', port: 2376, protocol: 'https', ca: 'CA', cert: 'CERT', key: 'KEY' });
+    const client = engineClient(s) as unknown as { modem: { protocol: string; ca: string; cert: string; key: string } };
+    assert.equal(client.modem.protocol, 'https');
+    assert.deepEqual([client.modem.ca, client.modem.cert, client.modem.key], ['CA', 'CERT', 'KEY']);
+    assert.deepEqual(containerOf({ DOCKER_HOST: 'tcp://10.0.0.9:2375', DOCKER_CERT_PATH: certs }).engine, { host: '10.0.0.9', port: 2375, protocol: 'http' });
+    assert.deepEqual(containerOf({ DOCKER_HOST: 'unix:///run/x.sock', DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: certs }).engine, { socketPath: '/run/x.sock' });
+    assert.throws(
+      () => containerOf({ DOCKER_HOST: 'tcp://10.0.0.9:2376', DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: join(dir, 'missing') }),
+      /cannot read .*ca\.pem/,
+    );
   });
 
   it('a cert path without ca.pem, or with one of cert.pem and key.pem, is refused at start', () => {
@@ -208,6 +225,14 @@ describe('swarm runtime: TLS to a real engine started with --tlsverify', { skip:
     const certs = certPath(join(dir, 'good'), join(dir, 'ca'), join(dir, 'ca'));
     const v = await client({ DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: certs }).version();
     assert.ok(v.ApiVersion, JSON.stringify(v));
+  });
+
+  it("the container runtime's client (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH) reads the engine; without TLS it is refused", async () => {
+    const certs = certPath(join(dir, 'container'), join(dir, 'ca'), join(dir, 'ca'));
+    const container = (env: Record<string, string>) => engineClient(containerOf({ DOCKER_HOST: `tcp://127.0.0.1:${port}`, ...env }));
+    const v = await container({ DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: certs }).version();
+    assert.ok(v.ApiVersion, JSON.stringify(v));
+    await assert.rejects(container({ DOCKER_CERT_PATH: certs }).version(), /HTTP request to an HTTPS server/);
   });
 
   it("the engine refuses Slipway's client without a client certificate, with another CA's, and without TLS", async () => {

@@ -159,7 +159,7 @@ class SwarmHost extends UsageSeries implements InstanceHost {
 
   /** The image on every node (a node added since the build, a rollback's older image); the reference services name. */
   private async ensureImage(tag: string, say: (message: string) => void = () => {}): Promise<string> {
-    await distribute(this.docker, this.settings.registry, this.nodes, tag, say);
+    await distribute(this.docker, this.settings.registry, this.settings.registryAuth, this.nodes, tag, say);
     return imageRef(this.settings.registry, tag);
   }
 
@@ -236,28 +236,28 @@ class SwarmHost extends UsageSeries implements InstanceHost {
             .then((i) => i.Config),
     ]);
     const internal = `${a.name}-${o.key}`;
-    const svc = await this.docker
-      .createService(
-        serviceSpec({
-          name: `slipway-${internal.slice(0, 30)}-${randomBytes(4).toString('hex')}`.replace(/[^a-zA-Z0-9-]/g, '-'),
-          image: o.image,
-          command: wrapped(o.command, config),
-          labels: { [L.managed]: '1', [L.owner]: this.owner, 'slipway.secret': secret.name, ...o.labels },
-          secret,
-          resourceTypeId: o.resourceTypeId,
-          replicas: o.replicas,
-          web: o.web,
-          network,
-          aliases: o.replicas === null ? [] : [internal, `${internal}.${a.namespace}.svc.cluster.local`],
-          constraints: [...region, ...placed.constraints],
-          mounts: placed.mounts,
-          graceMs: this.apps.stopGraceMs,
-        }) as unknown as Docker.CreateServiceOptions,
-      )
-      .catch((e: unknown) => {
-        void this.removeSecret(secret.name);
-        throw e;
-      });
+    const spec = serviceSpec({
+      name: `slipway-${internal.slice(0, 30)}-${randomBytes(4).toString('hex')}`.replace(/[^a-zA-Z0-9-]/g, '-'),
+      image: o.image,
+      command: wrapped(o.command, config),
+      labels: { [L.managed]: '1', [L.owner]: this.owner, 'slipway.secret': secret.name, ...o.labels },
+      secret,
+      resourceTypeId: o.resourceTypeId,
+      replicas: o.replicas,
+      web: o.web,
+      network,
+      aliases: o.replicas === null ? [] : [internal, `${internal}.${a.namespace}.svc.cluster.local`],
+      constraints: [...region, ...placed.constraints],
+      mounts: placed.mounts,
+      graceMs: this.apps.stopGraceMs,
+    }) as unknown as Docker.ServiceSpec;
+    // With the registry's login the manager hands it to the nodes that pull the image (the
+    // X-Registry-Auth header, as `docker service create --with-registry-auth`): in no env or label.
+    const auth = this.settings.registryAuth;
+    const svc = await (auth ? this.docker.createService(auth, spec) : this.docker.createService(spec as Docker.CreateServiceOptions)).catch((e: unknown) => {
+      void this.removeSecret(secret.name);
+      throw e;
+    });
     return svc.id as string;
   }
 
