@@ -20,6 +20,35 @@ export const gitEnv = () => ({ ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASK
 const git = async (cwd: string, args: string[], timeout = 30_000, access: Record<string, string> = {}) =>
   (await exec('git', args, { cwd, timeout, maxBuffer: 64 * 1024 * 1024, env: { ...gitEnv(), ...access } })).stdout;
 
+/**
+ * Git's answer to a command that failed, fit to show a user (a poll's error delivery): its `fatal:`
+ * / `error:` lines (or the first ones), with no credential left in them — the access's header and
+ * token in any form, an address's user info, an `Authorization` header — at most 500 characters.
+ */
+export function gitFailure(e: unknown, access: Record<string, string> = {}): string {
+  const err = e as { stderr?: string; message?: string; killed?: boolean; signal?: string; code?: unknown };
+  if (err.killed || err.signal === 'SIGTERM') return 'git did not answer in time';
+  if (err.code === 'ENOENT') return 'git is not installed on the server';
+  const lines = String(err.stderr || err.message || '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('Command failed'));
+  const told = lines.filter((l) => /^(fatal|error|remote):/i.test(l));
+  let text = (told.length ? told : lines).slice(0, 3).join(' ') || 'git failed';
+  // The token in every form git or a server could echo it: the header, its base64 and the decoded user:token.
+  const secrets: string[] = [];
+  for (const [k, v] of Object.entries(access)) {
+    if (!k.startsWith('GIT_CONFIG_VALUE_')) continue;
+    const b64 = v.replace(/^Authorization:\s*Basic\s+/i, '');
+    const plain = Buffer.from(b64, 'base64').toString();
+    const token = plain.slice(plain.indexOf(':') + 1);
+    secrets.push(v, b64, plain, token, encodeURIComponent(token));
+  }
+  for (const x of secrets.filter((x) => x.length >= 4).sort((a, b) => b.length - a.length)) text = text.split(x).join('[redacted]');
+  text = text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/gi, '$1').replace(/(authorization|extraheader)\s*[:=]\s*\S+(\s+\S+)?/gi, '$1: [redacted]');
+  return text.length > 500 ? `${text.slice(0, 499)}…` : text;
+}
+
 export const mirrorsRoot = (app: AppContext) => join(app.config.dataDir, 'git-mirrors');
 const dirName = (key: string) => createHash('sha256').update(key).digest('hex').slice(0, 32);
 
@@ -47,21 +76,32 @@ async function inTurn<T>(dir: string, fn: () => Promise<T>): Promise<T> {
 
 /**
  * Fetches `branches` of the repository at `url` (normalised `key`) into its mirror, made on first
- * use; undefined when the fetch fails (logged), whose pushes then count as changing everything.
+ * use; undefined when the fetch fails (logged, and git's answer, sanitized, given to `onError`),
+ * whose pushes then count as changing everything.
  */
 export async function fetchMirror(
   app: AppContext,
   key: string,
   url: string,
   branches: string[],
-  o: { timeoutMs?: number; access?: Record<string, string> } = {},
+  o: { timeoutMs?: number; access?: Record<string, string>; onError?: (message: string) => void } = {},
 ): Promise<Mirror | undefined> {
   const dir = join(mirrorsRoot(app), dirName(key));
-  const fetched = await inTurn(dir, () => fetchInto(app, dir, url, branches, o.timeoutMs ?? 300_000, o.access ?? {}));
-  return fetched ? mirrorAt(dir) : undefined;
+  const failure = await inTurn(dir, () => fetchInto(app, dir, url, branches, o.timeoutMs ?? 300_000, o.access ?? {}));
+  if (failure === undefined) return mirrorAt(dir);
+  o.onError?.(failure);
+  return undefined;
 }
 
-async function fetchInto(app: AppContext, dir: string, url: string, branches: string[], timeoutMs: number, access: Record<string, string>): Promise<boolean> {
+/** Fetches into the mirror in `dir`; undefined when it worked, else git's answer (sanitized). */
+async function fetchInto(
+  app: AppContext,
+  dir: string,
+  url: string,
+  branches: string[],
+  timeoutMs: number,
+  access: Record<string, string>,
+): Promise<string | undefined> {
   try {
     if (!existsSync(join(dir, 'HEAD'))) {
       await mkdir(dir, { recursive: true });
@@ -71,10 +111,11 @@ async function fetchInto(app: AppContext, dir: string, url: string, branches: st
     const specs = branches.map((b) => `+refs/heads/${b}:refs/heads/${b}`);
     // A private repository's token reaches git through its environment (credentials.ts), never the command line.
     await git(dir, ['fetch', '-q', '--no-tags', '--no-write-fetch-head', '--', url, ...specs], timeoutMs, access);
-    return true;
+    return undefined;
   } catch (e) {
-    app.log.warn({ repo: url, err: (e as Error).message.split('\n')[0] }, 'git mirror: cannot fetch the repository; its pushes count as changing every file');
-    return false;
+    const failure = gitFailure(e, access);
+    app.log.warn({ repo: url, err: failure }, 'git mirror: cannot fetch the repository; its pushes count as changing every file');
+    return failure;
   }
 }
 

@@ -9,11 +9,16 @@
 // once. The first look at a repository only records its heads. A company that set an access token
 // for a repository (credentials.ts) polls it on its own, with its token and its own mirror: what a
 // private repository holds reaches only the companies that can read it.
+// A poll that cannot list or fetch a repository (unreachable, authentication refused) is told in
+// the deliveries of the services watching it, once per change of state: one `error` delivery at
+// the first failure (git's answer, with no credential in it), one `recovered` when it works again,
+// nothing in between (git_poll_failures keeps the state per company and repository).
 import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
 import { intSetting } from '../../shared/config.js';
 import type { AppContext } from '../../shared/context.js';
+import type { Tx } from '../../shared/db/index.js';
 import { lockFor } from '../../shared/db/locks.js';
 import { newId } from '../../shared/ids.js';
 import { enqueue, pendingSubjects, type JobKind } from '../../shared/jobs.js';
@@ -21,10 +26,20 @@ import { autoDeployAppRows } from '../applications/index.js';
 import { autoDeploySiteRows } from '../static-sites/index.js';
 import { UNKNOWN } from './changes.js';
 import { accessEnv, mirrorKey } from './credentials.js';
-import { fetchMirror, gitEnv, pruneMirrors } from './mirror.js';
+import { fetchMirror, gitEnv, gitFailure, pruneMirrors } from './mirror.js';
 import { normalizeRepo } from './repo.js';
 import { receive } from './service.js';
-import { advanceHead, credentialsOfRepos, headsOf } from './storage.js';
+import {
+  advanceHead,
+  claimDelivery,
+  clearPollFailure,
+  credentialsOfRepos,
+  forgetPollFailure,
+  headsOf,
+  markPollFailure,
+  pollFailures,
+  trimDeliveries,
+} from './storage.js';
 
 export const POLL_JOB = 'git.poll';
 const SUBJECT = 'git-poll';
@@ -44,8 +59,8 @@ export const pollSeconds = (app: AppContext): number => intSetting(app.config.ap
 
 const run = promisify(execFile);
 
-/** The branch heads of a repository, or undefined when it cannot be listed (logged). */
-async function lsRemote(app: AppContext, url: string, access: Record<string, string>): Promise<Map<string, string> | undefined> {
+/** The branch heads of a repository, or git's answer (sanitized) when it cannot be listed (logged). */
+async function lsRemote(app: AppContext, url: string, access: Record<string, string>): Promise<Map<string, string> | { error: string }> {
   try {
     // `--`: the address is never an option; cwd: not the repository the server may be run from.
     const { stdout } = await run('git', ['ls-remote', '--heads', '--', url], {
@@ -61,8 +76,9 @@ async function lsRemote(app: AppContext, url: string, access: Record<string, str
     }
     return heads;
   } catch (e) {
-    app.log.warn({ repo: url, err: (e as Error).message.split('\n')[0] }, 'git poll: cannot list the repository heads');
-    return undefined;
+    const error = gitFailure(e, access);
+    app.log.warn({ repo: url, err: error }, 'git poll: cannot list the repository heads');
+    return { error };
   }
 }
 
@@ -73,8 +89,13 @@ interface Watch {
   url: string;
   /** Git's access (the token of the one company of this watch), {} for the companies without one. */
   access: Record<string, string>;
-  /** Per company: the branches it follows, and whether any branch counts (a static site with previews). */
-  companies: Map<string, { branches: Set<string>; anyBranch: boolean }>;
+  /** Per company: the branches it follows, whether any branch counts (a static site with previews), and its services watching. */
+  companies: Map<string, { branches: Set<string>; anyBranch: boolean; services: Service[] }>;
+}
+
+interface Service {
+  service_type: 'app' | 'static-site';
+  service_id: string;
 }
 
 /**
@@ -87,20 +108,21 @@ async function watched(app: AppContext): Promise<Map<string, Watch>> {
   const repoKeys = [...new Set([...apps, ...sites].map((x) => normalizeRepo(x.repo_url)).filter((x): x is string => !!x))];
   const tokens = new Map((await credentialsOfRepos(db, repoKeys)).map((c) => [`${c.company_id} ${c.repo}`, c]));
   const repos = new Map<string, Watch>();
-  const add = (url: string | null, companyId: string, branch: string, anyBranch: boolean) => {
+  const add = (url: string | null, companyId: string, branch: string, anyBranch: boolean, service: Service) => {
     const repo = normalizeRepo(url);
     if (!repo || !url) return;
     const token = tokens.get(`${companyId} ${repo}`);
     const key = mirrorKey(repo, token && companyId);
     const w = repos.get(key) ?? { repo, url, access: token ? accessEnv(url, token, app.secrets.decrypt(token.token)) : {}, companies: new Map() };
-    const c = w.companies.get(companyId) ?? { branches: new Set<string>(), anyBranch: false };
+    const c = w.companies.get(companyId) ?? { branches: new Set<string>(), anyBranch: false, services: [] };
     c.branches.add(branch);
+    c.services.push(service);
     c.anyBranch ||= anyBranch;
     w.companies.set(companyId, c);
     repos.set(key, w);
   };
-  for (const a of apps) add(a.repo_url, a.company_id, a.default_branch ?? 'main', false);
-  for (const s of sites) add(s.repo_url, s.company_id, s.default_branch, s.is_preview_enabled === 1);
+  for (const a of apps) add(a.repo_url, a.company_id, a.default_branch ?? 'main', false, { service_type: 'app', service_id: a.id });
+  for (const s of sites) add(s.repo_url, s.company_id, s.default_branch, s.is_preview_enabled === 1, { service_type: 'static-site', service_id: s.id });
   return repos;
 }
 
@@ -108,9 +130,16 @@ async function watched(app: AppContext): Promise<Map<string, Watch>> {
 export async function pollOnce(app: AppContext): Promise<void> {
   const db = app.database.db;
   const repos = await watched(app);
+  const failures = await pollFailures(db);
+  // `${company} ${repo}` of the repositories whose poll failed last time (the only ones that can recover).
+  const failing = new Set(failures.map((f) => `${f.company_id} ${f.repo}`));
   for (const [key, w] of repos) {
     const heads = await lsRemote(app, w.url, w.access);
-    if (!heads) continue;
+    if (!(heads instanceof Map)) {
+      await failed(app, w, 'ls-remote', heads.error, failing);
+      continue;
+    }
+    await worked(app, w, 'ls-remote', failing);
     const seen = await headsOf(db, w.repo);
     // Per company, the followed branches whose head moved since it last looked (with the head it knew).
     const moved: { companyId: string; branch: string; sha: string; old: string | undefined }[] = [];
@@ -125,7 +154,10 @@ export async function pollOnce(app: AppContext): Promise<void> {
       }
     }
     if (!moved.length) continue;
-    const mirror = await fetchMirror(app, key, w.url, [...new Set(moved.map((m) => m.branch))], { access: w.access });
+    let fetchError: string | undefined;
+    const mirror = await fetchMirror(app, key, w.url, [...new Set(moved.map((m) => m.branch))], { access: w.access, onError: (e) => (fetchError = e) });
+    if (fetchError !== undefined) await failed(app, w, 'fetch', fetchError, failing);
+    else await worked(app, w, 'fetch', failing);
     for (const m of moved) {
       const about = (await mirror?.describe(m.sha)) ?? { message: null, author: null };
       const changed = (await mirror?.changed(m.old, m.sha)) ?? null;
@@ -139,6 +171,59 @@ export async function pollOnce(app: AppContext): Promise<void> {
     }
   }
   await pruneMirrors(app, repos.keys());
+  // A repository a company no longer watches forgets its failure (watched again, a failure is told again).
+  const watching = new Set([...repos.values()].flatMap((w) => [...w.companies.keys()].map((c) => `${c} ${w.repo}`)));
+  for (const f of failures) if (!watching.has(`${f.company_id} ${f.repo}`)) await forgetPollFailure(db, f.company_id, f.repo);
+}
+
+/** The address as shown in a delivery: without user info. */
+const shown = (url: string) => url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1');
+
+/** Records a poll delivery `result` for one company of a watch, naming each of its services watching the repository. */
+async function record(companyId: string, services: Service[], stage: string, result: 'error' | 'recovered', message: string, tx: Tx) {
+  const action = result === 'error' ? 'pollFailed' : 'pollRecovered';
+  const triggered = services.map((x) => ({ ...x, action, deployment_id: null, detail: message }));
+  await claimDelivery(tx, {
+    id: newId(),
+    company_id: companyId,
+    provider: 'poll',
+    event: stage,
+    delivery_id: `poll-${result}:${newId()}`,
+    result,
+    message,
+    triggered: JSON.stringify(triggered),
+    service_ids: services.map((x) => x.service_id).join(' '),
+    created_at: new Date().toISOString(),
+  });
+  await trimDeliveries(tx, companyId);
+}
+
+/** Polling the watch's repository failed at `stage`: an `error` delivery for each company to which this is new. */
+async function failed(app: AppContext, w: Watch, stage: 'ls-remote' | 'fetch', error: string, failing: Set<string>): Promise<void> {
+  const what = stage === 'ls-remote' ? 'list the branches of' : 'fetch';
+  const message = `Polling cannot ${what} ${shown(w.url)}: ${error}`;
+  for (const [companyId, c] of w.companies) {
+    if (failing.has(`${companyId} ${w.repo}`)) continue;
+    await app.database.db.transaction().execute(async (tx) => {
+      if (await markPollFailure(tx, { company_id: companyId, repo: w.repo, stage, message: error, since: new Date().toISOString() }))
+        await record(companyId, c.services, stage, 'error', message, tx);
+    });
+    failing.add(`${companyId} ${w.repo}`);
+  }
+}
+
+/** `stage` worked for the watch's repository: a `recovered` delivery for each company whose poll had failed. */
+async function worked(app: AppContext, w: Watch, stage: 'ls-remote' | 'fetch', failing: Set<string>): Promise<void> {
+  for (const [companyId, c] of w.companies) {
+    const key = `${companyId} ${w.repo}`;
+    if (!failing.has(key)) continue;
+    const cleared = await app.database.db.transaction().execute(async (tx) => {
+      const was = await clearPollFailure(tx, companyId, w.repo, stage);
+      if (was) await record(companyId, c.services, stage, 'recovered', `Polling reaches ${shown(w.url)} again (failing since ${was.since})`, tx);
+      return !!was;
+    });
+    if (cleared) failing.delete(key);
+  }
 }
 
 export function pollJob(app: AppContext): JobKind<typeof POLL_JOB> {

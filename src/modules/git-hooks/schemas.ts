@@ -24,7 +24,7 @@ const Triggered = Type.Object(
     service_id: Uuid(),
     action: Type.String({
       description:
-        'deployed, skipped, preview, previewAppCreated, previewAppDeployed, previewAppDeleted, refused, or ignored (the service follows the repository but not that branch, or saw the commit already; detail says which)',
+        "deployed, skipped, preview, previewAppCreated, previewAppDeployed, previewAppDeleted, refused, or ignored (the service follows the repository but not that branch, or saw the commit already; detail says which); for a poll that cannot reach the repository, pollFailed (detail: git's answer) and then pollRecovered",
     }),
     deployment_id: Nullable(Uuid()),
     detail: Nullable(Type.String()),
@@ -38,7 +38,10 @@ const GitDelivery = Type.Object(
     provider: StringEnum(['github', 'gitlab', 'bitbucket', 'gitea', 'poll']),
     event: Type.String(),
     delivery_id: Type.String(),
-    result: StringEnum(['deployed', 'ignored', 'duplicate']),
+    result: StringEnum(['deployed', 'ignored', 'duplicate', 'error', 'recovered'], {
+      description:
+        "deployed (it triggered something), ignored (nothing to do: the message says why), duplicate (a delivery id received before); for polls: error (the repository cannot be listed or fetched: git's answer, recorded at the first failure only) and recovered (it can again)",
+    }),
     message: Type.String(),
     triggered: Type.Array(Triggered),
     created_at: DateTime(),

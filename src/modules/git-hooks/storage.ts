@@ -56,12 +56,25 @@ export interface GitRepoCredentialsTable {
   updated_at: string;
 }
 
+/** A repository the poller cannot reach for a company, since its first failure (cleared when it recovers). */
+export interface GitPollFailuresTable {
+  company_id: string;
+  /** The normalised repository (repo.ts). */
+  repo: string;
+  /** What failed: `ls-remote` (listing the heads) or `fetch` (into the mirror). */
+  stage: string;
+  /** Git's answer, sanitized (mirror.ts `gitFailure`). */
+  message: string;
+  since: string;
+}
+
 declare module '../../shared/db/schema.js' {
   interface DB {
     git_hook_secrets: GitHookSecretsTable;
     git_deliveries: GitDeliveriesTable;
     git_heads: GitHeadsTable;
     git_repo_credentials: GitRepoCredentialsTable;
+    git_poll_failures: GitPollFailuresTable;
   }
 }
 
@@ -120,10 +133,23 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('git_repo_credentials_once').on('git_repo_credentials').columns(['company_id', 'repo']).unique().execute();
     },
   },
+  '251_git_poll_failures': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('git_poll_failures')
+        .addColumn('company_id', 'varchar(36)', (c) => c.notNull().references('companies.id').onDelete('cascade'))
+        .addColumn('repo', 'text', (c) => c.notNull())
+        .addColumn('stage', 'varchar(16)', (c) => c.notNull())
+        .addColumn('message', 'text', (c) => c.notNull())
+        .addColumn('since', 'varchar(32)', (c) => c.notNull())
+        .addPrimaryKeyConstraint('git_poll_failures_pk', ['company_id', 'repo'])
+        .execute();
+    },
+  },
 };
 
 /** Tables of this area (for reset). */
-export const tables = ['git_repo_credentials', 'git_heads', 'git_deliveries', 'git_hook_secrets'] as const;
+export const tables = ['git_poll_failures', 'git_repo_credentials', 'git_heads', 'git_deliveries', 'git_hook_secrets'] as const;
 
 export async function findSecret(tx: Tx, companyId: string): Promise<GitHookSecretsTable | undefined> {
   return tx.selectFrom('git_hook_secrets').selectAll().where('company_id', '=', companyId).executeTakeFirst();
@@ -237,4 +263,38 @@ export async function credentialOf(tx: Tx, companyId: string, repo: string): Pro
 export async function credentialsOfRepos(tx: Tx, repos: string[]): Promise<GitRepoCredentialsTable[]> {
   if (!repos.length) return [];
   return tx.selectFrom('git_repo_credentials').selectAll().where('repo', 'in', repos).execute();
+}
+
+/**
+ * Records that polling the repository fails for the company; true when it did not fail before
+ * (the first failure: the one that is told), false while it keeps failing.
+ */
+export async function markPollFailure(tx: Tx, row: GitPollFailuresTable): Promise<boolean> {
+  const r = await tx
+    .insertInto('git_poll_failures')
+    .values(row)
+    .onConflict((oc) => oc.columns(['company_id', 'repo']).doNothing())
+    .returning('since')
+    .executeTakeFirst();
+  return r !== undefined;
+}
+
+/**
+ * Clears the company's failure of the repository once `stage` worked again (a working `ls-remote`
+ * clears an `ls-remote` failure only; a working fetch clears either); the failure cleared, if any.
+ */
+export async function clearPollFailure(tx: Tx, companyId: string, repo: string, stage: 'ls-remote' | 'fetch'): Promise<GitPollFailuresTable | undefined> {
+  let q = tx.deleteFrom('git_poll_failures').where('company_id', '=', companyId).where('repo', '=', repo);
+  if (stage === 'ls-remote') q = q.where('stage', '=', 'ls-remote');
+  return q.returningAll().executeTakeFirst();
+}
+
+/** Every recorded poll failure (few: one per failing repository and company). */
+export async function pollFailures(tx: Tx): Promise<GitPollFailuresTable[]> {
+  return tx.selectFrom('git_poll_failures').selectAll().execute();
+}
+
+/** Forgets a poll failure (its repository is no longer watched by that company). */
+export async function forgetPollFailure(tx: Tx, companyId: string, repo: string): Promise<void> {
+  await tx.deleteFrom('git_poll_failures').where('company_id', '=', companyId).where('repo', '=', repo).execute();
 }
