@@ -19,7 +19,7 @@ import { DEFAULT_CLUSTER } from '../applications/support.js';
 import { gitMissing } from '../static-sites-real/support.js';
 import type { NginxEdge } from '../../src/shared/edge/nginx/driver.js';
 import { localCaPath } from '../../src/shared/tls.js';
-import { freePort, nginxSkip } from './support.js';
+import { freePort, nginxSkip, serverBlock as block } from './support.js';
 
 const skip = nginxSkip() || gitMissing();
 const NGINX_ENV = { ...LOCAL_ENV, SLIPWAY_EDGE: 'nginx' };
@@ -73,18 +73,6 @@ async function activeDomain(baseUrl: string, token: string, appId: string, name:
     10_000,
     50,
   );
-}
-
-/** nginx's server block for `serverName` in the configuration at `path` ('' when there is none). */
-function block(path: string, serverName: string): string {
-  let conf: string;
-  try {
-    conf = readFileSync(path, 'utf8');
-  } catch {
-    return '';
-  }
-  const at = conf.indexOf(`server_name ${serverName};`);
-  return at < 0 ? '' : conf.slice(at, conf.indexOf('\nserver {', at) >>> 0);
 }
 
 /** The regular expression nginx.conf names a wildcard's server with. */

@@ -19,7 +19,7 @@ import { DEFAULT_CLUSTER } from '../applications/support.js';
 import { gitMissing, makeSiteRepo } from '../static-sites-real/support.js';
 import type { Served } from '../../src/shared/edge/index.js';
 import type { NginxEdge } from '../../src/shared/edge/nginx/driver.js';
-import { ask, freePort, nginxSkip } from './support.js';
+import { ask, freePort, nginxSkip, serverBlock } from './support.js';
 
 const skip = nginxSkip() || gitMissing();
 const NGINX_ENV = { ...LOCAL_ENV, SLIPWAY_EDGE: 'nginx' };
@@ -242,18 +242,7 @@ describe('a static site on nginx while Slipway is SIGKILLed and restarted (sqlit
       // is gone, and a request still taking that path got a 502.
       await waitFor(
         "the site's block in nginx's configuration",
-        async () => {
-          const conf = (() => {
-            try {
-              return readFileSync(findFile(dataDir, 'nginx.conf'), 'utf8');
-            } catch {
-              return '';
-            }
-          })();
-          const at = conf.indexOf(`server_name ${host};`);
-          const block = at < 0 ? '' : conf.slice(at, conf.indexOf('\nserver {', at) >>> 0);
-          return /\n\s*root '/.test(block) || undefined;
-        },
+        () => /\n\s*root '/.test(serverBlock(findFile(dataDir, 'nginx.conf'), host)) || undefined,
         20_000,
         50,
       );
@@ -316,6 +305,14 @@ describe('an application on nginx while Slipway is SIGKILLed and restarted (sqli
     try {
       const a = await deployedApp(server.baseUrl, token, 'k1');
       const host = `${a.name}.localhost`;
+      // As for the static site: the application's own block (its instances' upstream) applied
+      // first, so that no request of the load takes the origin's path, which the SIGKILL takes away.
+      await waitFor(
+        "the application's block in nginx's configuration",
+        () => /proxy_pass http:\/\/slipway_up_\d+;/.test(serverBlock(findFile(dataDir, 'nginx.conf'), host)) || undefined,
+        20_000,
+        50,
+      );
       const first = await waitFor(
         'nginx to serve the application',
         async () => {

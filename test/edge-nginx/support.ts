@@ -1,6 +1,6 @@
 // The edge's nginx data plane against a real nginx: a test edge (its own directory, free ports, an
 // access log tailer, a generation per apply), small upstream apps, and requests with a Host header.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, request, type IncomingHttpHeaders, type RequestListener, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
@@ -15,6 +15,18 @@ import type { EdgeHost, EdgeTable, EdgeTarget } from '../../src/shared/edge/tabl
 export function nginxSkip(): string | false {
   if (nginxBinary() || process.env.SLIPWAY_REQUIRE_NGINX === '1') return false;
   return 'nginx is not installed (scripts/install-edge.sh; SLIPWAY_REQUIRE_NGINX=1 makes this a failure)';
+}
+
+/** nginx's server block for `serverName` in the configuration at `path` ('' when there is none yet). */
+export function serverBlock(path: string, serverName: string): string {
+  let conf: string;
+  try {
+    conf = readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+  const at = conf.indexOf(`server_name ${serverName};`);
+  return at < 0 ? '' : conf.slice(at, conf.indexOf('\nserver {', at) >>> 0);
 }
 
 export const quietLog = { info: () => {}, warn: () => {} };
