@@ -2,7 +2,7 @@
 // project's (decided: served with x-decided), to read and rotate the secret that the providers'
 // webhooks are set up with, to see what each delivery did, and to set the access tokens of private
 // repositories (write-only).
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, IdParams, Nullable, PageQuery, PaginationQuery, Paginated, StringEnum, Uuid } from '../../shared/schemas/common.js';
 
 const WebhookSecret = Type.Object(
@@ -51,6 +51,9 @@ const GitDelivery = Type.Object(
 
 /** What the two secret operations share: they answer the secret and the URLs. */
 const secretOperation = { tags: ['Git'], success: 200, response: WebhookSecret, errors: [401, 403, 500], decided: true } as const;
+
+/** What a delivery did (the deliveries list's `result`). */
+export type DeliveryResult = Static<typeof GitDelivery>['result'];
 
 export const getGitWebhookSecretContract = {
   ...secretOperation,

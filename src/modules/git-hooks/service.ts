@@ -10,6 +10,7 @@ import type { Page } from '../../shared/pagination.js';
 import { withChangedFiles } from './changes.js';
 import { deliveryOf, verify, type GitEvent, type Provider } from './providers.js';
 import { actOn, type Outcome } from './push.js';
+import type { DeliveryResult } from './schemas.js';
 import { claimDelivery, findSecret, listDeliveriesPage, recordDelivery, trimDeliveries, upsertSecret, type GitDeliveriesTable } from './storage.js';
 
 export const HOOK_PATH = '/hooks/git';
@@ -56,7 +57,7 @@ const deliveryView = (d: GitDeliveriesTable) => ({
   provider: d.provider as Provider | 'poll',
   event: d.event,
   delivery_id: d.delivery_id,
-  result: d.result as 'deployed' | 'ignored' | 'duplicate',
+  result: d.result as DeliveryResult,
   message: d.message,
   triggered: JSON.parse(d.triggered) as Outcome['triggered'],
   created_at: d.created_at,
