@@ -5,10 +5,9 @@
 // SIGKILLed and started again.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { connect, type TLSSocket } from 'node:tls';
 import { before, describe, it } from 'node:test';
 import { GENEROUS, OPERATOR_TOKEN, useServer } from '../helpers/server.js';
 import { call, ok, rateEnv, startChild } from '../helpers/process.js';
@@ -19,7 +18,7 @@ import { DEFAULT_CLUSTER } from '../applications/support.js';
 import { gitMissing } from '../static-sites-real/support.js';
 import type { NginxEdge } from '../../src/shared/edge/nginx/driver.js';
 import { localCaPath } from '../../src/shared/tls.js';
-import { freePort, nginxSkip, serverBlock as block } from './support.js';
+import { findFile, freePort, handshake, nginxSkip, serverBlock as block, wildcardName } from './support.js';
 
 const skip = nginxSkip() || gitMissing();
 const NGINX_ENV = { ...LOCAL_ENV, SLIPWAY_EDGE: 'nginx' };
@@ -73,21 +72,6 @@ async function activeDomain(baseUrl: string, token: string, appId: string, name:
     10_000,
     50,
   );
-}
-
-/** The regular expression nginx.conf names a wildcard's server with. */
-const wildcardName = (b: string) => `~^[^.]+\\.${b.replace(/\./g, '\\.')}$`;
-
-/** A TLS handshake with `servername` at 127.0.0.1:port: whether the certificate chains to `ca`, and its names. */
-function handshake(port: number, servername: string, ca: Buffer): Promise<{ authorized: boolean; san: string }> {
-  return new Promise((resolve, reject) => {
-    const socket: TLSSocket = connect({ host: '127.0.0.1', port, servername, ca }, () => {
-      const out = { authorized: socket.authorized, san: socket.getPeerCertificate().subjectaltname ?? '' };
-      socket.end();
-      resolve(out);
-    });
-    socket.once('error', reject);
-  });
 }
 
 describe('wildcard domains on the nginx edge (sqlite)', { skip }, () => {
@@ -174,22 +158,6 @@ describe('wildcard domains on the nginx edge (sqlite)', { skip }, () => {
     }
   });
 });
-
-/** The first file named `name` under `dir`. */
-function findFile(dir: string, name: string): string {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isFile() && e.name === name) return p;
-    if (e.isDirectory()) {
-      try {
-        return findFile(p, name);
-      } catch {
-        /* not there */
-      }
-    }
-  }
-  throw new Error(`no ${name} under ${dir}`);
-}
 
 /** Requests each host until `stop()`; answers the statuses and errors seen per host. */
 function hammer(port: number, hosts: string[]) {

@@ -5,7 +5,7 @@
 // Slipway is SIGKILLed and started again (nginx keeps the last configuration; the application's
 // instances outlive Slipway and are adopted, on the same ports).
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +19,7 @@ import { DEFAULT_CLUSTER } from '../applications/support.js';
 import { gitMissing, makeSiteRepo } from '../static-sites-real/support.js';
 import type { Served } from '../../src/shared/edge/index.js';
 import type { NginxEdge } from '../../src/shared/edge/nginx/driver.js';
-import { ask, freePort, nginxSkip, serverBlock } from './support.js';
+import { ask, findFile, freePort, nginxSkip, serverBlock } from './support.js';
 
 const skip = nginxSkip() || gitMissing();
 const NGINX_ENV = { ...LOCAL_ENV, SLIPWAY_EDGE: 'nginx' };
@@ -262,22 +262,6 @@ describe('a static site on nginx while Slipway is SIGKILLed and restarted (sqlit
     }
   });
 });
-
-/** The first file named `name` under `dir`. */
-function findFile(dir: string, name: string): string {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isFile() && e.name === name) return p;
-    if (e.isDirectory()) {
-      try {
-        return findFile(p, name);
-      } catch {
-        /* not there */
-      }
-    }
-  }
-  throw new Error(`no ${name} under ${dir}`);
-}
 
 /** An application of a child Slipway deployed from a repository answering `<version> <pid>`. */
 async function deployedApp(baseUrl: string, token: string, version: string): Promise<{ id: string; name: string }> {

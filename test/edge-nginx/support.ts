@@ -1,10 +1,11 @@
 // The edge's nginx data plane against a real nginx: a test edge (its own directory, free ports, an
 // access log tailer, a generation per apply), small upstream apps, and requests with a Host header.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, request, type IncomingHttpHeaders, type RequestListener, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { connect, type TLSSocket } from 'node:tls';
 import { AccessLogTailer, type AccessLogOptions } from '../../src/shared/edge/nginx/access-log.js';
 import { nginxFiles, renderNginx, type Listen } from '../../src/shared/edge/nginx/config.js';
 import { brotliStaticModule, nginxBinary, NginxProcess } from '../../src/shared/edge/nginx/process.js';
@@ -27,6 +28,37 @@ export function serverBlock(path: string, serverName: string): string {
   }
   const at = conf.indexOf(`server_name ${serverName};`);
   return at < 0 ? '' : conf.slice(at, conf.indexOf('\nserver {', at) >>> 0);
+}
+
+/** The first file named `name` under `dir` (throws when there is none). */
+export function findFile(dir: string, name: string): string {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isFile() && e.name === name) return p;
+    if (e.isDirectory()) {
+      try {
+        return findFile(p, name);
+      } catch {
+        /* not there */
+      }
+    }
+  }
+  throw new Error(`no ${name} under ${dir}`);
+}
+
+/** The regular expression nginx.conf names a wildcard's server with. */
+export const wildcardName = (base: string) => `~^[^.]+\\.${base.replace(/\./g, '\\.')}$`;
+
+/** A TLS handshake with `servername` at 127.0.0.1:port: whether the certificate chains to `ca`, and its names. */
+export function handshake(port: number, servername: string, ca: Buffer): Promise<{ authorized: boolean; san: string }> {
+  return new Promise((resolve, reject) => {
+    const socket: TLSSocket = connect({ host: '127.0.0.1', port, servername, ca }, () => {
+      const out = { authorized: socket.authorized, san: socket.getPeerCertificate().subjectaltname ?? '' };
+      socket.end();
+      resolve(out);
+    });
+    socket.once('error', reject);
+  });
 }
 
 export const quietLog = { info: () => {}, warn: () => {} };

@@ -9,28 +9,15 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, type TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { LocalCertificates, withCertificates } from '../../src/shared/edge/certificates.js';
 import type { EdgeHost, EdgeTarget } from '../../src/shared/edge/table.js';
 import { loadTls } from '../../src/shared/tls.js';
 import { waitFor } from '../helpers/util.js';
-import { ask, host, nginxSkip, quietLog, startApp, TestEdge, upstream } from './support.js';
+import { ask, handshake, host, nginxSkip, quietLog, startApp, TestEdge, upstream } from './support.js';
 
 type App = Awaited<ReturnType<typeof startApp>>;
-
-/** A TLS handshake with `servername`: the certificate's names and whether it chains to `ca`. */
-function handshake(port: number, servername: string, ca: Buffer): Promise<{ authorized: boolean; san: string }> {
-  return new Promise((resolve, reject) => {
-    const socket: TLSSocket = connect({ host: '127.0.0.1', port, servername, ca }, () => {
-      const out = { authorized: socket.authorized, san: socket.getPeerCertificate().subjectaltname ?? '' };
-      socket.end();
-      resolve(out);
-    });
-    socket.once('error', reject);
-  });
-}
 
 /** A site directory (0755: nginx's workers may run as another user) with these files. */
 function siteDir(files: Record<string, string | Buffer>): string {
