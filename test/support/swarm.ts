@@ -148,3 +148,27 @@ export const SWARM_ENV = {
   SLIPWAY_SWARM_DOCKER_HOST: process.env.SLIPWAY_SWARM_DOCKER_HOST ?? '',
   SLIPWAY_SWARM_NODES: process.env.SLIPWAY_SWARM_NODES ?? '',
 };
+
+/** The node label a region's placement constraint names. */
+export const REGION_LABEL = 'slipway.region';
+
+/** A Python server's build files (Dockerfile, server.py) answering `<word> <container hostname>`. */
+export const wordApp = (word: string) => ({
+  Dockerfile: ['FROM python:3.11-slim-bookworm', 'WORKDIR /srv', 'COPY server.py .', 'CMD ["python3", "server.py"]'].join('\n'),
+  'server.py': [
+    'import http.server, os, socket',
+    'class H(http.server.BaseHTTPRequestHandler):',
+    '    def do_GET(self):',
+    `        body = ('${word} ' + socket.gethostname()).encode()`,
+    "        self.send_response(200); self.send_header('Content-Length', str(len(body))); self.end_headers(); self.wfile.write(body)",
+    '    def log_message(self, *a):',
+    '        pass',
+    "http.server.ThreadingHTTPServer(('0.0.0.0', int(os.environ['PORT'])), H).serve_forever()",
+  ].join('\n'),
+});
+
+/** The references of a node engine's images naming `repo` (tags and digests). */
+export async function imageRefs(docker: Docker, repo: string): Promise<string[]> {
+  const images = await docker.listImages({ filters: { reference: [repo] } });
+  return images.flatMap((i) => [...(i.RepoTags ?? []), ...(i.RepoDigests ?? [])]).filter((r) => r.startsWith(`${repo}:`) || r.startsWith(`${repo}@`));
+}

@@ -15,32 +15,12 @@ import { GENEROUS, useServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet } from '../apps-real/support.js';
 import { repoOf } from '../containers/support.js';
-import { holdSwarm, runningTasks, swarmClient, swarmNodes, swarmSkip, SWARM_ENV } from '../support/swarm.js';
+import { holdSwarm, runningTasks, swarmClient, swarmNodes, swarmSkip, SWARM_ENV, imageRefs, REGION_LABEL, wordApp } from '../support/swarm.js';
 
 const exec = promisify(execFile);
 const registry = process.env.SLIPWAY_SWARM_TEST_REGISTRY ?? '';
 
-const files = {
-  Dockerfile: ['FROM python:3.11-slim-bookworm', 'WORKDIR /srv', 'COPY server.py .', 'CMD ["python3", "server.py"]'].join('\n'),
-  'server.py': [
-    'import http.server, os, socket',
-    'class H(http.server.BaseHTTPRequestHandler):',
-    '    def do_GET(self):',
-    "        body = ('pulled ' + socket.gethostname()).encode()",
-    "        self.send_response(200); self.send_header('Content-Length', str(len(body))); self.end_headers(); self.wfile.write(body)",
-    '    def log_message(self, *a):',
-    '        pass',
-    "http.server.ThreadingHTTPServer(('0.0.0.0', int(os.environ['PORT'])), H).serve_forever()",
-  ].join('\n'),
-};
-
-const REGION = 'slipway.region';
-
-/** The references of a node engine's images naming `repo` (tags and digests). */
-async function refs(docker: Docker, repo: string): Promise<string[]> {
-  const images = await docker.listImages({ filters: { reference: [repo] } });
-  return images.flatMap((i) => [...(i.RepoTags ?? []), ...(i.RepoDigests ?? [])]).filter((r) => r.startsWith(`${repo}:`) || r.startsWith(`${repo}@`));
-}
+const files = wordApp('pulled');
 
 describe(
   'swarm runtime: release images through a registry',
@@ -58,8 +38,8 @@ describe(
       docker = swarmClient();
       if (third) {
         const node = (await docker.getNode(third.name).inspect()) as { Spec: { Labels?: Record<string, string> } };
-        thirdRegion = node.Spec.Labels?.[REGION] ?? '';
-        await exec('docker', ['node', 'update', '--label-add', `${REGION}=${DEFAULT_CLUSTER.name}`, third.name], {
+        thirdRegion = node.Spec.Labels?.[REGION_LABEL] ?? '';
+        await exec('docker', ['node', 'update', '--label-add', `${REGION_LABEL}=${DEFAULT_CLUSTER.name}`, third.name], {
           env: { ...process.env, DOCKER_HOST: process.env.SLIPWAY_SWARM_DOCKER_HOST },
         });
       }
@@ -67,7 +47,7 @@ describe(
 
     after(async () => {
       if (third && thirdRegion)
-        await exec('docker', ['node', 'update', '--label-add', `${REGION}=${thirdRegion}`, third.name], {
+        await exec('docker', ['node', 'update', '--label-add', `${REGION_LABEL}=${thirdRegion}`, third.name], {
           env: { ...process.env, DOCKER_HOST: process.env.SLIPWAY_SWARM_DOCKER_HOST },
         }).catch(() => {});
       release();
@@ -96,13 +76,13 @@ describe(
       assert.ok(pullers.length >= 2, `tasks on ${tasks.map((t) => t.node).join(', ')}: at least 2 nodes besides the manager that built the image`);
       for (const name of pullers) {
         const node = swarmClient(swarmNodes().find((n) => n.name === name)!.dockerHost);
-        const pulled = await refs(node, `${registry}/slipway/${appId}`);
+        const pulled = await imageRefs(node, `${registry}/slipway/${appId}`);
         // A digest: pulled from the registry (an image loaded from a file has none).
         assert.ok(
           pulled.some((r) => r.startsWith(`${registry}/slipway/${appId}@sha256:`)),
           `${name} holds the image by the registry's name and digest: ${pulled.join(', ')}`,
         );
-        assert.deepEqual(await refs(node, `slipway/${appId}`), [], `${name} has no copy of the build's own tag`);
+        assert.deepEqual(await imageRefs(node, `slipway/${appId}`), [], `${name} has no copy of the build's own tag`);
       }
       const r = await edgeGet(s.app.runtimes.edge!.port, `${a.name}.localhost`);
       assert.equal(r.status, 200);
@@ -114,7 +94,7 @@ describe(
       await waitFor(
         'the images to go',
         async () => {
-          const left = await Promise.all(swarmNodes().map(async (n) => refs(swarmClient(n.dockerHost), `${registry}/slipway/${appId}`)));
+          const left = await Promise.all(swarmNodes().map(async (n) => imageRefs(swarmClient(n.dockerHost), `${registry}/slipway/${appId}`)));
           return left.every((l) => !l.length) || undefined;
         },
         90_000,
