@@ -11,7 +11,7 @@ import { git, LOCAL_ENV } from '../apps-real/support.js';
 import { GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus } from '../helpers/util.js';
 import { finalDeployment, makeSiteRepo } from '../static-sites-real/support.js';
-import { deliver, gitMissing, hookSecret, providerHeaders } from './support.js';
+import { deliver, gitMissing, hookSecret, pathFilteredSite, providerHeaders } from './support.js';
 
 describe('git hooks: changed files of webhook pushes read from the repository (local runtime)', { skip: (await skipUnless('sqlite')) || gitMissing() }, () => {
   const s = useServer({ db: 'sqlite', rateLimits: GENEROUS, env: { ...LOCAL_ENV, SLIPWAY_GIT_POLL_SECONDS: '0' } });
@@ -68,20 +68,7 @@ describe('git hooks: changed files of webhook pushes read from the repository (l
 
   it('a Bitbucket push of ignored files only is skipped; a GitHub push of more than 20 commits gets its files from git; a new branch or an unreachable repository deploys and says why', async () => {
     const repo = bareSiteRepo();
-    const site = expectStatus(
-      await s.post('/static-sites', {
-        display_name: 'webhook paths',
-        repo_url: repo.url,
-        default_branch: 'main',
-        source: 'publicGit',
-        published_directory: 'dist',
-        ignore_deploy_paths: ['docs/**', '*.md'],
-        is_preview_enabled: true,
-      }),
-      201,
-    );
-    const [first] = expectStatus(await s.get(`/static-sites/${site.id}/deployments`), 200).data;
-    assert.equal((await finalDeployment(s, site.id, first.id)).status, 'success');
+    const site = await pathFilteredSite(s, repo.url, 'webhook paths');
 
     // Bitbucket, ignored files only: skipped when received, from the files git names.
     const docs = repo.commit({ 'docs/guide.txt': 'guide\n', 'README.md': '# site, again\n' }, 'docs only');

@@ -12,7 +12,7 @@ import { git, LOCAL_ENV } from '../apps-real/support.js';
 import { GENEROUS, skipUnless, useServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { finalDeployment, makeSiteRepo } from '../static-sites-real/support.js';
-import { gitMissing } from './support.js';
+import { gitMissing, pathFilteredSite } from './support.js';
 
 describe('git hooks: polled pushes and deploy paths (local runtime)', { skip: (await skipUnless('sqlite')) || gitMissing() }, () => {
   const s = useServer({ db: 'sqlite', rateLimits: GENEROUS, env: { ...LOCAL_ENV, SLIPWAY_GIT_POLL_SECONDS: '1', SLIPWAY_JOB_POLL_MS: '20' } });
@@ -36,20 +36,7 @@ describe('git hooks: polled pushes and deploy paths (local runtime)', { skip: (a
 
   it('a polled push of ignored files only is skipped at once; a deployed file builds; a force-push and a new branch deploy', async () => {
     const repo = makeSiteRepo();
-    const site = expectStatus(
-      await s.post('/static-sites', {
-        display_name: 'polled paths',
-        repo_url: repo.url,
-        default_branch: 'main',
-        source: 'publicGit',
-        published_directory: 'dist',
-        ignore_deploy_paths: ['docs/**', '*.md'],
-        is_preview_enabled: true,
-      }),
-      201,
-    );
-    const [first] = expectStatus(await s.get(`/static-sites/${site.id}/deployments`), 200).data;
-    assert.equal((await finalDeployment(s, site.id, first.id)).status, 'success');
+    const site = await pathFilteredSite(s, repo.url, 'polled paths');
     await waitFor('the poll to look at the repository', async () =>
       (await s.app.database.db.selectFrom('git_heads').select('repo').execute()).some((r) => r.repo === `file:${repo.dir}`),
     );

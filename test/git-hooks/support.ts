@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { git } from '../apps-real/support.js';
 import type { TestServer } from '../helpers/server.js';
 import { expectStatus, uniqueName } from '../helpers/util.js';
+import { finalDeployment } from '../static-sites-real/support.js';
 
 export { gitMissing } from '../static-sites-real/support.js';
 
@@ -162,4 +163,24 @@ const lines = require('node:fs').readFileSync(0, 'utf8').trim().split('\\n').fil
     return stderr;
   };
   return { bare, work, commit, push, branch: (name: string) => git(work, 'checkout', '-q', '-B', name) };
+}
+
+/** A static site of `repoUrl` ignoring `docs/**` and `*.md`, with previews, once its first deployment succeeded. */
+export async function pathFilteredSite(s: TestServer, repoUrl: string, displayName: string): Promise<{ id: string }> {
+  const site = expectStatus(
+    await s.post('/static-sites', {
+      display_name: displayName,
+      repo_url: repoUrl,
+      default_branch: 'main',
+      source: 'publicGit',
+      published_directory: 'dist',
+      ignore_deploy_paths: ['docs/**', '*.md'],
+      is_preview_enabled: true,
+    }),
+    201,
+  );
+  const [first] = expectStatus(await s.get(`/static-sites/${site.id}/deployments`), 200).data;
+  const done = await finalDeployment(s, site.id, first.id);
+  if (done.status !== 'success') throw new Error(`the first deployment of ${displayName}: ${done.status}`);
+  return site;
 }
