@@ -144,13 +144,17 @@ describe('swarm runtime: TLS to a real engine started with --tlsverify', { skip:
   const dir = mkdtempSync(join(tmpdir(), 'slipway-swarm-tls-engine-'));
   let engine: ChildProcess | null = null;
   let port = 0;
+  // A bridge of its own: dockerd started with `--bridge none` deletes the machine's docker0 (which
+  // the container engine's containers are on), so it gets this one instead, and no iptables rules.
+  const bridge = `sltls${process.pid % 100000}`;
 
   before(
     async () => {
       makeCa(join(dir, 'ca'));
       makeCa(join(dir, 'other'));
       port = await freePort();
-      // No bridge, no iptables rules: nothing of it reaches the machine's networks.
+      execFileSync('ip', ['link', 'add', bridge, 'type', 'bridge']);
+      execFileSync('ip', ['addr', 'add', '10.231.0.1/24', 'dev', bridge]);
       writeFileSync(join(dir, 'daemon.json'), JSON.stringify({ 'deprecated-key-path': join(dir, 'key.json') }));
       engine = spawn(
         '/usr/sbin/dockerd',
@@ -175,7 +179,7 @@ describe('swarm runtime: TLS to a real engine started with --tlsverify', { skip:
           '--tlskey',
           join(dir, 'ca', 'server-key.pem'),
           '--bridge',
-          'none',
+          bridge,
           '--iptables=false',
           '--ip6tables=false',
         ],
@@ -217,6 +221,11 @@ describe('swarm runtime: TLS to a real engine started with --tlsverify', { skip:
         // Gone already.
       }
     rmSync(dir, { recursive: true, force: true });
+    try {
+      execFileSync('ip', ['link', 'del', bridge], { stdio: 'ignore' });
+    } catch {
+      // Never made.
+    }
   });
 
   const client = (env: Record<string, string>) => engineClient(settingsOf({ SLIPWAY_SWARM_DOCKER_HOST: `tcp://127.0.0.1:${port}`, ...env }).manager);
