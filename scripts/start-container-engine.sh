@@ -69,7 +69,11 @@ install_missing() {
 
 start_dockerd() {
   if alive "$STATE/dockerd.pid" && docker_ok; then
-    return 0
+    # Its default bridge (docker0) can be taken away under it (another dockerd started with
+    # `--bridge none` deletes it), leaving containers unable to start: started again, it is made anew.
+    ip link show docker0 >/dev/null 2>&1 && return 0
+    log "the engine's bridge docker0 is gone: restarting dockerd"
+    stop_pid "$STATE/dockerd.pid"
   fi
   mkdir -p "$STATE/data" "$STATE/exec"
   rm -f "$SOCK"
