@@ -1,14 +1,22 @@
-// Buckets as load balancer destinations on the edge (SLIPWAY_RUNTIME=local): a bucket's public
-// objects are read through its CDN hostname, which this server's data plane serves (s3.ts), so the
-// edge forwards the request to the API server with that Host (nginx does the same from the load
-// balancer's description, with `bucketCdn`). A bucket without a CDN domain has no public objects:
-// the load balancer sees it as unable to answer (403 when asked directly).
+// Buckets on the edge (SLIPWAY_RUNTIME=local): a bucket's public objects are read through its CDN
+// hostname, which this server's data plane serves (s3.ts), so the edge forwards the request to the
+// API server with that Host. As load balancer destinations: the in-process edge forwards it here,
+// nginx from the load balancer's description (with `bucketCdn`). A bucket without a CDN domain has
+// no public objects: the load balancer sees it as unable to answer (403 when asked directly).
+//
+// The CDN hostname itself: the registry records it for the bucket without routing it (the
+// in-process edge answers 404 for it; the API server's own port serves it). A proxy in front
+// (nginx) serves it all the same (`claimed`, `describe`): passed to the API server with its Host,
+// through the proxy's cache, keyed by the bucket's `updated_at` (what purge-cache writes).
+import { lookup } from 'node:dns/promises';
 import type { AppContext } from '../../shared/context.js';
-import type { EdgeOwner, EdgeSite } from '../../shared/edge/index.js';
+import type { EdgeOwner, EdgeSite, RoutedHost } from '../../shared/edge/index.js';
 import { page, sendPage } from '../../shared/edge/pages.js';
 import { proxy } from '../../shared/edge/proxy.js';
-import { hostnameOf } from './domains.js';
-import { findBucketOwner } from './storage.js';
+import { cacheGeneration, type EdgeDescription } from '../../shared/edge/table.js';
+import { bucketOfHostname, hostnameOf } from './domains.js';
+import { runtime } from './runtime.js';
+import { findBucketOwner, findBucketRow } from './storage.js';
 
 /** A bucket's owner on the edge and its CDN hostname (null: no public objects); null when there is no such bucket. */
 export async function bucketCdn(app: AppContext, id: string): Promise<{ owner: EdgeOwner; host: string | null } | null> {
@@ -32,7 +40,49 @@ async function bucketSite(app: AppContext, id: string): Promise<EdgeSite | null>
   };
 }
 
-/** Registers buckets with the edge, by id only (their own hostnames are the API server's). */
+/** The API server's address (host:port) as a proxy reaches it. */
+async function apiAddress(app: AppContext): Promise<{ address: string; tls: boolean }> {
+  const api = new URL(app.baseUrl);
+  const { address } = await lookup(api.hostname.replace(/^\[|\]$/g, ''));
+  const port = api.port || (api.protocol === 'https:' ? '443' : '80');
+  return { address: `${address.includes(':') ? `[${address}]` : address}:${port}`, tls: api.protocol === 'https:' };
+}
+
+/** The CDN hostnames among the registry's held names, with their buckets. */
+async function cdnHosts(app: AppContext, held: string[]): Promise<RoutedHost[]> {
+  const db = app.database.db;
+  const suffix = `.${runtime(app).settings.cdnDomain}`;
+  const out: RoutedHost[] = [];
+  for (const hostname of held) {
+    if (!hostname.endsWith(suffix)) continue;
+    const id = await bucketOfHostname(db, hostname);
+    const b = id ? await findBucketOwner(db, id) : undefined;
+    if (b) out.push({ hostname, kind: 'object-storage', id: b.id, companyId: b.company_id });
+  }
+  return out;
+}
+
+/** A bucket's CDN hostname for a proxy in front: the API server's data plane, through the proxy's cache. */
+async function describeBucket(app: AppContext, id: string): Promise<EdgeDescription | null> {
+  const db = app.database.db;
+  const [b, host] = await Promise.all([findBucketRow(db, id), hostnameOf(db, id)]);
+  if (!b || !host) return null;
+  const { address, tls } = await apiAddress(app);
+  return {
+    target: { type: 'url', url: { address, tls, host, path: '' } },
+    ipRestriction: null,
+    maintenance: null,
+    // The data plane's in-process cache rules: what Cache-Control allows, a purge is a new `updated_at`, no Origin.
+    cache: { seconds: 0, generation: cacheGeneration(b.updated_at), bypassOrigin: true },
+  };
+}
+
+/** Registers buckets with the edge: by id (load balancer destinations), and their CDN hostnames for a proxy in front. */
 export function registerEdge(app: AppContext): void {
-  app.runtimes.edge?.register({ kind: 'object-storage', byId: (id) => bucketSite(app, id) });
+  app.runtimes.edge?.register({
+    kind: 'object-storage',
+    byId: (id) => bucketSite(app, id),
+    describe: (id) => describeBucket(app, id),
+    claimed: (held) => cdnHosts(app, held),
+  });
 }

@@ -3,6 +3,7 @@
 // delete operations over what S3 clients stored.
 import { randomBytes } from 'node:crypto';
 import type { AppContext, CallContext } from '../../shared/context.js';
+import { servingChanged } from '../../shared/edge/index.js';
 import { ApiError, badRequest, notFound } from '../../shared/errors.js';
 import { idDigits, newId } from '../../shared/ids.js';
 import { refuseIfTaken } from '../../shared/naming.js';
@@ -140,7 +141,10 @@ export async function createBucket(
   }));
   const keys = await issueKey(ctx, id);
   let domain: string | null = null;
-  if (input.public_access) await claimHostname(ctx, id, (domain = cdnHostname(app, row)));
+  if (input.public_access) {
+    await claimHostname(ctx, id, (domain = cdnHostname(app, row)));
+    servingChanged(app, tx);
+  }
   if (row.project_id) await placeService(ctx, id, 'object-storage', row.project_id);
   return detail(app, row, domain, keys);
 }
@@ -221,6 +225,8 @@ export async function enableDomain(ctx: CallContext, id: string) {
   const domain = cdnHostname(app, b);
   await claimHostname(ctx, id, domain);
   await touchBucket(tx, id, new Date().toISOString());
+  // A proxy in front serves the CDN hostname (edge.ts) from the next apply.
+  servingChanged(app, tx);
   return { id, domain };
 }
 
@@ -229,6 +235,7 @@ export async function disableDomain(ctx: CallContext, id: string) {
   await findBucket(ctx, id);
   if (!(await releaseHostname(ctx, id))) throw notFound('CDN domain');
   await touchBucket(tx, id, new Date().toISOString());
+  servingChanged(ctx.app, tx);
 }
 
 /**
@@ -241,6 +248,8 @@ export async function purgeCache(ctx: CallContext, id: string) {
   await findBucket(ctx, id);
   await touchBucket(tx, id, new Date().toISOString());
   app.runtimes.edge?.cache.purge(id);
+  // A proxy in front keys its cache by `updated_at` too (edge.ts): it applies the new one.
+  servingChanged(app, tx);
   return { message: 'Cache purge started' };
 }
 

@@ -82,6 +82,12 @@ export interface EdgeService {
    * still routes such names to the origin).
    */
   previews?(id: string): Promise<string[]>;
+  /**
+   * The hostnames among `held` (recorded by the registry for a service of this kind, not routed by
+   * it) that a proxy in front serves for this kind all the same, each with its service: a bucket's
+   * CDN hostname, which the in-process edge leaves to the API server's port. Absent: none.
+   */
+  claimed?(held: string[]): Promise<RoutedHost[]>;
 }
 
 /** A hostname the router routes, with its owner (every one the proxy's configuration names). */

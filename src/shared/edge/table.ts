@@ -19,6 +19,17 @@ export interface UpstreamServer {
   weight: number;
 }
 
+/**
+ * An HTTP(S) server outside the table, reached at `address` (host:port, resolved by the control
+ * plane) with `host` as the request's Host; the request's path follows `path`.
+ */
+export interface UrlTarget {
+  address: string;
+  tls: boolean;
+  host: string;
+  path: string;
+}
+
 /** Where a hostname's requests go. */
 export type EdgeTarget =
   /** A running application's instances, balanced (least connections when they differ in weight: round robin). */
@@ -54,6 +65,11 @@ export type EdgeTarget =
       nearest: Record<string, number> | null;
     }
   /**
+   * Another HTTP server that answers this hostname itself: a bucket's CDN hostname, which the API
+   * server's S3 data plane serves (the proxy keeps the Host, so the data plane routes it).
+   */
+  | { type: 'url'; url: UrlTarget }
+  /**
    * Slipway answers (its in-process origin at the proxy's `origin` address): what the proxy
    * cannot decide on its own, e.g. waking a hibernated application on its first request.
    */
@@ -72,7 +88,7 @@ export type BalanceDestination =
    */
   | {
       weight: number;
-      url: { address: string; tls: boolean; host: string; path: string };
+      url: UrlTarget;
       /** Whom the request is logged for besides the load balancer (null: the load balancer only). */
       owner: TableOwner | null;
     };
@@ -90,8 +106,12 @@ export interface EdgeHost {
   ipRestriction: { type: 'allow' | 'deny'; ips: string[] } | null;
   /** Maintenance: 503 with Retry-After and this page (HTML), instead of the target. */
   maintenance: { html: string } | null;
-  /** Responses kept by the proxy's cache: `generation` is part of the key, a purge is a new generation. */
-  cache: { seconds: number; generation: number } | null;
+  /**
+   * Responses kept by the proxy's cache: `generation` is part of the key, a purge is a new
+   * generation; `seconds` 0 keeps what the response's Cache-Control allows, for as long as it says.
+   * `bypassOrigin`: requests with an Origin header go past it (their CORS headers depend on it).
+   */
+  cache: { seconds: number; generation: number; bypassOrigin?: boolean } | null;
   /** The certificate and key files (PEM) for HTTPS on this hostname, or null (HTTP only). */
   tls: { certFile: string; keyFile: string } | null;
   /** With `tls`: plain HTTP requests are redirected to HTTPS (301) instead of served. */
@@ -103,7 +123,7 @@ export interface EdgeTable {
   /**
    * Names the registry answers as unknown (404) though a wildcard of `hosts` covers them, so that a
    * proxy matching the wildcard does not give them to the wildcard's owner: `hostnames` it records
-   * without serving them (a custom domain not yet verified, a disabled one, a bucket's CDN name), and
+   * without serving them (a custom domain not yet verified, a disabled one), and
    * the preview names `<label>--<hostname>` of each hostname in `previewsOf` (a static site's) whose
    * label is not one of the site's (those are entries of `hosts`).
    */

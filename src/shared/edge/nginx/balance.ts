@@ -22,7 +22,7 @@
 import { join } from 'node:path';
 import type { BalanceDestination, EdgeHost, EdgeTable } from '../table.js';
 import type { NginxOptions } from './config.js';
-import { address, geoProxyHeaders, indent, ipEntry, logOwner, originHeaders, PAGES, PROXY_HEADERS, q, safe } from './syntax.js';
+import { geoProxyHeaders, indent, ipEntry, logOwner, originHeaders, PAGES, q, safe, urlPass, urlUpstream } from './syntax.js';
 
 /** How long a destination that failed is left out (the in-process edge's DOWN_MS). */
 const DOWN_SECONDS = 10;
@@ -180,22 +180,7 @@ function balancer(h: EdgeHost, i: number, plan: BalancePlan, o: NginxOptions): s
   b.destinations.forEach((d, k) => {
     if ('service' in d || !sockets[k]) return;
     const up = `slipway_lb_${i}_url_${k}`;
-    const path = safe('destination path', d.url.path);
-    if (/[\s;{}'"\\]/.test(path)) throw new Error(`edge: destination path ${JSON.stringify(path)} cannot be written into the nginx configuration`);
-    const host = safe('destination host', d.url.host);
-    out.push(
-      `upstream ${up} {`,
-      `  server ${address('destination', d.url.address)};`,
-      `  keepalive 8;`,
-      `}`,
-      ...smallServer(sockets[k]!, d.owner, [
-        `proxy_pass ${d.url.tls ? 'https' : 'http'}://${up}${path}$request_uri;`,
-        ...PROXY_HEADERS.filter((l) => !l.startsWith('proxy_set_header Host ')),
-        ...geoProxyHeaders(o),
-        `proxy_set_header Host ${q(host)};`,
-        ...(d.url.tls ? [`proxy_ssl_server_name on;`, `proxy_ssl_name ${q(host.replace(/:\d+$/, '').replace(/^\[|\]$/g, ''))};`] : []),
-      ]),
-    );
+    out.push(...urlUpstream(up, d.url), ...smallServer(sockets[k]!, d.owner, urlPass(up, d.url, o)));
   });
   return out;
 }

@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { isWildcard, servableIndexFile, type EdgeHost, type EdgeTable, type EdgeTarget } from '../table.js';
 import { balanceHttp, balanceLocation, internalListen, originHost, planBalance, plainHttp, type BalancePlan } from './balance.js';
-import { address, indent, ipEntry, logOwner, originHeaders, PAGES, PROXY_HEADERS, q, safe } from './syntax.js';
+import { address, indent, ipEntry, logOwner, originHeaders, PAGES, PROXY_HEADERS, q, safe, urlPass, urlUpstream } from './syntax.js';
 
 /** Seconds a client is told to wait during maintenance (as the in-process edge). */
 const RETRY_AFTER_SECONDS = 60;
@@ -300,6 +300,7 @@ function hostHttp(h: EdgeHost, i: number): string[] {
       );
     }
   }
+  if (t.type === 'url' && !h.maintenance) out.push(...urlUpstream(`slipway_url_${i}`, t.url));
   return out;
 }
 
@@ -408,22 +409,33 @@ function maintenance(html: string, dir: string): string[] {
 function target(h: EdgeHost, t: EdgeTarget, i: number, o: NginxOptions, plan: BalancePlan): string[] {
   if (t.type === 'static') return staticSite(t, !!o.brotliModule);
   if (t.type === 'balance') return plan.served.has(i) ? balanceLocation(h, i, plan, o) : target(h, { type: 'origin' }, i, o, plan);
+  if (t.type === 'url') return [`location / {`, indent([...urlPass(`slipway_url_${i}`, t.url, o), ...cacheLines(h)]), `}`];
   if (t.type === 'upstream' ? !t.servers.some((s) => s.weight > 0) : !o.origin) return [`location / { return 502; }`];
   const pass = t.type === 'upstream' ? `slipway_up_${i}` : 'slipway_origin';
-  const cache = h.cache
-    ? [
-        `proxy_buffering on;`,
-        `proxy_cache slipway_cache;`,
-        // The generation is part of the key: a purge is a new generation, old entries age out.
-        `proxy_cache_key 'g${Math.trunc(h.cache.generation)}|$scheme|$host|$request_uri';`,
-        ...(h.cache.seconds > 0 ? [`proxy_cache_valid 200 301 404 ${Math.trunc(h.cache.seconds)}s;`] : []),
-        `proxy_cache_bypass $http_authorization;`,
-        `proxy_no_cache $http_authorization;`,
-        `proxy_cache_lock on;`,
-        `add_header X-Cache $upstream_cache_status always;`,
-      ]
-    : [];
-  return [`location / {`, indent([`proxy_pass http://${pass};`, ...(t.type === 'origin' ? originHeaders(o, originHost(plan, i)) : []), ...cache]), `}`];
+  return [`location / {`, indent([`proxy_pass http://${pass};`, ...(t.type === 'origin' ? originHeaders(o, originHost(plan, i)) : []), ...cacheLines(h)]), `}`];
+}
+
+/**
+ * A proxying location's cache: nginx keeps what the response's Cache-Control (or Expires) lets a
+ * shared cache keep (never private, no-store, no-cache, nor with Set-Cookie), for `seconds` when
+ * set. Requests with credentials (and with `bypassOrigin`, with an Origin) go past it.
+ */
+function cacheLines(h: EdgeHost): string[] {
+  if (!h.cache) return [];
+  const bypass = h.cache.bypassOrigin ? '$http_authorization$http_origin' : '$http_authorization';
+  return [
+    `proxy_buffering on;`,
+    `proxy_cache slipway_cache;`,
+    // The generation is part of the key: a purge is a new generation, old entries age out.
+    `proxy_cache_key 'g${Math.trunc(h.cache.generation)}|$scheme|$host|$request_uri';`,
+    ...(h.cache.seconds > 0 ? [`proxy_cache_valid 200 301 404 ${Math.trunc(h.cache.seconds)}s;`] : []),
+    `proxy_cache_bypass ${bypass};`,
+    `proxy_no_cache ${bypass};`,
+    `proxy_cache_lock on;`,
+    // nginx's own answer replaces any the upstream gave (the API server's in-process cache says one too).
+    `proxy_hide_header X-Cache;`,
+    `add_header X-Cache $upstream_cache_status always;`,
+  ];
 }
 
 /** serve.ts's rules: pretty URLs, directory redirects, the site's index file, the site's 404 page or the edge's, a fallback. */

@@ -3,7 +3,8 @@
 // nginx cannot serve alone (waking a hibernated application, which needs the control plane; a load
 // balancer's GEO choice by coordinates, computed per request). Slipway is the control plane: it
 // renders the table of every routed hostname (each kind's `describe`; wildcard domains, and the
-// names the registry holds unknown under them) into a configuration and applies it when something
+// names the registry holds unknown under them; the held names a kind serves here all the same,
+// `claimed`: buckets' CDN hostnames) into a configuration and applies it when something
 // changed (`changed()`, debounced) and every 30 s as a safety net, only when the rendered text
 // differs. nginx outlives Slipway: a new Slipway adopts the running master, which kept serving the
 // last configuration meanwhile.
@@ -212,12 +213,27 @@ export class NginxEdge extends Edge {
   /** The table nginx serves (tests and the admin may look). */
   async table(): Promise<EdgeTable> {
     const [routed, held] = await Promise.all([this.routed().then((r) => this.withPreviews(r)), this.held()]);
+    // Held names a kind serves at the proxy (a bucket's CDN hostname): only names the registry records.
+    const recorded = new Set(held);
+    const claimed = (
+      await Promise.all(
+        this.services.map((s) =>
+          (s.claimed?.(held) ?? Promise.resolve([])).catch((e: Error) => {
+            this.log.warn({ err: e.message, kind: s.kind }, 'edge: the hostnames a kind serves could not be listed');
+            return [];
+          }),
+        ),
+      )
+    )
+      .flat()
+      .filter((c) => recorded.has(c.hostname));
+    const served = new Set(claimed.map((c) => c.hostname));
     const table = await buildTable(
-      routed,
+      [...routed, ...claimed],
       async (r) => (await this.services.find((s) => s.kind === r.kind)?.describe?.(r.id, r.preview)) ?? null,
       nameable,
       (r, e) => this.log.warn({ err: e.message, kind: r.kind, id: r.id }, 'edge: a service could not be described; the origin serves it'),
-      held,
+      held.filter((h) => !served.has(h)),
     );
     // HTTPS: every hostname of the table gets its certificate (issued here when missing or due).
     return this.certificates ? withCertificates(table, this.certificates, this.settings.httpsRedirect) : table;

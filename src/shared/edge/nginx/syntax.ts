@@ -2,7 +2,7 @@
 // before they are written, quoting, indentation, the edge's own pages, the proxy headers.
 import { isIpOrCidr } from '../../net.js';
 import { page } from '../pages.js';
-import type { EdgeHost } from '../table.js';
+import type { EdgeHost, UrlTarget } from '../table.js';
 import type { NginxOptions } from './config.js';
 
 /** The header carrying `originSecret` from nginx to Slipway's origin (never to an application). */
@@ -87,5 +87,29 @@ export function geoProxyHeaders(o: NginxOptions): string[] {
   return [
     ...(g.country ? [`proxy_set_header ${g.country} $slipway_geo_country;`] : []),
     ...(g.coordinates ? [`proxy_set_header ${g.coordinates} $slipway_geo_coordinates;`] : []),
+  ];
+}
+
+/**
+ * An HTTP(S) server outside the table as nginx reaches it (a load balancer's URL destination, a
+ * bucket's CDN hostname on the API server): its upstream `name`, and the lines of a location passing
+ * the request to it with that server's Host, the path after `url.path`. The client's address goes in
+ * X-Forwarded-For only: X-Real-IP is believed by Slipway's origin alone (with the origin secret),
+ * and such a server is not the origin.
+ */
+export function urlUpstream(name: string, url: UrlTarget): string[] {
+  return [`upstream ${name} {`, `  server ${address('destination', url.address)};`, `  keepalive 8;`, `}`];
+}
+
+export function urlPass(name: string, url: UrlTarget, o: NginxOptions): string[] {
+  const path = safe('destination path', url.path);
+  if (/[\s;{}'"\\]/.test(path)) throw new Error(`edge: destination path ${JSON.stringify(path)} cannot be written into the nginx configuration`);
+  const host = safe('destination host', url.host);
+  return [
+    `proxy_pass ${url.tls ? 'https' : 'http'}://${name}${path}$request_uri;`,
+    ...PROXY_HEADERS.filter((l) => !l.startsWith('proxy_set_header Host ') && !l.startsWith('proxy_set_header X-Real-IP ')),
+    ...geoProxyHeaders(o),
+    `proxy_set_header Host ${q(host)};`,
+    ...(url.tls ? [`proxy_ssl_server_name on;`, `proxy_ssl_name ${q(host.replace(/:\d+$/, '').replace(/^\[|\]$/g, ''))};`] : []),
   ];
 }
