@@ -14,9 +14,9 @@ import type { EdgeOwner, EdgeSite, RoutedHost } from '../../shared/edge/index.js
 import { page, sendPage } from '../../shared/edge/pages.js';
 import { proxy } from '../../shared/edge/proxy.js';
 import { cacheGeneration, type EdgeDescription } from '../../shared/edge/table.js';
-import { bucketOfHostname, hostnameOf } from './domains.js';
+import { hostnameOf, hostnamesOf } from './domains.js';
 import { runtime } from './runtime.js';
-import { findBucketOwner, findBucketRow } from './storage.js';
+import { findBucketOwner, findBucketRow, listBucketOwners } from './storage.js';
 
 /** A bucket's owner on the edge and its CDN hostname (null: no public objects); null when there is no such bucket. */
 export async function bucketCdn(app: AppContext, id: string): Promise<{ owner: EdgeOwner; host: string | null } | null> {
@@ -48,18 +48,21 @@ async function apiAddress(app: AppContext): Promise<{ address: string; tls: bool
   return { address: `${address.includes(':') ? `[${address}]` : address}:${port}`, tls: api.protocol === 'https:' };
 }
 
-/** The CDN hostnames among the registry's held names, with their buckets. */
+/** The CDN hostnames among the registry's held names, with their buckets (two queries, however many). */
 async function cdnHosts(app: AppContext, held: string[]): Promise<RoutedHost[]> {
   const db = app.database.db;
   const suffix = `.${runtime(app).settings.cdnDomain}`;
-  const out: RoutedHost[] = [];
-  for (const hostname of held) {
-    if (!hostname.endsWith(suffix)) continue;
-    const id = await bucketOfHostname(db, hostname);
-    const b = id ? await findBucketOwner(db, id) : undefined;
-    if (b) out.push({ hostname, kind: 'object-storage', id: b.id, companyId: b.company_id });
-  }
-  return out;
+  const wanted = new Set(held.filter((h) => h.endsWith(suffix)));
+  if (!wanted.size) return [];
+  const buckets = await listBucketOwners(db);
+  const names = await hostnamesOf(
+    db,
+    buckets.map((b) => b.id),
+  );
+  return buckets.flatMap((b) => {
+    const hostname = names.get(b.id);
+    return hostname && wanted.has(hostname) ? [{ hostname, kind: 'object-storage', id: b.id, companyId: b.company_id }] : [];
+  });
 }
 
 /** A bucket's CDN hostname for a proxy in front: the API server's data plane, through the proxy's cache. */

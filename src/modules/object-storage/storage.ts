@@ -203,6 +203,11 @@ export async function findBucketOwner(tx: Tx, id: string): Promise<{ id: string;
   return tx.selectFrom('object_storages').select(['id', 'company_id']).where('id', '=', id).executeTakeFirst();
 }
 
+/** Every bucket's id and company (the edge's CDN hostnames are matched against them). */
+export async function listBucketOwners(tx: Tx): Promise<{ id: string; company_id: string }[]> {
+  return tx.selectFrom('object_storages').select(['id', 'company_id']).execute();
+}
+
 /** The bucket of an S3 bucket name. */
 export async function findBucketByName(tx: Tx, bucketName: string): Promise<{ id: string } | undefined> {
   return tx.selectFrom('object_storages').select('id').where('bucket_name', '=', bucketName).executeTakeFirst();
