@@ -26,6 +26,10 @@ export const UNKNOWN = {
   forcePush: 'Changed files unknown (the previous head is not an ancestor of the pushed one: a force-push): every file counts',
 } as const;
 
+/** Whether a push to `branch` builds the site: its own branch, or any with previews on. */
+export const siteFollows = (s: Pick<StaticSitesTable, 'default_branch' | 'is_preview_enabled'>, branch: string) =>
+  s.default_branch === branch || s.is_preview_enabled === 1;
+
 /** Whether the site's deploy paths decide which pushes deploy. */
 export const hasDeployPaths = (s: StaticSitesTable) => JSON.parse(s.allow_deploy_paths).length > 0 || JSON.parse(s.ignore_deploy_paths).length > 0;
 
@@ -43,7 +47,7 @@ export async function withChangedFiles(app: AppContext, companyId: string, event
 
 async function resolve(app: AppContext, companyId: string, e: Push, sites: StaticSitesTable[]): Promise<Push> {
   const repos = new Set(e.repos.map(normalizeRepo).filter(Boolean));
-  const site = sites.find((s) => repos.has(normalizeRepo(s.repo_url) ?? '') && (s.default_branch === e.branch || s.is_preview_enabled === 1));
+  const site = sites.find((s) => repos.has(normalizeRepo(s.repo_url) ?? '') && siteFollows(s, e.branch));
   if (!site?.repo_url) return e;
   if (!e.before) return { ...e, unknownChanges: UNKNOWN.newBranch };
   // The site's address, not the payload's: the one the builds clone (with the company's token for it).

@@ -20,6 +20,9 @@ export const gitEnv = () => ({ ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASK
 const git = async (cwd: string, args: string[], timeout = 30_000, access: Record<string, string> = {}) =>
   (await exec('git', args, { cwd, timeout, maxBuffer: 64 * 1024 * 1024, env: { ...gitEnv(), ...access } })).stdout;
 
+/** `text` with the user info (user, password or token) of every address in it taken out. */
+export const withoutUserInfo = (text: string) => text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/gi, '$1');
+
 /**
  * Git's answer to a command that failed, fit to show a user (a poll's error delivery): its `fatal:`
  * / `error:` lines (or the first ones), with no credential left in them — the access's header and
@@ -45,7 +48,7 @@ export function gitFailure(e: unknown, access: Record<string, string> = {}): str
     secrets.push(v, b64, plain, token, encodeURIComponent(token));
   }
   for (const x of secrets.filter((x) => x.length >= 4).sort((a, b) => b.length - a.length)) text = text.split(x).join('[redacted]');
-  text = text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/gi, '$1').replace(/(authorization|extraheader)\s*[:=]\s*\S+(\s+\S+)?/gi, '$1: [redacted]');
+  text = withoutUserInfo(text).replace(/(authorization|extraheader)\s*[:=]\s*\S+(\s+\S+)?/gi, '$1: [redacted]');
   return text.length > 500 ? `${text.slice(0, 499)}…` : text;
 }
 

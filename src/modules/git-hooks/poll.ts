@@ -26,7 +26,7 @@ import { autoDeployAppRows } from '../applications/index.js';
 import { autoDeploySiteRows } from '../static-sites/index.js';
 import { UNKNOWN } from './changes.js';
 import { accessEnv, mirrorKey } from './credentials.js';
-import { fetchMirror, gitEnv, gitFailure, pruneMirrors } from './mirror.js';
+import { fetchMirror, gitEnv, gitFailure, pruneMirrors, withoutUserInfo } from './mirror.js';
 import { normalizeRepo } from './repo.js';
 import { receive } from './service.js';
 import {
@@ -176,9 +176,6 @@ export async function pollOnce(app: AppContext): Promise<void> {
   for (const f of failures) if (!watching.has(`${f.company_id} ${f.repo}`)) await forgetPollFailure(db, f.company_id, f.repo);
 }
 
-/** The address as shown in a delivery: without user info. */
-const shown = (url: string) => url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1');
-
 /** Records a poll delivery `result` for one company of a watch, naming each of its services watching the repository. */
 async function record(companyId: string, services: Service[], stage: string, result: 'error' | 'recovered', message: string, tx: Tx) {
   const action = result === 'error' ? 'pollFailed' : 'pollRecovered';
@@ -201,7 +198,7 @@ async function record(companyId: string, services: Service[], stage: string, res
 /** Polling the watch's repository failed at `stage`: an `error` delivery for each company to which this is new. */
 async function failed(app: AppContext, w: Watch, stage: 'ls-remote' | 'fetch', error: string, failing: Set<string>): Promise<void> {
   const what = stage === 'ls-remote' ? 'list the branches of' : 'fetch';
-  const message = `Polling cannot ${what} ${shown(w.url)}: ${error}`;
+  const message = `Polling cannot ${what} ${withoutUserInfo(w.url)}: ${error}`;
   for (const [companyId, c] of w.companies) {
     if (failing.has(`${companyId} ${w.repo}`)) continue;
     await app.database.db.transaction().execute(async (tx) => {
@@ -219,7 +216,7 @@ async function worked(app: AppContext, w: Watch, stage: 'ls-remote' | 'fetch', f
     if (!failing.has(key)) continue;
     const cleared = await app.database.db.transaction().execute(async (tx) => {
       const was = await clearPollFailure(tx, companyId, w.repo, stage);
-      if (was) await record(companyId, c.services, stage, 'recovered', `Polling reaches ${shown(w.url)} again (failing since ${was.since})`, tx);
+      if (was) await record(companyId, c.services, stage, 'recovered', `Polling reaches ${withoutUserInfo(w.url)} again (failing since ${was.since})`, tx);
       return !!was;
     });
     if (cleared) failing.delete(key);

@@ -8,7 +8,7 @@ import { ApiError } from '../../shared/errors.js';
 import { autoDeployAppRows, deployPushedCommit } from '../applications/index.js';
 import { closePullRequestApp, listPreviewPipelines, openPullRequestApp, updatePullRequestApp } from '../pipelines/index.js';
 import { autoDeploySiteRows, deployPush } from '../static-sites/index.js';
-import { hasDeployPaths } from './changes.js';
+import { hasDeployPaths, siteFollows } from './changes.js';
 import type { GitEvent } from './providers.js';
 import { normalizeRepo } from './repo.js';
 import { advanceHead } from './storage.js';
@@ -74,7 +74,7 @@ async function onPush(ctx: CallContext, e: Push, out: Outcome): Promise<void> {
   const apps = (await autoDeployAppRows(tx, companyId, { includeOff: true })).filter(ofRepo);
   const sites = (await autoDeploySiteRows(tx, companyId, { includeOff: true })).filter(ofRepo);
   const followsApp = (a: (typeof apps)[number]) => (a.default_branch ?? 'main') === e.branch;
-  const followsSite = (s: (typeof sites)[number]) => s.default_branch === e.branch || s.is_preview_enabled === 1;
+  const followsSite = (s: (typeof sites)[number]) => siteFollows(s, e.branch);
   // Those with auto_deploy off that the push would have deployed are told why nothing did, on their own pages.
   for (const a of apps.filter((x) => !x.auto_deploy && followsApp(x))) out.triggered.push({ ...ignored('app', a.id), detail: 'auto_deploy is off' });
   for (const s of sites.filter((x) => !x.auto_deploy && followsSite(x))) out.triggered.push({ ...ignored('static-site', s.id), detail: 'auto_deploy is off' });
