@@ -1,6 +1,7 @@
 // The multi-node Docker Swarm the cluster suites run on (scripts/start-swarm.sh): its nodes from the
 // environment that script prints, a client of its manager, whether it answers, losing and bringing
 // back one node, and where a service's tasks run.
+import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -171,4 +172,40 @@ export const wordApp = (word: string) => ({
 export async function imageRefs(docker: Docker, repo: string): Promise<string[]> {
   const images = await docker.listImages({ filters: { reference: [repo] } });
   return images.flatMap((i) => [...(i.RepoTags ?? []), ...(i.RepoDigests ?? [])]).filter((r) => r.startsWith(`${repo}:`) || r.startsWith(`${repo}@`));
+}
+
+/**
+ * Labels node 3 with `region` (the test swarm leaves it in another), so that a suite's tasks spread
+ * over all three nodes; answers what puts its label back.
+ */
+export async function thirdNodeInRegion(region: string): Promise<() => Promise<void>> {
+  const third = swarmNodes().find((n) => n.index === 3);
+  if (!third) return async () => {};
+  const onManager = { env: { ...process.env, DOCKER_HOST: process.env.SLIPWAY_SWARM_DOCKER_HOST } };
+  const node = (await swarmClient().getNode(third.name).inspect()) as { Spec: { Labels?: Record<string, string> } };
+  const was = node.Spec.Labels?.[REGION_LABEL] ?? '';
+  await exec('docker', ['node', 'update', '--label-add', `${REGION_LABEL}=${region}`, third.name], onManager);
+  return async () => {
+    if (was) await exec('docker', ['node', 'update', '--label-add', `${REGION_LABEL}=${was}`, third.name], onManager).catch(() => {});
+  };
+}
+
+/**
+ * Asserts that at least 2 nodes besides the manager (which built the image) run `tasks`, and that
+ * each of them holds the app's image by the registry's name and digest (pulled from the registry:
+ * an image loaded from a file has no digest) and no copy of the build's own tag.
+ */
+export async function assertPulledFromRegistry(tasks: SwarmTask[], registry: string, appId: string): Promise<void> {
+  const manager = swarmNodes().find((n) => n.dockerHost === process.env.SLIPWAY_SWARM_DOCKER_HOST)!;
+  const pullers = [...new Set(tasks.map((t) => t.node))].filter((n) => n !== manager.name);
+  assert.ok(pullers.length >= 2, `tasks on ${tasks.map((t) => t.node).join(', ')}: at least 2 nodes besides the manager that built the image`);
+  for (const name of pullers) {
+    const node = swarmClient(swarmNodes().find((n) => n.name === name)!.dockerHost);
+    const pulled = await imageRefs(node, `${registry}/slipway/${appId}`);
+    assert.ok(
+      pulled.some((r) => r.startsWith(`${registry}/slipway/${appId}@sha256:`)),
+      `${name} holds the image by the registry's name and digest: ${pulled.join(', ')}`,
+    );
+    assert.deepEqual(await imageRefs(node, `slipway/${appId}`), [], `${name} has no copy of the build's own tag`);
+  }
 }

@@ -8,10 +8,8 @@
 // which settings to set; one of the two settings alone stops Slipway at start. Node 3 joins the
 // default cluster's region for the suite (restored after), so the tasks spread over all three nodes.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { loadConfig } from '../../src/shared/config.js';
@@ -20,9 +18,8 @@ import { GENEROUS, useServer, type TestServer } from '../helpers/server.js';
 import { expectStatus } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet } from '../apps-real/support.js';
 import { repoOf } from '../containers/support.js';
-import { holdSwarm, runningTasks, swarmClient, swarmNodes, swarmSkip, SWARM_ENV, imageRefs, REGION_LABEL, wordApp } from '../support/swarm.js';
+import { assertPulledFromRegistry, holdSwarm, runningTasks, swarmClient, swarmSkip, SWARM_ENV, thirdNodeInRegion, wordApp } from '../support/swarm.js';
 
-const exec = promisify(execFile);
 const registry = process.env.SLIPWAY_SWARM_TEST_AUTH_REGISTRY ?? '';
 const user = process.env.SLIPWAY_SWARM_TEST_REGISTRY_USER ?? '';
 const password = process.env.SLIPWAY_SWARM_TEST_REGISTRY_PASSWORD ?? '';
@@ -99,22 +96,15 @@ describe(
       env: { ...SWARM_ENV, SLIPWAY_SWARM_REGISTRY: registry, SLIPWAY_SWARM_REGISTRY_USER: user, SLIPWAY_SWARM_REGISTRY_PASSWORD: `${password}-wrong` },
     });
     let docker: Docker;
-    const third = swarmNodes().find((n) => n.index === 3);
-    let thirdRegion = '';
-    const onManager = { env: { ...process.env, DOCKER_HOST: process.env.SLIPWAY_SWARM_DOCKER_HOST } };
+    let restoreThird = async () => {};
 
     before(async () => {
       docker = swarmClient();
-      if (third) {
-        const node = (await docker.getNode(third.name).inspect()) as { Spec: { Labels?: Record<string, string> } };
-        thirdRegion = node.Spec.Labels?.[REGION_LABEL] ?? '';
-        await exec('docker', ['node', 'update', '--label-add', `${REGION_LABEL}=${DEFAULT_CLUSTER.name}`, third.name], onManager);
-      }
+      restoreThird = await thirdNodeInRegion(DEFAULT_CLUSTER.name);
     });
 
     after(async () => {
-      if (third && thirdRegion)
-        await exec('docker', ['node', 'update', '--label-add', `${REGION_LABEL}=${thirdRegion}`, third.name], onManager).catch(() => {});
+      await restoreThird();
       release();
     });
 
@@ -130,19 +120,7 @@ describe(
 
       const tasks = await runningTasks(docker, svc!.ID);
       assert.equal(tasks.length, 3);
-      const manager = swarmNodes().find((n) => n.dockerHost === process.env.SLIPWAY_SWARM_DOCKER_HOST)!;
-      const pullers = [...new Set(tasks.map((t) => t.node))].filter((n) => n !== manager.name);
-      assert.ok(pullers.length >= 2, `tasks on ${tasks.map((t) => t.node).join(', ')}: at least 2 nodes besides the manager that built the image`);
-      for (const name of pullers) {
-        const node = swarmClient(swarmNodes().find((n) => n.name === name)!.dockerHost);
-        const pulled = await imageRefs(node, `${registry}/slipway/${a.id}`);
-        // A digest: pulled from the registry, which answers nothing without the login.
-        assert.ok(
-          pulled.some((r) => r.startsWith(`${registry}/slipway/${a.id}@sha256:`)),
-          `${name} holds the image by the registry's name and digest: ${pulled.join(', ')}`,
-        );
-        assert.deepEqual(await imageRefs(node, `slipway/${a.id}`), [], `${name} has no copy of the build's own tag`);
-      }
+      await assertPulledFromRegistry(tasks, registry, a.id);
       const r = await edgeGet(s.app.runtimes.edge!.port, `${a.name}.localhost`);
       assert.equal(r.status, 200);
       assert.match(r.body, /^private /);

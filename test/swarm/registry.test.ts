@@ -6,18 +6,26 @@
 // node. Node 3 joins the default cluster's region for the suite (restored after), so the 3 tasks
 // spread over all three nodes and the two that did not build the image both pull it.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { GENEROUS, useServer } from '../helpers/server.js';
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet } from '../apps-real/support.js';
 import { repoOf } from '../containers/support.js';
-import { holdSwarm, runningTasks, swarmClient, swarmNodes, swarmSkip, SWARM_ENV, imageRefs, REGION_LABEL, wordApp } from '../support/swarm.js';
+import {
+  assertPulledFromRegistry,
+  holdSwarm,
+  imageRefs,
+  runningTasks,
+  swarmClient,
+  swarmNodes,
+  swarmSkip,
+  SWARM_ENV,
+  thirdNodeInRegion,
+  wordApp,
+} from '../support/swarm.js';
 
-const exec = promisify(execFile);
 const registry = process.env.SLIPWAY_SWARM_TEST_REGISTRY ?? '';
 
 const files = wordApp('pulled');
@@ -31,25 +39,15 @@ describe(
     const s = useServer({ db: 'sqlite', rateLimits: GENEROUS, env: { ...SWARM_ENV, SLIPWAY_SWARM_REGISTRY: registry } });
     let docker: Docker;
     let appId: string;
-    const third = swarmNodes().find((n) => n.index === 3);
-    let thirdRegion = '';
+    let restoreThird = async () => {};
 
     before(async () => {
       docker = swarmClient();
-      if (third) {
-        const node = (await docker.getNode(third.name).inspect()) as { Spec: { Labels?: Record<string, string> } };
-        thirdRegion = node.Spec.Labels?.[REGION_LABEL] ?? '';
-        await exec('docker', ['node', 'update', '--label-add', `${REGION_LABEL}=${DEFAULT_CLUSTER.name}`, third.name], {
-          env: { ...process.env, DOCKER_HOST: process.env.SLIPWAY_SWARM_DOCKER_HOST },
-        });
-      }
+      restoreThird = await thirdNodeInRegion(DEFAULT_CLUSTER.name);
     });
 
     after(async () => {
-      if (third && thirdRegion)
-        await exec('docker', ['node', 'update', '--label-add', `${REGION_LABEL}=${thirdRegion}`, third.name], {
-          env: { ...process.env, DOCKER_HOST: process.env.SLIPWAY_SWARM_DOCKER_HOST },
-        }).catch(() => {});
+      await restoreThird();
       release();
     });
 
@@ -71,19 +69,7 @@ describe(
 
       const tasks = await runningTasks(docker, svc!.ID);
       assert.equal(tasks.length, 3);
-      const manager = swarmNodes().find((n) => n.dockerHost === process.env.SLIPWAY_SWARM_DOCKER_HOST)!;
-      const pullers = [...new Set(tasks.map((t) => t.node))].filter((n) => n !== manager.name);
-      assert.ok(pullers.length >= 2, `tasks on ${tasks.map((t) => t.node).join(', ')}: at least 2 nodes besides the manager that built the image`);
-      for (const name of pullers) {
-        const node = swarmClient(swarmNodes().find((n) => n.name === name)!.dockerHost);
-        const pulled = await imageRefs(node, `${registry}/slipway/${appId}`);
-        // A digest: pulled from the registry (an image loaded from a file has none).
-        assert.ok(
-          pulled.some((r) => r.startsWith(`${registry}/slipway/${appId}@sha256:`)),
-          `${name} holds the image by the registry's name and digest: ${pulled.join(', ')}`,
-        );
-        assert.deepEqual(await imageRefs(node, `slipway/${appId}`), [], `${name} has no copy of the build's own tag`);
-      }
+      await assertPulledFromRegistry(tasks, registry, appId);
       const r = await edgeGet(s.app.runtimes.edge!.port, `${a.name}.localhost`);
       assert.equal(r.status, 200);
       assert.match(r.body, /^pulled /);
