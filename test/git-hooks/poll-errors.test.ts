@@ -12,7 +12,7 @@ import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js'
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { createApp } from '../pipelines/support.js';
 import { makeSiteRepo } from '../static-sites-real/support.js';
-import { gitMissing } from './support.js';
+import { gitMissing, pollWaits } from './support.js';
 
 const ENV = {
   SLIPWAY_SIM_PROGRESSION: 'deployment=immediate,app_delete=immediate,static_site_deployment=immediate,static_site_delete=immediate',
@@ -49,6 +49,7 @@ describe('git hooks: poll errors are shown without credentials', () => {
 for (const kind of DB_KINDS) {
   describe(`git hooks: poll errors in the deliveries [${kind}]`, { skip: (await skipUnless(kind)) || gitMissing() }, () => {
     const s = useServer({ db: kind, rateLimits: GENEROUS, env: ENV });
+    const { pollAfter, headsRecorded } = pollWaits(s);
     const polled = async (serviceId: string): Promise<any[]> =>
       expectStatus(await s.get(`/git/deliveries?service_id=${serviceId}&limit=100`), 200).data.filter((d: any) => d.provider === 'poll');
 
@@ -103,22 +104,5 @@ for (const kind of DB_KINDS) {
     });
 
     const deployments = async (id: string): Promise<any[]> => expectStatus(await s.get(`/applications/${id}/deployments?limit=100`), 200).data;
-
-    /** The time the next poll is due (the poll job's run_at). */
-    const nextPoll = async () => {
-      const row = await s.app.database.db.selectFrom('jobs').select('run_at').where('kind', '=', 'git.poll').executeTakeFirst();
-      return row ? Date.parse(row.run_at) : 0;
-    };
-
-    /** Waits until a poll that started after `t` has finished (two reschedules of the chain after `t`). */
-    async function pollAfter(t: number) {
-      const first = await waitFor('a poll to end after the change', async () => ((await nextPoll()) > t ? await nextPoll() : 0));
-      await waitFor('the next poll to end', async () => (await nextPoll()) > first);
-    }
-
-    async function headsRecorded(dir: string): Promise<boolean> {
-      const rows = await s.app.database.db.selectFrom('git_heads').select('repo').execute();
-      return rows.some((r) => r.repo === `file:${dir}`);
-    }
   });
 }

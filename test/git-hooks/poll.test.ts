@@ -12,7 +12,7 @@ import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js'
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { createApp } from '../pipelines/support.js';
 import { makeSiteRepo } from '../static-sites-real/support.js';
-import { deliver, gitMissing, hookSecret, providerHeaders } from './support.js';
+import { deliver, gitMissing, hookSecret, pollWaits, providerHeaders } from './support.js';
 
 const ENV = {
   SLIPWAY_SIM_PROGRESSION: 'deployment=immediate,app_delete=immediate,static_site_deployment=immediate,static_site_delete=immediate',
@@ -23,6 +23,7 @@ const ENV = {
 for (const kind of DB_KINDS) {
   describe(`git hooks: polling [${kind}]`, { skip: (await skipUnless(kind)) || gitMissing() }, () => {
     const s = useServer({ db: kind, rateLimits: GENEROUS, env: ENV });
+    const { pollAfter, headsRecorded } = pollWaits(s);
     const list = async (path: string): Promise<any[]> => expectStatus(await s.get(`${path}?limit=100`), 200).data;
     /** The deliveries the poll recorded for a service. */
     const polled = async (serviceId: string) =>
@@ -85,23 +86,5 @@ for (const kind of DB_KINDS) {
         process.chdir(cwd);
       }
     });
-
-    /** The time the next poll is due (the poll job's run_at). */
-    const nextPoll = async () => {
-      const row = await s.app.database.db.selectFrom('jobs').select('run_at').where('kind', '=', 'git.poll').executeTakeFirst();
-      return row ? Date.parse(row.run_at) : 0;
-    };
-
-    /** Waits until a poll that started after `t` has finished (two reschedules of the chain after `t`). */
-    async function pollAfter(t: number) {
-      const first = await waitFor('a poll to end after the change', async () => ((await nextPoll()) > t ? await nextPoll() : 0));
-      await waitFor('the next poll to end', async () => (await nextPoll()) > first);
-    }
-
-    /** Whether the poll recorded a head of the repository in `dir` (its first look). */
-    async function headsRecorded(dir: string): Promise<boolean> {
-      const rows = await s.app.database.db.selectFrom('git_heads').select('repo').execute();
-      return rows.some((r) => r.repo === `file:${dir}`);
-    }
   });
 }

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { git } from '../apps-real/support.js';
 import type { TestServer } from '../helpers/server.js';
-import { expectStatus, uniqueName } from '../helpers/util.js';
+import { expectStatus, uniqueName, waitFor } from '../helpers/util.js';
 import { finalDeployment } from '../static-sites-real/support.js';
 
 export { gitMissing } from '../static-sites-real/support.js';
@@ -183,4 +183,25 @@ export async function pathFilteredSite(s: TestServer, repoUrl: string, displayNa
   const done = await finalDeployment(s, site.id, first.id);
   if (done.status !== 'success') throw new Error(`the first deployment of ${displayName}: ${done.status}`);
   return site;
+}
+
+/** Waiting on the poller of `s` (SLIPWAY_GIT_POLL_SECONDS set): its runs, and its first look at a repository. */
+export function pollWaits(s: TestServer) {
+  /** The time the next poll is due (the poll job's run_at). */
+  const nextPoll = async () => {
+    const row = await s.app.database.db.selectFrom('jobs').select('run_at').where('kind', '=', 'git.poll').executeTakeFirst();
+    return row ? Date.parse(row.run_at) : 0;
+  };
+  return {
+    /** Waits until a poll that started after `t` has finished (two reschedules of the chain after `t`). */
+    async pollAfter(t: number): Promise<void> {
+      const first = await waitFor('a poll to end after the change', async () => ((await nextPoll()) > t ? await nextPoll() : 0));
+      await waitFor('the next poll to end', async () => (await nextPoll()) > first);
+    },
+    /** Whether the poll recorded a head of the repository in `dir` (its first look). */
+    async headsRecorded(dir: string): Promise<boolean> {
+      const rows = await s.app.database.db.selectFrom('git_heads').select('repo').execute();
+      return rows.some((r) => r.repo === `file:${dir}`);
+    },
+  };
 }
