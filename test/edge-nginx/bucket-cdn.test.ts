@@ -5,8 +5,8 @@
 // CDN domain, or whose domain is disabled or which is deleted, is unknown at the edge.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
-import { request } from 'node:http';
+import { request as httpsRequest, type RequestOptions } from 'node:https';
+import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { before, describe, it } from 'node:test';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { GENEROUS, useServer, type TestServer } from '../helpers/server.js';
@@ -19,11 +19,10 @@ import { ask, handshake, nginxSkip, type Answer } from './support.js';
 const put = (b: Bucket, key: string, body: string | Buffer, contentType: string, cacheControl?: string) =>
   client(b, b).send(new PutObjectCommand({ Bucket: b.bucket_name, Key: key, Body: body, ContentType: contentType, CacheControl: cacheControl }));
 
-/** A GET on the API server's own port with the bucket's CDN hostname as Host (what the edge should answer alike). */
-function apiGet(s: TestServer, host: string, path: string): Promise<Answer> {
-  const base = new URL(s.baseUrl);
+/** A GET through `send` (http's or https's request), its whole body kept. */
+function get(send: (o: RequestOptions, cb: (res: IncomingMessage) => void) => ClientRequest, options: RequestOptions): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: base.hostname, port: base.port, path, headers: { host }, agent: false }, (res) => {
+    const req = send({ ...options, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -36,20 +35,15 @@ function apiGet(s: TestServer, host: string, path: string): Promise<Answer> {
   });
 }
 
+/** A GET on the API server's own port with the bucket's CDN hostname as Host (what the edge should answer alike). */
+function apiGet(s: TestServer, host: string, path: string): Promise<Answer> {
+  const base = new URL(s.baseUrl);
+  return get(request, { host: base.hostname, port: base.port, path, headers: { host } });
+}
+
 /** A GET over HTTPS at the edge, the certificate verified against `ca` for `host`. */
 function httpsGet(port: number, host: string, path: string, ca: Buffer): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest({ host: '127.0.0.1', port, path, servername: host, headers: { host }, ca, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const raw = Buffer.concat(chunks);
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: raw.toString('utf8'), raw });
-      });
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  return get(httpsRequest, { host: '127.0.0.1', port, path, servername: host, headers: { host }, ca });
 }
 
 describe('a bucket CDN hostname on the nginx edge (sqlite)', { skip: nginxSkip() }, () => {
