@@ -194,14 +194,17 @@ class ContainerHost extends UsageSeries implements InstanceHost {
           break;
         }
         if (state && (!state.State.Running || state.RestartCount > seen)) {
-          const code = await Promise.race([exit, sleep(2000).then(() => null)]);
+          // The wait's answer may come late on a loaded engine; a restarted container's own state
+          // says 0, not the code it exited with, so it is used only for one that stays down.
+          const waited = await Promise.race([exit, sleep(10_000).then(() => null)]);
+          const code = waited ?? (state.State.Running ? null : state.State.ExitCode);
           exit = null;
           i.restarts += Math.max(1, state.RestartCount - seen);
           seen = state.RestartCount;
           this.out.note(
             g,
             i,
-            `Instance ${i.key}#${i.index} exited (code ${code ?? state.State.ExitCode}); the engine restarts it (restart ${i.restarts})`,
+            `Instance ${i.key}#${i.index} exited (${code === null ? 'code unknown' : `code ${code}`}); the engine restarts it (restart ${i.restarts})`,
             'warning',
           );
           // A restarted container keeps its address on the bridge; read again all the same.
