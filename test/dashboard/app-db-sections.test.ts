@@ -140,7 +140,8 @@ describe('dashboard: application and database sections', { skip }, () => {
     await volumes.getByRole('button', { name: 'Add volume' }).click();
     const volume = page.locator('[data-volume="uploads"]');
     await volume.getByRole('button', { name: 'Grow uploads to 10 GB' }).click();
-    await volume.getByText('10 GB').waitFor();
+    // The grow button itself says "10 GB" until the volume has grown: wait for the next size's button.
+    await volume.getByRole('button', { name: 'Grow uploads to 20 GB' }).waitFor();
     const listed = expectStatus(await s.get(`/applications/${app.id}/volumes`), 200).data;
     assert.deepEqual(
       listed.map((v: { name: string; mount_path: string; size_gb: number }) => [v.name, v.mount_path, v.size_gb]),

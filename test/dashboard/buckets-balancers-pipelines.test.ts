@@ -295,8 +295,10 @@ describe('dashboard: buckets, load balancers and pipelines', { skip }, () => {
     ]);
 
     await settings.getByLabel('Days before a preview app is stale').fill('9');
+    // The field says 9 as soon as it is typed: wait for the save's answer, not for the field.
+    const saved = page.waitForResponse((r) => r.request().method() === 'PUT' && r.url().endsWith(`/pipelines/${ids.pipeline}/preview`));
     await settings.getByRole('button', { name: 'Save preview settings' }).click();
-    await page.waitForFunction(() => (document.querySelector('#preview-days') as HTMLInputElement | null)?.value === '9');
+    assert.equal((await saved).status(), 200);
     const p = expectStatus(await s.get(`/pipelines/${ids.pipeline}`), 200);
     const byName = Object.fromEntries(p.stages.map((x: { display_name: string }) => [x.display_name, x]));
     assert.deepEqual(Object.keys(byName), ['Preview', 'Dev', 'Production']);
