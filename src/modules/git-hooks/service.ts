@@ -11,7 +11,16 @@ import { withChangedFiles } from './changes.js';
 import { deliveryOf, verify, type GitEvent, type Provider } from './providers.js';
 import { actOn, type Outcome } from './push.js';
 import type { DeliveryResult } from './schemas.js';
-import { claimDelivery, findSecret, listDeliveriesPage, recordDelivery, trimDeliveries, upsertSecret, type GitDeliveriesTable } from './storage.js';
+import {
+  claimDelivery,
+  deliveryKnown,
+  findSecret,
+  listDeliveriesPage,
+  recordDelivery,
+  trimDeliveries,
+  upsertSecret,
+  type GitDeliveriesTable,
+} from './storage.js';
 
 export const HOOK_PATH = '/hooks/git';
 /** The actions that make a delivery `deployed` (skipped and refused ones do not). */
@@ -87,22 +96,25 @@ export interface Received {
  * `duplicate` and does nothing. The record says what it triggered, or why nothing.
  */
 export async function receive(app: AppContext, companyId: string, r: Received): Promise<ReturnType<typeof deliveryView>> {
-  // Before the transaction: reading a push's files may fetch the repository.
+  const row: GitDeliveriesTable = {
+    id: newId(),
+    company_id: companyId,
+    provider: r.provider,
+    event: r.event.slice(0, 64),
+    delivery_id: r.deliveryId.slice(0, 128),
+    result: 'ignored',
+    message: '',
+    triggered: '[]',
+    service_ids: '',
+    created_at: new Date().toISOString(),
+  };
+  const duplicate = { ...row, result: 'duplicate', message: 'This delivery was received already; ignored' };
+  // A redelivery is answered without reading the push's files, which may fetch the repository
+  // (done before the transaction, so no fetch holds it open).
+  if (await deliveryKnown(app.database.db, companyId, row.provider, row.delivery_id)) return deliveryView(duplicate);
   const events = await withChangedFiles(app, companyId, r.events);
   const d = await app.database.db.transaction().execute(async (tx) => {
-    const row: GitDeliveriesTable = {
-      id: newId(),
-      company_id: companyId,
-      provider: r.provider,
-      event: r.event.slice(0, 64),
-      delivery_id: r.deliveryId.slice(0, 128),
-      result: 'ignored',
-      message: '',
-      triggered: '[]',
-      service_ids: '',
-      created_at: new Date().toISOString(),
-    };
-    if (!(await claimDelivery(tx, row))) return { ...row, result: 'duplicate', message: 'This delivery was received already; ignored' };
+    if (!(await claimDelivery(tx, row))) return duplicate;
     const out = await actOn(systemCall(app, tx, companyId), events);
     const done = {
       result: out.triggered.some((t) => DEPLOYED.has(t.action)) ? 'deployed' : 'ignored',

@@ -176,6 +176,18 @@ export async function claimDelivery(tx: Tx, row: GitDeliveriesTable): Promise<bo
   return r !== undefined;
 }
 
+/** Whether a delivery id was recorded already (the claim above stays what decides). */
+export async function deliveryKnown(tx: Tx, companyId: string, provider: string, deliveryId: string): Promise<boolean> {
+  const r = await tx
+    .selectFrom('git_deliveries')
+    .select('id')
+    .where('company_id', '=', companyId)
+    .where('provider', '=', provider)
+    .where('delivery_id', '=', deliveryId)
+    .executeTakeFirst();
+  return r !== undefined;
+}
+
 /** Records what a claimed delivery did. */
 export async function recordDelivery(tx: Tx, id: string, set: Pick<GitDeliveriesTable, 'result' | 'message' | 'triggered' | 'service_ids'>): Promise<void> {
   await tx.updateTable('git_deliveries').set(set).where('id', '=', id).execute();
