@@ -14,16 +14,15 @@
 // their weights, the nearest destination of each country for GEO, external URLs and buckets' CDN
 // hostnames resolved to an address now (external ones through the same guard as at connect time;
 // one that cannot be resolved or is refused is left out, as the in-process edge would skip it).
-import { lookup as dnsLookup } from 'node:dns';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppContext } from '../../shared/context.js';
 import type { EdgeRequest, EdgeSite } from '../../shared/edge/index.js';
 import { distanceKm, nearestByCountry } from '../../shared/edge/geo.js';
 import { badGateway, page, sendPage } from '../../shared/edge/pages.js';
 import { proxy, retryable } from '../../shared/edge/proxy.js';
-import type { BalanceDestination, EdgeDescription } from '../../shared/edge/table.js';
+import { serverAddress, type BalanceDestination, type EdgeDescription } from '../../shared/edge/table.js';
 import { guardedLookup } from '../../shared/net.js';
-import { bucketCdn } from '../object-storage/index.js';
+import { bucketUpstream } from '../object-storage/index.js';
 import { enabledDestinations, loadBalancerById, type DestinationType, type LoadBalancerDestinationsTable, type LoadBalancersTable } from './storage.js';
 
 /** How long a destination that refused is left out. */
@@ -89,16 +88,13 @@ class Balancer {
     const weight = d.weight;
     if (d.service_type === 'EXTERNAL') {
       const url = new URL(d.url!);
-      const address = await resolve(url, this.lookup).catch(() => null);
+      const address = await serverAddress(url, this.lookup).catch(() => null);
       return address ? { weight, url: { address, tls: url.protocol === 'https:', host: url.host, path: url.pathname.replace(/\/$/, '') }, owner: null } : null;
     }
     if (!d.service_id) return null;
     if (d.service_type !== 'OBJECT_STORAGE') return { weight, service: { kind: EDGE_KIND[d.service_type], id: d.service_id } };
-    const bucket = await bucketCdn(this.app, d.service_id);
-    if (!bucket?.host) return null;
-    const api = new URL(this.app.baseUrl);
-    const address = await resolve(api, dnsLookup as never).catch(() => null);
-    return address ? { weight, url: { address, tls: api.protocol === 'https:', host: bucket.host, path: '' }, owner: bucket.owner } : null;
+    const bucket = await bucketUpstream(this.app, d.service_id).catch(() => null);
+    return bucket?.url ? { weight, url: bucket.url, owner: bucket.owner } : null;
   }
 
   private async serve(lb: LoadBalancersTable, req: IncomingMessage, res: ServerResponse, info: EdgeRequest): Promise<void | 'refused'> {
@@ -164,14 +160,6 @@ class Balancer {
     if (!site) return 'refused';
     return (await edge.dispatch(site, req, res, sub)) === 'refused' ? 'refused' : 'done';
   }
-}
-
-/** A URL's host and port as `address:port` (an IPv6 address in brackets), its host name resolved by `lookup`. */
-async function resolve(url: URL, lookup: (host: string, options: object, cb: (...args: any[]) => void) => void): Promise<string> {
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
-  const address = await new Promise<string>((ok, fail) => lookup(host, {}, (err: Error | null, a: string) => (err ? fail(err) : ok(a))));
-  return `${address.includes(':') ? `[${address}]` : address}:${port}`;
 }
 
 /** Registers the load balancers' hostnames with the edge (from setup()). */

@@ -1,25 +1,24 @@
 // Buckets on the edge (SLIPWAY_RUNTIME=local): a bucket's public objects are read through its CDN
 // hostname, which this server's data plane serves (s3.ts), so the edge forwards the request to the
 // API server with that Host. As load balancer destinations: the in-process edge forwards it here,
-// nginx from the load balancer's description (with `bucketCdn`). A bucket without a CDN domain has
+// nginx from the load balancer's description (with `bucketUpstream`). A bucket without a CDN domain has
 // no public objects: the load balancer sees it as unable to answer (403 when asked directly).
 //
 // The CDN hostname itself: the registry records it for the bucket without routing it (the
 // in-process edge answers 404 for it; the API server's own port serves it). A proxy in front
 // (nginx) serves it all the same (`claimed`, `describe`): passed to the API server with its Host,
 // through the proxy's cache, keyed by the bucket's `updated_at` (what purge-cache writes).
-import { lookup } from 'node:dns/promises';
 import type { AppContext } from '../../shared/context.js';
 import type { EdgeOwner, EdgeSite, RoutedHost } from '../../shared/edge/index.js';
 import { page, sendPage } from '../../shared/edge/pages.js';
 import { proxy } from '../../shared/edge/proxy.js';
-import { cacheGeneration, type EdgeDescription } from '../../shared/edge/table.js';
+import { cacheGeneration, serverAddress, type EdgeDescription, type UrlTarget } from '../../shared/edge/table.js';
 import { hostnameOf, hostnamesOf } from './domains.js';
 import { runtime } from './runtime.js';
 import { findBucketOwner, findBucketRow, listBucketOwners } from './storage.js';
 
 /** A bucket's owner on the edge and its CDN hostname (null: no public objects); null when there is no such bucket. */
-export async function bucketCdn(app: AppContext, id: string): Promise<{ owner: EdgeOwner; host: string | null } | null> {
+async function bucketCdn(app: AppContext, id: string): Promise<{ owner: EdgeOwner; host: string | null } | null> {
   const db = app.database.db;
   const b = await findBucketOwner(db, id);
   if (!b) return null;
@@ -40,12 +39,16 @@ async function bucketSite(app: AppContext, id: string): Promise<EdgeSite | null>
   };
 }
 
-/** The API server's address (host:port) as a proxy reaches it. */
-async function apiAddress(app: AppContext): Promise<{ address: string; tls: boolean }> {
+/**
+ * A bucket's CDN hostname as a proxy reaches it: the API server's data plane with that Host (url
+ * null: no CDN hostname, no public objects); null when there is no such bucket.
+ */
+export async function bucketUpstream(app: AppContext, id: string): Promise<{ owner: EdgeOwner; url: UrlTarget | null } | null> {
+  const b = await bucketCdn(app, id);
+  if (!b) return null;
+  if (!b.host) return { owner: b.owner, url: null };
   const api = new URL(app.baseUrl);
-  const { address } = await lookup(api.hostname.replace(/^\[|\]$/g, ''));
-  const port = api.port || (api.protocol === 'https:' ? '443' : '80');
-  return { address: `${address.includes(':') ? `[${address}]` : address}:${port}`, tls: api.protocol === 'https:' };
+  return { owner: b.owner, url: { address: await serverAddress(api), tls: api.protocol === 'https:', host: b.host, path: '' } };
 }
 
 /** The CDN hostnames among the registry's held names, with their buckets (two queries, however many). */
@@ -67,12 +70,10 @@ async function cdnHosts(app: AppContext, held: string[]): Promise<RoutedHost[]> 
 
 /** A bucket's CDN hostname for a proxy in front: the API server's data plane, through the proxy's cache. */
 async function describeBucket(app: AppContext, id: string): Promise<EdgeDescription | null> {
-  const db = app.database.db;
-  const [b, host] = await Promise.all([findBucketRow(db, id), hostnameOf(db, id)]);
-  if (!b || !host) return null;
-  const { address, tls } = await apiAddress(app);
+  const [b, up] = await Promise.all([findBucketRow(app.database.db, id), bucketUpstream(app, id)]);
+  if (!b || !up?.url) return null;
   return {
-    target: { type: 'url', url: { address, tls, host, path: '' } },
+    target: { type: 'url', url: up.url },
     ipRestriction: null,
     maintenance: null,
     // The data plane's in-process cache rules: what Cache-Control allows, a purge is a new `updated_at`, no Origin.

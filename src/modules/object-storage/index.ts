@@ -2,5 +2,5 @@
 // buckets), a bucket's CDN hostname for the edge (load balancers' bucket destinations), and the
 // objects' bytes in state snapshots (src/shared/snapshots, called by the admin surface and the CLI).
 export { deleteObjectKey, putObjectStream, readObjectStream } from './files.js';
-export { bucketCdn } from './edge.js';
+export { bucketUpstream } from './edge.js';
 export { snapshotObjects } from './snapshot.js';

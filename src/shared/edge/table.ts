@@ -3,6 +3,7 @@
 // which needs no database and no Slipway to answer. A proxy driver turns it into its own
 // configuration (nginx/config.ts).
 import { createHash } from 'node:crypto';
+import { lookup as dnsLookup } from 'node:dns';
 import type { RoutedHost } from './index.js';
 import { maintenancePage } from './pages.js';
 
@@ -28,6 +29,16 @@ export interface UrlTarget {
   tls: boolean;
   host: string;
   path: string;
+}
+
+type Lookup = (host: string, options: object, cb: (err: Error | null, address: string) => void) => void;
+
+/** A URL's server as a proxy reaches it: `address:port` (an IPv6 address in brackets), its host name resolved by `lookup` now. */
+export async function serverAddress(url: URL, lookup: Lookup = dnsLookup as Lookup): Promise<string> {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  const address = await new Promise<string>((ok, fail) => lookup(host, {}, (err, a) => (err ? fail(err) : ok(a))));
+  return `${address.includes(':') ? `[${address}]` : address}:${port}`;
 }
 
 /** Where a hostname's requests go. */
