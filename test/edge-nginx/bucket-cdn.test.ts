@@ -15,6 +15,7 @@ import { client, createBucket, expectStatus, sleep, waitFor, type Bucket } from 
 import type { NginxEdge } from '../../src/shared/edge/nginx/driver.js';
 import { localCaPath } from '../../src/shared/tls.js';
 import { ask, handshake, nginxSkip, type Answer } from './support.js';
+import { addDestination, createLb } from '../load-balancers/support.js';
 
 const put = (b: Bucket, key: string, body: string | Buffer, contentType: string, cacheControl?: string) =>
   client(b, b).send(new PutObjectCommand({ Bucket: b.bucket_name, Key: key, Body: body, ContentType: contentType, CacheControl: cacheControl }));
@@ -157,6 +158,36 @@ describe('a bucket CDN hostname on the nginx edge (sqlite)', { skip: nginxSkip()
     // A write is refused as on the API port (the CDN hostname serves reads only).
     const post = await ask(edge.port, b.domain!, { method: 'POST', path: '/x.txt', body: 'x' });
     assert.equal(post.status, 405);
+  });
+
+  it("serves a load balancer's bucket destination through nginx itself; a bucket without public objects answers 502", async () => {
+    const b = await createBucket(s, { public_access: true });
+    await put(b, 'site/index.html', '<h1>hi</h1>', 'text/html');
+    const closed = await createBucket(s);
+    const files = await createLb(s);
+    await addDestination(s, files.id, { service_type: 'OBJECT_STORAGE', service_id: b.id });
+    const shut = await createLb(s);
+    await addDestination(s, shut.id, { service_type: 'OBJECT_STORAGE', service_id: closed.id });
+    await edge.changed();
+
+    const hosts = (await edge.table()).hosts;
+    const entry = hosts.find((h) => h.owner.id === files.id);
+    assert.ok(entry, "the load balancer's hostname is on the edge");
+    assert.equal(entry.target.type, 'balance', 'nginx balances it itself');
+    const [to] = entry.target.type === 'balance' ? entry.target.destinations : [];
+    assert.ok(to && 'url' in to, 'the destination is a URL');
+    assert.equal(to.url.host, b.domain, "the data plane, with the bucket's CDN hostname as Host");
+    assert.deepEqual(to.owner, { kind: 'object-storage', id: b.id, companyId: entry.owner.companyId });
+
+    const r = await ask(edge.port, entry.hostname, { path: '/site/index.html' });
+    assert.equal(r.status, 200);
+    assert.equal(r.body, '<h1>hi</h1>');
+    assert.equal(r.headers.server, 'nginx');
+    assert.equal((await ask(edge.port, entry.hostname, { path: '/site/missing.html' })).status, 404);
+
+    const closedEntry = hosts.find((h) => h.owner.id === shut.id);
+    assert.ok(closedEntry);
+    assert.equal((await ask(edge.port, closedEntry.hostname, { path: '/x' })).status, 502);
   });
 
   it('a bucket without a CDN domain, or whose domain is disabled, or deleted, is unknown at the edge', async () => {
