@@ -248,6 +248,13 @@ auth:
     path: $dir/htpasswd
 EOF
   fi
+  # Layers no manifest names any more (deleting an application deletes its manifests) keep their
+  # space until collected, which is safe only while the registry takes no push: here, before it starts.
+  # (It fails on a registry that never held a repository.)
+  if [ -d "$dir/data/docker/registry/v2/repositories" ]; then
+    docker-registry garbage-collect --delete-untagged "$dir/config.yml" >>"$dir/registry.log" 2>&1 ||
+      log "garbage collection in $dir/data failed (its log: $dir/registry.log); starting the registry all the same"
+  fi
   log "starting docker-registry on $addr${auth:+ (htpasswd auth)} (log: $dir/registry.log)"
   setsid docker-registry serve "$dir/config.yml" >>"$dir/registry.log" 2>&1 </dev/null &
   echo $! >"$dir/registry.pid"

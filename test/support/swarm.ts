@@ -209,3 +209,12 @@ export async function assertPulledFromRegistry(tasks: SwarmTask[], registry: str
     assert.deepEqual(await imageRefs(node, `slipway/${appId}`), [], `${name} has no copy of the build's own tag`);
   }
 }
+
+/** The tags the registry holds of an application's images (none: the registry does not know the repository). */
+export async function registryTags(registry: string, appId: string, login?: { user: string; password: string }): Promise<string[]> {
+  const headers: Record<string, string> = login ? { authorization: `Basic ${Buffer.from(`${login.user}:${login.password}`).toString('base64')}` } : {};
+  const r = await fetch(`http://${registry}/v2/slipway/${appId}/tags/list`, { headers });
+  if (r.status === 404) return [];
+  assert.equal(r.status, 200, `the registry's list of slipway/${appId}'s tags`);
+  return ((await r.json()) as { tags: string[] | null }).tags ?? [];
+}

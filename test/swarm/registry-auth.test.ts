@@ -15,10 +15,20 @@ import { DEFAULT_CLUSTER } from '../../src/modules/resources/catalog.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { swarmSettings } from '../../src/modules/applications/runtime/swarm/settings.js';
 import { GENEROUS, useServer, type TestServer } from '../helpers/server.js';
-import { expectStatus } from '../helpers/util.js';
+import { expectStatus, waitFor } from '../helpers/util.js';
 import { createRealApp, deploy, edgeGet } from '../apps-real/support.js';
 import { repoOf } from '../containers/support.js';
-import { assertPulledFromRegistry, holdSwarm, runningTasks, swarmClient, swarmSkip, SWARM_ENV, thirdNodeInRegion, wordApp } from '../support/swarm.js';
+import {
+  assertPulledFromRegistry,
+  holdSwarm,
+  registryTags,
+  runningTasks,
+  swarmClient,
+  swarmSkip,
+  SWARM_ENV,
+  thirdNodeInRegion,
+  wordApp,
+} from '../support/swarm.js';
 
 const registry = process.env.SLIPWAY_SWARM_TEST_AUTH_REGISTRY ?? '';
 const user = process.env.SLIPWAY_SWARM_TEST_REGISTRY_USER ?? '';
@@ -125,7 +135,11 @@ describe(
       assert.equal(r.status, 200);
       assert.match(r.body, /^private /);
 
+      const login = { user, password };
+      assert.deepEqual(await registryTags(registry, a.id, login), [d.id], 'the release is in the registry');
       expectStatus(await s.delete(`/applications/${a.id}`), 200);
+      // Deleting the application deletes its tags, with the login.
+      await waitFor('the registry to forget its tags', async () => (await registryTags(registry, a.id, login)).length === 0 || undefined, 90_000);
       assert.ok(log.text().length > 0, 'the log was captured');
       assert.ok(!log.text().includes(password), 'the password is in the log');
     });

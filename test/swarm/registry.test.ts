@@ -3,7 +3,7 @@
 // an application built from source on the manager is pushed there, and the nodes that run its tasks
 // pull it by the registry's name (nothing copies it to them: no node holds the bare tag the build
 // made); it answers through the edge, and deleting it removes the registry's name of it from every
-// node. Node 3 joins the default cluster's region for the suite (restored after), so the 3 tasks
+// node and its tags from the registry. Node 3 joins the default cluster's region for the suite (restored after), so the 3 tasks
 // spread over all three nodes and the two that did not build the image both pull it.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -17,6 +17,7 @@ import {
   assertPulledFromRegistry,
   holdSwarm,
   imageRefs,
+  registryTags,
   runningTasks,
   swarmClient,
   swarmNodes,
@@ -75,7 +76,8 @@ describe(
       assert.match(r.body, /^pulled /);
     });
 
-    it("deleting the application removes the registry's name of its image from every node", async () => {
+    it("deleting the application removes the registry's name of its image from every node, and its tags from the registry", async () => {
+      assert.equal((await registryTags(registry, appId)).length, 1, 'the release is in the registry');
       expectStatus(await s.delete(`/applications/${appId}`), 200);
       await waitFor(
         'the images to go',
@@ -85,6 +87,7 @@ describe(
         },
         90_000,
       );
+      await waitFor('the registry to forget its tags', async () => (await registryTags(registry, appId)).length === 0 || undefined, 30_000);
     });
   },
 );

@@ -5,6 +5,7 @@
 // `load`). A node whose engine does not answer is skipped: it gets the image the next time.
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
+import { request } from 'undici';
 import { BuildError } from '../../../../shared/runtime/build.js';
 import { missing, progress } from '../container/engine.js';
 import type { RegistryAuth } from './settings.js';
@@ -55,4 +56,51 @@ function pushRefused(registry: string, ref: string, why: string, withLogin: bool
   return withLogin
     ? `${said} (the registry refused the login of SLIPWAY_SWARM_REGISTRY_USER and SLIPWAY_SWARM_REGISTRY_PASSWORD)`
     : `${said} (the registry asks for a login: set SLIPWAY_SWARM_REGISTRY_USER and SLIPWAY_SWARM_REGISTRY_PASSWORD)`;
+}
+
+/** The manifest types a registry may hold for a pushed image (a HEAD answers the digest of whichever it holds). */
+const MANIFESTS = [
+  'application/vnd.docker.distribution.manifest.v2+json',
+  'application/vnd.docker.distribution.manifest.list.v2+json',
+  'application/vnd.oci.image.manifest.v1+json',
+  'application/vnd.oci.image.index.v1+json',
+].join(', ');
+
+/**
+ * Deletes every tag of `repo` from the registry (Registry HTTP API v2: each tag's manifest by its
+ * digest), with its login when it has one. The layers' space comes back with the registry's own
+ * garbage collection (docs/scaling.md). Over HTTPS, else plain HTTP, as an engine tries an
+ * insecure registry. Returns how many manifests went; a registry without the repository: 0.
+ */
+export async function forgetRepository(registry: string, auth: RegistryAuth | null, repo: string): Promise<number> {
+  const headers: Record<string, string> = auth ? { authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}` } : {};
+  const base = await reachable(registry, headers);
+  const list = await request(`${base}/v2/${repo}/tags/list`, { headers });
+  const body = (await list.body.json().catch(() => null)) as { tags?: string[] | null } | null;
+  if (list.statusCode === 404) return 0;
+  if (list.statusCode !== 200) throw new Error(`the registry ${registry} answered ${list.statusCode} to the list of ${repo}'s tags`);
+  let gone = 0;
+  for (const tag of body?.tags ?? []) {
+    const head = await request(`${base}/v2/${repo}/manifests/${encodeURIComponent(tag)}`, { method: 'HEAD', headers: { ...headers, accept: MANIFESTS } });
+    await head.body.dump();
+    const digest = head.headers['docker-content-digest'];
+    if (head.statusCode !== 200 || typeof digest !== 'string') continue;
+    const del = await request(`${base}/v2/${repo}/manifests/${digest}`, { method: 'DELETE', headers });
+    await del.body.dump();
+    // 404: another tag of the same manifest took it already.
+    if (del.statusCode === 202) gone++;
+    else if (del.statusCode !== 404) throw new Error(`the registry ${registry} answered ${del.statusCode} to the deletion of ${repo}:${tag}`);
+  }
+  return gone;
+}
+
+/** The registry's base URL: https:// when it answers TLS, else http://. */
+async function reachable(registry: string, headers: Record<string, string>): Promise<string> {
+  for (const scheme of ['https', 'http']) {
+    const r = await request(`${scheme}://${registry}/v2/`, { headers, headersTimeout: 10_000 }).catch(() => null);
+    if (!r) continue;
+    await r.body.dump();
+    return `${scheme}://${registry}`;
+  }
+  throw new Error(`the registry ${registry} does not answer over HTTPS or HTTP`);
 }

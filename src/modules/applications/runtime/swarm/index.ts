@@ -28,7 +28,7 @@ import { appReleasesDir, type Release } from '../release.js';
 import type { AppsSettings } from '../settings.js';
 import { appCacheDir } from '../source.js';
 import { UsageSeries } from '../usage-series.js';
-import { distribute, imageRef } from './images.js';
+import { distribute, forgetRepository, imageRef } from './images.js';
 import { envFile, serviceSpec, wrapped } from './services.js';
 import { swarmSettings, type SwarmSettings } from './settings.js';
 import { SwarmVolumes, type SwarmNode } from './volumes.js';
@@ -589,6 +589,12 @@ class SwarmHost extends UsageSeries implements InstanceHost {
     // Its tags, and with a registry the registry's name of them: tagged on the manager for the push,
     // and on a node that pulled, a digest (a service names its image by digest).
     const repos = [imageRef(null, `slipway/${appId}`), ...(this.settings.registry ? [imageRef(this.settings.registry, `slipway/${appId}`)] : [])];
+    if (this.settings.registry) {
+      // A registry that cannot be reached keeps them: said in the log, the deletion goes on.
+      await forgetRepository(this.settings.registry, this.settings.registryAuth, `slipway/${appId}`).catch((e: Error) =>
+        this.app.log.warn({ app: appId, err: e.message }, "the registry's copies of a deleted application's images were not deleted"),
+      );
+    }
     const ours = (ref: string) => repos.some((repo) => ref.startsWith(`${repo}:`) || ref.startsWith(`${repo}@`));
     for (const engine of new Set([this.docker, ...this.nodes.values()])) {
       const images = await engine.listImages({ filters: { reference: repos } }).catch(() => []);
