@@ -52,8 +52,8 @@ async function resolve(app: AppContext, companyId: string, e: Push, sites: Stati
   if (!e.before) return { ...e, unknownChanges: UNKNOWN.newBranch };
   // The site's address, not the payload's: the one the builds clone (with the company's token for it).
   const { key, access } = await mirrorAccess(app, app.database.db, companyId, site.repo_url);
-  const mirror = await fetchMirror(app, key, site.repo_url, [e.branch], { timeoutMs: WEBHOOK_FETCH_TIMEOUT_MS, access });
-  if (!mirror) return { ...e, unknownChanges: UNKNOWN.fetchFailed };
-  const changed = await mirror.changed(e.before, e.commit!.sha);
+  const fetched = await fetchMirror(app, key, site.repo_url, [e.branch], { timeoutMs: WEBHOOK_FETCH_TIMEOUT_MS, access });
+  if ('error' in fetched) return { ...e, unknownChanges: UNKNOWN.fetchFailed };
+  const changed = await fetched.mirror.changed(e.before, e.commit!.sha);
   return changed ? { ...e, changed } : { ...e, unknownChanges: UNKNOWN.forcePush };
 }

@@ -79,21 +79,19 @@ async function inTurn<T>(dir: string, fn: () => Promise<T>): Promise<T> {
 
 /**
  * Fetches `branches` of the repository at `url` (normalised `key`) into its mirror, made on first
- * use; undefined when the fetch fails (logged, and git's answer, sanitized, given to `onError`),
- * whose pushes then count as changing everything.
+ * use; when the fetch fails, git's answer (sanitized, and logged), and the pushes then count as
+ * changing everything.
  */
 export async function fetchMirror(
   app: AppContext,
   key: string,
   url: string,
   branches: string[],
-  o: { timeoutMs?: number; access?: Record<string, string>; onError?: (message: string) => void } = {},
-): Promise<Mirror | undefined> {
+  o: { timeoutMs?: number; access?: Record<string, string> } = {},
+): Promise<{ mirror: Mirror } | { error: string }> {
   const dir = join(mirrorsRoot(app), dirName(key));
   const failure = await inTurn(dir, () => fetchInto(app, dir, url, branches, o.timeoutMs ?? 300_000, o.access ?? {}));
-  if (failure === undefined) return mirrorAt(dir);
-  o.onError?.(failure);
-  return undefined;
+  return failure === undefined ? { mirror: mirrorAt(dir) } : { error: failure };
 }
 
 /** Fetches into the mirror in `dir`; undefined when it worked, else git's answer (sanitized). */

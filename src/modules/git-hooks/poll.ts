@@ -154,10 +154,10 @@ export async function pollOnce(app: AppContext): Promise<void> {
       }
     }
     if (!moved.length) continue;
-    let fetchError: string | undefined;
-    const mirror = await fetchMirror(app, key, w.url, [...new Set(moved.map((m) => m.branch))], { access: w.access, onError: (e) => (fetchError = e) });
-    if (fetchError !== undefined) await failed(app, w, 'fetch', fetchError, failing);
+    const fetched = await fetchMirror(app, key, w.url, [...new Set(moved.map((m) => m.branch))], { access: w.access });
+    if ('error' in fetched) await failed(app, w, 'fetch', fetched.error, failing);
     else await worked(app, w, 'fetch', failing);
+    const mirror = 'mirror' in fetched ? fetched.mirror : undefined;
     for (const m of moved) {
       const about = (await mirror?.describe(m.sha)) ?? { message: null, author: null };
       const changed = (await mirror?.changed(m.old, m.sha)) ?? null;
