@@ -2,9 +2,14 @@
 // (SLIPWAY_GIT_POLL_SECONDS=1 here): a `file://` repository moved away gives one `error` delivery
 // (provider poll, git's answer) in the deliveries of each service watching it however many polls
 // fail, and one `recovered` once it is back, after which the push made meanwhile deploys. Git's
-// answer is shown without any credential (gitFailure).
+// answer is shown without any credential (gitFailure). A head listed but whose objects cannot be
+// fetched gives one `error` delivery of the fetch and still deploys; the next fetch that works, one
+// `recovered`.
 import assert from 'node:assert/strict';
-import { renameSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { gitFailure } from '../../src/modules/git-hooks/mirror.js';
 import { accessEnv } from '../../src/modules/git-hooks/credentials.js';
@@ -101,6 +106,53 @@ for (const kind of DB_KINDS) {
       assert.equal(after[1].triggered.find((t: any) => t.service_id === a.id)?.action, 'pollRecovered');
       assert.equal((await deployments(a.id)).length, deploymentsBefore.length + 1);
       assert.equal(expectStatus(await s.get('/git/deliveries?limit=100'), 200).data.filter((x: any) => x.result === 'error').length, 1);
+    });
+
+    it('a head whose objects cannot be fetched gives one fetch error delivery and still deploys; the next fetch that works says recovered', async () => {
+      const repo = makeSiteRepo();
+      const a = await createApp(s, { extra: { repo_url: repo.url, default_branch: 'main' } });
+      await waitFor('the poll to look at the repository', () => headsRecorded(repo.dir));
+
+      // A commit the repository lists but cannot send: its new file's blob moved aside before the
+      // branch names it (the commit itself is there, so the branch is still listed).
+      const git = (...args: string[]) => execFileSync('git', args, { cwd: repo.dir, encoding: 'utf8' }).trim();
+      writeFileSync(join(repo.dir, 'src/version.txt'), `v2 ${randomUUID()}`);
+      git('add', '.');
+      const blob = git('rev-parse', ':src/version.txt');
+      const broken = git('commit-tree', git('write-tree'), '-p', 'HEAD', '-m', 'v2');
+      const object = join(repo.dir, '.git/objects', blob.slice(0, 2), blob.slice(2));
+      renameSync(object, `${object}.aside`);
+      git('update-ref', 'refs/heads/main', broken);
+
+      const [error] = await waitFor('the error delivery', async () => {
+        const ds = (await polled(a.id)).filter((d) => d.result === 'error');
+        return ds.length ? ds : undefined;
+      });
+      assert.equal(error.event, 'fetch');
+      assert.match(error.message, new RegExp(`^Polling cannot fetch file://${repo.dir}: `));
+      assert.deepEqual(
+        error.triggered.map((t: any) => [t.service_id, t.action]),
+        [[a.id, 'pollFailed']],
+      );
+      // The push deploys all the same (its changed files unknown, every file counts).
+      const first = await waitFor('the unfetchable push to deploy', async () => (await deployments(a.id)).find((x) => x.commit_sha === broken));
+      assert.equal(first.trigger, 'push');
+
+      // The blob back and another push: that fetch works.
+      renameSync(`${object}.aside`, object);
+      git('reset', '-q', '--hard', broken);
+      const sha = repo.commit({ 'src/version.txt': 'v3' });
+      await waitFor('the next push to deploy', async () => (await deployments(a.id)).find((x) => x.commit_sha === sha));
+      const after = await waitFor('the recovered delivery', async () => {
+        const ds = await polled(a.id);
+        return ds.some((d) => d.result === 'recovered') ? ds : undefined;
+      });
+      assert.deepEqual(
+        after.map((x) => x.result),
+        ['deployed', 'recovered', 'deployed', 'error'],
+      );
+      assert.equal(after[1].event, 'fetch');
+      assert.match(after[1].message, new RegExp(`^Polling reaches file://${repo.dir} again`));
     });
 
     const deployments = async (id: string): Promise<any[]> => expectStatus(await s.get(`/applications/${id}/deployments?limit=100`), 200).data;
