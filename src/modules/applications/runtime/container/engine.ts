@@ -144,6 +144,51 @@ export async function follow(
   err.end();
 }
 
+/** A container's exits, in order, as the engine announced them. */
+export interface Exits {
+  /** The code of the next exit not yet taken (null: the engine's events ended, the code is unknown). */
+  next(): Promise<number | null>;
+  close(): void;
+}
+
+/**
+ * A container's exit codes from the engine's `die` events, from `since` (unix seconds) on. Not a
+ * wait's answer: Docker 20.10 reads the code a wait answers only after the exit was announced, by
+ * when a container the engine restarts at once has a new state that says 0.
+ */
+export function exitCodes(docker: Docker, id: string, since: number): Exits {
+  const codes: (number | null)[] = [];
+  const waiting: ((code: number | null) => void)[] = [];
+  let ended = false;
+  let stream: Readable | null = null;
+  const push = (code: number | null) => {
+    const w = waiting.shift();
+    if (w) w(code);
+    else codes.push(code);
+  };
+  const end = () => {
+    ended = true;
+    for (const w of waiting.splice(0)) w(null);
+  };
+  docker.getEvents({ since, filters: { type: ['container'], container: [id], event: ['die'] } }).then((s) => {
+    stream = s as unknown as Readable;
+    if (ended) return stream.destroy();
+    lines(stream, (l) => {
+      const code = Number((JSON.parse(l) as { Actor?: { Attributes?: { exitCode?: string } } }).Actor?.Attributes?.exitCode);
+      push(Number.isInteger(code) ? code : null);
+    });
+    stream.on('close', end);
+    stream.on('error', end);
+  }, end);
+  return {
+    next: () => (codes.length ? Promise.resolve(codes.shift()!) : ended ? Promise.resolve(null) : new Promise((r) => waiting.push(r))),
+    close() {
+      end();
+      stream?.destroy();
+    },
+  };
+}
+
 /** Follows an engine progress stream (pull, build) to its end; `event` sees each message; rejects on an error message. */
 export function progress(
   docker: Docker,

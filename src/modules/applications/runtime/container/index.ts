@@ -20,7 +20,7 @@ import type { AppsSettings } from '../settings.js';
 import { appCacheDir } from '../source.js';
 import { UsageSeries } from '../usage-series.js';
 import { buildPhase } from './build.js';
-import { CONTAINER_PORT, containerUsage, createContainer, engineClient, execShell, follow, L, missing, releaseImage } from './engine.js';
+import { CONTAINER_PORT, containerUsage, createContainer, engineClient, execShell, exitCodes, follow, L, missing, releaseImage } from './engine.js';
 import { Placement } from './placement.js';
 import { TcpProxies } from './proxies.js';
 import { containerSettings, type ContainerSettings } from './settings.js';
@@ -160,57 +160,58 @@ class ContainerHost extends UsageSeries implements InstanceHost {
    * Follows an instance's output into the runtime log until it is stopped; each time the output
    * ends while the instance is not being stopped the container exited, and the engine restarts it.
    * The engine restarts within milliseconds, so an exit is told by its restart count, and the code
-   * comes from a wait for the next exit (the state of a restarted container no longer has it).
+   * comes from the engine's announcement of the exit (the state of a restarted container no longer
+   * has it).
    */
   private watch(g: Group, i: Instance, since: number): void {
     const c = this.docker.getContainer(i.container!);
-    const nextExit = () =>
-      c.wait({ condition: 'next-exit' }).then(
-        (r: { StatusCode: number }) => r.StatusCode,
-        () => null,
-      );
+    const exits = exitCodes(this.docker, i.container!, nowSeconds());
     i.exited = (async () => {
-      let from = since;
-      let exit: Promise<number | null> | null = null;
-      let seen = (await c.inspect().catch(() => null))?.RestartCount ?? 0;
-      while (!i.stopping) {
-        exit ??= nextExit();
-        // The output ends when the container exits; should the engine keep the stream open across
-        // a fast restart, the exit itself ends it (after a moment for the last lines).
-        const ac = new AbortController();
-        const followed = follow(this.docker, c, from, (line, stream) => this.out.line(g, i, line, stream), ac.signal).catch(() => {});
-        const ended = exit;
-        const exited = await Promise.race([followed.then(() => false), ended.then((code) => code !== null)]);
-        if (exited) {
-          await Promise.race([followed, sleep(2000)]);
-          ac.abort();
+      try {
+        let from = since;
+        let exit: Promise<number | null> | null = null;
+        let seen = (await c.inspect().catch(() => null))?.RestartCount ?? 0;
+        while (!i.stopping) {
+          exit ??= exits.next();
+          // The output ends when the container exits; should the engine keep the stream open across
+          // a fast restart, the exit itself ends it (after a moment for the last lines).
+          const ac = new AbortController();
+          const followed = follow(this.docker, c, from, (line, stream) => this.out.line(g, i, line, stream), ac.signal).catch(() => {});
+          const ended = exit;
+          const exited = await Promise.race([followed.then(() => false), ended.then((code) => code !== null)]);
+          if (exited) {
+            await Promise.race([followed, sleep(2000)]);
+            ac.abort();
+          }
+          await followed;
+          from = nowSeconds();
+          if (i.stopping) break;
+          const state = await c.inspect().catch((e: unknown) => (missing(e) ? null : undefined));
+          if (state === null) {
+            this.out.note(g, i, `Instance ${i.key}#${i.index} is gone (its container was removed)`, 'error');
+            break;
+          }
+          if (state && (!state.State.Running || state.RestartCount > seen)) {
+            // The announcement may come late on a loaded engine; a restarted container's own state
+            // says 0, not the code it exited with, so it is used only for one that stays down.
+            const waited = await Promise.race([exit, sleep(10_000).then(() => null)]);
+            const code = waited ?? (state.State.Running ? null : state.State.ExitCode);
+            exit = null;
+            i.restarts += Math.max(1, state.RestartCount - seen);
+            seen = state.RestartCount;
+            this.out.note(
+              g,
+              i,
+              `Instance ${i.key}#${i.index} exited (${code === null ? 'code unknown' : `code ${code}`}); the engine restarts it (restart ${i.restarts})`,
+              'warning',
+            );
+            // A restarted container keeps its address on the bridge; read again all the same.
+            await this.reachDirectly(i);
+          }
+          await sleep(500);
         }
-        await followed;
-        from = nowSeconds();
-        if (i.stopping) break;
-        const state = await c.inspect().catch((e: unknown) => (missing(e) ? null : undefined));
-        if (state === null) {
-          this.out.note(g, i, `Instance ${i.key}#${i.index} is gone (its container was removed)`, 'error');
-          break;
-        }
-        if (state && (!state.State.Running || state.RestartCount > seen)) {
-          // The wait's answer may come late on a loaded engine; a restarted container's own state
-          // says 0, not the code it exited with, so it is used only for one that stays down.
-          const waited = await Promise.race([exit, sleep(10_000).then(() => null)]);
-          const code = waited ?? (state.State.Running ? null : state.State.ExitCode);
-          exit = null;
-          i.restarts += Math.max(1, state.RestartCount - seen);
-          seen = state.RestartCount;
-          this.out.note(
-            g,
-            i,
-            `Instance ${i.key}#${i.index} exited (${code === null ? 'code unknown' : `code ${code}`}); the engine restarts it (restart ${i.restarts})`,
-            'warning',
-          );
-          // A restarted container keeps its address on the bridge; read again all the same.
-          await this.reachDirectly(i);
-        }
-        await sleep(500);
+      } finally {
+        exits.close();
       }
     })();
   }
