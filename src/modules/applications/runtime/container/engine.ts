@@ -174,7 +174,12 @@ export function exitCodes(docker: Docker, id: string, since: number): Exits {
     stream = s as unknown as Readable;
     if (ended) return stream.destroy();
     lines(stream, (l) => {
-      const code = Number((JSON.parse(l) as { Actor?: { Attributes?: { exitCode?: string } } }).Actor?.Attributes?.exitCode);
+      let code = NaN;
+      try {
+        code = Number((JSON.parse(l) as { Actor?: { Attributes?: { exitCode?: string } } }).Actor?.Attributes?.exitCode);
+      } catch {
+        // Not an event the engine should send: the exit is told, its code unknown.
+      }
       push(Number.isInteger(code) ? code : null);
     });
     stream.on('close', end);
