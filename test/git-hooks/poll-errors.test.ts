@@ -6,7 +6,6 @@
 // fetched gives one `error` delivery of the fetch and still deploys; the next fetch that works, one
 // `recovered`.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +16,7 @@ import { DB_KINDS, GENEROUS, skipUnless, useServer } from '../helpers/server.js'
 import { expectStatus, waitFor } from '../helpers/util.js';
 import { createApp } from '../pipelines/support.js';
 import { makeSiteRepo } from '../static-sites-real/support.js';
+import { git } from '../apps-real/support.js';
 import { gitMissing, pollWaits } from './support.js';
 
 const ENV = {
@@ -115,14 +115,13 @@ for (const kind of DB_KINDS) {
 
       // A commit the repository lists but cannot send: its new file's blob moved aside before the
       // branch names it (the commit itself is there, so the branch is still listed).
-      const git = (...args: string[]) => execFileSync('git', args, { cwd: repo.dir, encoding: 'utf8' }).trim();
       writeFileSync(join(repo.dir, 'src/version.txt'), `v2 ${randomUUID()}`);
-      git('add', '.');
-      const blob = git('rev-parse', ':src/version.txt');
-      const broken = git('commit-tree', git('write-tree'), '-p', 'HEAD', '-m', 'v2');
+      git(repo.dir, 'add', '.');
+      const blob = git(repo.dir, 'rev-parse', ':src/version.txt');
+      const broken = git(repo.dir, 'commit-tree', git(repo.dir, 'write-tree'), '-p', 'HEAD', '-m', 'v2');
       const object = join(repo.dir, '.git/objects', blob.slice(0, 2), blob.slice(2));
       renameSync(object, `${object}.aside`);
-      git('update-ref', 'refs/heads/main', broken);
+      git(repo.dir, 'update-ref', 'refs/heads/main', broken);
 
       const [error] = await waitFor('the error delivery', async () => {
         const ds = (await polled(a.id)).filter((d) => d.result === 'error');
@@ -140,7 +139,7 @@ for (const kind of DB_KINDS) {
 
       // The blob back and another push: that fetch works.
       renameSync(`${object}.aside`, object);
-      git('reset', '-q', '--hard', broken);
+      git(repo.dir, 'reset', '-q', '--hard', broken);
       const sha = repo.commit({ 'src/version.txt': 'v3' });
       await waitFor('the next push to deploy', async () => (await deployments(a.id)).find((x) => x.commit_sha === sha));
       const after = await waitFor('the recovered delivery', async () => {
