@@ -46,9 +46,13 @@ async function bucketSite(app: AppContext, id: string): Promise<EdgeSite | null>
 export async function bucketUpstream(app: AppContext, id: string): Promise<{ owner: EdgeOwner; url: UrlTarget | null } | null> {
   const b = await bucketCdn(app, id);
   if (!b) return null;
-  if (!b.host) return { owner: b.owner, url: null };
+  return { owner: b.owner, url: b.host ? await dataPlane(app, b.host) : null };
+}
+
+/** The API server's data plane as a proxy reaches it, with `host` (a CDN hostname) as Host. */
+async function dataPlane(app: AppContext, host: string): Promise<UrlTarget> {
   const api = new URL(app.baseUrl);
-  return { owner: b.owner, url: { address: await serverAddress(api), tls: api.protocol === 'https:', host: b.host, path: '' } };
+  return { address: await serverAddress(api), tls: api.protocol === 'https:', host, path: '' };
 }
 
 /** The CDN hostnames among the registry's held names, with their buckets (two queries, however many). */
@@ -70,10 +74,11 @@ async function cdnHosts(app: AppContext, held: string[]): Promise<RoutedHost[]> 
 
 /** A bucket's CDN hostname for a proxy in front: the API server's data plane, through the proxy's cache. */
 async function describeBucket(app: AppContext, id: string): Promise<EdgeDescription | null> {
-  const [b, up] = await Promise.all([findBucketRow(app.database.db, id), bucketUpstream(app, id)]);
-  if (!b || !up?.url) return null;
+  const db = app.database.db;
+  const [b, host] = await Promise.all([findBucketRow(db, id), hostnameOf(db, id)]);
+  if (!b || !host) return null;
   return {
-    target: { type: 'url', url: up.url },
+    target: { type: 'url', url: await dataPlane(app, host) },
     ipRestriction: null,
     maintenance: null,
     // The data plane's in-process cache rules: what Cache-Control allows, a purge is a new `updated_at`, no Origin.
