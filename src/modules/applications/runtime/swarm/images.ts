@@ -70,16 +70,15 @@ const MANIFESTS = [
  * Deletes every tag of `repo` from the registry (Registry HTTP API v2: each tag's manifest by its
  * digest), with its login when it has one. The layers' space comes back with the registry's own
  * garbage collection (docs/scaling.md). Over HTTPS, else plain HTTP, as an engine tries an
- * insecure registry. Returns how many manifests went; a registry without the repository: 0.
+ * insecure registry. A registry without the repository has nothing to delete.
  */
-export async function forgetRepository(registry: string, auth: RegistryAuth | null, repo: string): Promise<number> {
+export async function forgetRepository(registry: string, auth: RegistryAuth | null, repo: string): Promise<void> {
   const headers: Record<string, string> = auth ? { authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}` } : {};
   const base = await reachable(registry, headers);
   const list = await request(`${base}/v2/${repo}/tags/list`, { headers });
   const body = (await list.body.json().catch(() => null)) as { tags?: string[] | null } | null;
-  if (list.statusCode === 404) return 0;
+  if (list.statusCode === 404) return;
   if (list.statusCode !== 200) throw new Error(`the registry ${registry} answered ${list.statusCode} to the list of ${repo}'s tags`);
-  let gone = 0;
   for (const tag of body?.tags ?? []) {
     const head = await request(`${base}/v2/${repo}/manifests/${encodeURIComponent(tag)}`, { method: 'HEAD', headers: { ...headers, accept: MANIFESTS } });
     await head.body.dump();
@@ -88,10 +87,9 @@ export async function forgetRepository(registry: string, auth: RegistryAuth | nu
     const del = await request(`${base}/v2/${repo}/manifests/${digest}`, { method: 'DELETE', headers });
     await del.body.dump();
     // 404: another tag of the same manifest took it already.
-    if (del.statusCode === 202) gone++;
-    else if (del.statusCode !== 404) throw new Error(`the registry ${registry} answered ${del.statusCode} to the deletion of ${repo}:${tag}`);
+    if (del.statusCode !== 202 && del.statusCode !== 404)
+      throw new Error(`the registry ${registry} answered ${del.statusCode} to the deletion of ${repo}:${tag}`);
   }
-  return gone;
 }
 
 /** The registry's base URL: https:// when it answers TLS, else http://. */
